@@ -1,0 +1,306 @@
+/*
+ * galley.h -- public interface of the Galley parallel file system client.
+ *
+ * A Galley *file* has a fixed number of *subfiles*, each living entirely on
+ * one I/O server (galleyd).  A subfile holds any number of named *forks*:
+ * independent, growable byte sequences.  This header is all an application
+ * sees; it never needs MPI.
+ *
+ * Conventions
+ *   - Every function named for an action returns 0 (or a non-negative id or
+ *     count) on success and a negative error code on failure.  Error codes
+ *     are negative errno values (-ENOENT, -EEXIST, ...) or the project codes
+ *     below; gfs_strerror() turns either into a message.
+ *   - Identifiers (file ids, fork ids, handles) are small non-negative ints,
+ *     not pointers.
+ *   - Every function is thread-safe.  gfs_init/gfs_finalize are reference
+ *     counted: each successful gfs_init needs one gfs_finalize.
+ *   - A request to a dead or unreachable server fails with GFS_ETIMEDOUT or
+ *     GFS_ESERVERDOWN within the configured timeout (GALLEY_TIMEOUT seconds,
+ *     default 10); no call waits forever.
+ */
+#ifndef GALLEY_H
+#define GALLEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GFS_VERSION_MAJOR 0
+#define GFS_VERSION_MINOR 1
+
+/* Limits shared with the servers. */
+#define GFS_NAME_MAX 255      /* bytes in a file name, excluding NUL      */
+#define GFS_FORK_NAME_MAX 127 /* bytes in a fork name, excluding NUL      */
+#define GFS_MAX_SUBFILES 256  /* subfiles in one file (one per server)    */
+#define GFS_MAX_SERVERS 256   /* servers in a cluster file                */
+#define GFS_ATTR_MAX 4096     /* bytes of attribute text on a file record */
+
+/*
+ * Project error codes (negative, outside the errno range).  X(name, value,
+ * message).  Standard conditions use negative errno values instead.
+ */
+#define GFS_ERROR_TABLE(X)                                                     \
+    X(GFS_ENOTINIT, -1001, "galley client not initialised (call gfs_init)")   \
+    X(GFS_ENOCLUSTER, -1002, "no cluster file (set GALLEY_CLUSTER)")           \
+    X(GFS_EBADCLUSTER, -1003, "malformed cluster file")                        \
+    X(GFS_ESERVERDOWN, -1004, "I/O server unreachable or connection lost")     \
+    X(GFS_ETIMEDOUT, -1005, "I/O server did not answer within the timeout")    \
+    X(GFS_EPROTO, -1006, "protocol error (malformed or unexpected message)")   \
+    X(GFS_EVERSION, -1007, "server speaks another protocol version")           \
+    X(GFS_EBADID, -1008, "unknown or closed file, fork or handle id")          \
+    X(GFS_ESTALE, -1009, "fork or file was removed on the server")             \
+    X(GFS_ETOOBIG, -1010, "request larger than the server accepts")            \
+    X(GFS_ELAYOUT, -1011, "file has no (or an invalid) striped layout")        \
+    X(GFS_EBUSY, -1012, "resource busy (name being created or deleted)")
+
+enum gfs_error {
+#define GFS_X_ENUM(name, value, msg) name = value,
+    GFS_ERROR_TABLE(GFS_X_ENUM)
+#undef GFS_X_ENUM
+};
+
+/* Message for any code returned by this library (negative errno included). */
+const char *gfs_strerror(int err);
+
+/* ------------------------------------------------------------------------
+ * Initialisation
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Read the cluster file and prepare connections (made lazily).
+ * cluster_file: path, or NULL for $GALLEY_CLUSTER, then
+ * $HOME/.galley/cluster, then /etc/galley/cluster.
+ * Format: one "host:port" per line; blank lines and '#' comments ignored;
+ * line order is the server number (0, 1, ...).
+ * Errors: GFS_ENOCLUSTER, GFS_EBADCLUSTER, -ENOMEM.
+ * Undo with gfs_finalize().
+ */
+int gfs_init(const char *cluster_file);
+
+/* Close every open fork and file, then the connections. */
+int gfs_finalize(void);
+
+/* Number of servers in the cluster (after gfs_init). */
+int gfs_num_servers(void);
+
+/* Round trip to server `server`; 0 when it answers. */
+int gfs_ping(int server);
+
+/* Per-server request timeout in milliseconds (default from GALLEY_TIMEOUT). */
+int gfs_set_timeout_ms(int ms);
+
+/* ------------------------------------------------------------------------
+ * Files
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Create a file of `nsubfiles` subfiles.  servers: NULL (the library picks
+ * distinct servers, starting from the one the name hashes to) or an array
+ * of nsubfiles distinct server numbers.  Three steps: reserve the name at
+ * its metadata server, create a subfile header on each server, commit the
+ * record; a failure in any step releases what was done.
+ * Errors: -EEXIST, -EINVAL (bad count, duplicate/unknown server, name
+ * empty), -ENAMETOOLONG, GFS_ESERVERDOWN, GFS_ETIMEDOUT, -ENOSPC.
+ */
+int gfs_create_file(const char *name, int nsubfiles, const int *servers);
+
+/* Open an existing file; returns a file id >= 0.  Errors: -ENOENT, ...
+ * Undo with gfs_close_file(). */
+int gfs_open_file(const char *name);
+
+/* Close a file id (its still-open forks are closed too). */
+int gfs_close_file(int fid);
+
+/* Delete a file and all its forks.  Forks still open somewhere are removed
+ * at their last close.  Errors: -ENOENT, GFS_ESERVERDOWN, ... */
+int gfs_delete_file(const char *name);
+
+/* What gfs_stat_file reports. */
+typedef struct gfs_file_stat {
+    int nsubfiles;
+    int servers[GFS_MAX_SUBFILES]; /* server number of each subfile */
+} gfs_file_stat;
+
+int gfs_stat_file(int fid, gfs_file_stat *st);
+
+/*
+ * List file names starting with `prefix` ("" for all), gathered from every
+ * server, sorted.  Calls fn(name, arg) for each; stops early and returns
+ * fn's value if it returns non-zero.  Returns 0 or a negative error.
+ */
+int gfs_list_files(const char *prefix, int (*fn)(const char *name, void *arg),
+                   void *arg);
+
+/*
+ * File attributes: small "key=value" strings kept in the file's record at
+ * its metadata server (the striped layout lives here).  Keys are 1-63 bytes
+ * of [A-Za-z0-9_.]; values up to 1023 bytes without newlines.
+ * gfs_get_attr copies the value (NUL-terminated) and returns its length, or
+ * -ENOENT if the key is absent, -ERANGE if len is too small.
+ */
+int gfs_set_attr(int fid, const char *key, const char *value);
+int gfs_get_attr(int fid, const char *key, char *value, size_t len);
+
+/* ------------------------------------------------------------------------
+ * Forks
+ * ------------------------------------------------------------------------ */
+
+/* Create fork `name` in subfile `subfile` (0-based).  Errors: -EEXIST,
+ * -EINVAL, -ENAMETOOLONG, GFS_EBADID. */
+int gfs_create_fork(int fid, int subfile, const char *name);
+
+/* Open a fork; returns a fork id ("kid") >= 0.  Undo with gfs_close_fork. */
+int gfs_open_fork(int fid, int subfile, const char *name);
+
+int gfs_close_fork(int kid);
+
+/* Delete a fork; if open anywhere it is marked and removed at its last
+ * close (new opens fail with -ENOENT meanwhile). */
+int gfs_delete_fork(int fid, int subfile, const char *name);
+
+/* The all_ variants act on every subfile of the file. */
+int gfs_all_create(int fid, const char *name);
+/* Opens the fork in every subfile; kids[i] receives subfile i's fork id. */
+int gfs_all_open(int fid, const char *name, int *kids);
+int gfs_all_close(int nkids, const int *kids);
+int gfs_all_delete(int fid, const char *name);
+
+/* List the forks of one subfile: fn(name, size, arg) for each. */
+int gfs_list_forks(int fid, int subfile,
+                   int (*fn)(const char *name, uint64_t size, void *arg),
+                   void *arg);
+
+/* Current size of an open fork in bytes (>= 0) or a negative error. */
+int64_t gfs_fork_size(int kid);
+
+/* Set a fork's size (shrink or extend with zeros). */
+int gfs_truncate_fork(int kid, int64_t size);
+
+/* ------------------------------------------------------------------------
+ * Data
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Plain I/O on one fork at `offset`.  gfs_write returns size.  gfs_read
+ * returns the number of bytes that lay before the end of the fork (short at
+ * end of fork); the remainder of buf is filled with zeros.
+ * Errors: -EINVAL (negative offset/size), GFS_EBADID, GFS_ESERVERDOWN,
+ * GFS_ETIMEDOUT, -ENOSPC, -EIO.
+ */
+int64_t gfs_read(int kid, int64_t offset, void *buf, int64_t size);
+int64_t gfs_write(int kid, int64_t offset, const void *buf, int64_t size);
+
+/* One piece of a list request: `size` bytes at fork offset `file_offset`
+ * to or from buf + `mem_offset`. */
+typedef struct gfs_list_entry {
+    int64_t file_offset;
+    int64_t mem_offset;
+    int64_t size;
+} gfs_list_entry;
+
+enum gfs_op { GFS_READ = 0, GFS_WRITE = 1 };
+
+/*
+ * List I/O: n pieces in one call, the one data path every other interface
+ * is built on.  The server sorts and coalesces pieces before touching its
+ * cache and disks; pieces move in whatever order the file system chooses.
+ * Overlapping write pieces: the result is as if the pieces were applied in
+ * list order (a later piece wins).  Zero-size pieces are allowed.  Read
+ * pieces beyond the end of the fork read as zeros.
+ * Returns the total bytes transferred (sum of sizes) or a negative error.
+ * Large requests are split into transfers no bigger than the server's
+ * advertised limit.
+ */
+int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
+                   void *buf);
+
+/* Make every acknowledged write to the fork (and its subfile's metadata)
+ * durable against a machine crash. */
+int gfs_sync(int kid);
+
+/* ------------------------------------------------------------------------
+ * Server statistics (for `galley df`)
+ * ------------------------------------------------------------------------ */
+typedef struct gfs_server_stat {
+    uint64_t bytes_used;   /* bytes in fork data files             */
+    uint64_t bytes_free;   /* free bytes on the server's data disk */
+    uint64_t bytes_total;  /* size of the server's data disk       */
+    uint64_t nrecords;     /* file records held by its NameServer  */
+    uint64_t nsubfiles;    /* subfile headers held                 */
+    uint64_t nforks;       /* forks held                           */
+    uint64_t cache_hits;   /* CacheManager block hits              */
+    uint64_t cache_misses; /* CacheManager block misses            */
+} gfs_server_stat;
+
+int gfs_stat_server(int server, gfs_server_stat *st);
+
+/* ------------------------------------------------------------------------
+ * Striped linear files (SFIO-style; the MPI-IO layout)
+ *
+ * A logical byte stream striped cyclically over fork `fork` of every
+ * subfile with stripe unit `unit` bytes: logical byte x lives in subfile
+ * (x / unit) % nsub at fork offset (x / (unit * nsub)) * unit + x % unit.
+ * The layout is stored as attributes of the file record
+ * ("galley.stripe_unit", "galley.stripe_fork").
+ * ------------------------------------------------------------------------ */
+
+#define GFS_DEFAULT_STRIPE_UNIT 65536
+#define GFS_DEFAULT_STRIPE_FORK "data"
+
+/* Create a file with the striped layout and its fork in every subfile. */
+int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
+                       int64_t unit, const char *fork);
+
+/* Open a striped file; returns a striped id ("sid") >= 0.  Undo with
+ * gfs_striped_close. Errors: -ENOENT, GFS_ELAYOUT, ... */
+int gfs_striped_open(const char *name);
+int gfs_striped_close(int sid);
+
+/* The layout of an open striped file. */
+typedef struct gfs_layout {
+    int nsubfiles;
+    int64_t unit;
+    char fork[GFS_FORK_NAME_MAX + 1];
+} gfs_layout;
+
+int gfs_striped_layout(int sid, gfs_layout *layout);
+
+/* Logical size (>= 0), computed from the fork sizes of every subfile. */
+int64_t gfs_striped_size(int sid);
+
+/* Set the logical size: shrink or extend (with zeros) every subfile's fork. */
+int gfs_striped_truncate(int sid, int64_t size);
+
+/*
+ * Read/write logical ranges.  gfs_striped_listio moves n (logical offset,
+ * memory offset, size) pieces in one call: split into per-server fragments,
+ * sorted and merged, one transfer per server (split only by the server's
+ * buffer limit).  Reads return the bytes before the logical end of file.
+ */
+int64_t gfs_striped_read(int sid, int64_t offset, void *buf, int64_t size);
+int64_t gfs_striped_write(int sid, int64_t offset, const void *buf,
+                          int64_t size);
+int64_t gfs_striped_listio(int sid, int op, int64_t n,
+                           const gfs_list_entry *entries, void *buf);
+int gfs_striped_sync(int sid);
+
+/* The fork id of subfile i's fork of an open striped file. */
+int gfs_striped_kid(int sid, int subfile);
+
+/* Pure layout arithmetic (no servers needed). */
+/* Bytes of logical range [0, size) that subfile `subfile` holds. */
+int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile,
+                             int64_t size);
+/* Logical size implied by subfile fork sizes fsizes[0..nsub-1]. */
+int64_t gfs_layout_logical_size(int nsub, int64_t unit,
+                                const int64_t *fsizes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GALLEY_H */

@@ -1,0 +1,416 @@
+/*
+ * client.c -- process-wide client state: cluster file, init/finalize, the
+ * file and fork id tables, error messages, name hashing.
+ *
+ * Threads: any.  gc_g.lock guards the tables and the reference count; it
+ * is never held across a network call (conn.c may call gc_open_handles
+ * while reconnecting, which takes gc_g.lock briefly).
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+gc_client gc_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ------------------------------------------------------------ errors --- */
+
+const char *gfs_strerror(int err)
+{
+    switch (err) {
+    case 0:
+        return "success";
+#define GFS_X_MSG(name, value, msg)                                            \
+    case value:                                                                \
+        return msg;
+        GFS_ERROR_TABLE(GFS_X_MSG)
+#undef GFS_X_MSG
+    default:
+        break;
+    }
+    if (err < 0 && err > -4096)
+        return strerror(-err);
+    return "unknown error";
+}
+
+/* ------------------------------------------------------ cluster file --- */
+
+static int parse_cluster(const char *path, char ***hosts, char ***ports,
+                         int *n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return GFS_ENOCLUSTER;
+    char line[512];
+    int cap = 0, cnt = 0, rc = 0;
+    char **h = NULL, **p = NULL;
+    while (fgets(line, sizeof(line), f)) {
+        char *s = line;
+        while (isspace((unsigned char)*s))
+            s++;
+        char *e = s + strlen(s);
+        while (e > s && isspace((unsigned char)e[-1]))
+            *--e = '\0';
+        if (*s == '\0' || *s == '#')
+            continue;
+        char *colon = strrchr(s, ':');
+        if (!colon || colon == s || !colon[1] || cnt >= GFS_MAX_SERVERS) {
+            rc = GFS_EBADCLUSTER;
+            break;
+        }
+        *colon = '\0';
+        char *host = s, *port = colon + 1;
+        /* [v6addr]:port */
+        if (host[0] == '[' && colon[-1] == ']') {
+            host++;
+            colon[-1] = '\0';
+        }
+        char *endp;
+        long pn = strtol(port, &endp, 10);
+        if (*endp || pn <= 0 || pn > 65535) {
+            rc = GFS_EBADCLUSTER;
+            break;
+        }
+        if (cnt == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **nh = realloc(h, sizeof(*h) * (size_t)cap);
+            char **np = nh ? realloc(p, sizeof(*p) * (size_t)cap) : NULL;
+            if (nh)
+                h = nh;
+            if (np)
+                p = np;
+            if (!nh || !np) {
+                rc = -ENOMEM;
+                break;
+            }
+        }
+        h[cnt] = strdup(host);
+        p[cnt] = strdup(port);
+        cnt++;
+    }
+    fclose(f);
+    if (!rc && cnt == 0)
+        rc = GFS_EBADCLUSTER;
+    if (rc) {
+        for (int i = 0; i < cnt; i++) {
+            free(h[i]);
+            free(p[i]);
+        }
+        free(h);
+        free(p);
+        return rc;
+    }
+    *hosts = h;
+    *ports = p;
+    *n = cnt;
+    return 0;
+}
+
+static const char *find_cluster_file(const char *given, char *buf, size_t len)
+{
+    if (given && *given)
+        return given;
+    const char *env = getenv("GALLEY_CLUSTER");
+    if (env && *env)
+        return env;
+    const char *home = getenv("HOME");
+    if (home) {
+        snprintf(buf, len, "%s/.galley/cluster", home);
+        FILE *f = fopen(buf, "r");
+        if (f) {
+            fclose(f);
+            return buf;
+        }
+    }
+    return "/etc/galley/cluster";
+}
+
+static int env_timeout_ms(void)
+{
+    const char *t = getenv("GALLEY_TIMEOUT");
+    if (t && *t) {
+        double s = atof(t);
+        if (s > 0 && s < 86400)
+            return (int)(s * 1000);
+    }
+    return 10000;
+}
+
+int gfs_init(const char *cluster_file)
+{
+    pthread_mutex_lock(&gc_g.lock);
+    if (gc_g.refs > 0) {
+        gc_g.refs++;
+        pthread_mutex_unlock(&gc_g.lock);
+        return 0;
+    }
+    char buf[4096];
+    const char *path = find_cluster_file(cluster_file, buf, sizeof(buf));
+    char **hosts = NULL, **ports = NULL;
+    int n = 0;
+    int rc = parse_cluster(path, &hosts, &ports, &n);
+    if (rc)
+        goto out_unlock;
+    gc_g.conns = calloc((size_t)n, sizeof(*gc_g.conns));
+    if (!gc_g.conns) {
+        rc = -ENOMEM;
+        goto out_free_names;
+    }
+    for (int i = 0; i < n; i++) {
+        gc_g.conns[i] = gc_conn_new(i, hosts[i], ports[i]);
+        if (!gc_g.conns[i]) {
+            for (int j = 0; j < i; j++)
+                gc_conn_free(gc_g.conns[j]);
+            free(gc_g.conns);
+            gc_g.conns = NULL;
+            rc = -ENOMEM;
+            goto out_free_names;
+        }
+    }
+    gc_g.nservers = n;
+    gc_g.timeout_ms = env_timeout_ms();
+    gc_g.refs = 1;
+out_free_names:
+    for (int i = 0; i < n; i++) {
+        free(hosts[i]);
+        free(ports[i]);
+    }
+    free(hosts);
+    free(ports);
+out_unlock:
+    pthread_mutex_unlock(&gc_g.lock);
+    return rc;
+}
+
+int gfs_finalize(void)
+{
+    pthread_mutex_lock(&gc_g.lock);
+    if (gc_g.refs == 0) {
+        pthread_mutex_unlock(&gc_g.lock);
+        return GFS_ENOTINIT;
+    }
+    if (gc_g.refs > 1) {
+        gc_g.refs--;
+        pthread_mutex_unlock(&gc_g.lock);
+        return 0;
+    }
+    int nk = gc_g.nforks_cap;
+    pthread_mutex_unlock(&gc_g.lock);
+
+    /* Close forks still open (best effort: servers also close a dropped
+     * connection's opens). */
+    for (int kid = 0; kid < nk; kid++)
+        gfs_close_fork(kid);
+
+    pthread_mutex_lock(&gc_g.lock);
+    gc_g.refs = 0;
+    for (int i = 0; i < gc_g.nservers; i++)
+        gc_conn_free(gc_g.conns[i]);
+    free(gc_g.conns);
+    free(gc_g.files);
+    free(gc_g.forks);
+    gc_g.conns = NULL;
+    gc_g.files = NULL;
+    gc_g.forks = NULL;
+    gc_g.nfiles_cap = gc_g.nforks_cap = 0;
+    gc_g.nservers = 0;
+    pthread_mutex_unlock(&gc_g.lock);
+    return 0;
+}
+
+int gc_check_init(void)
+{
+    pthread_mutex_lock(&gc_g.lock);
+    int ok = gc_g.refs > 0;
+    pthread_mutex_unlock(&gc_g.lock);
+    return ok ? 0 : GFS_ENOTINIT;
+}
+
+int gfs_num_servers(void)
+{
+    int rc = gc_check_init();
+    return rc ? rc : gc_g.nservers;
+}
+
+gc_conn *gc_server_conn(int server)
+{
+    if (server < 0 || server >= gc_g.nservers)
+        return NULL;
+    return gc_g.conns[server];
+}
+
+int gc_timeout_ms(void)
+{
+    int t = __atomic_load_n(&gc_g.timeout_ms, __ATOMIC_RELAXED);
+    return t > 0 ? t : 10000;
+}
+
+int gfs_set_timeout_ms(int ms)
+{
+    if (ms <= 0)
+        return -EINVAL;
+    __atomic_store_n(&gc_g.timeout_ms, ms, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* FNV-1a: the name -> metadata server map every client must agree on. */
+int gc_meta_server(const char *name)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        h ^= *p;
+        h *= 1099511628211ull;
+    }
+    return (int)(h % (uint64_t)gc_g.nservers);
+}
+
+int gc_check_name(const char *name, size_t max)
+{
+    if (!name || !*name)
+        return -EINVAL;
+    size_t n = strnlen(name, max + 1);
+    if (n > max)
+        return -ENAMETOOLONG;
+    if (strchr(name, '\n'))
+        return -EINVAL;
+    return 0;
+}
+
+/* ------------------------------------------------------------ tables --- */
+
+int gc_file_get(int fid, gc_file *out)
+{
+    int rc = GFS_EBADID;
+    pthread_mutex_lock(&gc_g.lock);
+    if (gc_g.refs == 0)
+        rc = GFS_ENOTINIT;
+    else if (fid >= 0 && fid < gc_g.nfiles_cap && gc_g.files[fid].used) {
+        *out = gc_g.files[fid];
+        rc = 0;
+    }
+    pthread_mutex_unlock(&gc_g.lock);
+    return rc;
+}
+
+int gc_fork_get(int kid, gc_fork *out)
+{
+    int rc = GFS_EBADID;
+    pthread_mutex_lock(&gc_g.lock);
+    if (gc_g.refs == 0)
+        rc = GFS_ENOTINIT;
+    else if (kid >= 0 && kid < gc_g.nforks_cap && gc_g.forks[kid].used) {
+        *out = gc_g.forks[kid];
+        rc = 0;
+    }
+    pthread_mutex_unlock(&gc_g.lock);
+    return rc;
+}
+
+int gc_fork_register(const gc_fork *k)
+{
+    pthread_mutex_lock(&gc_g.lock);
+    int kid = -1;
+    for (int i = 0; i < gc_g.nforks_cap; i++)
+        if (!gc_g.forks[i].used) {
+            kid = i;
+            break;
+        }
+    if (kid < 0) {
+        int cap = gc_g.nforks_cap ? gc_g.nforks_cap * 2 : 64;
+        gc_fork *nf = realloc(gc_g.forks, sizeof(*nf) * (size_t)cap);
+        if (!nf) {
+            pthread_mutex_unlock(&gc_g.lock);
+            return -ENOMEM;
+        }
+        memset(nf + gc_g.nforks_cap, 0,
+               sizeof(*nf) * (size_t)(cap - gc_g.nforks_cap));
+        kid = gc_g.nforks_cap;
+        gc_g.forks = nf;
+        gc_g.nforks_cap = cap;
+    }
+    gc_g.forks[kid] = *k;
+    gc_g.forks[kid].used = true;
+    pthread_mutex_unlock(&gc_g.lock);
+    return kid;
+}
+
+void gc_fork_unregister(int kid)
+{
+    pthread_mutex_lock(&gc_g.lock);
+    if (kid >= 0 && kid < gc_g.nforks_cap)
+        gc_g.forks[kid].used = false;
+    pthread_mutex_unlock(&gc_g.lock);
+}
+
+int gc_open_handles(int server, uint64_t **fkids, int *n)
+{
+    pthread_mutex_lock(&gc_g.lock);
+    int cnt = 0;
+    for (int i = 0; i < gc_g.nforks_cap; i++)
+        if (gc_g.forks[i].used && gc_g.forks[i].server == server)
+            cnt++;
+    uint64_t *v = malloc(sizeof(*v) * (size_t)(cnt ? cnt : 1));
+    if (!v) {
+        pthread_mutex_unlock(&gc_g.lock);
+        return -ENOMEM;
+    }
+    cnt = 0;
+    for (int i = 0; i < gc_g.nforks_cap; i++)
+        if (gc_g.forks[i].used && gc_g.forks[i].server == server)
+            v[cnt++] = gc_g.forks[i].fkid;
+    pthread_mutex_unlock(&gc_g.lock);
+    *fkids = v;
+    *n = cnt;
+    return 0;
+}
+
+/* --------------------------------------------------------- servers ---- */
+
+int gfs_ping(int server)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    gc_conn *c = gc_server_conn(server);
+    if (!c)
+        return -EINVAL;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gc_req q;
+    rc = gc_call(c, GP_OP_PING, &w, &q);
+    gc_req_release(&q);
+    return rc;
+}
+
+int gfs_stat_server(int server, gfs_server_stat *st)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    gc_conn *c = gc_server_conn(server);
+    if (!c || !st)
+        return -EINVAL;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gc_req q;
+    rc = gc_call(c, GP_OP_STATFS, &w, &q);
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        st->bytes_used = gp_get_u64(&r);
+        st->bytes_free = gp_get_u64(&r);
+        st->bytes_total = gp_get_u64(&r);
+        st->nrecords = gp_get_u64(&r);
+        st->nsubfiles = gp_get_u64(&r);
+        st->nforks = gp_get_u64(&r);
+        st->cache_hits = gp_get_u64(&r);
+        st->cache_misses = gp_get_u64(&r);
+        if (!gp_done(&r))
+            rc = GFS_EPROTO;
+    }
+    gc_req_release(&q);
+    return rc;
+}

@@ -1,0 +1,487 @@
+/*
+ * files.c -- file operations: the paper's three-step create, open (record
+ * lookup at the name's metadata server, cached), close, delete, stat,
+ * listing, and the attributes kept in a file's record.
+ *
+ * Threads: any; tables through client.c helpers, network through conn.c.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------ small calls --- */
+
+static int name_call(int server, uint16_t op, const char *name,
+                     gc_req *q)
+{
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_str(&w, name);
+    int rc = gc_call(gc_server_conn(server), op, &w, q);
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+static int hid_call(int server, uint16_t op, uint64_t hid)
+{
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_u64(&w, hid);
+    gc_req q;
+    int rc = gc_call(gc_server_conn(server), op, &w, &q);
+    gc_req_release(&q);
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+static int lookup_record(const char *name, uint16_t op, gp_record *rec)
+{
+    gc_req q;
+    int rc = name_call(gc_meta_server(name), op, name, &q);
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        gp_get_record(&r, rec);
+        if (!gp_done(&r))
+            rc = GFS_EPROTO;
+    }
+    gc_req_release(&q);
+    return rc;
+}
+
+/* --------------------------------------------------------- create ----- */
+
+static int pick_servers(const char *name, int nsub, const int *servers,
+                        uint32_t *out)
+{
+    int n = gc_g.nservers;
+    if (nsub < 1 || nsub > n || nsub > GFS_MAX_SUBFILES)
+        return -EINVAL;
+    if (!servers) {
+        int first = gc_meta_server(name);
+        for (int i = 0; i < nsub; i++)
+            out[i] = (uint32_t)((first + i) % n);
+        return 0;
+    }
+    for (int i = 0; i < nsub; i++) {
+        if (servers[i] < 0 || servers[i] >= n)
+            return -EINVAL;
+        for (int j = 0; j < i; j++)
+            if (servers[j] == servers[i])
+                return -EINVAL; /* two subfiles may not share a server */
+        out[i] = (uint32_t)servers[i];
+    }
+    return 0;
+}
+
+/* Create with an initial attribute text (used by gfs_create_striped). */
+int gc_create_file(const char *name, int nsubfiles, const int *servers,
+                   const char *attrs)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_record *rec = calloc(1, sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    rc = pick_servers(name, nsubfiles, servers, rec->server);
+    if (rc)
+        goto out_free;
+    rec->nsub = (uint32_t)nsubfiles;
+    if (attrs) {
+        size_t n = strlen(attrs);
+        if (n > GP_ATTR_MAX) {
+            rc = -EINVAL;
+            goto out_free;
+        }
+        memcpy(rec->attrs, attrs, n + 1);
+        rec->attrlen = (uint32_t)n;
+    }
+
+    /* Step 1: reserve the name at its metadata server. */
+    int meta = gc_meta_server(name);
+    gc_req q;
+    rc = name_call(meta, GP_OP_NS_RESERVE, name, &q);
+    gc_req_release(&q);
+    if (rc)
+        goto out_free;
+
+    /* Step 2: a subfile header on each chosen server. */
+    int made = 0;
+    for (; made < nsubfiles; made++) {
+        gp_wbuf w;
+        gp_wbuf_init(&w);
+        gp_put_str(&w, name);
+        gp_put_u32(&w, (uint32_t)made);
+        rc = gc_call(gc_server_conn((int)rec->server[made]),
+                     GP_OP_SUB_CREATE, &w, &q);
+        gp_wbuf_free(&w);
+        if (!rc) {
+            gp_rbuf r;
+            gp_rbuf_init(&r, q.reply, q.replylen);
+            rec->hid[made] = gp_get_u64(&r);
+            if (!gp_done(&r))
+                rc = GFS_EPROTO;
+        }
+        gc_req_release(&q);
+        if (rc)
+            goto out_release;
+    }
+
+    /* Step 3: commit the record. */
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_str(&w, name);
+    gp_put_record(&w, rec);
+    rc = gc_call(gc_server_conn(meta), GP_OP_NS_COMMIT, &w, &q);
+    gc_req_release(&q);
+    gp_wbuf_free(&w);
+    if (!rc)
+        goto out_free;
+
+out_release:
+    /* Undo in reverse: subfile headers, then the reservation. */
+    for (int i = made - 1; i >= 0; i--)
+        hid_call((int)rec->server[i], GP_OP_SUB_DELETE, rec->hid[i]);
+    name_call(meta, GP_OP_NS_RELEASE, name, &q);
+    gc_req_release(&q);
+out_free:
+    free(rec);
+    return rc;
+}
+
+int gfs_create_file(const char *name, int nsubfiles, const int *servers)
+{
+    return gc_create_file(name, nsubfiles, servers, NULL);
+}
+
+/* ----------------------------------------------------- open / close --- */
+
+int gfs_open_file(const char *name)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gc_file *f = calloc(1, sizeof(*f));
+    if (!f)
+        return -ENOMEM;
+    rc = lookup_record(name, GP_OP_NS_LOOKUP, &f->rec);
+    if (rc)
+        goto out_free;
+    for (uint32_t i = 0; i < f->rec.nsub; i++)
+        if (f->rec.server[i] >= (uint32_t)gc_g.nservers) {
+            rc = GFS_EBADCLUSTER; /* record names a server we don't know */
+            goto out_free;
+        }
+    strcpy(f->name, name);
+    f->used = true;
+
+    pthread_mutex_lock(&gc_g.lock);
+    int fid = -1;
+    for (int i = 0; i < gc_g.nfiles_cap; i++)
+        if (!gc_g.files[i].used) {
+            fid = i;
+            break;
+        }
+    if (fid < 0) {
+        int cap = gc_g.nfiles_cap ? gc_g.nfiles_cap * 2 : 16;
+        gc_file *nf = realloc(gc_g.files, sizeof(*nf) * (size_t)cap);
+        if (!nf) {
+            pthread_mutex_unlock(&gc_g.lock);
+            rc = -ENOMEM;
+            goto out_free;
+        }
+        memset(nf + gc_g.nfiles_cap, 0,
+               sizeof(*nf) * (size_t)(cap - gc_g.nfiles_cap));
+        fid = gc_g.nfiles_cap;
+        gc_g.files = nf;
+        gc_g.nfiles_cap = cap;
+    }
+    gc_g.files[fid] = *f;
+    pthread_mutex_unlock(&gc_g.lock);
+    rc = fid;
+out_free:
+    free(f);
+    return rc;
+}
+
+int gfs_close_file(int fid)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&gc_g.lock);
+    if (fid < 0 || fid >= gc_g.nfiles_cap || !gc_g.files[fid].used) {
+        pthread_mutex_unlock(&gc_g.lock);
+        return GFS_EBADID;
+    }
+    gc_g.files[fid].used = false;
+    int nk = gc_g.nforks_cap;
+    pthread_mutex_unlock(&gc_g.lock);
+    /* Forks opened through this file id go with it. */
+    for (int kid = 0; kid < nk; kid++) {
+        gc_fork k;
+        if (gc_fork_get(kid, &k) == 0 && k.fid == fid)
+            gfs_close_fork(kid);
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------- delete --- */
+
+int gfs_delete_file(const char *name)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_record *rec = calloc(1, sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    /* The record goes first (the name is free at once); subfile headers
+     * follow.  A subfile on a dead server is reported, and stays behind
+     * as an orphan on that server rather than blocking the delete. */
+    rc = lookup_record(name, GP_OP_NS_REMOVE, rec);
+    if (rc)
+        goto out_free;
+    for (uint32_t i = 0; i < rec->nsub; i++) {
+        if (rec->server[i] >= (uint32_t)gc_g.nservers)
+            continue;
+        int k = hid_call((int)rec->server[i], GP_OP_SUB_DELETE, rec->hid[i]);
+        if (k && k != -ENOENT && !rc)
+            rc = k;
+    }
+out_free:
+    free(rec);
+    return rc;
+}
+
+int gfs_stat_file(int fid, gfs_file_stat *st)
+{
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (rc)
+        return rc;
+    if (!st)
+        return -EINVAL;
+    memset(st, 0, sizeof(*st));
+    st->nsubfiles = (int)f.rec.nsub;
+    for (uint32_t i = 0; i < f.rec.nsub; i++)
+        st->servers[i] = (int)f.rec.server[i];
+    return 0;
+}
+
+/* ---------------------------------------------------------- listing --- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
+                   void *arg)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    if (!prefix)
+        prefix = "";
+    if (strlen(prefix) > GFS_NAME_MAX)
+        return -ENAMETOOLONG;
+    if (!fn)
+        return -EINVAL;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    char name[GFS_NAME_MAX + 1];
+    for (int s = 0; s < gc_g.nservers && !rc; s++) {
+        gc_req q;
+        rc = name_call(s, GP_OP_NS_LIST, prefix, &q);
+        if (rc) {
+            gc_req_release(&q);
+            break;
+        }
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        uint32_t cnt = gp_get_u32(&r);
+        if (cnt > GP_MAX_NAMES)
+            r.err = GFS_EPROTO;
+        for (uint32_t i = 0; i < cnt && !r.err; i++) {
+            gp_get_str(&r, name, GFS_NAME_MAX);
+            if (r.err)
+                break;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                char **nn = realloc(names, sizeof(*nn) * cap);
+                if (!nn) {
+                    r.err = -ENOMEM;
+                    break;
+                }
+                names = nn;
+            }
+            if (!(names[n] = strdup(name))) {
+                r.err = -ENOMEM;
+                break;
+            }
+            n++;
+        }
+        if (!r.err && !gp_done(&r))
+            r.err = GFS_EPROTO;
+        rc = r.err;
+        gc_req_release(&q);
+    }
+    if (!rc) {
+        qsort(names, n, sizeof(*names), cmp_str);
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+                continue;
+            rc = fn(names[i], arg);
+            if (rc)
+                break;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* -------------------------------------------------------- attributes -- */
+
+static int check_key(const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    if (n < 1 || n > 63)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        char c = key[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.'))
+            return -EINVAL;
+    }
+    return 0;
+}
+
+/* Find "key=" at a line start in attrs; returns the line or NULL. */
+static const char *attr_find(const char *attrs, const char *key)
+{
+    size_t kn = strlen(key);
+    for (const char *p = attrs; p && *p;) {
+        if (strncmp(p, key, kn) == 0 && p[kn] == '=')
+            return p;
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return NULL;
+}
+
+int gc_attr_lookup(const char *attrs, const char *key, char *value,
+                   size_t len)
+{
+    const char *line = attr_find(attrs, key);
+    if (!line)
+        return -ENOENT;
+    const char *v = line + strlen(key) + 1;
+    const char *e = strchr(v, '\n');
+    size_t n = e ? (size_t)(e - v) : strlen(v);
+    if (n + 1 > len)
+        return -ERANGE;
+    memcpy(value, v, n);
+    value[n] = '\0';
+    return (int)n;
+}
+
+int gfs_set_attr(int fid, const char *key, const char *value)
+{
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (rc)
+        return rc;
+    rc = check_key(key);
+    if (rc)
+        return rc;
+    if (!value || strlen(value) > 1023 || strchr(value, '\n'))
+        return -EINVAL;
+    /* Fresh copy of the record so concurrent attribute changes by other
+     * clients are not lost (last writer wins per call). */
+    gp_record *rec = calloc(1, sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    rc = lookup_record(f.name, GP_OP_NS_LOOKUP, rec);
+    if (rc)
+        goto out_free;
+    char *text = malloc(GP_ATTR_MAX + 1);
+    if (!text) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    size_t kn = strlen(key);
+    /* copy every other line, then ours */
+    size_t tl = 0;
+    for (const char *p = rec->attrs; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t ln = e ? (size_t)(e - p) + 1 : strlen(p);
+        if (!(strncmp(p, key, kn) == 0 && p[kn] == '=')) {
+            memcpy(text + tl, p, ln);
+            tl += ln;
+            if (!e)
+                text[tl++] = '\n';
+        }
+        p += ln;
+    }
+    size_t add = kn + 1 + strlen(value) + 1;
+    if (tl + add > GP_ATTR_MAX) {
+        rc = -ENOSPC;
+        goto out_text;
+    }
+    tl += (size_t)sprintf(text + tl, "%s=%s\n", key, value);
+
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_str(&w, f.name);
+    gp_put_blob(&w, text, (uint32_t)tl);
+    gc_req q;
+    rc = gc_call(gc_server_conn(gc_meta_server(f.name)), GP_OP_NS_SETATTR, &w,
+                 &q);
+    gc_req_release(&q);
+    gp_wbuf_free(&w);
+    if (!rc) {
+        pthread_mutex_lock(&gc_g.lock);
+        if (gc_g.files[fid].used) {
+            memcpy(gc_g.files[fid].rec.attrs, text, tl);
+            gc_g.files[fid].rec.attrs[tl] = '\0';
+            gc_g.files[fid].rec.attrlen = (uint32_t)tl;
+        }
+        pthread_mutex_unlock(&gc_g.lock);
+    }
+out_text:
+    free(text);
+out_free:
+    free(rec);
+    return rc;
+}
+
+int gfs_get_attr(int fid, const char *key, char *value, size_t len)
+{
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (rc)
+        return rc;
+    rc = check_key(key);
+    if (rc)
+        return rc;
+    if (!value)
+        return -EINVAL;
+    return gc_attr_lookup(f.rec.attrs, key, value, len);
+}

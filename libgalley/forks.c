@@ -1,0 +1,320 @@
+/*
+ * forks.c -- fork operations: create/open/close/delete, the all_ variants,
+ * listing, size, truncate, sync.  A fork id ("kid") maps to (server, the
+ * server's fork handle); handles survive server restarts.
+ *
+ * Threads: any; tables through client.c helpers, network through conn.c.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Resolve (fid, subfile) to its server and subfile header id. */
+static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
+{
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (rc)
+        return rc;
+    if (subfile < 0 || (uint32_t)subfile >= f.rec.nsub)
+        return -EINVAL;
+    *server = (int)f.rec.server[subfile];
+    *hid = f.rec.hid[subfile];
+    return 0;
+}
+
+static int hid_name_call(int fid, int subfile, const char *name, uint16_t op,
+                         gc_req *q, int *server)
+{
+    uint64_t hid;
+    memset(q, 0, sizeof(*q));
+    int rc = subfile_of(fid, subfile, server, &hid);
+    if (rc)
+        return rc;
+    rc = gc_check_name(name, GFS_FORK_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_u64(&w, hid);
+    gp_put_str(&w, name);
+    rc = gc_call(gc_server_conn(*server), op, &w, q);
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+static int fkid_call(int kid, uint16_t op, const uint64_t *arg, gc_req *q)
+{
+    gc_fork k;
+    memset(q, 0, sizeof(*q));
+    int rc = gc_fork_get(kid, &k);
+    if (rc)
+        return rc;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_u64(&w, k.fkid);
+    if (arg)
+        gp_put_u64(&w, *arg);
+    rc = gc_call(gc_server_conn(k.server), op, &w, q);
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+int gfs_create_fork(int fid, int subfile, const char *name)
+{
+    gc_req q;
+    int server;
+    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_CREATE, &q, &server);
+    gc_req_release(&q);
+    return rc;
+}
+
+int gfs_open_fork(int fid, int subfile, const char *name)
+{
+    gc_req q;
+    int server;
+    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_OPEN, &q, &server);
+    if (rc) {
+        gc_req_release(&q);
+        return rc;
+    }
+    gp_rbuf r;
+    gp_rbuf_init(&r, q.reply, q.replylen);
+    gc_fork k = {.fid = fid, .subfile = subfile, .server = server};
+    k.fkid = gp_get_u64(&r);
+    (void)gp_get_u64(&r); /* size at open */
+    rc = gp_done(&r) ? 0 : GFS_EPROTO;
+    gc_req_release(&q);
+    if (rc)
+        return rc;
+    int kid = gc_fork_register(&k);
+    if (kid < 0) {
+        /* undo the server-side open */
+        gp_wbuf w;
+        gp_wbuf_init(&w);
+        gp_put_u64(&w, k.fkid);
+        gc_call(gc_server_conn(server), GP_OP_FORK_CLOSE, &w, &q);
+        gc_req_release(&q);
+        gp_wbuf_free(&w);
+    }
+    return kid;
+}
+
+int gfs_close_fork(int kid)
+{
+    gc_req q;
+    int rc = fkid_call(kid, GP_OP_FORK_CLOSE, NULL, &q);
+    gc_req_release(&q);
+    if (rc == GFS_EBADID || rc == GFS_ENOTINIT)
+        return rc;
+    /* The id is released even if the server is unreachable: the server
+     * drops a lost connection's opens itself. */
+    gc_fork_unregister(kid);
+    return rc == GFS_ESTALE ? 0 : rc;
+}
+
+int gfs_delete_fork(int fid, int subfile, const char *name)
+{
+    gc_req q;
+    int server;
+    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_DELETE, &q, &server);
+    gc_req_release(&q);
+    return rc;
+}
+
+/* ---------------------------------------------------------- all_ ------ */
+
+static int nsub_of(int fid)
+{
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    return rc ? rc : (int)f.rec.nsub;
+}
+
+int gfs_all_create(int fid, const char *name)
+{
+    int n = nsub_of(fid);
+    if (n < 0)
+        return n;
+    for (int i = 0; i < n; i++) {
+        int rc = gfs_create_fork(fid, i, name);
+        if (rc) {
+            for (int j = 0; j < i; j++)
+                gfs_delete_fork(fid, j, name);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int gfs_all_open(int fid, const char *name, int *kids)
+{
+    int n = nsub_of(fid);
+    if (n < 0)
+        return n;
+    if (!kids)
+        return -EINVAL;
+    for (int i = 0; i < n; i++) {
+        kids[i] = gfs_open_fork(fid, i, name);
+        if (kids[i] < 0) {
+            int rc = kids[i];
+            for (int j = 0; j < i; j++)
+                gfs_close_fork(kids[j]);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int gfs_all_close(int nkids, const int *kids)
+{
+    int rc = 0;
+    if (nkids < 0 || (nkids && !kids))
+        return -EINVAL;
+    for (int i = 0; i < nkids; i++) {
+        int k = gfs_close_fork(kids[i]);
+        if (k && !rc)
+            rc = k;
+    }
+    return rc;
+}
+
+int gfs_all_delete(int fid, const char *name)
+{
+    int n = nsub_of(fid);
+    if (n < 0)
+        return n;
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        int k = gfs_delete_fork(fid, i, name);
+        if (k && !rc)
+            rc = k;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------- list / size -- */
+
+int gfs_list_forks(int fid, int subfile,
+                   int (*fn)(const char *, uint64_t, void *), void *arg)
+{
+    int server;
+    uint64_t hid;
+    int rc = subfile_of(fid, subfile, &server, &hid);
+    if (rc)
+        return rc;
+    if (!fn)
+        return -EINVAL;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_u64(&w, hid);
+    gc_req q;
+    rc = gc_call(gc_server_conn(server), GP_OP_FORK_LIST, &w, &q);
+    gp_wbuf_free(&w);
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        uint32_t n = gp_get_u32(&r);
+        if (n > GP_MAX_NAMES)
+            r.err = GFS_EPROTO;
+        /* decode everything before calling back */
+        char(*names)[GFS_FORK_NAME_MAX + 1] =
+            r.err ? NULL : calloc(n ? n : 1, sizeof(*names));
+        uint64_t *sizes = names ? calloc(n ? n : 1, sizeof(*sizes)) : NULL;
+        if (!r.err && (!names || !sizes))
+            r.err = -ENOMEM;
+        for (uint32_t i = 0; i < n && !r.err; i++) {
+            gp_get_str(&r, names[i], GFS_FORK_NAME_MAX);
+            sizes[i] = gp_get_u64(&r);
+        }
+        if (!r.err && !gp_done(&r))
+            r.err = GFS_EPROTO;
+        rc = r.err;
+        for (uint32_t i = 0; i < n && !rc; i++)
+            rc = fn(names[i], sizes[i], arg);
+        free(names);
+        free(sizes);
+    }
+    gc_req_release(&q);
+    return rc;
+}
+
+int64_t gfs_fork_size(int kid)
+{
+    gc_req q;
+    int rc = fkid_call(kid, GP_OP_FORK_SIZE, NULL, &q);
+    int64_t size = rc;
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        uint64_t s = gp_get_u64(&r);
+        size = gp_done(&r) && s <= INT64_MAX ? (int64_t)s : GFS_EPROTO;
+    }
+    gc_req_release(&q);
+    return size;
+}
+
+int gfs_truncate_fork(int kid, int64_t size)
+{
+    if (size < 0)
+        return -EINVAL;
+    uint64_t s = (uint64_t)size;
+    gc_req q;
+    int rc = fkid_call(kid, GP_OP_FORK_TRUNCATE, &s, &q);
+    gc_req_release(&q);
+    return rc;
+}
+
+int gfs_sync(int kid)
+{
+    gc_req q;
+    int rc = fkid_call(kid, GP_OP_FORK_SYNC, NULL, &q);
+    gc_req_release(&q);
+    return rc;
+}
+
+/* Sizes of many forks: one FORK_SIZE per fork, all in flight at once. */
+int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
+{
+    gc_req *q = calloc((size_t)(n ? n : 1), sizeof(*q));
+    uint8_t(*desc)[8] = calloc((size_t)(n ? n : 1), 8);
+    if (!q || !desc) {
+        free(q);
+        free(desc);
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        gp_wbuf w;
+        gp_wbuf_init(&w);
+        gp_put_u64(&w, forks[i].fkid);
+        if (w.err) {
+            q[i].status = w.err;
+            q[i].conn = NULL;
+        } else {
+            memcpy(desc[i], w.data, 8);
+            gc_submit(gc_server_conn(forks[i].server), GP_OP_FORK_SIZE,
+                      desc[i], 8, NULL, 0, 0, &q[i]);
+        }
+        gp_wbuf_free(&w);
+    }
+    for (int i = 0; i < n; i++) {
+        int k = gc_wait(&q[i]);
+        if (!k) {
+            gp_rbuf r;
+            gp_rbuf_init(&r, q[i].reply, q[i].replylen);
+            uint64_t s = gp_get_u64(&r);
+            if (!gp_done(&r) || s > INT64_MAX)
+                k = GFS_EPROTO;
+            sizes[i] = (int64_t)s;
+        }
+        if (k && !rc)
+            rc = k;
+        gc_req_release(&q[i]);
+    }
+    free(q);
+    free(desc);
+    return rc;
+}

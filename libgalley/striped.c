@@ -1,0 +1,408 @@
+/*
+ * striped.c -- SFIO-style striped linear files on top of forks: the layout
+ * the MPI-IO driver and `galley put/get` use.  A request is split into
+ * fragments per subfile, each subfile's fragments are sorted by fork offset
+ * (adjacent ones merge into one wire extent in io.c), and one transfer per
+ * server runs straight from/to user memory.
+ *
+ * Threads: any; the striped-id table has its own lock (st_lock), taken
+ * only around table access, never across network calls.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gc_striped {
+    bool used;
+    int fid;
+    gfs_layout lay;
+    int kids[GFS_MAX_SUBFILES];
+} gc_striped;
+
+static pthread_mutex_t st_lock = PTHREAD_MUTEX_INITIALIZER;
+static gc_striped *st_tab;
+static int st_cap;
+
+static int st_get(int sid, gc_striped *out)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    rc = GFS_EBADID;
+    pthread_mutex_lock(&st_lock);
+    if (sid >= 0 && sid < st_cap && st_tab[sid].used) {
+        *out = st_tab[sid];
+        rc = 0;
+    }
+    pthread_mutex_unlock(&st_lock);
+    return rc;
+}
+
+/* ------------------------------------------------------ create / open -- */
+
+int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
+                       int64_t unit, const char *fork)
+{
+    if (!fork)
+        fork = GFS_DEFAULT_STRIPE_FORK;
+    if (unit <= 0)
+        unit = GFS_DEFAULT_STRIPE_UNIT;
+    int rc = gc_check_name(fork, GFS_FORK_NAME_MAX);
+    if (rc)
+        return rc;
+    if (strchr(fork, '\n') || unit > (INT64_C(1) << 40))
+        return -EINVAL;
+    char attrs[512];
+    snprintf(attrs, sizeof(attrs),
+             "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n", unit,
+             fork);
+    rc = gc_create_file(name, nsubfiles, servers, attrs);
+    if (rc)
+        return rc;
+    int fid = gfs_open_file(name);
+    if (fid < 0) {
+        rc = fid;
+        goto out_delete;
+    }
+    rc = gfs_all_create(fid, fork);
+    gfs_close_file(fid);
+    if (!rc)
+        return 0;
+out_delete:
+    gfs_delete_file(name);
+    return rc;
+}
+
+int gfs_striped_open(const char *name)
+{
+    gc_striped s = {.used = true};
+    int fid = gfs_open_file(name);
+    if (fid < 0)
+        return fid;
+    char v[GFS_FORK_NAME_MAX + 1];
+    int rc = gfs_get_attr(fid, "galley.stripe_unit", v, sizeof(v));
+    if (rc < 0)
+        goto out_layout;
+    char *end;
+    long long unit = strtoll(v, &end, 10);
+    if (*end || unit <= 0)
+        goto out_layout;
+    rc = gfs_get_attr(fid, "galley.stripe_fork", s.lay.fork,
+                      sizeof(s.lay.fork));
+    if (rc <= 0)
+        goto out_layout;
+    s.lay.unit = unit;
+    s.fid = fid;
+    s.lay.nsubfiles = gfs_num_servers(); /* replaced just below */
+    gfs_file_stat fst;
+    rc = gfs_stat_file(fid, &fst);
+    if (rc)
+        goto out_close;
+    s.lay.nsubfiles = fst.nsubfiles;
+    rc = gfs_all_open(fid, s.lay.fork, s.kids);
+    if (rc)
+        goto out_close;
+
+    pthread_mutex_lock(&st_lock);
+    int sid = -1;
+    for (int i = 0; i < st_cap; i++)
+        if (!st_tab[i].used) {
+            sid = i;
+            break;
+        }
+    if (sid < 0) {
+        int cap = st_cap ? st_cap * 2 : 8;
+        gc_striped *nt = realloc(st_tab, sizeof(*nt) * (size_t)cap);
+        if (!nt) {
+            pthread_mutex_unlock(&st_lock);
+            gfs_all_close(s.lay.nsubfiles, s.kids);
+            rc = -ENOMEM;
+            goto out_close;
+        }
+        memset(nt + st_cap, 0, sizeof(*nt) * (size_t)(cap - st_cap));
+        sid = st_cap;
+        st_tab = nt;
+        st_cap = cap;
+    }
+    st_tab[sid] = s;
+    pthread_mutex_unlock(&st_lock);
+    return sid;
+
+out_layout:
+    rc = GFS_ELAYOUT;
+out_close:
+    gfs_close_file(fid);
+    return rc;
+}
+
+int gfs_striped_close(int sid)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&st_lock);
+    st_tab[sid].used = false;
+    pthread_mutex_unlock(&st_lock);
+    /* closing the file closes its forks */
+    return gfs_close_file(s.fid);
+}
+
+int gfs_striped_layout(int sid, gfs_layout *layout)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (!layout)
+        return -EINVAL;
+    *layout = s.lay;
+    return 0;
+}
+
+int gfs_striped_kid(int sid, int subfile)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (subfile < 0 || subfile >= s.lay.nsubfiles)
+        return -EINVAL;
+    return s.kids[subfile];
+}
+
+/* --------------------------------------------------------- size -------- */
+
+static int fork_sizes(const gc_striped *s, int64_t *sizes)
+{
+    gc_fork k[GFS_MAX_SUBFILES];
+    for (int i = 0; i < s->lay.nsubfiles; i++) {
+        int rc = gc_fork_get(s->kids[i], &k[i]);
+        if (rc)
+            return rc;
+    }
+    return gc_fork_sizes(k, s->lay.nsubfiles, sizes);
+}
+
+int64_t gfs_striped_size(int sid)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    int64_t sizes[GFS_MAX_SUBFILES];
+    rc = fork_sizes(&s, sizes);
+    if (rc)
+        return rc;
+    return gfs_layout_logical_size(s.lay.nsubfiles, s.lay.unit, sizes);
+}
+
+int gfs_striped_truncate(int sid, int64_t size)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (size < 0)
+        return -EINVAL;
+    for (int i = 0; i < s.lay.nsubfiles; i++) {
+        int64_t fs = gfs_layout_fork_size(s.lay.nsubfiles, s.lay.unit, i, size);
+        int k = gfs_truncate_fork(s.kids[i], fs);
+        if (k && !rc)
+            rc = k;
+    }
+    return rc;
+}
+
+int gfs_striped_sync(int sid)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    for (int i = 0; i < s.lay.nsubfiles; i++) {
+        int k = gfs_sync(s.kids[i]);
+        if (k && !rc)
+            rc = k;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------ fragmenting ---- */
+
+typedef struct frag {
+    gc_piece p;
+    size_t seq; /* list order, for stable sorting */
+} frag;
+
+typedef struct fragvec {
+    frag *v;
+    size_t n, cap;
+} fragvec;
+
+static int fv_push(fragvec *fv, uint64_t off, uint64_t len, char *mem)
+{
+    if (fv->n == fv->cap) {
+        size_t cap = fv->cap ? fv->cap * 2 : 64;
+        frag *nv = realloc(fv->v, sizeof(*nv) * cap);
+        if (!nv)
+            return -ENOMEM;
+        fv->v = nv;
+        fv->cap = cap;
+    }
+    fv->v[fv->n] = (frag){{off, len, mem}, fv->n};
+    fv->n++;
+    return 0;
+}
+
+static int frag_cmp(const void *a, const void *b)
+{
+    const frag *x = a, *y = b;
+    if (x->p.off != y->p.off)
+        return x->p.off < y->p.off ? -1 : 1;
+    return x->seq < y->seq ? -1 : (x->seq > y->seq);
+}
+
+/*
+ * Sort one server's fragments by fork offset.  Writes whose fragments
+ * overlap keep list order instead, so that the server, which applies
+ * overlapping pieces in request order, makes a later piece win.
+ */
+static void order_fragments(int op, fragvec *fv)
+{
+    bool sorted = true;
+    for (size_t i = 1; i < fv->n && sorted; i++)
+        if (fv->v[i].p.off < fv->v[i - 1].p.off + fv->v[i - 1].p.len)
+            sorted = false;
+    if (sorted)
+        return;
+    frag *copy = NULL;
+    if (op == GFS_WRITE) {
+        copy = malloc(sizeof(*copy) * fv->n);
+        if (!copy)
+            return; /* list order is always correct, just slower */
+        memcpy(copy, fv->v, sizeof(*copy) * fv->n);
+    }
+    qsort(fv->v, fv->n, sizeof(frag), frag_cmp);
+    if (copy) {
+        for (size_t i = 1; i < fv->n; i++)
+            if (fv->v[i].p.off < fv->v[i - 1].p.off + fv->v[i - 1].p.len) {
+                memcpy(fv->v, copy, sizeof(*copy) * fv->n);
+                break;
+            }
+        free(copy);
+    }
+}
+
+int64_t gfs_striped_listio(int sid, int op, int64_t n,
+                           const gfs_list_entry *entries, void *buf)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
+        return -EINVAL;
+    int ns = s.lay.nsubfiles;
+    uint64_t unit = (uint64_t)s.lay.unit, row = unit * (uint64_t)ns;
+    fragvec fv[GFS_MAX_SUBFILES];
+    memset(fv, 0, sizeof(fv[0]) * (size_t)ns);
+    int64_t total = 0;
+    for (int64_t i = 0; i < n && !rc; i++) {
+        const gfs_list_entry *e = &entries[i];
+        if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
+            (uint64_t)e->file_offset > GP_MAX_OFFSET ||
+            (uint64_t)e->size > GP_MAX_OFFSET - (uint64_t)e->file_offset ||
+            (e->size && !buf)) {
+            rc = -EINVAL;
+            break;
+        }
+        uint64_t x = (uint64_t)e->file_offset, left = (uint64_t)e->size;
+        char *mem = (char *)buf + e->mem_offset;
+        while (left > 0 && !rc) {
+            uint64_t within = x % unit;
+            uint64_t len = unit - within < left ? unit - within : left;
+            int sub = (int)((x / unit) % (uint64_t)ns);
+            uint64_t foff = (x / row) * unit + within;
+            rc = fv_push(&fv[sub], foff, len, mem);
+            x += len;
+            mem += len;
+            left -= len;
+        }
+        total += e->size;
+    }
+    gc_xfer x[GFS_MAX_SUBFILES];
+    gc_piece *pieces[GFS_MAX_SUBFILES] = {0};
+    int nx = 0;
+    int map[GFS_MAX_SUBFILES];
+    for (int i = 0; i < ns && !rc; i++) {
+        if (fv[i].n == 0)
+            continue;
+        order_fragments(op, &fv[i]);
+        pieces[i] = malloc(sizeof(gc_piece) * fv[i].n);
+        gc_fork k;
+        if (!pieces[i]) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = gc_fork_get(s.kids[i], &k);
+        if (rc)
+            break;
+        for (size_t j = 0; j < fv[i].n; j++)
+            pieces[i][j] = fv[i].v[j].p;
+        x[nx] = (gc_xfer){.server = k.server, .fkid = k.fkid,
+                          .pieces = pieces[i], .n = fv[i].n};
+        map[nx++] = i;
+    }
+    if (!rc)
+        rc = gc_transfer(op, x, (size_t)nx);
+    /* reads: remember what each touched fork told us of its size */
+    int64_t sizes[GFS_MAX_SUBFILES];
+    bool known[GFS_MAX_SUBFILES] = {0};
+    for (int j = 0; j < nx && !rc; j++) {
+        sizes[map[j]] = (int64_t)x[j].fork_size;
+        known[map[j]] = true;
+    }
+    for (int i = 0; i < ns; i++) {
+        free(fv[i].v);
+        free(pieces[i]);
+    }
+    if (rc)
+        return rc;
+    if (op == GFS_READ && n == 1) {
+        /* plain read: report bytes before the logical end of file */
+        int64_t end = entries[0].file_offset + entries[0].size;
+        int64_t lower;
+        for (int i = 0; i < ns; i++)
+            if (!known[i])
+                sizes[i] = 0;
+        lower = gfs_layout_logical_size(ns, s.lay.unit, sizes);
+        if (lower < end) {
+            rc = fork_sizes(&s, sizes);
+            if (rc)
+                return rc;
+            lower = gfs_layout_logical_size(ns, s.lay.unit, sizes);
+        }
+        if (lower <= entries[0].file_offset)
+            return 0;
+        return lower < end ? lower - entries[0].file_offset : entries[0].size;
+    }
+    return total;
+}
+
+int64_t gfs_striped_read(int sid, int64_t offset, void *buf, int64_t size)
+{
+    gfs_list_entry e = {offset, 0, size};
+    return gfs_striped_listio(sid, GFS_READ, 1, &e, buf);
+}
+
+int64_t gfs_striped_write(int sid, int64_t offset, const void *buf,
+                          int64_t size)
+{
+    gfs_list_entry e = {offset, 0, size};
+    return gfs_striped_listio(sid, GFS_WRITE, 1, &e, (void *)buf);
+}

@@ -1,0 +1,203 @@
+/*
+ * gproto.h -- the Galley wire protocol, shared by libgalley and galleyd.
+ *
+ * Every message is a 24-byte frame header followed by `length` payload
+ * bytes.  All integers are little-endian and encoded field by field (never a
+ * memcpy of a struct).  A request carries status 0; its reply carries the
+ * same opcode and request id and a status (0 or a negative error code as in
+ * galley.h).  An error reply has an empty payload.
+ *
+ *   offset size field
+ *   0      4    magic    GP_MAGIC
+ *   4      2    version  GP_VERSION (bumped on every wire change)
+ *   6      2    opcode   one of GP_OPCODES below
+ *   8      8    reqid    chosen by the client, echoed in the reply
+ *   16     4    status   int32, replies only
+ *   20     4    length   payload bytes, <= the receiver's limit
+ *
+ * Strings are u16 length + bytes (no NUL, no embedded NUL); blobs are u32
+ * length + bytes.  Every length and count is checked against a limit before
+ * anything is allocated.
+ *
+ * Threads: pure functions, no state; callable from any thread.
+ */
+#ifndef GPROTO_H
+#define GPROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_MAGIC 0x59414c47u /* "GLAY" little-endian */
+#define GP_VERSION 1
+#define GP_HDR_SIZE 24
+
+/* Hard ceiling on any payload; servers advertise a lower limit in PING. */
+#define GP_MAX_PAYLOAD (256u << 20)
+/* Default per-request data limit a server accepts (bytes of data). */
+#define GP_DEFAULT_DATA_LIMIT (32u << 20)
+/* Limits on the description of a data request. */
+#define GP_MAX_SEGMENTS (1u << 22)  /* segments in one data request      */
+#define GP_MAX_PIECES (1u << 24)    /* pieces after expanding strides     */
+#define GP_MAX_LEVELS 8             /* nesting levels of a strided segment */
+#define GP_MAX_NAMES 1000000        /* names in a list reply               */
+
+/*
+ * Every message, once: X(name, opcode, request payload -> reply payload).
+ * hid = u64 subfile header id; fkid = u64 fork handle; str/blob as above;
+ * rec = u32 nsub, nsub x (u32 server, u64 hid), blob attrs.
+ */
+#define GP_OPCODES(X)                                                          \
+    X(PING, 1, "-> u16 version, u64 data_limit, u64 pid")                     \
+    X(STATFS, 2, "-> 8 x u64 (see gfs_server_stat)")                           \
+    X(NS_RESERVE, 10, "str name -> -")                                         \
+    X(NS_COMMIT, 11, "str name, rec -> -")                                     \
+    X(NS_RELEASE, 12, "str name -> -")                                         \
+    X(NS_LOOKUP, 13, "str name -> rec")                                        \
+    X(NS_REMOVE, 14, "str name -> rec")                                        \
+    X(NS_LIST, 15, "str prefix -> u32 n, n x str")                             \
+    X(NS_SETATTR, 16, "str name, blob attrs -> -")                             \
+    X(SUB_CREATE, 20, "str filename, u32 subfile -> u64 hid")                  \
+    X(SUB_DELETE, 21, "u64 hid -> -")                                          \
+    X(FORK_CREATE, 30, "u64 hid, str fork -> -")                               \
+    X(FORK_OPEN, 31, "u64 hid, str fork -> u64 fkid, u64 size")                \
+    X(FORK_CLOSE, 32, "u64 fkid -> -")                                         \
+    X(FORK_DELETE, 33, "u64 hid, str fork -> -")                               \
+    X(FORK_LIST, 34, "u64 hid -> u32 n, n x (str fork, u64 size)")             \
+    X(FORK_SIZE, 35, "u64 fkid -> u64 size")                                   \
+    X(FORK_TRUNCATE, 36, "u64 fkid, u64 size -> -")                            \
+    X(FORK_SYNC, 37, "u64 fkid -> -")                                          \
+    X(FORK_REOPEN, 38, "u64 fkid -> u64 size")                                 \
+    X(IO_READ, 40, "u64 fkid, segs -> u64 fork size, data")                    \
+    X(IO_WRITE, 41, "u64 fkid, segs, data -> u64 fork size")                   \
+    X(FETCH_ADD, 50, "u64 hid, str key, u64 delta -> u64 old")                 \
+    X(LOCK, 51, "u64 hid, u64 off, u64 len, u8 excl -> -")                     \
+    X(UNLOCK, 52, "u64 hid, u64 off, u64 len -> -")
+
+enum gp_opcode {
+#define GP_X_ENUM(name, code, doc) GP_OP_##name = code,
+    GP_OPCODES(GP_X_ENUM)
+#undef GP_X_ENUM
+};
+
+/* Name of an opcode ("PING"), or NULL if unknown. */
+const char *gp_opname(unsigned op);
+
+/* ------------------------------------------------------------------------
+ * Frame header
+ * ------------------------------------------------------------------------ */
+typedef struct gp_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t opcode;
+    uint64_t reqid;
+    int32_t status;
+    uint32_t length;
+} gp_hdr;
+
+void gp_hdr_encode(const gp_hdr *h, uint8_t out[GP_HDR_SIZE]);
+void gp_hdr_decode(const uint8_t in[GP_HDR_SIZE], gp_hdr *h);
+
+/* ------------------------------------------------------------------------
+ * Payload writer: grows as needed; after any failure `err` is set and later
+ * puts do nothing.  Free with gp_wbuf_free (NULL-safe).
+ * ------------------------------------------------------------------------ */
+typedef struct gp_wbuf {
+    uint8_t *data;
+    size_t len, cap;
+    int err; /* 0 or -ENOMEM / -ENAMETOOLONG / -E2BIG */
+} gp_wbuf;
+
+void gp_wbuf_init(gp_wbuf *w);
+void gp_wbuf_free(gp_wbuf *w);
+void gp_put_u8(gp_wbuf *w, uint8_t v);
+void gp_put_u16(gp_wbuf *w, uint16_t v);
+void gp_put_u32(gp_wbuf *w, uint32_t v);
+void gp_put_u64(gp_wbuf *w, uint64_t v);
+void gp_put_str(gp_wbuf *w, const char *s); /* u16 length + bytes   */
+void gp_put_blob(gp_wbuf *w, const void *p, uint32_t n);
+
+/* ------------------------------------------------------------------------
+ * Payload reader: bounds-checked; after a failure `err` is -EPROTO-like
+ * (GFS_EPROTO) and gets return zero/empty.
+ * ------------------------------------------------------------------------ */
+typedef struct gp_rbuf {
+    const uint8_t *data;
+    size_t len, pos;
+    int err;
+} gp_rbuf;
+
+void gp_rbuf_init(gp_rbuf *r, const void *data, size_t len);
+uint8_t gp_get_u8(gp_rbuf *r);
+uint16_t gp_get_u16(gp_rbuf *r);
+uint32_t gp_get_u32(gp_rbuf *r);
+uint64_t gp_get_u64(gp_rbuf *r);
+/* Copy a string of at most max bytes into out (size max + 1), NUL-ended.
+ * Fails on longer strings or embedded NULs. */
+void gp_get_str(gp_rbuf *r, char *out, size_t max);
+/* Point at a blob of at most max bytes inside the buffer (no copy). */
+const uint8_t *gp_get_blob(gp_rbuf *r, uint32_t *n, uint32_t max);
+/* Remaining bytes. */
+size_t gp_remaining(const gp_rbuf *r);
+/* True when everything was consumed without error. */
+bool gp_done(const gp_rbuf *r);
+
+/* ------------------------------------------------------------------------
+ * File records (NameServer)
+ * ------------------------------------------------------------------------ */
+#define GP_MAX_SUBFILES 256
+#define GP_ATTR_MAX 4096
+
+typedef struct gp_record {
+    uint32_t nsub;
+    uint32_t server[GP_MAX_SUBFILES];
+    uint64_t hid[GP_MAX_SUBFILES];
+    uint32_t attrlen;
+    char attrs[GP_ATTR_MAX + 1]; /* "key=value\n" lines, NUL-terminated */
+} gp_record;
+
+void gp_put_record(gp_wbuf *w, const gp_record *rec);
+/* Validates nsub (1..GP_MAX_SUBFILES), attr length and content. */
+void gp_get_record(gp_rbuf *r, gp_record *rec);
+
+/* ------------------------------------------------------------------------
+ * Data-request segments
+ *
+ * A data request names fork bytes as a list of segments, each either an
+ * extent (offset, length) or a nested-strided block: `size` bytes at
+ * offset + sum(i_k * stride_k) for every index vector, levels outermost
+ * first.  The data of a write (and the reply of a read) is the expansion's
+ * pieces in order, concatenated.
+ *   extent : u8 0, u64 off, u64 len
+ *   strided: u8 1, u64 off, u64 size, u8 nlev, nlev x (u64 count, u64 stride)
+ * ------------------------------------------------------------------------ */
+typedef struct gp_seg {
+    uint8_t kind; /* GP_SEG_EXTENT or GP_SEG_STRIDED */
+    uint8_t nlev;
+    uint64_t off;
+    uint64_t size; /* extent length, or bytes per strided piece */
+    uint64_t count[GP_MAX_LEVELS];
+    uint64_t stride[GP_MAX_LEVELS];
+} gp_seg;
+
+enum { GP_SEG_EXTENT = 0, GP_SEG_STRIDED = 1 };
+
+void gp_put_seg(gp_wbuf *w, const gp_seg *s);
+void gp_get_seg(gp_rbuf *r, gp_seg *s);
+
+/* Pieces and bytes a segment expands to; false on overflow or on offsets
+ * beyond GP_MAX_OFFSET. */
+#define GP_MAX_OFFSET (UINT64_C(1) << 62)
+bool gp_seg_measure(const gp_seg *s, uint64_t *npieces, uint64_t *nbytes);
+
+/* One expanded piece. */
+typedef struct gp_piece {
+    uint64_t off;
+    uint64_t len;
+} gp_piece;
+
+/* Append the expansion of s to out[*n ...]; caller sized out by
+ * gp_seg_measure. */
+void gp_seg_expand(const gp_seg *s, gp_piece *out, uint64_t *n);
+
+#endif /* GPROTO_H */

@@ -224,6 +224,100 @@ int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
 int gfs_sync(int kid);
 
 /* ------------------------------------------------------------------------
+ * Structured requests (paper section 5.3).  Each becomes list I/O in one
+ * place and travels as one request per server: runs of equal-size pieces
+ * at a constant file stride are sent as one strided descriptor, never as
+ * one entry per piece.  File offsets and strides must be >= 0; memory
+ * strides may be negative.  All return the bytes moved (count * size) or a
+ * negative error.
+ * ------------------------------------------------------------------------ */
+
+#define GFS_MAX_LEVELS 8
+
+/* Simple-strided: `count` pieces of `size` bytes; piece i is at fork
+ * offset offset + i * fstride and at buf + i * mstride. */
+int64_t gfs_read_strided(int kid, int64_t offset, void *buf, int64_t size,
+                         int64_t count, int64_t fstride, int64_t mstride);
+int64_t gfs_write_strided(int kid, int64_t offset, const void *buf,
+                          int64_t size, int64_t count, int64_t fstride,
+                          int64_t mstride);
+
+/* One level of a nested-strided request. */
+typedef struct gfs_stride {
+    int64_t count;
+    int64_t fstride;
+    int64_t mstride;
+} gfs_stride;
+
+/* Nested-strided: pieces of `size` bytes at
+ * offset + sum(i_k * levels[k].fstride), buf + sum(i_k * levels[k].mstride)
+ * for every index vector, levels[0] outermost (1..GFS_MAX_LEVELS levels). */
+int64_t gfs_read_nested(int kid, int64_t offset, void *buf, int64_t size,
+                        int nlevels, const gfs_stride *levels);
+int64_t gfs_write_nested(int kid, int64_t offset, const void *buf,
+                         int64_t size, int nlevels, const gfs_stride *levels);
+
+/* Nested-batched: a list of simple (nlevels 0) or nested-strided pieces,
+ * memory relative to buf, applied in list order. */
+typedef struct gfs_batch_entry {
+    int64_t file_offset;
+    int64_t mem_offset;
+    int64_t size;
+    int nlevels;
+    gfs_stride levels[GFS_MAX_LEVELS];
+} gfs_batch_entry;
+
+int64_t gfs_batch_io(int kid, int op, int64_t n, const gfs_batch_entry *e,
+                     void *buf);
+
+/* ------------------------------------------------------------------------
+ * Non-blocking I/O.  gfs_new_handle() gives a handle; one gfs_nb_* call
+ * starts a request on it and returns at once (0 or an argument error);
+ * gfs_wait / gfs_test / gfs_waitall complete it and release the handle.
+ * Requests to different servers and forks proceed concurrently; several
+ * may be outstanding on one server.  Buffers must stay valid until the
+ * request completes; argument arrays (entries, levels) are copied.
+ * ------------------------------------------------------------------------ */
+
+typedef int gfs_handle;
+
+/* A new handle >= 0, or -ENOMEM / GFS_ENOTINIT. */
+gfs_handle gfs_new_handle(void);
+
+int gfs_nb_read(gfs_handle h, int kid, int64_t offset, void *buf,
+                int64_t size);
+int gfs_nb_write(gfs_handle h, int kid, int64_t offset, const void *buf,
+                 int64_t size);
+int gfs_nb_listio(gfs_handle h, int kid, int op, int64_t n,
+                  const gfs_list_entry *entries, void *buf);
+int gfs_nb_read_strided(gfs_handle h, int kid, int64_t offset, void *buf,
+                        int64_t size, int64_t count, int64_t fstride,
+                        int64_t mstride);
+int gfs_nb_write_strided(gfs_handle h, int kid, int64_t offset,
+                         const void *buf, int64_t size, int64_t count,
+                         int64_t fstride, int64_t mstride);
+int gfs_nb_read_nested(gfs_handle h, int kid, int64_t offset, void *buf,
+                       int64_t size, int nlevels, const gfs_stride *levels);
+int gfs_nb_write_nested(gfs_handle h, int kid, int64_t offset,
+                        const void *buf, int64_t size, int nlevels,
+                        const gfs_stride *levels);
+int gfs_nb_batch_io(gfs_handle h, int kid, int op, int64_t n,
+                    const gfs_batch_entry *e, void *buf);
+/* Striped files too (see below). */
+int gfs_nb_striped_listio(gfs_handle h, int sid, int op, int64_t n,
+                          const gfs_list_entry *entries, void *buf);
+
+/* Wait for the request on h; returns what the blocking call would have
+ * returned (bytes or a negative error) and releases h. */
+int64_t gfs_wait(gfs_handle h);
+/* 1 if done (its result stored in *result, h released), 0 if not yet,
+ * negative for a bad handle. */
+int gfs_test(gfs_handle h, int64_t *result);
+/* Wait for all; results[i] (if results != NULL) as gfs_wait.  Returns 0 or
+ * the first negative result. */
+int gfs_waitall(int n, const gfs_handle *handles, int64_t *results);
+
+/* ------------------------------------------------------------------------
  * Server statistics (for `galley df`)
  * ------------------------------------------------------------------------ */
 typedef struct gfs_server_stat {

@@ -200,6 +200,9 @@ int gfs_finalize(void)
     int nk = gc_g.nforks_cap;
     pthread_mutex_unlock(&gc_g.lock);
 
+    /* Let queued non-blocking requests finish, then stop the workers. */
+    gc_nb_shutdown();
+
     /* Close forks still open (best effort: servers also close a dropped
      * connection's opens). */
     for (int kid = 0; kid < nk; kid++)

@@ -161,6 +161,59 @@ typedef struct gc_xfer {
  */
 int gc_transfer(int op, gc_xfer *x, size_t nx);
 
+/*
+ * A prepared data operation: the transfers it needs (pieces owned by the
+ * op) and how to turn their outcome into the caller's result.  Blocking
+ * calls prepare and run at once; non-blocking ones prepare in the caller
+ * and run in a worker (nb.c).
+ */
+enum gc_fin { GC_FIN_TOTAL, GC_FIN_FORK_READ, GC_FIN_STRIPED_READ };
+
+typedef struct gc_op {
+    int op;           /* GFS_READ or GFS_WRITE */
+    gc_xfer *x;
+    size_t nx;
+    gc_piece *store;  /* every piece of every xfer */
+    int64_t total;    /* bytes asked for */
+    int fin;          /* enum gc_fin */
+    int64_t off;      /* single-range reads: the range, for EOF */
+    int sid;          /* GC_FIN_STRIPED_READ: the striped file */
+} gc_op;
+
+/* Run a prepared op and free it; returns bytes or a negative error. */
+int64_t gc_op_run(gc_op *o);
+void gc_op_free(gc_op *o);
+
+/* Prepare I/O of n pieces (taking ownership of `pieces`) on fork kid. */
+int gc_op_fork(gc_op **out, int kid, int op, gc_piece *pieces, size_t n,
+               int64_t total, int fin, int64_t off);
+/* Prepare plain / list I/O on a fork (io.c). */
+int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
+               int64_t size);
+int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
+                   const gfs_list_entry *entries, void *buf);
+/* Prepare structured requests (structured.c). */
+int gc_prep_batch(gc_op **o, int kid, int op, int64_t n,
+                  const gfs_batch_entry *e, void *buf);
+int gc_prep_nested(gc_op **o, int kid, int op, int64_t offset, void *buf,
+                   int64_t size, int nlevels, const gfs_stride *levels);
+int gc_prep_strided(gc_op **o, int kid, int op, int64_t offset, void *buf,
+                    int64_t size, int64_t count, int64_t fstride,
+                    int64_t mstride);
+/* Hand a prepared op to the non-blocking workers under handle h (nb.c). */
+int gc_nb_start(gfs_handle h, int rc, gc_op *o);
+/* Stop the workers (gfs_finalize). */
+void gc_nb_shutdown(void);
+/* Prepare list I/O on a striped file. */
+int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
+                  const gfs_list_entry *entries, void *buf);
+/* Finish of striped single-range reads (striped.c). */
+int64_t gc_striped_read_result(gc_op *o);
+
+/* Expand a list / nested / batched request into pieces (structured.c). */
+int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
+                    gc_piece **out, size_t *np, int64_t *total);
+
 /* Fork-size request for many forks at once (concurrently). */
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes);
 

@@ -46,6 +46,55 @@ static void chunk_free(chunk *c)
     free(c);
 }
 
+/*
+ * The wire form of a run of pieces.  File-adjacent pieces merge into one
+ * extent; equal-size pieces at a constant file stride become one strided
+ * segment (count, stride), so regular patterns stay compact on the wire
+ * whatever interface produced them.  Memory is the client's business:
+ * every piece keeps its own iovec unless memory-contiguous too.
+ */
+typedef struct run {
+    uint64_t off, size, count, stride;
+} run;
+
+static void run_emit(gp_wbuf *segs, const run *r, uint32_t *nseg)
+{
+    gp_seg s = {.off = r->off, .size = r->size};
+    if (r->count <= 1) {
+        s.kind = GP_SEG_EXTENT;
+    } else {
+        s.kind = GP_SEG_STRIDED;
+        s.nlev = 1;
+        s.count[0] = r->count;
+        s.stride[0] = r->stride;
+    }
+    gp_put_seg(segs, &s);
+    (*nseg)++;
+}
+
+/* Try to append [off, off+len) to the run; false if it does not fit. */
+static bool run_extend(run *r, uint64_t off, uint64_t len)
+{
+    if (r->count == 1 && r->off + r->size == off) {
+        r->size += len; /* adjacent: one longer extent */
+        return true;
+    }
+    if (len != r->size)
+        return false;
+    if (r->count == 1) {
+        if (off < r->off + r->size)
+            return false; /* backwards or overlapping: keep apart */
+        r->stride = off - r->off;
+        r->count = 2;
+        return true;
+    }
+    if (off == r->off + r->count * r->stride) {
+        r->count++;
+        return true;
+    }
+    return false;
+}
+
 /* Build the next request of x from the cursor; NULL with *err = 0 when
  * there is nothing left. */
 static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
@@ -66,7 +115,8 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     size_t cap = 16;
     c->iov = malloc(sizeof(*c->iov) * cap);
     uint32_t nseg = 0;
-    uint64_t seg_off = 0, seg_len = 0;
+    bool have = false;
+    run r = {0};
 
     while (cur->piece < x->n && c->iov) {
         const gc_piece *p = &x->pieces[cur->piece];
@@ -81,20 +131,15 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
         uint64_t take = p->len - cur->done;
         if (take > room)
             take = room;
-        bool extend = nseg > 0 && seg_off + seg_len == off;
-        if (!extend && nseg == GC_MAX_CHUNK_SEGS)
-            break;
-        if (extend) {
-            seg_len += take;
-        } else {
-            if (nseg > 0) {
-                gp_seg s = {.kind = GP_SEG_EXTENT, .off = seg_off,
-                            .size = seg_len};
-                gp_put_seg(&segs, &s);
+        if (!have || !run_extend(&r, off, take)) {
+            if (have)
+                run_emit(&segs, &r, &nseg);
+            if (nseg == GC_MAX_CHUNK_SEGS) {
+                have = false;
+                break;
             }
-            nseg++;
-            seg_off = off;
-            seg_len = take;
+            r = (run){off, take, 1, 0};
+            have = true;
         }
         char *mem = p->mem + cur->done;
         if (c->niov > 0 &&
@@ -121,10 +166,8 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
             cur->done = 0;
         }
     }
-    if (nseg > 0) {
-        gp_seg s = {.kind = GP_SEG_EXTENT, .off = seg_off, .size = seg_len};
-        gp_put_seg(&segs, &s);
-    }
+    if (have)
+        run_emit(&segs, &r, &nseg);
     gp_put_u64(&c->desc, x->fkid);
     gp_put_u32(&c->desc, nseg);
     if (!segs.err && segs.len) {
@@ -243,6 +286,55 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
     return rc;
 }
 
+/* ---------------------------------------------------------- ops ------- */
+
+void gc_op_free(gc_op *o)
+{
+    if (!o)
+        return;
+    free(o->x);
+    free(o->store);
+    free(o);
+}
+
+int64_t gc_op_run(gc_op *o)
+{
+    int rc = gc_transfer(o->op, o->x, o->nx);
+    int64_t res = rc ? rc : o->total;
+    if (!rc && o->fin == GC_FIN_FORK_READ && o->nx == 1) {
+        /* bytes that lay before the end of the fork */
+        uint64_t fs = o->x[0].fork_size, off = (uint64_t)o->off;
+        uint64_t avail = fs > off ? fs - off : 0;
+        res = avail < (uint64_t)o->total ? (int64_t)avail : o->total;
+    } else if (!rc && o->fin == GC_FIN_STRIPED_READ) {
+        res = gc_striped_read_result(o);
+    }
+    gc_op_free(o);
+    return res;
+}
+
+int gc_op_fork(gc_op **out, int kid, int op, gc_piece *pieces, size_t n,
+               int64_t total, int fin, int64_t off)
+{
+    gc_fork k;
+    int rc = gc_fork_get(kid, &k);
+    gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
+    gc_xfer *x = o ? calloc(1, sizeof(*x)) : NULL;
+    if (!rc && !x)
+        rc = -ENOMEM;
+    if (rc) {
+        free(o);
+        free(pieces);
+        return rc;
+    }
+    *x = (gc_xfer){.server = k.server, .fkid = k.fkid, .pieces = pieces,
+                   .n = n};
+    *o = (gc_op){.op = op, .x = x, .nx = 1, .store = pieces, .total = total,
+                 .fin = fin, .off = off};
+    *out = o;
+    return 0;
+}
+
 /* ---------------------------------------------------------- fork I/O --- */
 
 static bool range_ok(int64_t off, int64_t size)
@@ -251,13 +343,10 @@ static bool range_ok(int64_t off, int64_t size)
            (uint64_t)size <= GP_MAX_OFFSET - (uint64_t)off;
 }
 
-int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
-                   void *buf)
+/* Prepare list I/O on a fork (shared by gfs_listio and gfs_nb_listio). */
+int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
+                   const gfs_list_entry *entries, void *buf)
 {
-    gc_fork k;
-    int rc = gc_fork_get(kid, &k);
-    if (rc)
-        return rc;
     if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
         return -EINVAL;
     if ((uint64_t)n > GP_MAX_PIECES)
@@ -278,46 +367,42 @@ int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
         p[i].mem = (char *)buf + e->mem_offset;
         total += e->size;
     }
-    gc_xfer x = {.server = k.server, .fkid = k.fkid, .pieces = p,
-                 .n = (size_t)n};
-    rc = gc_transfer(op, &x, 1);
-    free(p);
-    return rc ? rc : total;
+    return gc_op_fork(o, kid, op, p, (size_t)n, total, GC_FIN_TOTAL, 0);
+}
+
+/* Prepare plain I/O of one range on a fork. */
+int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
+               int64_t size)
+{
+    if (!range_ok(offset, size) || (size && !buf))
+        return -EINVAL;
+    gc_piece *p = malloc(sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    *p = (gc_piece){(uint64_t)offset, (uint64_t)size, buf};
+    return gc_op_fork(o, kid, op, p, size ? 1 : 0, size,
+                      op == GFS_READ ? GC_FIN_FORK_READ : GC_FIN_TOTAL,
+                      offset);
+}
+
+int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
+                   void *buf)
+{
+    gc_op *o;
+    int rc = gc_prep_listio(&o, kid, op, n, entries, buf);
+    return rc ? rc : gc_op_run(o);
 }
 
 int64_t gfs_read(int kid, int64_t offset, void *buf, int64_t size)
 {
-    gc_fork k;
-    int rc = gc_fork_get(kid, &k);
-    if (rc)
-        return rc;
-    if (!range_ok(offset, size) || (size && !buf))
-        return -EINVAL;
-    gc_piece p = {(uint64_t)offset, (uint64_t)size, buf};
-    gc_xfer x = {.server = k.server, .fkid = k.fkid, .pieces = &p, .n = 1};
-    if (size == 0)
-        return 0;
-    rc = gc_transfer(GFS_READ, &x, 1);
-    if (rc)
-        return rc;
-    if (x.fork_size <= (uint64_t)offset)
-        return 0;
-    uint64_t avail = x.fork_size - (uint64_t)offset;
-    return avail < (uint64_t)size ? (int64_t)avail : size;
+    gc_op *o;
+    int rc = gc_prep_rw(&o, kid, GFS_READ, offset, buf, size);
+    return rc ? rc : gc_op_run(o);
 }
 
 int64_t gfs_write(int kid, int64_t offset, const void *buf, int64_t size)
 {
-    gc_fork k;
-    int rc = gc_fork_get(kid, &k);
-    if (rc)
-        return rc;
-    if (!range_ok(offset, size) || (size && !buf))
-        return -EINVAL;
-    if (size == 0)
-        return 0;
-    gc_piece p = {(uint64_t)offset, (uint64_t)size, (char *)buf};
-    gc_xfer x = {.server = k.server, .fkid = k.fkid, .pieces = &p, .n = 1};
-    rc = gc_transfer(GFS_WRITE, &x, 1);
-    return rc ? rc : size;
+    gc_op *o;
+    int rc = gc_prep_rw(&o, kid, GFS_WRITE, offset, (void *)buf, size);
+    return rc ? rc : gc_op_run(o);
 }

@@ -1,17 +1,22 @@
-# libgalley: the client runtime (shared and static).  Only gfs_* symbols
-# are exported; everything else stays private to the library.
+# libgalley: the client runtime (shared and static).  Only the public API
+# (gfs_* and the SFIO layer's m* calls) is exported; everything else stays
+# private to the library.
 lib_LTLIBRARIES += libgalley/libgalley.la
-include_HEADERS += include/galley.h
+include_HEADERS += include/galley.h include/galley_group.h include/galley_sfio.h
 libgalley_libgalley_la_SOURCES = \
 	libgalley/internal.h \
 	libgalley/client.c \
 	libgalley/conn.c \
 	libgalley/files.c \
 	libgalley/forks.c \
+	libgalley/group.c \
 	libgalley/io.c \
 	libgalley/layout.c \
+	libgalley/nb.c \
+	libgalley/sfio.c \
+	libgalley/structured.c \
 	libgalley/striped.c
 
 libgalley_libgalley_la_LIBADD = proto/libgproto.la
 libgalley_libgalley_la_LDFLAGS = -version-info $(GALLEY_SO_VERSION) \
-	-export-symbols-regex '^gfs_'
+	-export-symbols-regex '^(gfs_|m(open|close|chsize|delete|create|read|write|readc|writec|readb|writeb|error|lasterror)$$)'

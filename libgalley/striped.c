@@ -298,8 +298,8 @@ static void order_fragments(int op, fragvec *fv)
     }
 }
 
-int64_t gfs_striped_listio(int sid, int op, int64_t n,
-                           const gfs_list_entry *entries, void *buf)
+int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
+                  const gfs_list_entry *entries, void *buf)
 {
     gc_striped s;
     int rc = st_get(sid, &s);
@@ -335,63 +335,86 @@ int64_t gfs_striped_listio(int sid, int op, int64_t n,
         }
         total += e->size;
     }
-    gc_xfer x[GFS_MAX_SUBFILES];
-    gc_piece *pieces[GFS_MAX_SUBFILES] = {0};
-    int nx = 0;
-    int map[GFS_MAX_SUBFILES];
+    size_t nfrag = 0;
+    for (int i = 0; i < ns; i++)
+        nfrag += fv[i].n;
+    gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
+    if (o) {
+        o->x = calloc((size_t)ns, sizeof(gc_xfer));
+        o->store = malloc(sizeof(gc_piece) * (nfrag ? nfrag : 1));
+    }
+    if (!rc && (!o || !o->x || !o->store))
+        rc = -ENOMEM;
+    size_t at = 0;
     for (int i = 0; i < ns && !rc; i++) {
         if (fv[i].n == 0)
             continue;
         order_fragments(op, &fv[i]);
-        pieces[i] = malloc(sizeof(gc_piece) * fv[i].n);
         gc_fork k;
-        if (!pieces[i]) {
-            rc = -ENOMEM;
-            break;
-        }
         rc = gc_fork_get(s.kids[i], &k);
         if (rc)
             break;
         for (size_t j = 0; j < fv[i].n; j++)
-            pieces[i][j] = fv[i].v[j].p;
-        x[nx] = (gc_xfer){.server = k.server, .fkid = k.fkid,
-                          .pieces = pieces[i], .n = fv[i].n};
-        map[nx++] = i;
+            o->store[at + j] = fv[i].v[j].p;
+        o->x[o->nx++] = (gc_xfer){.server = k.server, .fkid = k.fkid,
+                                  .pieces = o->store + at, .n = fv[i].n};
+        at += fv[i].n;
     }
-    if (!rc)
-        rc = gc_transfer(op, x, (size_t)nx);
-    /* reads: remember what each touched fork told us of its size */
-    int64_t sizes[GFS_MAX_SUBFILES];
-    bool known[GFS_MAX_SUBFILES] = {0};
-    for (int j = 0; j < nx && !rc; j++) {
-        sizes[map[j]] = (int64_t)x[j].fork_size;
-        known[map[j]] = true;
-    }
-    for (int i = 0; i < ns; i++) {
+    for (int i = 0; i < ns; i++)
         free(fv[i].v);
-        free(pieces[i]);
+    if (rc) {
+        gc_op_free(o);
+        return rc;
     }
+    o->op = op;
+    o->total = total;
+    o->sid = sid;
+    o->fin = GC_FIN_TOTAL;
+    if (op == GFS_READ && n == 1) {
+        o->fin = GC_FIN_STRIPED_READ;
+        o->off = entries[0].file_offset;
+    }
+    *out = o;
+    return 0;
+}
+
+/* A single-range read reports the bytes before the logical end of file.
+ * The forks it touched told us their sizes; the others are asked only if
+ * those do not already show the range is inside the file. */
+int64_t gc_striped_read_result(gc_op *o)
+{
+    gc_striped s;
+    int rc = st_get(o->sid, &s);
     if (rc)
         return rc;
-    if (op == GFS_READ && n == 1) {
-        /* plain read: report bytes before the logical end of file */
-        int64_t end = entries[0].file_offset + entries[0].size;
-        int64_t lower;
-        for (int i = 0; i < ns; i++)
-            if (!known[i])
-                sizes[i] = 0;
-        lower = gfs_layout_logical_size(ns, s.lay.unit, sizes);
-        if (lower < end) {
-            rc = fork_sizes(&s, sizes);
-            if (rc)
-                return rc;
-            lower = gfs_layout_logical_size(ns, s.lay.unit, sizes);
+    int ns = s.lay.nsubfiles;
+    int64_t sizes[GFS_MAX_SUBFILES] = {0};
+    for (size_t j = 0; j < o->nx; j++)
+        for (int i = 0; i < ns; i++) {
+            gc_fork k;
+            if (gc_fork_get(s.kids[i], &k) == 0 && k.fkid == o->x[j].fkid &&
+                k.server == o->x[j].server)
+                sizes[i] = (int64_t)o->x[j].fork_size;
         }
-        if (lower <= entries[0].file_offset)
-            return 0;
-        return lower < end ? lower - entries[0].file_offset : entries[0].size;
+    int64_t end = o->off + o->total;
+    int64_t lower = gfs_layout_logical_size(ns, s.lay.unit, sizes);
+    if (lower < end) {
+        rc = fork_sizes(&s, sizes);
+        if (rc)
+            return rc;
+        lower = gfs_layout_logical_size(ns, s.lay.unit, sizes);
     }
-    return total;
+    if (lower <= o->off)
+        return 0;
+    return lower < end ? lower - o->off : o->total;
+}
+
+int64_t gfs_striped_listio(int sid, int op, int64_t n,
+                           const gfs_list_entry *entries, void *buf)
+{
+    gc_op *o;
+    int rc = gc_op_striped(&o, sid, op, n, entries, buf);
+    return rc ? rc : gc_op_run(o);
 }
 
 int64_t gfs_striped_read(int sid, int64_t offset, void *buf, int64_t size)

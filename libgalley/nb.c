@@ -1,0 +1,315 @@
+/*
+ * nb.c -- non-blocking requests: handles, a queue of prepared ops, and a
+ * small pool of worker threads that run them (so requests progress while
+ * the application computes; "progress is not wait").
+ *
+ * A gfs_nb_* call validates and prepares its op in the caller's thread
+ * (argument arrays are consumed there), then queues it.  Each worker runs
+ * one op at a time through io.c's gc_transfer, which itself keeps several
+ * requests in flight per server; with several workers, requests to
+ * different servers and forks, and several to one server, proceed at once.
+ *
+ * Threads: callers and workers.  nb_lock guards the handle table and the
+ * queue; it is never held while an op runs.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { H_FREE, H_NEW, H_QUEUED, H_DONE };
+
+typedef struct nb_handle {
+    int state;
+    int64_t result;
+    gc_op *op;
+    int next; /* queue link, -1 = end */
+} nb_handle;
+
+static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t nb_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t nb_done = PTHREAD_COND_INITIALIZER;
+static nb_handle *nb_tab;
+static int nb_cap;
+static int q_head = -1, q_tail = -1;
+static pthread_t *nb_workers;
+static int nb_nworkers;
+static bool nb_stop;
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&nb_lock);
+    for (;;) {
+        while (q_head < 0 && !nb_stop)
+            pthread_cond_wait(&nb_work, &nb_lock);
+        if (q_head < 0 && nb_stop)
+            break;
+        int h = q_head;
+        q_head = nb_tab[h].next;
+        if (q_head < 0)
+            q_tail = -1;
+        gc_op *o = nb_tab[h].op;
+        nb_tab[h].op = NULL;
+        pthread_mutex_unlock(&nb_lock);
+        int64_t res = gc_op_run(o);
+        pthread_mutex_lock(&nb_lock);
+        nb_tab[h].result = res;
+        nb_tab[h].state = H_DONE;
+        pthread_cond_broadcast(&nb_done);
+    }
+    pthread_mutex_unlock(&nb_lock);
+    return NULL;
+}
+
+/* Start the pool on first use.  nb_lock held. */
+static int ensure_workers(void)
+{
+    if (nb_nworkers > 0)
+        return 0;
+    int n = 4;
+    const char *env = getenv("GALLEY_NB_THREADS");
+    if (env && atoi(env) > 0 && atoi(env) <= 64)
+        n = atoi(env);
+    nb_workers = calloc((size_t)n, sizeof(*nb_workers));
+    if (!nb_workers)
+        return -ENOMEM;
+    nb_stop = false;
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&nb_workers[i], NULL, worker_main, NULL) != 0) {
+            if (i == 0) {
+                free(nb_workers);
+                nb_workers = NULL;
+                return -ENOMEM;
+            }
+            n = i;
+            break;
+        }
+    }
+    nb_nworkers = n;
+    return 0;
+}
+
+void gc_nb_shutdown(void)
+{
+    pthread_mutex_lock(&nb_lock);
+    nb_stop = true;
+    pthread_cond_broadcast(&nb_work);
+    int n = nb_nworkers;
+    pthread_t *w = nb_workers;
+    nb_nworkers = 0;
+    nb_workers = NULL;
+    pthread_mutex_unlock(&nb_lock);
+    for (int i = 0; i < n; i++)
+        pthread_join(w[i], NULL);
+    free(w);
+    pthread_mutex_lock(&nb_lock);
+    free(nb_tab);
+    nb_tab = NULL;
+    nb_cap = 0;
+    q_head = q_tail = -1;
+    pthread_mutex_unlock(&nb_lock);
+}
+
+gfs_handle gfs_new_handle(void)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&nb_lock);
+    int h = -1;
+    for (int i = 0; i < nb_cap; i++)
+        if (nb_tab[i].state == H_FREE) {
+            h = i;
+            break;
+        }
+    if (h < 0) {
+        int cap = nb_cap ? nb_cap * 2 : 64;
+        nb_handle *nt = realloc(nb_tab, sizeof(*nt) * (size_t)cap);
+        if (!nt) {
+            pthread_mutex_unlock(&nb_lock);
+            return -ENOMEM;
+        }
+        memset(nt + nb_cap, 0, sizeof(*nt) * (size_t)(cap - nb_cap));
+        h = nb_cap;
+        nb_tab = nt;
+        nb_cap = cap;
+    }
+    nb_tab[h] = (nb_handle){.state = H_NEW, .next = -1};
+    pthread_mutex_unlock(&nb_lock);
+    return h;
+}
+
+/*
+ * Queue op o on handle h.  If preparation failed (rc < 0) the handle
+ * completes at once with that result, so gfs_wait reports it; the call
+ * itself also returns it.
+ */
+int gc_nb_start(gfs_handle h, int rc, gc_op *o)
+{
+    pthread_mutex_lock(&nb_lock);
+    if (h < 0 || h >= nb_cap || nb_tab[h].state != H_NEW) {
+        pthread_mutex_unlock(&nb_lock);
+        if (!rc)
+            gc_op_free(o);
+        return GFS_EBADID;
+    }
+    if (!rc)
+        rc = ensure_workers();
+    if (rc) {
+        if (o)
+            gc_op_free(o);
+        nb_tab[h].state = H_DONE;
+        nb_tab[h].result = rc;
+        pthread_mutex_unlock(&nb_lock);
+        return rc;
+    }
+    nb_tab[h].state = H_QUEUED;
+    nb_tab[h].op = o;
+    nb_tab[h].next = -1;
+    if (q_tail >= 0)
+        nb_tab[q_tail].next = h;
+    else
+        q_head = h;
+    q_tail = h;
+    pthread_cond_signal(&nb_work);
+    pthread_mutex_unlock(&nb_lock);
+    return 0;
+}
+
+/* ---------------------------------------------------------- complete --- */
+
+int64_t gfs_wait(gfs_handle h)
+{
+    pthread_mutex_lock(&nb_lock);
+    if (h < 0 || h >= nb_cap || nb_tab[h].state == H_FREE) {
+        pthread_mutex_unlock(&nb_lock);
+        return GFS_EBADID;
+    }
+    if (nb_tab[h].state == H_NEW) {
+        /* never started: nothing to wait for */
+        nb_tab[h].state = H_FREE;
+        pthread_mutex_unlock(&nb_lock);
+        return 0;
+    }
+    while (nb_tab[h].state != H_DONE)
+        pthread_cond_wait(&nb_done, &nb_lock);
+    int64_t res = nb_tab[h].result;
+    nb_tab[h].state = H_FREE;
+    pthread_mutex_unlock(&nb_lock);
+    return res;
+}
+
+int gfs_test(gfs_handle h, int64_t *result)
+{
+    pthread_mutex_lock(&nb_lock);
+    if (h < 0 || h >= nb_cap || nb_tab[h].state == H_FREE) {
+        pthread_mutex_unlock(&nb_lock);
+        return GFS_EBADID;
+    }
+    int done = nb_tab[h].state == H_DONE || nb_tab[h].state == H_NEW;
+    if (done) {
+        if (result)
+            *result = nb_tab[h].state == H_DONE ? nb_tab[h].result : 0;
+        nb_tab[h].state = H_FREE;
+    }
+    pthread_mutex_unlock(&nb_lock);
+    return done;
+}
+
+int gfs_waitall(int n, const gfs_handle *handles, int64_t *results)
+{
+    if (n < 0 || (n && !handles))
+        return -EINVAL;
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t r = gfs_wait(handles[i]);
+        if (results)
+            results[i] = r;
+        if (r < 0 && !rc)
+            rc = (int)r;
+    }
+    return rc;
+}
+
+/* ----------------------------------------------------------- starts ---- */
+
+int gfs_nb_read(gfs_handle h, int kid, int64_t offset, void *buf,
+                int64_t size)
+{
+    gc_op *o = NULL;
+    int rc = gc_prep_rw(&o, kid, GFS_READ, offset, buf, size);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_write(gfs_handle h, int kid, int64_t offset, const void *buf,
+                 int64_t size)
+{
+    gc_op *o = NULL;
+    int rc = gc_prep_rw(&o, kid, GFS_WRITE, offset, (void *)buf, size);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_listio(gfs_handle h, int kid, int op, int64_t n,
+                  const gfs_list_entry *entries, void *buf)
+{
+    gc_op *o = NULL;
+    int rc = gc_prep_listio(&o, kid, op, n, entries, buf);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_read_strided(gfs_handle h, int kid, int64_t offset, void *buf,
+                        int64_t size, int64_t count, int64_t fstride,
+                        int64_t mstride)
+{
+    gc_op *o = NULL;
+    int rc = gc_prep_strided(&o, kid, GFS_READ, offset, buf, size, count,
+                             fstride, mstride);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_write_strided(gfs_handle h, int kid, int64_t offset,
+                         const void *buf, int64_t size, int64_t count,
+                         int64_t fstride, int64_t mstride)
+{
+    gc_op *o = NULL;
+    int rc = gc_prep_strided(&o, kid, GFS_WRITE, offset, (void *)buf, size,
+                             count, fstride, mstride);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_read_nested(gfs_handle h, int kid, int64_t offset, void *buf,
+                       int64_t size, int nlevels, const gfs_stride *levels)
+{
+    gc_op *o = NULL;
+    int rc = gc_prep_nested(&o, kid, GFS_READ, offset, buf, size, nlevels,
+                            levels);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_write_nested(gfs_handle h, int kid, int64_t offset,
+                        const void *buf, int64_t size, int nlevels,
+                        const gfs_stride *levels)
+{
+    gc_op *o = NULL;
+    int rc = gc_prep_nested(&o, kid, GFS_WRITE, offset, (void *)buf, size,
+                            nlevels, levels);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_batch_io(gfs_handle h, int kid, int op, int64_t n,
+                    const gfs_batch_entry *e, void *buf)
+{
+    gc_op *o = NULL;
+    int rc = gc_prep_batch(&o, kid, op, n, e, buf);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_striped_listio(gfs_handle h, int sid, int op, int64_t n,
+                          const gfs_list_entry *entries, void *buf)
+{
+    gc_op *o = NULL;
+    int rc = gc_op_striped(&o, sid, op, n, entries, buf);
+    return gc_nb_start(h, rc, o);
+}

@@ -1,0 +1,256 @@
+/*
+ * sfio.c -- the SFIO interface over striped files (see galley_sfio.h).
+ *
+ * mread/mwrite walk the stripe fragments one request at a time, the
+ * unoptimised path of the paper; everything else goes through
+ * gfs_striped_listio (fragments sorted and merged per server, one transfer
+ * per server).  Error statistics are per server and kind; the optimised
+ * calls span every server of the file, so a failure there counts against
+ * each of them.
+ *
+ * Threads: any.  err_lock guards the statistics.
+ */
+#include "galley_sfio.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct MFILE {
+    int sid;
+    gfs_layout lay;
+    int servers[GFS_MAX_SUBFILES];
+};
+
+static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long err_stats[GFS_MAX_SERVERS][MERR_NKINDS];
+static __thread int last_error;
+
+static void count_error(int server, int kind, int rc)
+{
+    last_error = rc;
+    if (server < 0 || server >= GFS_MAX_SERVERS)
+        return;
+    pthread_mutex_lock(&err_lock);
+    err_stats[server][kind]++;
+    pthread_mutex_unlock(&err_lock);
+}
+
+static void count_file_error(const MFILE *f, int kind, int rc)
+{
+    if (!f) {
+        last_error = rc;
+        return;
+    }
+    for (int i = 0; i < f->lay.nsubfiles; i++)
+        count_error(f->servers[i], kind, rc);
+}
+
+int mlasterror(void)
+{
+    return last_error;
+}
+
+void merror(unsigned long *ioerr)
+{
+    int n = gfs_num_servers();
+    pthread_mutex_lock(&err_lock);
+    for (int s = 0; s < n && ioerr; s++)
+        for (int k = 0; k < MERR_NKINDS; k++)
+            ioerr[s * MERR_NKINDS + k] = err_stats[s][k];
+    memset(err_stats, 0, sizeof(err_stats));
+    pthread_mutex_unlock(&err_lock);
+}
+
+/* ------------------------------------------------------------ files ---- */
+
+int mcreate(const char *name)
+{
+    int n = gfs_num_servers();
+    int rc = n < 0 ? n : gfs_create_striped(name, n, NULL, 0, NULL);
+    if (rc)
+        count_error(n > 0 ? gc_meta_server(name) : -1, MERR_CREAT, rc);
+    return rc;
+}
+
+MFILE *mopen(const char *name, int stripe_unit)
+{
+    int n = gfs_num_servers();
+    int rc = n;
+    MFILE *f = NULL;
+    if (n < 0)
+        goto out_err;
+    rc = gfs_create_striped(name, n, NULL, stripe_unit, NULL);
+    if (rc && rc != -EEXIST)
+        goto out_err;
+    f = calloc(1, sizeof(*f));
+    if (!f) {
+        rc = -ENOMEM;
+        goto out_err;
+    }
+    f->sid = gfs_striped_open(name);
+    if (f->sid < 0) {
+        rc = f->sid;
+        goto out_free;
+    }
+    gfs_striped_layout(f->sid, &f->lay);
+    int fid = gfs_open_file(name);
+    gfs_file_stat st;
+    rc = fid < 0 ? fid : gfs_stat_file(fid, &st);
+    if (fid >= 0)
+        gfs_close_file(fid);
+    if (rc)
+        goto out_close;
+    memcpy(f->servers, st.servers, sizeof(f->servers));
+    return f;
+
+out_close:
+    gfs_striped_close(f->sid);
+out_free:
+    free(f);
+out_err:
+    count_error(n > 0 ? gc_meta_server(name) : -1, MERR_OPEN, rc);
+    return NULL;
+}
+
+int mclose(MFILE *f)
+{
+    if (!f)
+        return -EINVAL;
+    int rc = gfs_striped_close(f->sid);
+    if (rc)
+        count_file_error(f, MERR_CLOSE, rc);
+    free(f);
+    return rc;
+}
+
+int mchsize(MFILE *f, long size)
+{
+    if (!f)
+        return -EINVAL;
+    int rc = gfs_striped_truncate(f->sid, size);
+    if (rc)
+        count_file_error(f, MERR_FTRUNCATE, rc);
+    return rc;
+}
+
+int mdelete(const char *name)
+{
+    int rc = gfs_delete_file(name);
+    if (rc)
+        count_error(gfs_num_servers() > 0 ? gc_meta_server(name) : -1,
+                    MERR_UNLINK, rc);
+    return rc;
+}
+
+/* --------------------------------------------------- unoptimised path -- */
+
+/* One request per stripe fragment, in logical order. */
+static long fragment_rw(MFILE *f, int op, long offset, char *buf,
+                        unsigned size)
+{
+    if (!f || offset < 0 || (size && !buf))
+        return -EINVAL;
+    int ns = f->lay.nsubfiles;
+    uint64_t unit = (uint64_t)f->lay.unit, row = unit * (uint64_t)ns;
+    uint64_t x = (uint64_t)offset, left = size;
+    bool short_read = false;
+    while (left > 0) {
+        uint64_t within = x % unit;
+        uint64_t len = unit - within < left ? unit - within : left;
+        int sub = (int)((x / unit) % (uint64_t)ns);
+        int64_t foff = (int64_t)((x / row) * unit + within);
+        int kid = gfs_striped_kid(f->sid, sub);
+        int64_t k = op == GFS_READ ? gfs_read(kid, foff, buf, (int64_t)len)
+                                   : gfs_write(kid, foff, buf, (int64_t)len);
+        if (k < 0) {
+            count_error(f->servers[sub], op == GFS_READ ? MERR_READ
+                                                        : MERR_WRITE,
+                        (int)k);
+            return (long)k;
+        }
+        if ((uint64_t)k < len)
+            short_read = true;
+        x += len;
+        buf += len;
+        left -= len;
+    }
+    if (!short_read)
+        return (long)size;
+    int64_t eof = gfs_striped_size(f->sid);
+    if (eof < 0)
+        return (long)eof;
+    if (eof <= offset)
+        return 0;
+    return eof - offset < (int64_t)size ? (long)(eof - offset) : (long)size;
+}
+
+long mread(MFILE *f, long offset, char *buffer, unsigned size)
+{
+    return fragment_rw(f, GFS_READ, offset, buffer, size);
+}
+
+long mwrite(MFILE *f, long offset, const char *buffer, unsigned size)
+{
+    return fragment_rw(f, GFS_WRITE, offset, (char *)buffer, size);
+}
+
+/* ----------------------------------------------------- optimised path -- */
+
+long mreadc(MFILE *f, long offset, char *buffer, unsigned size)
+{
+    if (!f)
+        return -EINVAL;
+    int64_t k = gfs_striped_read(f->sid, offset, buffer, size);
+    if (k < 0)
+        count_file_error(f, MERR_READ, (int)k);
+    return (long)k;
+}
+
+long mwritec(MFILE *f, long offset, const char *buffer, unsigned size)
+{
+    if (!f)
+        return -EINVAL;
+    int64_t k = gfs_striped_write(f->sid, offset, buffer, size);
+    if (k < 0)
+        count_file_error(f, MERR_WRITE, (int)k);
+    return (long)k;
+}
+
+/* Blocks at separate buffers: memory offsets relative to the lowest. */
+static long blocks_rw(MFILE *f, int op, unsigned n, const long offsets[],
+                      char *const buffers[], const unsigned sizes[])
+{
+    if (!f || (n && (!offsets || !buffers || !sizes)))
+        return -EINVAL;
+    gfs_list_entry *e = malloc(sizeof(*e) * (n ? n : 1));
+    if (!e)
+        return -ENOMEM;
+    char *base = NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (buffers[i] && (!base || buffers[i] < base))
+            base = buffers[i];
+    for (unsigned i = 0; i < n; i++)
+        e[i] = (gfs_list_entry){offsets[i],
+                                buffers[i] ? buffers[i] - base : 0,
+                                sizes[i]};
+    int64_t k = gfs_striped_listio(f->sid, op, n, e, base);
+    free(e);
+    if (k < 0)
+        count_file_error(f, op == GFS_READ ? MERR_READ : MERR_WRITE, (int)k);
+    return (long)k;
+}
+
+long mreadb(MFILE *f, unsigned n, const long offsets[], char *buffers[],
+            const unsigned sizes[])
+{
+    return blocks_rw(f, GFS_READ, n, offsets, buffers, sizes);
+}
+
+long mwriteb(MFILE *f, unsigned n, const long offsets[], char *const buffers[],
+             const unsigned sizes[])
+{
+    return blocks_rw(f, GFS_WRITE, n, offsets, buffers, sizes);
+}

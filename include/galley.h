@@ -386,6 +386,30 @@ int gfs_striped_sync(int sid);
 /* The fork id of subfile i's fork of an open striped file. */
 int gfs_striped_kid(int sid, int subfile);
 
+/*
+ * Share an open striped file with other processes without asking the
+ * metadata server again (an MPI driver opens on one rank and broadcasts):
+ * gfs_striped_export writes a self-contained description into buf and
+ * returns its length (or the length needed, -ERANGE, if len is too small);
+ * gfs_striped_import opens the described file and returns a sid.
+ */
+#define GFS_EXPORT_MAX 8192
+int gfs_striped_export(int sid, void *buf, size_t len);
+int gfs_striped_import(const void *buf, size_t len);
+
+/*
+ * Coordination services kept on the server of subfile 0:
+ * a byte-range lock over logical offsets (blocks until granted; released
+ * by unlock or when the process's connection drops; a dead server still
+ * gives an error within the timeout), and an atomic counter per key
+ * (shared file pointers).  len 0 means "to the end of the file".
+ */
+int gfs_striped_lock(int sid, int64_t offset, int64_t len, int exclusive);
+int gfs_striped_unlock(int sid, int64_t offset, int64_t len);
+/* Atomically add delta to counter `key` (created as 0); returns the old
+ * value (>= 0) or a negative error. */
+int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta);
+
 /* Pure layout arithmetic (no servers needed). */
 /* Bytes of logical range [0, size) that subfile `subfile` holds. */
 int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile,

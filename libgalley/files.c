@@ -163,28 +163,11 @@ int gfs_create_file(const char *name, int nsubfiles, const int *servers)
 
 /* ----------------------------------------------------- open / close --- */
 
-int gfs_open_file(const char *name)
+int gc_file_register(const char *name, const gp_record *rec)
 {
-    int rc = gc_check_init();
-    if (rc)
-        return rc;
-    rc = gc_check_name(name, GFS_NAME_MAX);
-    if (rc)
-        return rc;
-    gc_file *f = calloc(1, sizeof(*f));
-    if (!f)
-        return -ENOMEM;
-    rc = lookup_record(name, GP_OP_NS_LOOKUP, &f->rec);
-    if (rc)
-        goto out_free;
-    for (uint32_t i = 0; i < f->rec.nsub; i++)
-        if (f->rec.server[i] >= (uint32_t)gc_g.nservers) {
-            rc = GFS_EBADCLUSTER; /* record names a server we don't know */
-            goto out_free;
-        }
-    strcpy(f->name, name);
-    f->used = true;
-
+    for (uint32_t i = 0; i < rec->nsub; i++)
+        if (rec->server[i] >= (uint32_t)gc_g.nservers)
+            return GFS_EBADCLUSTER; /* record names a server we don't know */
     pthread_mutex_lock(&gc_g.lock);
     int fid = -1;
     for (int i = 0; i < gc_g.nfiles_cap; i++)
@@ -197,8 +180,7 @@ int gfs_open_file(const char *name)
         gc_file *nf = realloc(gc_g.files, sizeof(*nf) * (size_t)cap);
         if (!nf) {
             pthread_mutex_unlock(&gc_g.lock);
-            rc = -ENOMEM;
-            goto out_free;
+            return -ENOMEM;
         }
         memset(nf + gc_g.nfiles_cap, 0,
                sizeof(*nf) * (size_t)(cap - gc_g.nfiles_cap));
@@ -206,11 +188,29 @@ int gfs_open_file(const char *name)
         gc_g.files = nf;
         gc_g.nfiles_cap = cap;
     }
-    gc_g.files[fid] = *f;
+    gc_file *f = &gc_g.files[fid];
+    f->used = true;
+    snprintf(f->name, sizeof(f->name), "%s", name);
+    f->rec = *rec;
     pthread_mutex_unlock(&gc_g.lock);
-    rc = fid;
-out_free:
-    free(f);
+    return fid;
+}
+
+int gfs_open_file(const char *name)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_record *rec = calloc(1, sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    rc = lookup_record(name, GP_OP_NS_LOOKUP, rec);
+    if (!rc)
+        rc = gc_file_register(name, rec);
+    free(rec);
     return rc;
 }
 

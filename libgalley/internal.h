@@ -126,6 +126,8 @@ int gc_check_name(const char *name, size_t max);
 
 /* ------------------------------------------------------------ files.c -- */
 
+/* A file id for a record already known (open, or import). */
+int gc_file_register(const char *name, const gp_record *rec);
 /* gfs_create_file with an initial attribute text ("k=v\n" lines). */
 int gc_create_file(const char *name, int nsubfiles, const int *servers,
                    const char *attrs);

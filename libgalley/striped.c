@@ -77,12 +77,10 @@ out_delete:
     return rc;
 }
 
-int gfs_striped_open(const char *name)
+/* Make a striped id for an open file id (taking ownership of fid). */
+static int striped_from_fid(int fid)
 {
-    gc_striped s = {.used = true};
-    int fid = gfs_open_file(name);
-    if (fid < 0)
-        return fid;
+    gc_striped s = {.used = true, .fid = fid};
     char v[GFS_FORK_NAME_MAX + 1];
     int rc = gfs_get_attr(fid, "galley.stripe_unit", v, sizeof(v));
     if (rc < 0)
@@ -96,8 +94,6 @@ int gfs_striped_open(const char *name)
     if (rc <= 0)
         goto out_layout;
     s.lay.unit = unit;
-    s.fid = fid;
-    s.lay.nsubfiles = gfs_num_servers(); /* replaced just below */
     gfs_file_stat fst;
     rc = gfs_stat_file(fid, &fst);
     if (rc)
@@ -137,6 +133,156 @@ out_layout:
 out_close:
     gfs_close_file(fid);
     return rc;
+}
+
+int gfs_striped_open(const char *name)
+{
+    int fid = gfs_open_file(name);
+    return fid < 0 ? fid : striped_from_fid(fid);
+}
+
+#define EXPORT_MAGIC 0x47455850u /* "GEXP" */
+
+int gfs_striped_export(int sid, void *buf, size_t len)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    gc_file f;
+    rc = gc_file_get(s.fid, &f);
+    if (rc)
+        return rc;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_u32(&w, EXPORT_MAGIC);
+    gp_put_str(&w, f.name);
+    gp_put_record(&w, &f.rec);
+    rc = w.err;
+    if (!rc && w.len > len)
+        rc = -ERANGE;
+    if (!rc) {
+        if (buf)
+            memcpy(buf, w.data, w.len);
+        rc = (int)w.len;
+    }
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+int gfs_striped_import(const void *buf, size_t len)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    if (!buf)
+        return -EINVAL;
+    gp_record *rec = calloc(1, sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    char name[GFS_NAME_MAX + 1];
+    gp_rbuf r;
+    gp_rbuf_init(&r, buf, len);
+    if (gp_get_u32(&r) != EXPORT_MAGIC)
+        r.err = -EINVAL;
+    gp_get_str(&r, name, GFS_NAME_MAX);
+    gp_get_record(&r, rec);
+    rc = gp_done(&r) ? 0 : -EINVAL;
+    int fid = rc ? rc : gc_file_register(name, rec);
+    free(rec);
+    return fid < 0 ? fid : striped_from_fid(fid);
+}
+
+/* ------------------------------------------- locks and counters ------- */
+
+/* Subfile 0's server and header id: home of a file's locks/counters. */
+static int home_of(const gc_striped *s, int *server, uint64_t *hid)
+{
+    gc_file f;
+    int rc = gc_file_get(s->fid, &f);
+    if (rc)
+        return rc;
+    *server = (int)f.rec.server[0];
+    *hid = f.rec.hid[0];
+    return 0;
+}
+
+static int lock_call(int sid, uint16_t op, int64_t offset, int64_t len,
+                     int exclusive)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (offset < 0 || len < 0)
+        return -EINVAL;
+    int server;
+    uint64_t hid;
+    rc = home_of(&s, &server, &hid);
+    if (rc)
+        return rc;
+    uint64_t ulen = len == 0 ? GP_MAX_OFFSET - (uint64_t)offset
+                             : (uint64_t)len;
+    for (;;) {
+        gp_wbuf w;
+        gp_wbuf_init(&w);
+        gp_put_u64(&w, hid);
+        gp_put_u64(&w, (uint64_t)offset);
+        gp_put_u64(&w, ulen);
+        if (op == GP_OP_LOCK)
+            gp_put_u8(&w, exclusive ? 1 : 0);
+        gc_req q;
+        rc = gc_call(gc_server_conn(server), op, &w, &q);
+        gc_req_release(&q);
+        gp_wbuf_free(&w);
+        /* The server answers -EAGAIN after waiting a while, so a long
+         * wait for a lock never looks like a dead server: ask again. */
+        if (rc != -EAGAIN)
+            return rc;
+    }
+}
+
+int gfs_striped_lock(int sid, int64_t offset, int64_t len, int exclusive)
+{
+    return lock_call(sid, GP_OP_LOCK, offset, len, exclusive);
+}
+
+int gfs_striped_unlock(int sid, int64_t offset, int64_t len)
+{
+    return lock_call(sid, GP_OP_UNLOCK, offset, len, 0);
+}
+
+int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    rc = gc_check_name(key, GFS_FORK_NAME_MAX);
+    if (rc)
+        return rc;
+    int server;
+    uint64_t hid;
+    rc = home_of(&s, &server, &hid);
+    if (rc)
+        return rc;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_u64(&w, hid);
+    gp_put_str(&w, key);
+    gp_put_u64(&w, (uint64_t)delta);
+    gc_req q;
+    rc = gc_call(gc_server_conn(server), GP_OP_FETCH_ADD, &w, &q);
+    gp_wbuf_free(&w);
+    int64_t old = rc;
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        uint64_t v = gp_get_u64(&r);
+        old = gp_done(&r) && v <= INT64_MAX ? (int64_t)v : GFS_EPROTO;
+    }
+    gc_req_release(&q);
+    return old;
 }
 
 int gfs_striped_close(int sid)

@@ -49,12 +49,15 @@ static int parse_cluster(const char *path, char ***hosts, char ***ports,
     char **h = NULL, **p = NULL;
     while (fgets(line, sizeof(line), f)) {
         char *s = line;
+        char *hash = strchr(s, '#');
+        if (hash)
+            *hash = '\0'; /* comments run to the end of the line */
         while (isspace((unsigned char)*s))
             s++;
         char *e = s + strlen(s);
         while (e > s && isspace((unsigned char)e[-1]))
             *--e = '\0';
-        if (*s == '\0' || *s == '#')
+        if (*s == '\0')
             continue;
         char *colon = strrchr(s, ':');
         if (!colon || colon == s || !colon[1] || cnt >= GFS_MAX_SERVERS) {

@@ -1,0 +1,6 @@
+# gbench: list I/O versus one call per piece, side by side in one run.
+# Not installed; see bench/README.md for how to run it against a cluster.
+noinst_PROGRAMS += bench/gbench
+bench_gbench_SOURCES = bench/gbench.c
+bench_gbench_LDADD = libgalley/libgalley.la
+EXTRA_DIST += bench/README.md

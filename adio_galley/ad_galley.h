@@ -1,0 +1,124 @@
+/*
+ * Galley for MPI-IO: ROMIO ADIO driver for the "galley:" file-name prefix.
+ *
+ * An MPI file galley:/name is a Galley striped file: its bytes are striped
+ * over one fork of every subfile (galley.h, "Striped linear files").  The
+ * driver calls only the public client API (galley.h); every data access
+ * becomes one list request (ADIOI_GALLEY_Build_list) which libgalley
+ * splits per server, sorts, merges and sends as one transfer per server.
+ *
+ * This directory is copied by mpich/build-mpich.sh into
+ * src/mpi/romio/adio/ad_galley/ of the MPICH build tree.  Every .c file is
+ * listed in Makefile.mk.
+ *
+ * Threads: ROMIO serialises calls on one file (ROMIO_THREAD_CS); libgalley
+ * is thread-safe, its non-blocking workers run in their own threads.
+ */
+#ifndef AD_GALLEY_H_INCLUDED
+#define AD_GALLEY_H_INCLUDED
+
+#include "adio.h"
+#include "galley.h"
+
+/* Collective algorithms (hint galley_cb). */
+enum { ADIOI_GALLEY_CB_SERVER = 0, ADIOI_GALLEY_CB_TWO_PHASE = 1 };
+
+/* Per-file driver state, hung off fd->fs_ptr: created by SetInfo (the
+ * driver's hints arrive before the open) and freed by Close. */
+typedef struct ADIOI_GALLEY_fs_s {
+    int sid;            /* libgalley striped-file id, -1 when not open */
+    gfs_layout layout;  /* subfiles, stripe unit, fork */
+    /* driver hints */
+    int nservers;       /* galley_servers entries, 0 = library picks */
+    int servers[GFS_MAX_SUBFILES];
+    char fork[GFS_FORK_NAME_MAX + 1];   /* galley_fork */
+    int cb;             /* galley_cb: ADIOI_GALLEY_CB_* */
+} ADIOI_GALLEY_fs;
+
+/* One logical piece of an access: file offset, offset in the user buffer
+ * (relative to the buffer, may be negative for types with negative
+ * displacements), length. */
+typedef struct ADIOI_GALLEY_piece_s {
+    ADIO_Offset off;
+    ADIO_Offset mem;
+    ADIO_Offset len;
+} ADIOI_GALLEY_piece;
+
+/* ad_galley_common.c */
+int ADIOI_GALLEY_Init(void);
+int ADIOI_GALLEY_Err(const char *myname, int line, int gfs_err);
+/* fd->fs_ptr, created with defaults on first use (NULL if out of memory). */
+ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd);
+/* Pieces to gfs list entries relative to *base (the lowest memory piece);
+ * [*fmin, *fmax) is the file range touched.  *out is ADIOI_Malloc'ed. */
+int ADIOI_GALLEY_Entries(const ADIOI_GALLEY_piece * p, int64_t n, const void *buf,
+                         gfs_list_entry ** out, char **base, ADIO_Offset * fmin,
+                         ADIO_Offset * fmax);
+/* Run a list of pieces (logical offsets) through gfs_striped_listio,
+ * rebasing memory offsets; atomic mode takes a range lock around it.
+ * Returns bytes or a negative gfs error. */
+int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, const void *buf,
+                            ADIOI_GALLEY_piece *p, int64_t n);
+
+/* ad_galley_io.c: the one place that turns an MPI access (memory type x
+ * file view) into pieces.  *p is ADIOI_Malloc'ed (caller frees); *end is
+ * the file offset just past the last byte (for the individual pointer). */
+int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
+                            MPI_Datatype datatype, int file_ptr_type,
+                            ADIO_Offset offset, int contig_call,
+                            ADIOI_GALLEY_piece ** p, int64_t * n,
+                            int64_t * total, ADIO_Offset * end);
+void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
+                         MPI_Datatype datatype, int file_ptr_type,
+                         ADIO_Offset offset, int contig_call,
+                         ADIO_Status * status, int *error_code);
+
+/* one file per ADIO operation */
+void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code);
+void ADIOI_GALLEY_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_code);
+void ADIOI_GALLEY_Close(ADIO_File fd, int *error_code);
+void ADIOI_GALLEY_ReadContig(ADIO_File fd, void *buf, int count,
+                             MPI_Datatype datatype, int file_ptr_type,
+                             ADIO_Offset offset, ADIO_Status * status, int *error_code);
+void ADIOI_GALLEY_ReadStrided(ADIO_File fd, void *buf, int count,
+                              MPI_Datatype datatype, int file_ptr_type,
+                              ADIO_Offset offset, ADIO_Status * status, int *error_code);
+void ADIOI_GALLEY_WriteContig(ADIO_File fd, const void *buf, int count,
+                              MPI_Datatype datatype, int file_ptr_type,
+                              ADIO_Offset offset, ADIO_Status * status, int *error_code);
+void ADIOI_GALLEY_WriteStrided(ADIO_File fd, const void *buf, int count,
+                               MPI_Datatype datatype, int file_ptr_type,
+                               ADIO_Offset offset, ADIO_Status * status, int *error_code);
+void ADIOI_GALLEY_ReadStridedColl(ADIO_File fd, void *buf, int count,
+                                  MPI_Datatype datatype, int file_ptr_type,
+                                  ADIO_Offset offset, ADIO_Status * status, int *error_code);
+void ADIOI_GALLEY_WriteStridedColl(ADIO_File fd, const void *buf, int count,
+                                   MPI_Datatype datatype, int file_ptr_type,
+                                   ADIO_Offset offset, ADIO_Status * status, int *error_code);
+void ADIOI_GALLEY_IreadContig(ADIO_File fd, void *buf, int count,
+                              MPI_Datatype datatype, int file_ptr_type,
+                              ADIO_Offset offset, ADIO_Request * request, int *error_code);
+void ADIOI_GALLEY_IwriteContig(ADIO_File fd, const void *buf, int count,
+                               MPI_Datatype datatype, int file_ptr_type,
+                               ADIO_Offset offset, ADIO_Request * request, int *error_code);
+void ADIOI_GALLEY_IreadStrided(ADIO_File fd, void *buf, int count,
+                               MPI_Datatype datatype, int file_ptr_type,
+                               ADIO_Offset offset, ADIO_Request * request, int *error_code);
+void ADIOI_GALLEY_IwriteStrided(ADIO_File fd, const void *buf, int count,
+                                MPI_Datatype datatype, int file_ptr_type,
+                                ADIO_Offset offset, ADIO_Request * request, int *error_code);
+void ADIOI_GALLEY_Fcntl(ADIO_File fd, int flag, ADIO_Fcntl_t * fcntl_struct, int *error_code);
+void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code);
+void ADIOI_GALLEY_Flush(ADIO_File fd, int *error_code);
+void ADIOI_GALLEY_Resize(ADIO_File fd, ADIO_Offset size, int *error_code);
+void ADIOI_GALLEY_Delete(const char *filename, int *error_code);
+int ADIOI_GALLEY_Feature(ADIO_File fd, int flag);
+int ADIOI_GALLEY_SetLock(ADIO_File fd, int cmd, int type, ADIO_Offset offset,
+                         int whence, ADIO_Offset len);
+/* Shared file pointer through the server's fetch-and-add (called from
+ * ROMIO's ADIO_Get_shared_fp / ADIO_Set_shared_fp, see the patch). */
+void ADIOI_GALLEY_Get_shared_fp(ADIO_File fd, ADIO_Offset incr,
+                                ADIO_Offset * shared_fp, int *error_code);
+void ADIOI_GALLEY_Set_shared_fp(ADIO_File fd, ADIO_Offset offset, int *error_code);
+
+#endif /* AD_GALLEY_H_INCLUDED */

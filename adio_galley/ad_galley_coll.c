@@ -1,0 +1,248 @@
+/*
+ * Galley for MPI-IO: collective I/O.
+ *
+ * galley_cb=two_phase hands the call to ROMIO's generic two-phase code
+ * (which runs over this driver's Contig/Strided entry points).
+ *
+ * galley_cb=server (default) is our own: aggregators' domains follow server
+ * ownership of the stripes, as ad_lustre does, so each aggregator talks to
+ * as few servers as possible.  With A aggregators (cb_nodes, at most the
+ * number of subfiles), aggregator a owns every stripe of the subfiles s
+ * with s % A == a.  Every rank cuts its access into stripe fragments and
+ * sends each (with its data, for writes) to the owner in one all-to-all;
+ * each aggregator then issues one list request for everything it received
+ * (libgalley sorts and merges per server: the interleaved small records of
+ * all ranks become long contiguous extents), and for reads sends the data
+ * back the same way.  romio_cb_write/romio_cb_read=disable make the call
+ * independent.
+ *
+ * Threads: the calling thread; collective over fd->comm.
+ */
+#include "ad_galley.h"
+#include "adio_extern.h"
+
+#include <errno.h>
+#include <limits.h>
+
+typedef struct frag {
+    int64_t off, len;           /* logical file range */
+    ADIO_Offset mem;            /* offset in the caller's buffer */
+} frag;
+
+static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
+                        int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
+                        int *error_code)
+{
+    ADIOI_GALLEY_Access(fd, op, buf, count, datatype, file_ptr_type, offset, 0, status,
+                        error_code);
+}
+
+static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
+                        int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
+                        int *error_code)
+{
+    static char myname[] = "ADIOI_GALLEY_COLL";
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
+    int nprocs, rank;
+    MPI_Comm_size(fd->comm, &nprocs);
+    MPI_Comm_rank(fd->comm, &rank);
+    int nsub = fs->layout.nsubfiles;
+    int64_t unit = fs->layout.unit;
+    int naggr = fd->hints->cb_nodes;
+    if (naggr > nsub)
+        naggr = nsub;
+    if (naggr > nprocs)
+        naggr = nprocs;
+    if (naggr < 1)
+        naggr = 1;
+
+    ADIOI_GALLEY_piece *p = NULL;
+    int64_t n = 0, total = 0;
+    ADIO_Offset end;
+    int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset, 0,
+                                     &p, &n, &total, &end);
+
+    /* cut into stripe fragments, counted per destination rank */
+    int64_t nfrag = 0;
+    for (int64_t i = 0; i < n; i++)
+        nfrag += (p[i].off + p[i].len - 1) / unit - p[i].off / unit + 1;
+    frag *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
+    int *dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
+    int64_t *scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));  /* frags, bytes */
+    if (!fr || !dest || !scnt)
+        rc = -ENOMEM;
+    int64_t k = 0;
+    for (int64_t i = 0; i < n && !rc; i++) {
+        int64_t off = p[i].off, left = p[i].len;
+        ADIO_Offset mem = p[i].mem;
+        while (left > 0) {
+            int64_t len = unit - off % unit;
+            if (len > left)
+                len = left;
+            int sub = (int) ((off / unit) % nsub);
+            int agg = sub % naggr;
+            int r = (int) ((int64_t) agg * nprocs / naggr);
+            fr[k] = (frag) {
+            off, len, mem};
+            dest[k++] = r;
+            scnt[2 * r]++;
+            scnt[2 * r + 1] += len;
+            off += len;
+            mem += len;
+            left -= len;
+        }
+    }
+    ADIOI_Free(p);
+
+    /* everyone agrees to go on (errors, int-sized counts) or falls back */
+    int64_t mine[2] = { rc ? 1 : 0, 0 }, all[2];
+    for (int r = 0; r < nprocs; r++)
+        if (16 * scnt[2 * r] > mine[1] || scnt[2 * r + 1] > mine[1])
+            mine[1] = 16 * scnt[2 * r] > scnt[2 * r + 1] ? 16 * scnt[2 * r]
+                : scnt[2 * r + 1];
+    int64_t totfr = 0, totby = 0;
+    for (int r = 0; r < nprocs; r++) {
+        totfr += 16 * scnt[2 * r];
+        totby += scnt[2 * r + 1];
+    }
+    if (totfr > mine[1])
+        mine[1] = totfr;
+    if (totby > mine[1])
+        mine[1] = totby;
+    MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, fd->comm);
+    if (all[0] || all[1] > INT_MAX / 2) {
+        ADIOI_Free(fr);
+        ADIOI_Free(dest);
+        ADIOI_Free(scnt);
+        if (all[0] && rc) {
+            *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
+            return;
+        }
+        independent(fd, op, buf, count, datatype, file_ptr_type, offset, status, error_code);
+        return;
+    }
+
+    /* exchange counts, then descriptors (and data for writes) */
+    int64_t *rcnt = ADIOI_Malloc(sizeof(int64_t) * 2 * nprocs);
+    MPI_Alltoall(scnt, 2, MPI_INT64_T, rcnt, 2, MPI_INT64_T, fd->comm);
+    int *sd = ADIOI_Malloc(sizeof(int) * 8 * nprocs);
+    int *sdc = sd, *sdd = sd + nprocs, *rdc = sd + 2 * nprocs, *rdd = sd + 3 * nprocs;
+    int *sbc = sd + 4 * nprocs, *sbd = sd + 5 * nprocs, *rbc = sd + 6 * nprocs,
+        *rbd = sd + 7 * nprocs;
+    int64_t rfr = 0, rby = 0;
+    for (int r = 0, so = 0, ro = 0, sb = 0, rb = 0; r < nprocs; r++) {
+        sdc[r] = (int) (16 * scnt[2 * r]);
+        sdd[r] = so;
+        so += sdc[r];
+        rdc[r] = (int) (16 * rcnt[2 * r]);
+        rdd[r] = ro;
+        ro += rdc[r];
+        sbc[r] = (int) scnt[2 * r + 1];
+        sbd[r] = sb;
+        sb += sbc[r];
+        rbc[r] = (int) rcnt[2 * r + 1];
+        rbd[r] = rb;
+        rb += rbc[r];
+        rfr += rcnt[2 * r];
+        rby += rcnt[2 * r + 1];
+    }
+    int64_t *sdesc = ADIOI_Malloc(16 * (nfrag ? nfrag : 1));
+    int64_t *rdesc = ADIOI_Malloc(16 * (rfr ? rfr : 1));
+    char *sdata = ADIOI_Malloc(totby ? totby : 1);
+    char *rdata = ADIOI_Malloc(rby ? rby : 1);
+    int64_t *fill = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));
+    /* order fragments by destination, keeping their own order */
+    int64_t *slot = ADIOI_Malloc(sizeof(int64_t) * (nfrag ? nfrag : 1));
+    for (int64_t i = 0; i < nfrag; i++) {
+        int r = dest[i];
+        int64_t at = sdd[r] / 16 + fill[2 * r]++;
+        sdesc[2 * at] = fr[i].off;
+        sdesc[2 * at + 1] = fr[i].len;
+        slot[i] = sbd[r] + fill[2 * r + 1];
+        fill[2 * r + 1] += fr[i].len;
+        if (op == GFS_WRITE)
+            memcpy(sdata + slot[i], (char *) buf + fr[i].mem, fr[i].len);
+    }
+    MPI_Alltoallv(sdesc, sdc, sdd, MPI_BYTE, rdesc, rdc, rdd, MPI_BYTE, fd->comm);
+    if (op == GFS_WRITE)
+        MPI_Alltoallv(sdata, sbc, sbd, MPI_BYTE, rdata, rbc, rbd, MPI_BYTE, fd->comm);
+
+    /* aggregators: one list request for everything received */
+    int64_t got = 0;
+    if (rfr > 0) {
+        ADIOI_GALLEY_piece *ap = ADIOI_Malloc(sizeof(*ap) * rfr);
+        int64_t at = 0;
+        for (int64_t i = 0; i < rfr; i++) {
+            ap[i].off = rdesc[2 * i];
+            ap[i].len = rdesc[2 * i + 1];
+            ap[i].mem = at;
+            at += ap[i].len;
+        }
+        got = ADIOI_GALLEY_Listio(fd, op, rdata, ap, rfr);
+        ADIOI_Free(ap);
+    }
+    int64_t err = got < 0 ? got : 0, anyerr;
+    if (op == GFS_READ) {
+        MPI_Alltoallv(rdata, rbc, rbd, MPI_BYTE, sdata, sbc, sbd, MPI_BYTE, fd->comm);
+        for (int64_t i = 0; i < nfrag; i++)
+            memcpy((char *) buf + fr[i].mem, sdata + slot[i], fr[i].len);
+    }
+    MPI_Allreduce(&err, &anyerr, 1, MPI_INT64_T, MPI_MIN, fd->comm);
+
+    ADIOI_Free(slot);
+    ADIOI_Free(fill);
+    ADIOI_Free(rdata);
+    ADIOI_Free(sdata);
+    ADIOI_Free(rdesc);
+    ADIOI_Free(sdesc);
+    ADIOI_Free(sd);
+    ADIOI_Free(rcnt);
+    ADIOI_Free(scnt);
+    ADIOI_Free(dest);
+    ADIOI_Free(fr);
+
+    if (anyerr < 0) {
+        *error_code = ADIOI_GALLEY_Err(myname, __LINE__, (int) anyerr);
+        return;
+    }
+    if (file_ptr_type == ADIO_INDIVIDUAL) {
+        fd->fp_ind = end;
+        fd->fp_sys_posn = end;
+    }
+#ifdef HAVE_STATUS_SET_BYTES
+    MPIR_Status_set_bytes(status, datatype, total);
+#endif
+    *error_code = MPI_SUCCESS;
+}
+
+void ADIOI_GALLEY_ReadStridedColl(ADIO_File fd, void *buf, int count,
+                                  MPI_Datatype datatype, int file_ptr_type,
+                                  ADIO_Offset offset, ADIO_Status * status, int *error_code)
+{
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
+    if (fs->cb == ADIOI_GALLEY_CB_TWO_PHASE)
+        ADIOI_GEN_ReadStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
+                                  error_code);
+    else if (fd->hints->cb_read == ADIOI_HINT_DISABLE)
+        independent(fd, GFS_READ, buf, count, datatype, file_ptr_type, offset, status,
+                    error_code);
+    else
+        server_coll(fd, GFS_READ, buf, count, datatype, file_ptr_type, offset, status,
+                    error_code);
+}
+
+void ADIOI_GALLEY_WriteStridedColl(ADIO_File fd, const void *buf, int count,
+                                   MPI_Datatype datatype, int file_ptr_type,
+                                   ADIO_Offset offset, ADIO_Status * status, int *error_code)
+{
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
+    if (fs->cb == ADIOI_GALLEY_CB_TWO_PHASE)
+        ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
+                                   error_code);
+    else if (fd->hints->cb_write == ADIOI_HINT_DISABLE)
+        independent(fd, GFS_WRITE, (void *) buf, count, datatype, file_ptr_type, offset,
+                    status, error_code);
+    else
+        server_coll(fd, GFS_WRITE, (void *) buf, count, datatype, file_ptr_type, offset,
+                    status, error_code);
+}

@@ -1,0 +1,140 @@
+/*
+ * Galley for MPI-IO: client start-up, error conversion, driver state, and
+ * the list-I/O call every data path ends in.
+ *
+ * Threads: whatever thread ROMIO calls from; libgalley is thread-safe.
+ */
+#include "ad_galley.h"
+#include "adio_extern.h"
+
+#include <errno.h>
+
+static int galley_keyval = MPI_KEYVAL_INVALID;
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: finish there. */
+static int galley_end(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    MPI_Keyval_free(&galley_keyval);
+    gfs_finalize();
+    return MPI_SUCCESS;
+}
+
+/* Initialise libgalley once per process (cluster file from GALLEY_CLUSTER
+ * or the documented default).  Returns 0 or a negative gfs error. */
+int ADIOI_GALLEY_Init(void)
+{
+    if (galley_keyval != MPI_KEYVAL_INVALID)
+        return 0;
+    int rc = gfs_init(NULL);
+    if (rc)
+        return rc;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, galley_end, &galley_keyval, NULL);
+    MPI_Comm_set_attr(MPI_COMM_SELF, galley_keyval, NULL);
+    return 0;
+}
+
+/* The one place galley errors become MPI error classes. */
+static int error_class(int err)
+{
+    switch (err) {
+        case -ENOENT:
+            return MPI_ERR_NO_SUCH_FILE;
+        case -EEXIST:
+            return MPI_ERR_FILE_EXISTS;
+        case -EACCES:
+        case -EPERM:
+            return MPI_ERR_ACCESS;
+        case -ENOSPC:
+        case -EDQUOT:
+            return MPI_ERR_NO_SPACE;
+        case -ENAMETOOLONG:
+        case GFS_ELAYOUT:
+            return MPI_ERR_BAD_FILE;
+        case -EINVAL:
+            return MPI_ERR_ARG;
+        case -ENOMEM:
+            return MPI_ERR_NO_MEM;
+        case -EBUSY:
+        case GFS_EBUSY:
+            return MPI_ERR_FILE_IN_USE;
+        default:
+            /* unreachable or dead servers, timeouts, protocol and disk
+             * errors */
+            return MPI_ERR_IO;
+    }
+}
+
+int ADIOI_GALLEY_Err(const char *myname, int line, int gfs_err)
+{
+    return MPIO_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, myname, line,
+                                error_class(gfs_err), "**io", "**io %s",
+                                gfs_strerror(gfs_err));
+}
+
+ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd)
+{
+    if (!fd->fs_ptr) {
+        ADIOI_GALLEY_fs *fs = ADIOI_Calloc(1, sizeof(*fs));
+        if (!fs)
+            return NULL;
+        fs->sid = -1;
+        fs->cb = ADIOI_GALLEY_CB_SERVER;
+        ADIOI_Strncpy(fs->fork, GFS_DEFAULT_STRIPE_FORK, sizeof(fs->fork));
+        fd->fs_ptr = fs;
+    }
+    return fd->fs_ptr;
+}
+
+int ADIOI_GALLEY_Entries(const ADIOI_GALLEY_piece * p, int64_t n, const void *buf,
+                         gfs_list_entry ** out, char **base, ADIO_Offset * fmin,
+                         ADIO_Offset * fmax)
+{
+    /* memory offsets relative to the lowest one; the file range for locks */
+    ADIO_Offset lo = n ? p[0].mem : 0;
+    *fmin = n ? p[0].off : 0;
+    *fmax = *fmin;
+    for (int64_t i = 0; i < n; i++) {
+        if (p[i].mem < lo)
+            lo = p[i].mem;
+        if (p[i].off < *fmin)
+            *fmin = p[i].off;
+        if (p[i].off + p[i].len > *fmax)
+            *fmax = p[i].off + p[i].len;
+    }
+    gfs_list_entry *e = ADIOI_Malloc(sizeof(*e) * (n ? n : 1));
+    if (!e)
+        return -ENOMEM;
+    for (int64_t i = 0; i < n; i++) {
+        e[i].file_offset = p[i].off;
+        e[i].mem_offset = p[i].mem - lo;
+        e[i].size = p[i].len;
+    }
+    *out = e;
+    *base = (char *) buf + lo;
+    return 0;
+}
+
+int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, const void *buf,
+                            ADIOI_GALLEY_piece * p, int64_t n)
+{
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
+    gfs_list_entry *e;
+    char *base;
+    ADIO_Offset fmin, fmax;
+    if (n == 0)
+        return 0;
+    int64_t rc = ADIOI_GALLEY_Entries(p, n, buf, &e, &base, &fmin, &fmax);
+    if (rc)
+        return rc;
+    int locked = 0;
+    if (fd->atomicity && fmax > fmin) {
+        rc = gfs_striped_lock(fs->sid, fmin, fmax - fmin, op == GFS_WRITE);
+        locked = rc == 0;
+    }
+    if (rc == 0)
+        rc = gfs_striped_listio(fs->sid, op, n, e, base);
+    if (locked)
+        gfs_striped_unlock(fs->sid, fmin, fmax - fmin);
+    ADIOI_Free(e);
+    return rc;
+}

@@ -1,0 +1,82 @@
+/*
+ * Galley for MPI-IO: hints.  ROMIO's generic hints (cb_buffer_size,
+ * cb_nodes, romio_cb_read/write, striping_unit, ...) go through
+ * ADIOI_GEN_SetInfo; on top of it:
+ *   striping_factor   number of subfiles (servers) of a new file
+ *   striping_unit     stripe unit in bytes of a new file (any size)
+ *   galley_servers    explicit server list of a new file, e.g. "0,2,3"
+ *   galley_fork       the fork of every subfile that holds the bytes
+ *   galley_cb         collective algorithm: "server" (aggregators follow
+ *                     server ownership, default) or "two_phase" (ROMIO's)
+ * Values that do not parse are ignored, as ROMIO does for its own hints;
+ * MPI_File_get_info reports what is in force (the real layout after open).
+ */
+#include "ad_galley.h"
+#include "adio_extern.h"
+#include "hint_fns.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* "0,2,3" -> servers; 0 entries if malformed or duplicated. */
+static int parse_servers(const char *s, int *out)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v >= GFS_MAX_SERVERS || n == GFS_MAX_SUBFILES)
+            return 0;
+        for (int i = 0; i < n; i++)
+            if (out[i] == v)
+                return 0;
+        out[n++] = (int) v;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return 0;
+    }
+    return n;
+}
+
+void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
+{
+    ADIOI_GALLEY_fs *fs = ADIOI_GALLEY_State(fd);
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag;
+
+    ADIOI_GEN_SetInfo(fd, users_info, error_code);
+    if (*error_code != MPI_SUCCESS || !fs)
+        return;
+
+    if (users_info != MPI_INFO_NULL) {
+        ADIOI_Info_get(users_info, "striping_factor", MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && atoi(value) > 0 && atoi(value) <= GFS_MAX_SUBFILES) {
+            fd->hints->striping_factor = atoi(value);
+            ADIOI_Info_set(fd->info, "striping_factor", value);
+        }
+        ADIOI_Info_get(users_info, "galley_servers", MPI_MAX_INFO_VAL, value, &flag);
+        if (flag) {
+            int tmp[GFS_MAX_SUBFILES];
+            int n = parse_servers(value, tmp);
+            if (n > 0) {
+                fs->nservers = n;
+                memcpy(fs->servers, tmp, sizeof(int) * n);
+                ADIOI_Info_set(fd->info, "galley_servers", value);
+            }
+        }
+        ADIOI_Info_get(users_info, "galley_fork", MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && value[0] && strlen(value) <= GFS_FORK_NAME_MAX)
+            ADIOI_Strncpy(fs->fork, value, sizeof(fs->fork));
+        ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && !strcmp(value, "server"))
+            fs->cb = ADIOI_GALLEY_CB_SERVER;
+        else if (flag && !strcmp(value, "two_phase"))
+            fs->cb = ADIOI_GALLEY_CB_TWO_PHASE;
+    }
+    ADIOI_Info_set(fd->info, "galley_fork", fs->fork);
+    ADIOI_Info_set(fd->info, "galley_cb",
+                   fs->cb == ADIOI_GALLEY_CB_SERVER ? "server" : "two_phase");
+    *error_code = MPI_SUCCESS;
+}

@@ -1,0 +1,265 @@
+/*
+ * Galley for MPI-IO: the one place an MPI access becomes list I/O.
+ *
+ * The memory side (count x datatype, flattened) and the file side (the
+ * view: disp + tiles of the flattened filetype, or one contiguous range
+ * for the Contig entry points) are walked together; every overlap of a
+ * memory block and a file block is one piece (file offset, buffer offset,
+ * length), neighbours contiguous on both sides merged.  The pieces go to
+ * gfs_striped_listio in one call: libgalley splits them per server, sorts
+ * and merges them, and folds regular runs into strided wire segments, so
+ * no data sieving and no read-modify-write happen anywhere.
+ *
+ * Threads: the calling thread.
+ */
+#include "ad_galley.h"
+#include "adio_extern.h"
+
+#include <errno.h>
+
+/* a contiguous file range never ends */
+#define ADIO_OFFSET_MAX_LEFT ((ADIO_Offset) 1 << 62)
+
+/* Growable piece array. */
+typedef struct plist {
+    ADIOI_GALLEY_piece *v;
+    int64_t n, cap;
+} plist;
+
+static int plist_add(plist * l, ADIO_Offset off, ADIO_Offset mem, ADIO_Offset len)
+{
+    if (l->n > 0) {
+        ADIOI_GALLEY_piece *t = &l->v[l->n - 1];
+        if (t->off + t->len == off && t->mem + t->len == mem) {
+            t->len += len;
+            return 0;
+        }
+    }
+    if (l->n == l->cap) {
+        int64_t cap = l->cap ? l->cap * 2 : 64;
+        ADIOI_GALLEY_piece *nv = ADIOI_Realloc(l->v, sizeof(*nv) * cap);
+        if (!nv)
+            return -ENOMEM;
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (ADIOI_GALLEY_piece) {
+    off, mem, len};
+    return 0;
+}
+
+/* Cursor over the file side of a view. */
+typedef struct fcur {
+    ADIOI_Flatlist_node *flat;  /* NULL: one contiguous range */
+    ADIO_Offset disp, extent;
+    ADIO_Offset tile;
+    MPI_Count blk;
+    ADIO_Offset boff;           /* bytes of the current block already used */
+    ADIO_Offset lin;            /* contiguous case: next offset */
+} fcur;
+
+/* Skip zero-length blocks, wrapping into the next tile. */
+static void fcur_settle(fcur * c)
+{
+    while (c->flat->blocklens[c->blk] == 0 || c->boff >= c->flat->blocklens[c->blk]) {
+        c->boff = 0;
+        if (++c->blk == c->flat->count) {
+            c->blk = 0;
+            c->tile++;
+        }
+    }
+}
+
+/* Position at view-data byte p (explicit offsets). */
+static void fcur_at_data(fcur * c, ADIO_Offset p, MPI_Count ft_size)
+{
+    c->tile = p / ft_size;
+    ADIO_Offset r = p % ft_size;
+    for (c->blk = 0; c->blk < c->flat->count; c->blk++) {
+        if (r < c->flat->blocklens[c->blk])
+            break;
+        r -= c->flat->blocklens[c->blk];
+    }
+    c->boff = r;
+    if (c->blk == c->flat->count) {     /* cannot happen for r < ft_size */
+        c->blk = 0;
+        c->tile++;
+        c->boff = 0;
+    }
+    fcur_settle(c);
+}
+
+/* Position at absolute file offset abs (the individual pointer), as ROMIO's
+ * generic strided code does: the first data byte at or after abs. */
+static void fcur_at_abs(fcur * c, ADIO_Offset abs)
+{
+    ADIO_Offset o = abs - c->disp - c->flat->indices[0];
+    c->tile = o >= 0 ? o / c->extent : 0;
+    o = abs - c->disp - c->tile * c->extent;
+    c->boff = 0;
+    for (c->blk = 0; c->blk < c->flat->count; c->blk++) {
+        ADIO_Offset s = c->flat->indices[c->blk], l = c->flat->blocklens[c->blk];
+        if (l == 0)
+            continue;
+        if (o < s + l) {
+            c->boff = o > s ? o - s : 0;
+            break;
+        }
+    }
+    if (c->blk == c->flat->count) {
+        c->blk = 0;
+        c->tile++;
+    }
+    fcur_settle(c);
+}
+
+/* Next file block: its offset and the bytes left in it. */
+static void fcur_peek(fcur * c, ADIO_Offset * off, ADIO_Offset * left)
+{
+    if (!c->flat) {
+        *off = c->lin;
+        *left = ADIO_OFFSET_MAX_LEFT;
+        return;
+    }
+    *off = c->disp + c->tile * c->extent + c->flat->indices[c->blk] + c->boff;
+    *left = c->flat->blocklens[c->blk] - c->boff;
+}
+
+static void fcur_take(fcur * c, ADIO_Offset n)
+{
+    if (!c->flat) {
+        c->lin += n;
+        return;
+    }
+    c->boff += n;
+    fcur_settle(c);
+}
+
+int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
+                            MPI_Datatype datatype, int file_ptr_type,
+                            ADIO_Offset offset, int contig_call,
+                            ADIOI_GALLEY_piece ** p, int64_t * n,
+                            int64_t * total, ADIO_Offset * end)
+{
+    MPI_Count type_size;
+    MPI_Type_size_x(datatype, &type_size);
+    int64_t want = (int64_t) type_size * count;
+    plist l = { 0 };
+    fcur fc = { 0 };
+    int rc = 0;
+
+    *p = NULL;
+    *n = 0;
+    *total = 0;
+    *end = file_ptr_type == ADIO_INDIVIDUAL ? fd->fp_ind : offset;
+    if (want == 0)
+        return 0;
+
+    /* file side */
+    int ft_contig;
+    ADIOI_Datatype_iscontig(fd->filetype, &ft_contig);
+    MPI_Count ft_size;
+    MPI_Type_size_x(fd->filetype, &ft_size);
+    if (contig_call || ft_contig) {
+        fc.flat = NULL;
+        if (file_ptr_type == ADIO_INDIVIDUAL)
+            fc.lin = fd->fp_ind;
+        else
+            fc.lin = contig_call ? offset : fd->disp + offset * fd->etype_size;
+    } else {
+        if (ft_size == 0)
+            return 0;
+        MPI_Aint lb, extent;
+        MPI_Type_get_extent(fd->filetype, &lb, &extent);
+        fc.flat = ADIOI_Flatten_and_find(fd->filetype);
+        fc.disp = fd->disp;
+        fc.extent = extent;
+        if (file_ptr_type == ADIO_INDIVIDUAL)
+            fcur_at_abs(&fc, fd->fp_ind);
+        else
+            fcur_at_data(&fc, offset * fd->etype_size, ft_size);
+    }
+
+    /* memory side */
+    int buf_contig;
+    ADIOI_Datatype_iscontig(datatype, &buf_contig);
+    ADIOI_Flatlist_node *fb = NULL;
+    MPI_Aint blb = 0, bext = 0;
+    if (!buf_contig) {
+        fb = ADIOI_Flatten_and_find(datatype);
+        MPI_Type_get_extent(datatype, &blb, &bext);
+    }
+    int64_t j = 0;              /* instance of datatype */
+    MPI_Count k = 0;            /* block within it */
+    ADIO_Offset moff = 0;       /* bytes of that block used */
+    int64_t done = 0;
+    ADIO_Offset last_end = *end;
+
+    while (done < want && !rc) {
+        ADIO_Offset mpos, mleft;
+        if (!fb) {
+            mpos = done;
+            mleft = want - done;
+        } else {
+            while (fb->blocklens[k] == 0 || moff >= fb->blocklens[k]) {
+                moff = 0;
+                if (++k == fb->count) {
+                    k = 0;
+                    j++;
+                }
+            }
+            mpos = j * bext + fb->indices[k] + moff;
+            mleft = fb->blocklens[k] - moff;
+        }
+        ADIO_Offset foff, fleft;
+        fcur_peek(&fc, &foff, &fleft);
+        ADIO_Offset take = mleft < fleft ? mleft : fleft;
+        if (take > want - done)
+            take = want - done;
+        rc = plist_add(&l, foff, mpos, take);
+        fcur_take(&fc, take);
+        moff += take;
+        done += take;
+        last_end = foff + take;
+    }
+    if (rc) {
+        ADIOI_Free(l.v);
+        return rc;
+    }
+    *p = l.v;
+    *n = l.n;
+    *total = want;
+    *end = last_end;
+    return 0;
+}
+
+void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
+                         MPI_Datatype datatype, int file_ptr_type,
+                         ADIO_Offset offset, int contig_call,
+                         ADIO_Status * status, int *error_code)
+{
+    static char myname[] = "ADIOI_GALLEY_ACCESS";
+    ADIOI_GALLEY_piece *p;
+    int64_t n, total;
+    ADIO_Offset end;
+    int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset,
+                                     contig_call, &p, &n, &total, &end);
+    int64_t bytes = rc ? rc : ADIOI_GALLEY_Listio(fd, op, buf, p, n);
+    ADIOI_Free(p);
+    if (bytes < 0) {
+        *error_code = ADIOI_GALLEY_Err(myname, __LINE__, (int) bytes);
+        return;
+    }
+    if (file_ptr_type == ADIO_INDIVIDUAL) {
+        /* a short contiguous read (end of file) moves the pointer only by
+         * what was read, as a Unix read does */
+        if (n == 1 && bytes < total)
+            end -= total - bytes;
+        fd->fp_ind = end;
+        fd->fp_sys_posn = end;
+    }
+#ifdef HAVE_STATUS_SET_BYTES
+    MPIR_Status_set_bytes(status, datatype, bytes);
+#endif
+    *error_code = MPI_SUCCESS;
+}

@@ -1,0 +1,136 @@
+/*
+ * Galley for MPI-IO: open.  One rank creates or looks up the file and
+ * broadcasts its description (gfs_striped_export); the other ranks open it
+ * from that description without asking the metadata server again.
+ *
+ * Threads: the calling thread; collective over fd->comm.
+ */
+#include "ad_galley.h"
+#include "adio_extern.h"
+
+#include <errno.h>
+
+#define SHARED_FP_KEY "mpi.shared_fp"
+
+/* Record the layout actually in use as the file's hints. */
+static void publish_layout(ADIO_File fd, ADIOI_GALLEY_fs * fs)
+{
+    char v[64];
+    MPL_snprintf(v, sizeof(v), "%d", fs->layout.nsubfiles);
+    ADIOI_Info_set(fd->info, "striping_factor", v);
+    MPL_snprintf(v, sizeof(v), "%lld", (long long) fs->layout.unit);
+    ADIOI_Info_set(fd->info, "striping_unit", v);
+    ADIOI_Info_set(fd->info, "galley_fork", fs->layout.fork);
+    fd->hints->striping_factor = fs->layout.nsubfiles;
+    fd->hints->striping_unit = (int) fs->layout.unit;
+    fd->blksize = fs->layout.unit;
+}
+
+/* Create (if asked) and open on this process.  Returns 0 or a gfs error. */
+static int open_here(ADIO_File fd, ADIOI_GALLEY_fs * fs)
+{
+    int rc = ADIOI_GALLEY_Init();
+    if (rc)
+        return rc;
+    int amode = fd->access_mode;
+    if (amode & ADIO_CREATE) {
+        int nserv = gfs_num_servers();
+        int nsub = fs->nservers > 0 ? fs->nservers
+            : fd->hints->striping_factor > 0 ? fd->hints->striping_factor : nserv;
+        if (nsub > nserv)
+            nsub = nserv;       /* as ROMIO does for impossible striping: clamp */
+        int64_t unit = fd->hints->striping_unit > 0 ? fd->hints->striping_unit : 0;
+        rc = gfs_create_striped(fd->filename, nsub, fs->nservers > 0 ? fs->servers : NULL,
+                                unit, fs->fork);
+        if (rc == -EEXIST && !(amode & ADIO_EXCL))
+            rc = 0;
+        if (rc)
+            return rc;
+    }
+    fs->sid = gfs_striped_open(fd->filename);
+    if (fs->sid < 0) {
+        rc = fs->sid;
+        fs->sid = -1;
+        return rc;
+    }
+    gfs_striped_layout(fs->sid, &fs->layout);
+    return 0;
+}
+
+void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code)
+{
+    static char myname[] = "ADIOI_GALLEY_OPEN";
+    ADIOI_GALLEY_fs *fs = ADIOI_GALLEY_State(fd);
+    int rc = fs ? open_here(fd, fs) : -ENOMEM;
+    if (rc) {
+        *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
+        return;
+    }
+    publish_layout(fd, fs);
+    if (fd->access_mode & ADIO_APPEND) {
+        int64_t size = gfs_striped_size(fs->sid);
+        if (size > 0)
+            fd->fp_ind = fd->fp_sys_posn = size;
+    }
+    *error_code = MPI_SUCCESS;
+}
+
+void ADIOI_GALLEY_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_code)
+{
+    static char myname[] = "ADIOI_GALLEY_OPENCOLL";
+    ADIOI_GALLEY_fs *fs = ADIOI_GALLEY_State(fd);
+    char blob[GFS_EXPORT_MAX];
+    int hdr[2] = { 0, 0 };      /* rc, blob length */
+    int rc = 0;
+
+    fd->access_mode = access_mode;
+    if (rank == 0) {
+        rc = fs ? open_here(fd, fs) : -ENOMEM;
+        if (!rc) {
+            /* a fresh open starts the shared file pointer at zero */
+            int64_t old = gfs_striped_fetch_add(fs->sid, SHARED_FP_KEY, 0);
+            if (old > 0)
+                old = gfs_striped_fetch_add(fs->sid, SHARED_FP_KEY, -old);
+            rc = old < 0 ? (int) old : 0;
+        }
+        if (!rc) {
+            hdr[1] = gfs_striped_export(fs->sid, blob, sizeof(blob));
+            if (hdr[1] < 0)
+                rc = hdr[1];
+        }
+        hdr[0] = rc;
+    }
+    MPI_Bcast(hdr, 2, MPI_INT, 0, fd->comm);
+    if (hdr[0] == 0)
+        MPI_Bcast(blob, hdr[1], MPI_BYTE, 0, fd->comm);
+    rc = hdr[0];
+    if (rank != 0 && rc == 0) {
+        rc = fs ? ADIOI_GALLEY_Init() : -ENOMEM;
+        if (!rc) {
+            fs->sid = gfs_striped_import(blob, hdr[1]);
+            if (fs->sid < 0) {
+                rc = fs->sid;
+                fs->sid = -1;
+            } else {
+                gfs_striped_layout(fs->sid, &fs->layout);
+            }
+        }
+    }
+    if (rc) {
+        /* leave nothing open behind */
+        if (fs && fs->sid >= 0)
+            gfs_striped_close(fs->sid);
+        if (fs)
+            fs->sid = -1;
+        *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
+        return;
+    }
+    publish_layout(fd, fs);
+    if (fd->access_mode & ADIO_APPEND) {
+        int64_t size = gfs_striped_size(fs->sid);
+        if (size > 0)
+            fd->fp_ind = fd->fp_sys_posn = size;
+    }
+    fd->is_open = 1;
+    *error_code = MPI_SUCCESS;
+}

@@ -1,0 +1,4 @@
+# Installed scripts (kept out of the per-folder fragments that are built by
+# others): galley-cluster starts, stops and inspects local or launched
+# galleyd servers.
+dist_bin_SCRIPTS += tools/galley-cluster

@@ -1,0 +1,360 @@
+/*
+ * gsrv_internal.h -- private to galleyd (servers/).  Nothing here is part of
+ * any contract with the client; the wire protocol is proto/gproto.h.
+ *
+ * One I/O node (the paper's IOP) is made of these units, one file each:
+ *
+ *   galleyd.c     main thread: arguments, data directory, listening socket,
+ *                 accept loop, one handler thread per client, clean exit.
+ *   handler.c     handler threads (the paper's CP threads): frames in,
+ *                 dispatch through a table built from GP_OPCODES, replies
+ *                 out with writev.  PING and STATFS live here.
+ *   nameserver.c  the NameServer: file records (NS_* opcodes).
+ *   subfile.c     subfile headers and their fork tables (SUB_*, FORK_*,
+ *                 FETCH_ADD).
+ *   io.c          IO_READ / IO_WRITE: decode, expand, sort, coalesce, move
+ *                 data between the socket and cache blocks.
+ *   cache.c       the CacheManager thread: 32 KB blocks, hash, global LRU,
+ *                 reference counts, round-robin service of per-client lists.
+ *   disk.c        the DiskManager thread: C-SCAN ordered pread/pwrite on the
+ *                 forks' Unix files.
+ *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile.
+ *   meta.c        crash-safe metadata files (write temp, fsync, rename).
+ *
+ * Threads: main, one handler per connection, one CacheManager, one
+ * DiskManager.
+ *
+ * Locking order (a thread holding a lock may only take locks further down
+ * the list; the ones marked "leaf" are never held while taking another):
+ *
+ *   1. fork->rw      per-fork rwlock: IO_READ shared; IO_WRITE and
+ *                    FORK_TRUNCATE exclusive.  Held across cache waits and
+ *                    disk write-through.
+ *   2. cache.lock    CacheManager state (cache.c).
+ *   3. disk.lock     DiskManager queue (disk.c).
+ *   leaf: ns.lock (nameserver.c), subtab.lock (subfile.c), locktab.lock
+ *         (rangelock.c), conns lock (galleyd.c), a disk write group's lock.
+ *
+ * No handler holds subtab.lock or ns.lock while waiting for the cache or the
+ * disk; the DiskManager calls completion callbacks with no lock held.
+ */
+#ifndef GSRV_INTERNAL_H
+#define GSRV_INTERNAL_H
+
+/* Linux extensions used: accept4, pipe2, POLLRDHUP, preadv/pwritev, rwlock
+ * writer preference.  This header comes first in every servers/ file. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "galley.h"
+#include "gproto.h"
+
+/* ------------------------------------------------------------------------
+ * Limits and constants
+ * ------------------------------------------------------------------------ */
+#define GSRV_BLOCK_SIZE 32768u         /* cache and disk block (paper: 32 KB) */
+#define GSRV_DEFAULT_CACHE_MB 64
+#define GSRV_MAX_CACHE_MB (1u << 20)
+#define GSRV_MIN_DATA_LIMIT 4096u
+#define GSRV_MAX_FORK_INDEX 0xffffu    /* fork index is the low 16 bits    */
+#define GSRV_MAX_HID ((UINT64_C(1) << 48) - 1)
+#define GSRV_MAX_COUNTERS 4096         /* FETCH_ADD keys per subfile       */
+#define GSRV_MAX_OPENS_PER_CONN (1u << 20)
+#define GSRV_MAX_LOCKS_PER_CONN 65536
+#define GSRV_MAX_META_FILE (64u << 20) /* largest metadata file we load    */
+#define GSRV_IOV_BATCH 1024            /* iovecs per writev/sendmsg        */
+
+/* fkid = (hid << 16) | fork index: handles survive server restarts. */
+static inline uint64_t gsrv_fkid(uint64_t hid, uint32_t idx)
+{
+    return (hid << 16) | idx;
+}
+static inline uint64_t gsrv_fkid_hid(uint64_t fkid) { return fkid >> 16; }
+static inline uint32_t gsrv_fkid_idx(uint64_t fkid)
+{
+    return (uint32_t)(fkid & 0xffffu);
+}
+
+/* ------------------------------------------------------------------------
+ * Global server state (galleyd.c)
+ * ------------------------------------------------------------------------ */
+typedef struct gsrv_globals {
+    int dfd;             /* the data directory, opened O_DIRECTORY      */
+    uint64_t data_limit; /* advertised per-request data limit (bytes)   */
+    int verbose;
+    volatile int stopping; /* set once on SIGTERM/SIGINT               */
+} gsrv_globals;
+
+extern gsrv_globals gsrv_g;
+
+/* Log a line to stderr ("galleyd[pid]: ..."): level 0 always, 1 with -v,
+ * 2 with -vv. */
+void gsrv_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Message for a galley.h error code or a negative errno (the server does
+ * not link libgalley, which owns gfs_strerror). */
+const char *gsrv_strerror(int err);
+
+/* ------------------------------------------------------------------------
+ * Connections (handler.c)
+ * ------------------------------------------------------------------------ */
+typedef struct gsrv_open {
+    uint64_t fkid;
+    uint32_t count;
+} gsrv_open;
+
+typedef struct gsrv_conn {
+    int fd;
+    uint64_t id;          /* unique, never 0 */
+    char peer[80];
+    /* forks opened by this connection, sorted by fkid (handler thread only) */
+    gsrv_open *opens;
+    size_t nopens, capopens;
+    /* receive buffer */
+    uint8_t *buf;
+    size_t bufcap;
+    struct gsrv_conn *prev, *next; /* registry in galleyd.c */
+} gsrv_conn;
+
+/* Thread body of a handler; takes ownership of c (frees it at the end). */
+void *gsrv_handler_main(void *c);
+
+/* Record / forget an open of fkid on this connection. */
+int gsrv_conn_add_open(gsrv_conn *c, uint64_t fkid);
+/* 0, or GFS_EBADID if the connection has no open of fkid. */
+int gsrv_conn_drop_open(gsrv_conn *c, uint64_t fkid);
+
+/* True when the peer has closed or reset the connection (non-blocking). */
+bool gsrv_conn_hung_up(const gsrv_conn *c);
+
+/* Connection registry (galleyd.c): every live connection, so that a clean
+ * exit can shut their sockets down. */
+void gsrv_conn_register(gsrv_conn *c);
+void gsrv_conn_unregister(gsrv_conn *c);
+
+/* ------------------------------------------------------------------------
+ * Replies (handler.c)
+ *
+ * An op fills rep->w with the reply payload and returns 0, or returns a
+ * negative error code (the reply then has an empty payload).  An op that
+ * sends bulk data after rep->w sets datalen, send and cleanup: the handler
+ * calls send(out, arg) after the small payload, then cleanup(arg) whether
+ * or not sending worked (cleanup is also called if send is never reached).
+ * ------------------------------------------------------------------------ */
+typedef struct gsrv_out {
+    int fd;
+    int err;
+    int n;
+    struct iovec iov[GSRV_IOV_BATCH];
+} gsrv_out;
+
+/* Queue an iovec (flushes when the batch is full); the memory must stay
+ * valid until gsrv_out_flush returns. */
+void gsrv_out_add(gsrv_out *o, const void *p, size_t len);
+/* Send everything queued; returns 0 or -errno (also kept in o->err). */
+int gsrv_out_flush(gsrv_out *o);
+
+typedef struct gsrv_reply {
+    gp_wbuf w;
+    uint64_t datalen;
+    void (*send)(gsrv_out *o, void *arg);
+    void (*cleanup)(void *arg);
+    void *arg;
+} gsrv_reply;
+
+/* Finish decoding: 0 when the request was consumed exactly, else the
+ * reader's error or GFS_EPROTO for trailing bytes. */
+int gsrv_decoded(const gp_rbuf *r);
+
+/* Validate a file name as stored by the NameServer (1..GFS_NAME_MAX bytes,
+ * no NUL, no newline): 0 or -EINVAL. */
+int gsrv_check_name(const char *name);
+
+/* Every opcode has exactly one handler, declared here from the X-macro so a
+ * missing one fails at link time. */
+typedef int (*gsrv_op_fn)(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep);
+#define GSRV_X_PROTO(name, code, doc)                                          \
+    int gsrv_op_##name(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep);
+GP_OPCODES(GSRV_X_PROTO)
+#undef GSRV_X_PROTO
+
+/* ------------------------------------------------------------------------
+ * Metadata files (meta.c) -- all paths are relative to gsrv_g.dfd.
+ * ------------------------------------------------------------------------ */
+
+/* Replace `rel` atomically with buf[0..len): write rel.tmp, (fsync), rename,
+ * (fsync the parent directory).  durable=false skips both fsyncs (the result
+ * still survives a kill -9 of galleyd, not a machine crash). */
+int gsrv_meta_write(const char *rel, const void *buf, size_t len,
+                    bool durable);
+/* Read a whole metadata file of at most max bytes; *buf is malloc'd (free
+ * it).  -ENOENT, -EFBIG, -EIO, ... */
+int gsrv_meta_read(const char *rel, uint8_t **buf, size_t *len, size_t max);
+/* fsync a directory (relative path, "." for the data directory). */
+int gsrv_meta_sync_dir(const char *rel);
+/* Unlink; 0 if it did not exist. */
+int gsrv_meta_unlink(const char *rel);
+/* True for names ending in ".tmp" (leftovers of an interrupted write). */
+bool gsrv_meta_is_tmp(const char *name);
+/* Parse a decimal u64 that makes up the whole of s[0..n) (n == 0: all of s);
+ * false if s is not such a number. */
+bool gsrv_parse_u64(const char *s, size_t n, uint64_t *out);
+
+/* ------------------------------------------------------------------------
+ * NameServer (nameserver.c)
+ * ------------------------------------------------------------------------ */
+int gsrv_ns_init(void);  /* load DIR/ns */
+void gsrv_ns_fini(void);
+void gsrv_ns_drop_conn(uint64_t conn_id); /* release its reservations */
+uint64_t gsrv_ns_count(void);
+
+/* ------------------------------------------------------------------------
+ * Subfiles and forks (subfile.c)
+ * ------------------------------------------------------------------------ */
+typedef struct gsrv_fork gsrv_fork;
+
+struct gsrv_fork {
+    uint64_t fkid;
+    pthread_rwlock_t rw;  /* see the locking order above */
+    int fd;               /* data file, opened on first use; -1 until then */
+    uint64_t size;        /* authoritative; read/written with __atomic ops,
+                           * changed only under rw held exclusively */
+    /* the rest is guarded by subtab.lock */
+    char *name;
+    uint32_t index;
+    uint32_t opens;       /* opens over all connections */
+    uint32_t refs;        /* gsrv_fork_get references */
+    bool deleted;         /* marked; removed at the last close */
+    bool gone;            /* out of its subfile's table; freed at refs == 0 */
+    gsrv_fork *reap_next; /* subfile.c: freed after subtab.lock is dropped */
+};
+
+int gsrv_sub_init(void);  /* load DIR/sub, finish deferred deletions */
+void gsrv_sub_fini(void);
+
+/* Look up a fork by handle (live or marked deleted) and take a reference;
+ * opens its data file if needed.  GFS_ESTALE if it does not exist.
+ * Undo with gsrv_fork_put. */
+int gsrv_fork_get(uint64_t fkid, gsrv_fork **out);
+void gsrv_fork_put(gsrv_fork *f); /* NULL-safe */
+
+/* Close `count` opens of fkid (connection drop or FORK_CLOSE); removes a
+ * deleted fork at its last close. */
+void gsrv_fork_close(uint64_t fkid, uint32_t count);
+
+/* True when hid names a subfile that is not deleted. */
+bool gsrv_sub_exists(uint64_t hid);
+
+/* For STATFS. */
+void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks,
+                    uint64_t *bytes_used);
+
+static inline uint64_t gsrv_fork_size(const gsrv_fork *f)
+{
+    return __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
+}
+static inline void gsrv_fork_set_size(gsrv_fork *f, uint64_t size)
+{
+    __atomic_store_n(&f->size, size, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------------------
+ * DiskManager (disk.c)
+ * ------------------------------------------------------------------------ */
+enum { GSRV_DISK_READ = 0, GSRV_DISK_WRITE = 1 };
+
+typedef struct gsrv_dreq gsrv_dreq;
+
+struct gsrv_dreq {
+    uint64_t fkid;   /* with bno: the C-SCAN key */
+    uint64_t bno;
+    int fd;
+    int op;          /* GSRV_DISK_READ / GSRV_DISK_WRITE */
+    uint32_t lo, hi; /* byte range within the block (reads: 0..BLOCK) */
+    unsigned char *buf; /* the block's GSRV_BLOCK_SIZE bytes */
+    /* Called by the DiskManager thread, no lock held, err 0 or -errno. */
+    void (*done)(gsrv_dreq *d, int err);
+    void *arg;
+    gsrv_dreq *prev, *next; /* queue links (disk.c) */
+};
+
+int gsrv_disk_start(void);
+void gsrv_disk_stop(void); /* after the queue has drained */
+/* Queue n requests (any order; they are sorted into the scan). */
+void gsrv_disk_submit(gsrv_dreq **reqs, size_t n);
+/* Queue n writes and wait for them all; 0 or the first error. */
+int gsrv_disk_write_wait(gsrv_dreq **reqs, size_t n);
+
+/* ------------------------------------------------------------------------
+ * CacheManager (cache.c)
+ * ------------------------------------------------------------------------ */
+enum { GSRV_BLK_LOADING = 0, GSRV_BLK_READY = 1, GSRV_BLK_ERROR = 2 };
+
+typedef struct gsrv_block gsrv_block;
+
+struct gsrv_block {
+    uint64_t fkid, bno;
+    unsigned char *data;  /* GSRV_BLOCK_SIZE bytes */
+    /* below: cache.lock */
+    uint32_t refs;
+    int state;
+    int err;
+    bool discard;         /* free at the last release instead of caching */
+    gsrv_block *hnext;    /* hash chain */
+    gsrv_block *lprev, *lnext; /* LRU list, only while refs == 0 */
+    gsrv_dreq dreq;       /* the read that fills it */
+};
+
+/*
+ * One handler's block list (the paper: "a separate list of requested disk
+ * blocks for each thread").  The handler fills fkid, fd, n, bno[] (sorted,
+ * distinct) and noread[] (1: the block will be wholly overwritten or lies
+ * past the fork's end, so a miss needs no disk read), then calls
+ * gsrv_cache_get; blk[] receives referenced blocks.
+ */
+typedef struct gsrv_creq {
+    uint64_t fkid;
+    int fd;
+    size_t n;
+    const uint64_t *bno;
+    const uint8_t *noread;
+    gsrv_block **blk;
+    /* CacheManager bookkeeping */
+    size_t next;          /* blocks looked up so far */
+    struct gsrv_creq *rprev, *rnext; /* round-robin ring */
+} gsrv_creq;
+
+int gsrv_cache_start(size_t cache_mb);
+void gsrv_cache_stop(void);
+/* Submit the list and wait until every block is ready; every blk[i] is
+ * referenced on return (also on error): release with gsrv_cache_put.
+ * Returns 0 or the first block's read error. */
+int gsrv_cache_get(gsrv_creq *q);
+/* Drop references; discard=true also evicts the blocks (their contents
+ * may not match the disk). */
+void gsrv_cache_put(gsrv_block **blk, size_t n, bool discard);
+/* Forget every cached block of a fork (deleted fork). */
+void gsrv_cache_drop_fork(uint64_t fkid);
+/* The fork shrank or rolled back to `size`: drop blocks past it and zero
+ * the tail of the block containing it.  Caller holds fork->rw exclusively. */
+void gsrv_cache_trim(uint64_t fkid, uint64_t size, uint64_t oldsize);
+void gsrv_cache_stats(uint64_t *hits, uint64_t *misses);
+/* Most blocks one request should hold at once. */
+size_t gsrv_cache_window(void);
+
+/* ------------------------------------------------------------------------
+ * Byte-range locks (rangelock.c)
+ * ------------------------------------------------------------------------ */
+void gsrv_locks_drop_conn(uint64_t conn_id);
+void gsrv_locks_wake_all(void); /* on shutdown */
+
+#endif /* GSRV_INTERNAL_H */

@@ -1,0 +1,404 @@
+/*
+ * handler.c -- handler threads, one per connected client (the paper's CP
+ * threads): read a frame, dispatch it, send the reply, repeat.
+ *
+ * Threads: gsrv_handler_main runs on its own thread per connection; the
+ * connection's state (opens, receive buffer) is touched by that thread
+ * only.  Locks: none of its own; the ops it calls take theirs.  When the
+ * connection ends (peer closed, error, server stopping) the thread closes
+ * every fork the connection had open, releases its name reservations and
+ * byte-range locks, and frees the connection.
+ *
+ * Framing defences (never a crash, never a partial request applied):
+ *   - bad magic: the stream cannot be trusted, the connection is closed;
+ *   - other protocol version: GFS_EVERSION reply, then close;
+ *   - payload longer than GP_MAX_PAYLOAD: GFS_ETOOBIG reply, the payload is
+ *     read and discarded, the connection goes on;
+ *   - a truncated frame (peer gone mid-frame): close;
+ *   - non-zero status in a request, malformed payload, trailing bytes:
+ *     GFS_EPROTO (or the decoder's code, e.g. -ENAMETOOLONG);
+ *   - unknown opcode: -ENOSYS.
+ * Every length is checked before anything is allocated.  Requests are
+ * handled in arrival order; replies echo the opcode and request id.
+ */
+#include "gsrv_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEEP_BUF (1u << 20) /* receive buffer kept between requests */
+#define LINGER_MS 1000      /* at most this long draining a closing peer */
+#define LINGER_BYTES (4u << 20)
+#define SLOW_MS 2000        /* requests slower than this are logged */
+
+/* The dispatch table, from the one list of opcodes. */
+static const struct {
+    const char *name;
+    gsrv_op_fn fn;
+} optab[] = {
+#define GSRV_X_TAB(name, code, doc) [code] = {#name, gsrv_op_##name},
+    GP_OPCODES(GSRV_X_TAB)
+#undef GSRV_X_TAB
+};
+
+#define NOPS (sizeof(optab) / sizeof(optab[0]))
+
+static const char *optab_name(unsigned op)
+{
+    return op < NOPS && optab[op].name ? optab[op].name : "?";
+}
+
+/* ------------------------------------------------------------ sending ---- */
+
+int gsrv_out_flush(gsrv_out *o)
+{
+    struct iovec *iov = o->iov;
+    int n = o->n;
+    while (n > 0 && !o->err) {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(o->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            o->err = -errno;
+            break;
+        }
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0 && w > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    o->n = 0;
+    return o->err;
+}
+
+void gsrv_out_add(gsrv_out *o, const void *p, size_t len)
+{
+    if (o->err || len == 0)
+        return;
+    if (o->n == GSRV_IOV_BATCH)
+        gsrv_out_flush(o);
+    o->iov[o->n].iov_base = (void *)p;
+    o->iov[o->n].iov_len = len;
+    o->n++;
+}
+
+/* Send a reply.  Returns 0 or -errno (the connection is then unusable). */
+static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
+                      gsrv_reply *rep)
+{
+    uint8_t hb[GP_HDR_SIZE];
+    gp_hdr h = {
+        .magic = GP_MAGIC,
+        .version = GP_VERSION,
+        .opcode = req->opcode,
+        .reqid = req->reqid,
+        .status = status,
+        .length = 0,
+    };
+    if (status == 0 && rep)
+        h.length = (uint32_t)(rep->w.len + rep->datalen);
+    gp_hdr_encode(&h, hb);
+
+    gsrv_out *o = malloc(sizeof(*o));
+    if (!o)
+        return -ENOMEM;
+    o->fd = c->fd;
+    o->err = 0;
+    o->n = 0;
+    gsrv_out_add(o, hb, sizeof(hb));
+    if (status == 0 && rep) {
+        gsrv_out_add(o, rep->w.data, rep->w.len);
+        if (rep->send)
+            rep->send(o, rep->arg);
+    }
+    int rc = gsrv_out_flush(o);
+    free(o);
+    return rc;
+}
+
+/* ---------------------------------------------------------- receiving ---- */
+
+/* Read exactly n bytes.  0: done; 1: clean end of stream before the first
+ * byte; negative: error or end of stream in the middle. */
+static int recv_all(int fd, void *buf, size_t n)
+{
+    uint8_t *p = buf;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(fd, p + got, n - got, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            return got == 0 ? 1 : -ECONNRESET;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Read and drop n bytes. */
+static int drain(int fd, uint64_t n)
+{
+    uint8_t scratch[16384];
+    while (n) {
+        size_t k = n < sizeof(scratch) ? (size_t)n : sizeof(scratch);
+        int rc = recv_all(fd, scratch, k);
+        if (rc)
+            return rc < 0 ? rc : -ECONNRESET;
+        n -= k;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- helpers ---- */
+
+int gsrv_decoded(const gp_rbuf *r)
+{
+    if (r->err)
+        return r->err;
+    if (!gp_done(r))
+        return GFS_EPROTO;
+    return 0;
+}
+
+bool gsrv_conn_hung_up(const gsrv_conn *c)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0)
+        return false;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+static size_t open_pos(const gsrv_conn *c, uint64_t fkid)
+{
+    size_t lo = 0, hi = c->nopens;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c->opens[mid].fkid < fkid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int gsrv_conn_add_open(gsrv_conn *c, uint64_t fkid)
+{
+    size_t i = open_pos(c, fkid);
+    if (i < c->nopens && c->opens[i].fkid == fkid) {
+        if (c->opens[i].count == UINT32_MAX)
+            return -EMFILE;
+        c->opens[i].count++;
+        return 0;
+    }
+    if (c->nopens >= GSRV_MAX_OPENS_PER_CONN)
+        return -EMFILE;
+    if (c->nopens == c->capopens) {
+        size_t cap = c->capopens ? c->capopens * 2 : 16;
+        gsrv_open *p = realloc(c->opens, cap * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        c->opens = p;
+        c->capopens = cap;
+    }
+    memmove(&c->opens[i + 1], &c->opens[i],
+            (c->nopens - i) * sizeof(*c->opens));
+    c->opens[i] = (gsrv_open){.fkid = fkid, .count = 1};
+    c->nopens++;
+    return 0;
+}
+
+int gsrv_conn_drop_open(gsrv_conn *c, uint64_t fkid)
+{
+    size_t i = open_pos(c, fkid);
+    if (i >= c->nopens || c->opens[i].fkid != fkid)
+        return GFS_EBADID;
+    if (--c->opens[i].count == 0) {
+        memmove(&c->opens[i], &c->opens[i + 1],
+                (c->nopens - i - 1) * sizeof(*c->opens));
+        c->nopens--;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- ops ---- */
+
+int gsrv_op_PING(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    int rc = gsrv_decoded(req);
+    if (rc)
+        return rc;
+    gp_put_u16(&rep->w, GP_VERSION);
+    gp_put_u64(&rep->w, gsrv_g.data_limit);
+    gp_put_u64(&rep->w, (uint64_t)getpid());
+    return 0;
+}
+
+int gsrv_op_STATFS(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    int rc = gsrv_decoded(req);
+    if (rc)
+        return rc;
+    struct statvfs sv;
+    if (fstatvfs(gsrv_g.dfd, &sv) < 0)
+        return -errno;
+    uint64_t nsub, nforks, used, hits, misses;
+    gsrv_sub_stats(&nsub, &nforks, &used);
+    gsrv_cache_stats(&hits, &misses);
+    gp_put_u64(&rep->w, used);
+    gp_put_u64(&rep->w, (uint64_t)sv.f_bavail * sv.f_frsize);
+    gp_put_u64(&rep->w, (uint64_t)sv.f_blocks * sv.f_frsize);
+    gp_put_u64(&rep->w, gsrv_ns_count());
+    gp_put_u64(&rep->w, nsub);
+    gp_put_u64(&rep->w, nforks);
+    gp_put_u64(&rep->w, hits);
+    gp_put_u64(&rep->w, misses);
+    return 0;
+}
+
+/* ------------------------------------------------------------- loop ---- */
+
+/* Handle one request whose payload is in c->buf; returns 0 to go on or a
+ * negative value when the connection must end. */
+static int handle(gsrv_conn *c, const gp_hdr *h)
+{
+    gsrv_reply rep;
+    memset(&rep, 0, sizeof(rep));
+    gp_wbuf_init(&rep.w);
+    gp_rbuf r;
+    gp_rbuf_init(&r, c->buf, h->length);
+
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int status;
+    if (h->status != 0)
+        status = GFS_EPROTO;
+    else if (h->opcode >= NOPS || !optab[h->opcode].fn)
+        status = -ENOSYS;
+    else
+        status = optab[h->opcode].fn(c, &r, &rep);
+
+    if (status == 0 && rep.w.err)
+        status = rep.w.err == -E2BIG ? GFS_ETOOBIG : rep.w.err;
+    if (status == 0 && rep.w.len + rep.datalen > GP_MAX_PAYLOAD)
+        status = GFS_ETOOBIG;
+    if (status && gsrv_g.verbose > 1)
+        gsrv_log(2, "%s: %s -> %s", c->peer, optab_name(h->opcode),
+                 gsrv_strerror(status));
+    int rc = send_reply(c, h, status, &rep);
+    if (rep.cleanup)
+        rep.cleanup(rep.arg);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (long)(t1.tv_sec - t0.tv_sec) * 1000 +
+              (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    gsrv_log(3, "%s: %s reqid %llu len %u -> %d (%u bytes) %ld ms", c->peer,
+             optab_name(h->opcode), (unsigned long long)h->reqid, h->length,
+             status, status ? 0u : (unsigned)(rep.w.len + rep.datalen), ms);
+    if (ms >= SLOW_MS && h->opcode != GP_OP_LOCK)
+        gsrv_log(0, "%s: slow request: %s took %ld ms (status %d)", c->peer,
+                 optab_name(h->opcode), ms, status);
+    gp_wbuf_free(&rep.w);
+    return rc;
+}
+
+/* Close politely: send FIN first, then read and drop what the client still
+ * sends (briefly).  Closing a socket with unread input makes the kernel
+ * send RST, which can destroy a reply -- e.g. GFS_EVERSION -- before the
+ * client has read it. */
+static void linger_close(int fd)
+{
+    uint8_t scratch[16384];
+    size_t total = 0;
+    shutdown(fd, SHUT_WR);
+    for (int rounds = 0; rounds < 10 && total < LINGER_BYTES; rounds++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, LINGER_MS / 10) <= 0)
+            break;
+        ssize_t r = recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+        if (r <= 0 && !(r < 0 && errno == EINTR))
+            break;
+        if (r > 0)
+            total += (size_t)r;
+    }
+}
+
+static void conn_end(gsrv_conn *c)
+{
+    for (size_t i = 0; i < c->nopens; i++)
+        gsrv_fork_close(c->opens[i].fkid, c->opens[i].count);
+    gsrv_ns_drop_conn(c->id);
+    gsrv_locks_drop_conn(c->id);
+    gsrv_log(1, "%s: disconnected", c->peer);
+    gsrv_conn_unregister(c); /* closes the socket */
+    free(c->opens);
+    free(c->buf);
+    free(c);
+}
+
+void *gsrv_handler_main(void *arg)
+{
+    gsrv_conn *c = arg;
+    uint8_t hb[GP_HDR_SIZE];
+
+    gsrv_log(1, "%s: connected", c->peer);
+    for (;;) {
+        int rc = recv_all(c->fd, hb, sizeof(hb));
+        if (rc)
+            break; /* closed, or truncated header */
+        gp_hdr h;
+        gp_hdr_decode(hb, &h);
+        if (h.magic != GP_MAGIC) {
+            gsrv_log(1, "%s: bad magic, closing", c->peer);
+            break;
+        }
+        if (h.version != GP_VERSION) {
+            gsrv_log(1, "%s: protocol version %u, closing", c->peer,
+                     h.version);
+            send_reply(c, &h, GFS_EVERSION, NULL);
+            break;
+        }
+        if (h.length > GP_MAX_PAYLOAD) {
+            if (send_reply(c, &h, GFS_ETOOBIG, NULL) || drain(c->fd, h.length))
+                break;
+            continue;
+        }
+        if (h.length > c->bufcap) {
+            free(c->buf);
+            c->bufcap = 0;
+            c->buf = malloc(h.length);
+            if (!c->buf) {
+                if (send_reply(c, &h, -ENOMEM, NULL) ||
+                    drain(c->fd, h.length))
+                    break;
+                continue;
+            }
+            c->bufcap = h.length;
+        }
+        if (h.length && recv_all(c->fd, c->buf, h.length))
+            break; /* truncated payload */
+        if (handle(c, &h))
+            break;
+        if (c->bufcap > KEEP_BUF) {
+            free(c->buf);
+            c->buf = NULL;
+            c->bufcap = 0;
+        }
+    }
+    linger_close(c->fd);
+    conn_end(c);
+    return NULL;
+}

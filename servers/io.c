@@ -1,0 +1,680 @@
+/*
+ * io.c -- IO_READ and IO_WRITE: the one data path.
+ *
+ * Threads: handler threads.  Locks: the fork's rwlock (shared for reads,
+ * exclusive for writes, held from before the size is read until the reply
+ * data has left), then cache.lock and disk.lock inside the cache and disk
+ * calls.  No subtab.lock or ns.lock is held here.
+ *
+ * A request names fork bytes as segments (extents or nested strides):
+ *
+ *   u64 fkid, u32 nseg, nseg x seg [, data]           (see gproto.h)
+ *
+ * 1. Decode: every segment is decoded and measured (gp_seg_measure) before
+ *    anything is allocated; limits: GP_MAX_SEGMENTS, GP_MAX_PIECES, data
+ *    bytes <= the advertised data limit (else GFS_ETOOBIG), and for a write
+ *    the data must be exactly the rest of the payload (else GFS_EPROTO).
+ * 2. Expand (gp_seg_expand) into pieces in list order; zero-length pieces
+ *    are dropped (they move nothing).  A piece is kept in 16 bytes: offset,
+ *    length, and where its data starts in the payload / reply ("src"),
+ *    which is also its position in list order.
+ * 3. Sort by offset and coalesce adjacent or overlapping pieces into
+ *    extents before touching the cache.  For writes, an extent whose pieces
+ *    overlap is resolved first: its pieces are applied in list order into a
+ *    scratch buffer (a later piece wins) and replaced by one piece.
+ * 4. Blocks: the extents are walked block by block; a window of at most
+ *    gsrv_cache_window() distinct blocks is requested from the
+ *    CacheManager at a time.  For a write, a block that is only partly
+ *    written and holds valid data (below the old fork size) must be read;
+ *    others need no disk read.  The new data is copied into the blocks and
+ *    the touched byte range of every block is written through by the
+ *    DiskManager before the next window -- and before the reply.  A
+ *    failure acknowledges nothing: the file is cut back to the old size,
+ *    the cache is trimmed to it and the fork size is unchanged.
+ * 5. Reads reply u64 fork size, then every piece's bytes in the original
+ *    list order, zeros past the end of the fork.  When all blocks fit in
+ *    one window the reply is sent straight from the cache buffers with
+ *    writev (no staging copy); otherwise window by window into a staging
+ *    buffer (bounded by the data limit).
+ */
+#include "gsrv_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BS ((uint64_t)GSRV_BLOCK_SIZE)
+#define SEG_MIN_BYTES 17 /* smallest encoded segment: u8 + 2 x u64 */
+#define IO_RESOLVED 0x80000000u /* src flag: data is in q->resolved */
+
+/* A piece: len bytes at fork offset off; data at src (see above).  Data
+ * limits keep len and src below 2^31. */
+typedef struct io_item {
+    uint64_t off;
+    uint32_t len;
+    uint32_t src;
+} io_item;
+
+_Static_assert(sizeof(io_item) == sizeof(gp_piece),
+               "pieces are converted in place");
+
+typedef struct io_req {
+    gsrv_fork *f;
+    bool locked;
+    bool write;
+    io_item *it;
+    size_t n;
+    uint64_t bytes;       /* sum of piece lengths */
+    const uint8_t *data;  /* write: the payload's data part */
+    uint8_t *resolved;    /* write: data of resolved overlapping extents */
+    uint8_t *staged;      /* read: reply data when not sent from the cache */
+    uint64_t size;        /* fork size the request works against */
+    uint64_t limit;       /* blocks at or past this offset are not fetched */
+    /* the current window of blocks */
+    size_t W, nb;
+    uint64_t *bno;
+    uint8_t *noread;
+    uint32_t *lo, *hi;
+    uint32_t *cov;        /* bytes written among the block's valid ones */
+    uint32_t *covall;     /* bytes written in the block */
+    gsrv_block **blk;
+    gsrv_dreq *dreq;
+    gsrv_dreq **dptr;
+    bool held;            /* blk[0..nb) referenced */
+    /* walk over extents: the current extent [eoff, eend) made of items
+     * [efirst, elast), and the next block of it to emit */
+    size_t inext;
+    bool have_ext;
+    uint64_t eoff, eend, ebno;
+    size_t efirst, elast;
+    size_t wfirst, wlast; /* items of the extents the window covers */
+} io_req;
+
+static const uint8_t zeros[65536];
+
+/* ------------------------------------------------------------ decode ---- */
+
+static int decode(gp_rbuf *r, io_req *q)
+{
+    uint32_t nseg = gp_get_u32(r);
+    if (r->err)
+        return r->err;
+    if (nseg > GP_MAX_SEGMENTS ||
+        (uint64_t)nseg * SEG_MIN_BYTES > gp_remaining(r))
+        return GFS_EPROTO;
+
+    /* pass 1: decode and measure, allocate nothing */
+    size_t pos0 = r->pos;
+    uint64_t npieces = 0, bytes = 0;
+    bool badoff = false;
+    for (uint32_t i = 0; i < nseg; i++) {
+        gp_seg s;
+        uint64_t p, b;
+        gp_get_seg(r, &s);
+        if (r->err)
+            return r->err;
+        if (!gp_seg_measure(&s, &p, &b)) {
+            badoff = true; /* decode the rest: malformed beats too large */
+            continue;
+        }
+        npieces += p;
+        if (npieces > GP_MAX_PIECES)
+            return GFS_EPROTO;
+        bytes = b > UINT64_MAX - bytes ? UINT64_MAX : bytes + b;
+    }
+    if (q->write) {
+        size_t rest = gp_remaining(r);
+        if (!badoff && bytes != rest)
+            return GFS_EPROTO;
+        q->data = r->data + r->pos;
+        r->pos = r->len; /* the data is the rest of the payload */
+    }
+    int rc = gsrv_decoded(r);
+    if (rc)
+        return rc;
+    if (badoff)
+        return -EFBIG; /* offsets beyond GP_MAX_OFFSET or overflowing */
+    if (bytes > gsrv_g.data_limit)
+        return GFS_ETOOBIG;
+    q->bytes = bytes;
+    if (npieces == 0)
+        return 0;
+
+    /* pass 2: expand into pieces, then turn them into items in place */
+    gp_piece *pc = malloc(npieces * sizeof(*pc));
+    if (!pc)
+        return -ENOMEM;
+    gp_rbuf r2 = *r;
+    r2.pos = pos0;
+    r2.err = 0;
+    uint64_t k = 0;
+    for (uint32_t i = 0; i < nseg; i++) {
+        gp_seg s;
+        gp_get_seg(&r2, &s);
+        gp_seg_expand(&s, pc, &k);
+    }
+    uint8_t *mem = (uint8_t *)pc;
+    size_t n = 0;
+    uint64_t src = 0;
+    for (uint64_t i = 0; i < k; i++) {
+        gp_piece p;
+        memcpy(&p, mem + i * sizeof(p), sizeof(p));
+        if (p.len == 0)
+            continue;
+        io_item it = {.off = p.off, .len = (uint32_t)p.len,
+                      .src = (uint32_t)src};
+        memcpy(mem + n * sizeof(it), &it, sizeof(it));
+        src += p.len;
+        n++;
+    }
+    q->it = (io_item *)mem;
+    q->n = n;
+    return 0;
+}
+
+/* ------------------------------------------------- sort and coalesce ---- */
+
+static int cmp_off(const void *a, const void *b)
+{
+    const io_item *x = a, *y = b;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return x->src < y->src ? -1 : x->src > y->src;
+}
+
+static int cmp_src(const void *a, const void *b)
+{
+    const io_item *x = a, *y = b;
+    return x->src < y->src ? -1 : x->src > y->src;
+}
+
+static uint64_t item_end(const io_item *it)
+{
+    return it->off + it->len;
+}
+
+/* Sort by offset; returns true when the items were already in order. */
+static bool sort_items(io_item *it, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (it[i].off < it[i - 1].off) {
+            qsort(it, n, sizeof(*it), cmp_off);
+            return false;
+        }
+    return true;
+}
+
+/* The extent starting at item i: [*off, *end), items [i, *j); *overlap
+ * when some of its pieces overlap. */
+static void extent_at(const io_item *it, size_t n, size_t i, uint64_t *off,
+                      uint64_t *end, size_t *j, bool *overlap)
+{
+    uint64_t e = item_end(&it[i]);
+    bool ov = false;
+    size_t k = i + 1;
+    while (k < n && it[k].off <= e) {
+        if (it[k].off < e)
+            ov = true;
+        if (item_end(&it[k]) > e)
+            e = item_end(&it[k]);
+        k++;
+    }
+    *off = it[i].off;
+    *end = e;
+    *j = k;
+    if (overlap)
+        *overlap = ov;
+}
+
+static const uint8_t *item_data(const io_req *q, const io_item *it)
+{
+    if (it->src & IO_RESOLVED)
+        return q->resolved + (it->src & ~IO_RESOLVED);
+    return q->data + it->src;
+}
+
+/* Writes: replace each extent whose pieces overlap by one piece holding
+ * the result of applying them in list order. */
+static int resolve_overlaps(io_req *q)
+{
+    uint64_t need = 0;
+    for (size_t i = 0; i < q->n;) {
+        uint64_t off, end;
+        size_t j;
+        bool ov;
+        extent_at(q->it, q->n, i, &off, &end, &j, &ov);
+        if (ov)
+            need += end - off;
+        i = j;
+    }
+    if (need == 0)
+        return 0;
+    /* an extent is no longer than the data of its pieces: need <= bytes */
+    q->resolved = malloc(need);
+    if (!q->resolved)
+        return -ENOMEM;
+    size_t w = 0;
+    uint32_t roff = 0;
+    for (size_t i = 0; i < q->n;) {
+        uint64_t off, end;
+        size_t j;
+        bool ov;
+        extent_at(q->it, q->n, i, &off, &end, &j, &ov);
+        if (!ov) {
+            memmove(&q->it[w], &q->it[i], (j - i) * sizeof(*q->it));
+            w += j - i;
+            i = j;
+            continue;
+        }
+        qsort(&q->it[i], j - i, sizeof(*q->it), cmp_src); /* list order */
+        for (size_t k = i; k < j; k++)
+            memcpy(q->resolved + roff + (q->it[k].off - off),
+                   q->data + q->it[k].src, q->it[k].len);
+        q->it[w++] = (io_item){.off = off, .len = (uint32_t)(end - off),
+                               .src = IO_RESOLVED | roff};
+        roff += (uint32_t)(end - off);
+        i = j;
+    }
+    q->n = w;
+    return 0;
+}
+
+/* ------------------------------------------------------------ windows ---- */
+
+static int alloc_window(io_req *q)
+{
+    size_t W = gsrv_cache_window();
+    q->W = W;
+    q->bno = malloc(W * sizeof(*q->bno));
+    q->noread = malloc(W);
+    q->lo = malloc(W * sizeof(*q->lo));
+    q->hi = malloc(W * sizeof(*q->hi));
+    q->cov = malloc(W * sizeof(*q->cov));
+    q->covall = malloc(W * sizeof(*q->covall));
+    q->blk = calloc(W, sizeof(*q->blk));
+    if (!q->bno || !q->noread || !q->lo || !q->hi || !q->cov || !q->covall ||
+        !q->blk)
+        return -ENOMEM;
+    if (q->write) {
+        q->dreq = calloc(W, sizeof(*q->dreq));
+        q->dptr = malloc(W * sizeof(*q->dptr));
+        if (!q->dreq || !q->dptr)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Account bytes [a, e) of block slot k (write bookkeeping). */
+static void account(io_req *q, size_t k, uint64_t a, uint64_t e)
+{
+    uint64_t bs = q->bno[k] * BS;
+    uint32_t lo = (uint32_t)(a - bs), hi = (uint32_t)(e - bs);
+    if (lo < q->lo[k])
+        q->lo[k] = lo;
+    if (hi > q->hi[k])
+        q->hi[k] = hi;
+    q->covall[k] += hi - lo; /* extents are disjoint: no double count */
+    /* covered bytes among the block's valid (below old size) ones */
+    uint64_t vend = q->size > bs ? q->size : bs;
+    if (vend > bs + BS)
+        vend = bs + BS;
+    uint64_t ca = a, ce = e < vend ? e : vend;
+    if (ce > ca)
+        q->cov[k] += (uint32_t)(ce - ca);
+}
+
+/* Fill the next window: up to W blocks in ascending order.  Returns the
+ * number of blocks (0: no more). */
+static size_t fill_window(io_req *q)
+{
+    size_t nb = 0;
+    bool first = true;
+    for (;;) {
+        if (!q->have_ext) {
+            if (q->inext >= q->n)
+                break;
+            extent_at(q->it, q->n, q->inext, &q->eoff, &q->eend, &q->elast,
+                      NULL);
+            q->efirst = q->inext;
+            q->inext = q->elast;
+            q->ebno = q->eoff / BS;
+            q->have_ext = true;
+        }
+        if (first) {
+            q->wfirst = q->efirst;
+            first = false;
+        }
+        q->wlast = q->elast;
+        uint64_t lastb = (q->eend - 1) / BS;
+        while (q->ebno <= lastb) {
+            uint64_t b = q->ebno;
+            if (b * BS >= q->limit) { /* reads: the rest is past the end */
+                q->inext = q->n;
+                q->have_ext = false;
+                goto out;
+            }
+            size_t k;
+            if (nb && q->bno[nb - 1] == b) {
+                k = nb - 1; /* shared with the previous extent */
+            } else {
+                if (nb == q->W)
+                    goto out; /* resume at block b of this extent */
+                k = nb++;
+                q->bno[k] = b;
+                q->lo[k] = GSRV_BLOCK_SIZE;
+                q->hi[k] = 0;
+                q->cov[k] = 0;
+                q->covall[k] = 0;
+            }
+            uint64_t a = q->eoff > b * BS ? q->eoff : b * BS;
+            uint64_t e = q->eend < (b + 1) * BS ? q->eend : (b + 1) * BS;
+            account(q, k, a, e);
+            q->ebno++;
+        }
+        q->have_ext = false;
+    }
+out:
+    /* what the cache must do on a miss */
+    for (size_t k = 0; k < nb; k++) {
+        uint64_t bs = q->bno[k] * BS;
+        uint64_t valid = q->size > bs ? q->size - bs : 0;
+        if (valid > BS)
+            valid = BS;
+        if (!q->write)
+            q->noread[k] = 0;
+        else if (q->covall[k] == BS)
+            q->noread[k] = 2; /* wholly overwritten: contents irrelevant */
+        else if (q->cov[k] == valid)
+            q->noread[k] = 1; /* no valid byte survives: zeros */
+        else
+            q->noread[k] = 0;
+    }
+    q->nb = nb;
+    return nb;
+}
+
+static int get_window(io_req *q)
+{
+    gsrv_creq cr = {
+        .fkid = q->f->fkid,
+        .fd = q->f->fd,
+        .n = q->nb,
+        .bno = q->bno,
+        .noread = q->noread,
+        .blk = q->blk,
+    };
+    int rc = gsrv_cache_get(&cr);
+    q->held = true;
+    return rc;
+}
+
+static void put_window(io_req *q, bool discard)
+{
+    if (!q->held)
+        return;
+    gsrv_cache_put(q->blk, q->nb, discard);
+    q->held = false;
+}
+
+static size_t find_block(const io_req *q, uint64_t b)
+{
+    size_t lo = 0, hi = q->nb;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (q->bno[mid] < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo; /* q->bno[lo] == b by construction */
+}
+
+/* Move the bytes of items [wfirst, wlast) that fall in the window between
+ * the blocks and the items' data (staged reads: q->staged). */
+static void copy_window(io_req *q)
+{
+    uint64_t wlo = q->bno[0] * BS, whi = (q->bno[q->nb - 1] + 1) * BS;
+    if (whi > q->limit)
+        whi = q->limit;
+    for (size_t i = q->wfirst; i < q->wlast; i++) {
+        const io_item *it = &q->it[i];
+        uint64_t a = it->off > wlo ? it->off : wlo;
+        uint64_t e = item_end(it) < whi ? item_end(it) : whi;
+        if (a >= e)
+            continue;
+        size_t k = find_block(q, a / BS);
+        uint64_t pos = a;
+        while (pos < e) {
+            while (q->bno[k] < pos / BS)
+                k++;
+            uint32_t in = (uint32_t)(pos % BS);
+            uint64_t c = BS - in < e - pos ? BS - in : e - pos;
+            if (q->write)
+                memcpy(q->blk[k]->data + in, item_data(q, it) + (pos - it->off),
+                       c);
+            else
+                memcpy(q->staged + it->src + (pos - it->off),
+                       q->blk[k]->data + in, c);
+            pos += c;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ cleanup ---- */
+
+static void io_free(void *arg)
+{
+    io_req *q = arg;
+    if (!q)
+        return;
+    put_window(q, false);
+    if (q->locked)
+        pthread_rwlock_unlock(&q->f->rw);
+    gsrv_fork_put(q->f);
+    free(q->it);
+    free(q->resolved);
+    free(q->staged);
+    free(q->bno);
+    free(q->noread);
+    free(q->lo);
+    free(q->hi);
+    free(q->cov);
+    free(q->covall);
+    free(q->blk);
+    free(q->dreq);
+    free(q->dptr);
+    free(q);
+}
+
+/* ------------------------------------------------------------- write ---- */
+
+static int write_windows(io_req *q)
+{
+    while (fill_window(q)) {
+        int rc = get_window(q);
+        if (rc) {
+            put_window(q, true);
+            return rc;
+        }
+        copy_window(q);
+        for (size_t k = 0; k < q->nb; k++) {
+            gsrv_dreq *d = &q->dreq[k];
+            memset(d, 0, sizeof(*d));
+            d->fkid = q->f->fkid;
+            d->bno = q->bno[k];
+            d->fd = q->f->fd;
+            d->lo = q->lo[k];
+            d->hi = q->hi[k];
+            d->buf = q->blk[k]->data;
+            q->dptr[k] = d;
+        }
+        rc = gsrv_disk_write_wait(q->dptr, q->nb);
+        put_window(q, rc != 0);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int gsrv_op_IO_WRITE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    io_req *q = calloc(1, sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    q->write = true;
+    uint64_t fkid = gp_get_u64(req);
+    int rc = decode(req, q);
+    if (rc)
+        goto out_free;
+    rc = gsrv_fork_get(fkid, &q->f);
+    if (rc)
+        goto out_free;
+    pthread_rwlock_wrlock(&q->f->rw);
+    q->locked = true;
+    q->size = gsrv_fork_size(q->f);
+    q->limit = UINT64_MAX;
+    if (q->n == 0)
+        goto out_reply;
+
+    sort_items(q->it, q->n);
+    rc = resolve_overlaps(q);
+    if (!rc)
+        rc = alloc_window(q);
+    if (rc)
+        goto out_free;
+    /* after resolving, pieces are disjoint and sorted: the last ends last */
+    uint64_t end = item_end(&q->it[q->n - 1]);
+    rc = write_windows(q);
+    if (rc) {
+        /* acknowledge nothing: back to the old size, cache included */
+        if (end > q->size) {
+            if (ftruncate(q->f->fd, (off_t)q->size) < 0)
+                gsrv_log(0, "fork %llx: cannot roll back to %llu bytes: %s",
+                         (unsigned long long)fkid,
+                         (unsigned long long)q->size, strerror(errno));
+            gsrv_cache_trim(fkid, q->size, end);
+        }
+        goto out_free;
+    }
+    if (end > q->size) {
+        q->size = end;
+        gsrv_fork_set_size(q->f, end);
+    }
+out_reply:
+    gp_put_u64(&rep->w, q->size);
+out_free:
+    io_free(q);
+    return rc;
+}
+
+/* -------------------------------------------------------------- read ---- */
+
+/* Zero-copy reply: walk the pieces in list order, pointing iovecs at the
+ * cache blocks (or at zeros past the end of the fork). */
+static void send_from_cache(gsrv_out *o, void *arg)
+{
+    io_req *q = arg;
+    for (size_t i = 0; i < q->n && !o->err; i++) {
+        const io_item *it = &q->it[i];
+        uint64_t pos = it->off, e = item_end(it);
+        size_t k = 0;
+        while (pos < e) {
+            if (pos >= q->size) {
+                uint64_t z = e - pos < sizeof(zeros) ? e - pos : sizeof(zeros);
+                gsrv_out_add(o, zeros, z);
+                pos += z;
+                continue;
+            }
+            if (k >= q->nb || q->bno[k] != pos / BS)
+                k = find_block(q, pos / BS);
+            uint32_t in = (uint32_t)(pos % BS);
+            uint64_t c = BS - in;
+            if (c > e - pos)
+                c = e - pos;
+            if (c > q->size - pos)
+                c = q->size - pos;
+            gsrv_out_add(o, q->blk[k]->data + in, c);
+            pos += c;
+        }
+    }
+}
+
+static void send_staged(gsrv_out *o, void *arg)
+{
+    io_req *q = arg;
+    gsrv_out_add(o, q->staged, q->bytes);
+}
+
+int gsrv_op_IO_READ(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    io_req *q = calloc(1, sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    uint64_t fkid = gp_get_u64(req);
+    int rc = decode(req, q);
+    if (rc)
+        goto out_free;
+    rc = gsrv_fork_get(fkid, &q->f);
+    if (rc)
+        goto out_free;
+    pthread_rwlock_rdlock(&q->f->rw);
+    q->locked = true;
+    q->size = gsrv_fork_size(q->f);
+    q->limit = q->size;
+    gp_put_u64(&rep->w, q->size);
+    if (q->n == 0)
+        goto out_free;
+
+    bool in_order = sort_items(q->it, q->n);
+    rc = alloc_window(q);
+    if (rc)
+        goto out_free;
+    fill_window(q);
+    if (!q->have_ext && q->inext >= q->n) {
+        /* every block fits in one window: send from the cache */
+        rc = get_window(q);
+        if (rc)
+            goto out_free;
+        if (!in_order)
+            qsort(q->it, q->n, sizeof(*q->it), cmp_src);
+        rep->datalen = q->bytes;
+        rep->send = send_from_cache;
+        rep->cleanup = io_free;
+        rep->arg = q;
+        return 0;
+    }
+
+    /* staged: window by window into one reply buffer */
+    q->staged = malloc(q->bytes);
+    if (!q->staged) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    do {
+        rc = get_window(q);
+        if (!rc)
+            copy_window(q);
+        put_window(q, false);
+        if (rc)
+            goto out_free;
+    } while (fill_window(q));
+    for (size_t i = 0; i < q->n; i++) { /* zeros past the end */
+        const io_item *it = &q->it[i];
+        if (item_end(it) > q->size) {
+            uint64_t a = it->off > q->size ? it->off : q->size;
+            memset(q->staged + it->src + (a - it->off), 0, item_end(it) - a);
+        }
+    }
+    pthread_rwlock_unlock(&q->f->rw);
+    q->locked = false;
+    rep->datalen = q->bytes;
+    rep->send = send_staged;
+    rep->cleanup = io_free;
+    rep->arg = q;
+    return 0;
+
+out_free:
+    io_free(q);
+    return rc;
+}

@@ -1,0 +1,15 @@
+# galleyd: the I/O server, one per I/O node.  One file per unit of the
+# paper's I/O processor; see servers/gsrv_internal.h for the map.
+bin_PROGRAMS += servers/galleyd
+servers_galleyd_SOURCES = \
+	servers/gsrv_internal.h \
+	servers/galleyd.c \
+	servers/handler.c \
+	servers/nameserver.c \
+	servers/subfile.c \
+	servers/io.c \
+	servers/cache.c \
+	servers/disk.c \
+	servers/rangelock.c \
+	servers/meta.c
+servers_galleyd_LDADD = proto/libgproto.la -lpthread

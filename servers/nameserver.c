@@ -1,0 +1,665 @@
+/*
+ * nameserver.c -- the NameServer: records of the files whose names hash to
+ * this server (the client hashes; the server stores what it is sent).
+ *
+ * Threads: the NS_* ops run on handler threads; gsrv_ns_init/fini on the
+ * main thread.  Takes ns.lock (a leaf lock) around every access to the
+ * table, including the fsync'd record writes: metadata updates are rare and
+ * this keeps "check, write, publish" atomic.
+ *
+ * A name is in one of two states:
+ *   reserved   in memory only, owned by the connection that reserved it and
+ *              released when that connection drops (a client that dies in
+ *              the middle of a create leaves nothing behind);
+ *   committed  a record file DIR/ns/<id>.rec (see meta.c), where <id> is a
+ *              number chosen here, so names never become path components.
+ * NS_COMMIT replaces a reservation (whoever holds it) and fails with
+ * -EEXIST only if a committed record exists.
+ */
+#include "gsrv_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NS_MAGIC 0x52534e47u /* "GNSR" */
+#define NS_FORMAT 1
+
+typedef struct ns_ent {
+    struct ns_ent *next; /* hash chain */
+    uint64_t hash;
+    char *name;
+    bool committed;
+    uint64_t id;    /* record file id, when committed */
+    uint64_t owner; /* reserving connection, when not committed */
+    uint32_t nsub;
+    uint32_t *server;
+    uint64_t *hid;
+    char *attrs; /* NUL-terminated, attrlen bytes */
+    uint32_t attrlen;
+} ns_ent;
+
+static struct {
+    pthread_mutex_t lock;
+    ns_ent **bucket;
+    size_t nbuckets; /* power of two */
+    size_t nents;
+    uint64_t ncommitted;
+    uint64_t next_id;
+} ns = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ----------------------------------------------------------- helpers ---- */
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+int gsrv_check_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > GFS_NAME_MAX)
+        return -EINVAL;
+    if (memchr(name, '\n', n))
+        return -EINVAL;
+    return 0;
+}
+
+/* Attribute text as gp_get_record accepts it: no NUL. */
+static int check_attrs(const uint8_t *p, uint32_t n)
+{
+    if (n > GP_ATTR_MAX)
+        return GFS_EPROTO;
+    if (n && memchr(p, '\0', n))
+        return GFS_EPROTO;
+    return 0;
+}
+
+static void ent_free_record(ns_ent *e)
+{
+    free(e->server);
+    free(e->hid);
+    free(e->attrs);
+    e->server = NULL;
+    e->hid = NULL;
+    e->attrs = NULL;
+    e->nsub = 0;
+    e->attrlen = 0;
+}
+
+static void ent_free(ns_ent *e)
+{
+    if (!e)
+        return;
+    ent_free_record(e);
+    free(e->name);
+    free(e);
+}
+
+/* Copy rec's servers/hids and the given attrs into compact arrays. */
+static int ent_set_record(ns_ent *e, const gp_record *rec, const char *attrs,
+                          uint32_t attrlen)
+{
+    uint32_t *server = malloc(rec->nsub * sizeof(*server));
+    uint64_t *hid = malloc(rec->nsub * sizeof(*hid));
+    char *a = malloc((size_t)attrlen + 1);
+    if (!server || !hid || !a) {
+        free(server);
+        free(hid);
+        free(a);
+        return -ENOMEM;
+    }
+    memcpy(server, rec->server, rec->nsub * sizeof(*server));
+    memcpy(hid, rec->hid, rec->nsub * sizeof(*hid));
+    if (attrlen)
+        memcpy(a, attrs, attrlen);
+    a[attrlen] = '\0';
+    ent_free_record(e);
+    e->nsub = rec->nsub;
+    e->server = server;
+    e->hid = hid;
+    e->attrs = a;
+    e->attrlen = attrlen;
+    return 0;
+}
+
+/* Fill a gp_record from an entry (only the used slots). */
+static void ent_to_record(const ns_ent *e, gp_record *rec)
+{
+    rec->nsub = e->nsub;
+    memcpy(rec->server, e->server, e->nsub * sizeof(*e->server));
+    memcpy(rec->hid, e->hid, e->nsub * sizeof(*e->hid));
+    rec->attrlen = e->attrlen;
+    memcpy(rec->attrs, e->attrs, (size_t)e->attrlen + 1);
+}
+
+static ns_ent *find(const char *name, uint64_t h, ns_ent ***link)
+{
+    ns_ent **pp = &ns.bucket[h & (ns.nbuckets - 1)];
+    for (; *pp; pp = &(*pp)->next) {
+        if ((*pp)->hash == h && strcmp((*pp)->name, name) == 0) {
+            if (link)
+                *link = pp;
+            return *pp;
+        }
+    }
+    return NULL;
+}
+
+static int grow(void)
+{
+    size_t nb = ns.nbuckets ? ns.nbuckets * 2 : 1024;
+    ns_ent **b = calloc(nb, sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    for (size_t i = 0; i < ns.nbuckets; i++) {
+        ns_ent *e = ns.bucket[i];
+        while (e) {
+            ns_ent *next = e->next;
+            e->next = b[e->hash & (nb - 1)];
+            b[e->hash & (nb - 1)] = e;
+            e = next;
+        }
+    }
+    free(ns.bucket);
+    ns.bucket = b;
+    ns.nbuckets = nb;
+    return 0;
+}
+
+/* New entry in the table (not committed, no record). */
+static int insert(const char *name, uint64_t h, ns_ent **out)
+{
+    if (ns.nents >= ns.nbuckets) {
+        int rc = grow();
+        if (rc && !ns.nbuckets)
+            return rc; /* a full table just has longer chains */
+    }
+    ns_ent *e = calloc(1, sizeof(*e));
+    if (!e)
+        return -ENOMEM;
+    e->name = strdup(name);
+    if (!e->name) {
+        free(e);
+        return -ENOMEM;
+    }
+    e->hash = h;
+    e->next = ns.bucket[h & (ns.nbuckets - 1)];
+    ns.bucket[h & (ns.nbuckets - 1)] = e;
+    ns.nents++;
+    *out = e;
+    return 0;
+}
+
+static void unlink_ent(ns_ent **link)
+{
+    ns_ent *e = *link;
+    *link = e->next;
+    ns.nents--;
+    if (e->committed)
+        ns.ncommitted--;
+    ent_free(e);
+}
+
+static void rec_path(uint64_t id, char *out, size_t len)
+{
+    snprintf(out, len, "ns/%" PRIu64 ".rec", id);
+}
+
+/* Write record file `id` for (name, rec with attrs). */
+static int write_record(uint64_t id, const char *name, const gp_record *rec)
+{
+    gp_wbuf w;
+    char path[64];
+
+    gp_wbuf_init(&w);
+    gp_put_u32(&w, NS_MAGIC);
+    gp_put_u16(&w, NS_FORMAT);
+    gp_put_str(&w, name);
+    gp_put_record(&w, rec);
+    int rc = w.err;
+    if (!rc) {
+        rec_path(id, path, sizeof(path));
+        rc = gsrv_meta_write(path, w.data, w.len, true);
+    }
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+static int remove_record(uint64_t id)
+{
+    char path[64];
+    rec_path(id, path, sizeof(path));
+    int rc = gsrv_meta_unlink(path);
+    if (!rc)
+        rc = gsrv_meta_sync_dir("ns");
+    return rc;
+}
+
+/* ------------------------------------------------------------- load ---- */
+
+static int load_one(uint64_t id, const char *fname, gp_record *rec)
+{
+    char path[300], name[GFS_NAME_MAX + 1];
+    uint8_t *buf;
+    size_t len;
+    gp_rbuf r;
+
+    snprintf(path, sizeof(path), "ns/%s", fname);
+    int rc = gsrv_meta_read(path, &buf, &len, GSRV_MAX_META_FILE);
+    if (rc)
+        return rc;
+    gp_rbuf_init(&r, buf, len);
+    uint32_t magic = gp_get_u32(&r);
+    uint16_t fmt = gp_get_u16(&r);
+    gp_get_str(&r, name, GFS_NAME_MAX);
+    gp_get_record(&r, rec);
+    if (!gp_done(&r) || magic != NS_MAGIC || fmt != NS_FORMAT ||
+        gsrv_check_name(name)) {
+        rc = GFS_EPROTO;
+        goto out_free_buf;
+    }
+    uint64_t h = name_hash(name);
+    if (find(name, h, NULL)) {
+        gsrv_log(0, "ns/%s: duplicate record for a name, ignored", fname);
+        goto out_free_buf;
+    }
+    ns_ent *e;
+    rc = insert(name, h, &e);
+    if (rc)
+        goto out_free_buf;
+    rc = ent_set_record(e, rec, rec->attrs, rec->attrlen);
+    if (rc) {
+        ns_ent **link;
+        find(name, h, &link);
+        unlink_ent(link);
+        goto out_free_buf;
+    }
+    e->committed = true;
+    e->id = id;
+    ns.ncommitted++;
+    if (id >= ns.next_id)
+        ns.next_id = id + 1;
+out_free_buf:
+    free(buf);
+    return rc;
+}
+
+int gsrv_ns_init(void)
+{
+    int rc = 0;
+    gp_record *rec = NULL;
+
+    if (mkdirat(gsrv_g.dfd, "ns", 0755) < 0 && errno != EEXIST)
+        return -errno;
+    rc = grow();
+    if (rc)
+        return rc;
+    ns.next_id = 1;
+    int fd = openat(gsrv_g.dfd, "ns", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    rec = malloc(sizeof(*rec));
+    if (!rec) {
+        rc = -ENOMEM;
+        goto out_closedir;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *n = de->d_name;
+        size_t len = strlen(n);
+        uint64_t id;
+        if (n[0] == '.')
+            continue;
+        if (gsrv_meta_is_tmp(n)) {
+            unlinkat(fd, n, 0);
+            continue;
+        }
+        if (len < 5 || strcmp(n + len - 4, ".rec") != 0 ||
+            !gsrv_parse_u64(n, len - 4, &id)) {
+            gsrv_log(0, "ns/%s: not a record file, ignored", n);
+            continue;
+        }
+        int e = load_one(id, n, rec);
+        if (e == -ENOMEM) {
+            rc = e;
+            goto out_free_rec;
+        }
+        if (e)
+            gsrv_log(0, "ns/%s: unreadable record (%s), ignored", n,
+                     gsrv_strerror(e));
+    }
+    gsrv_log(1, "nameserver: %" PRIu64 " records", ns.ncommitted);
+out_free_rec:
+    free(rec);
+out_closedir:
+    closedir(d);
+    return rc;
+}
+
+void gsrv_ns_fini(void)
+{
+    for (size_t i = 0; i < ns.nbuckets; i++) {
+        ns_ent *e = ns.bucket[i];
+        while (e) {
+            ns_ent *next = e->next;
+            ent_free(e);
+            e = next;
+        }
+    }
+    free(ns.bucket);
+    ns.bucket = NULL;
+    ns.nbuckets = 0;
+    ns.nents = 0;
+    ns.ncommitted = 0;
+}
+
+void gsrv_ns_drop_conn(uint64_t conn_id)
+{
+    pthread_mutex_lock(&ns.lock);
+    for (size_t i = 0; i < ns.nbuckets; i++) {
+        ns_ent **pp = &ns.bucket[i];
+        while (*pp) {
+            if (!(*pp)->committed && (*pp)->owner == conn_id)
+                unlink_ent(pp);
+            else
+                pp = &(*pp)->next;
+        }
+    }
+    pthread_mutex_unlock(&ns.lock);
+}
+
+uint64_t gsrv_ns_count(void)
+{
+    pthread_mutex_lock(&ns.lock);
+    uint64_t n = ns.ncommitted;
+    pthread_mutex_unlock(&ns.lock);
+    return n;
+}
+
+/* -------------------------------------------------------------- ops ---- */
+
+/* Decode a name argument; 0 or an error for the reply. */
+static int get_name(gp_rbuf *r, char *name)
+{
+    gp_get_str(r, name, GFS_NAME_MAX);
+    if (r->err)
+        return r->err;
+    return 0;
+}
+
+int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char name[GFS_NAME_MAX + 1];
+    int rc = get_name(req, name);
+    if (!rc)
+        rc = gsrv_decoded(req);
+    if (!rc)
+        rc = gsrv_check_name(name);
+    if (rc)
+        return rc;
+    uint64_t h = name_hash(name);
+    pthread_mutex_lock(&ns.lock);
+    ns_ent *e = find(name, h, NULL);
+    if (e) {
+        rc = -EEXIST;
+    } else {
+        rc = insert(name, h, &e);
+        if (!rc)
+            e->owner = c->id;
+    }
+    pthread_mutex_unlock(&ns.lock);
+    return rc;
+}
+
+int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char name[GFS_NAME_MAX + 1];
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    int rc = get_name(req, name);
+    if (!rc) {
+        gp_get_record(req, rec);
+        rc = gsrv_decoded(req);
+    }
+    if (!rc)
+        rc = gsrv_check_name(name);
+    if (rc)
+        goto out_free_rec;
+
+    uint64_t h = name_hash(name);
+    bool created = false;
+    pthread_mutex_lock(&ns.lock);
+    ns_ent *e = find(name, h, NULL);
+    if (e && e->committed) {
+        rc = -EEXIST;
+        goto out_unlock;
+    }
+    if (!e) {
+        rc = insert(name, h, &e);
+        if (rc)
+            goto out_unlock;
+        created = true;
+    }
+    uint64_t id = ns.next_id;
+    rc = ent_set_record(e, rec, rec->attrs, rec->attrlen);
+    if (!rc)
+        rc = write_record(id, name, rec);
+    if (rc) {
+        if (created) {
+            ns_ent **link;
+            find(name, h, &link);
+            unlink_ent(link);
+        } else {
+            ent_free_record(e); /* stays a reservation */
+        }
+        goto out_unlock;
+    }
+    ns.next_id++;
+    e->committed = true;
+    e->id = id;
+    e->owner = 0;
+    ns.ncommitted++;
+out_unlock:
+    pthread_mutex_unlock(&ns.lock);
+out_free_rec:
+    free(rec);
+    return rc;
+}
+
+int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char name[GFS_NAME_MAX + 1];
+    int rc = get_name(req, name);
+    if (!rc)
+        rc = gsrv_decoded(req);
+    if (!rc)
+        rc = gsrv_check_name(name);
+    if (rc)
+        return rc;
+    uint64_t h = name_hash(name);
+    ns_ent **link;
+    pthread_mutex_lock(&ns.lock);
+    ns_ent *e = find(name, h, &link);
+    if (e && !e->committed)
+        unlink_ent(link);
+    else
+        rc = -ENOENT; /* nothing reserved under that name */
+    pthread_mutex_unlock(&ns.lock);
+    return rc;
+}
+
+int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char name[GFS_NAME_MAX + 1];
+    int rc = get_name(req, name);
+    if (!rc)
+        rc = gsrv_decoded(req);
+    if (!rc)
+        rc = gsrv_check_name(name);
+    if (rc)
+        return rc;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    pthread_mutex_lock(&ns.lock);
+    ns_ent *e = find(name, name_hash(name), NULL);
+    if (e && e->committed)
+        ent_to_record(e, rec);
+    else
+        rc = -ENOENT;
+    pthread_mutex_unlock(&ns.lock);
+    if (!rc)
+        gp_put_record(&rep->w, rec);
+    free(rec);
+    return rc;
+}
+
+int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char name[GFS_NAME_MAX + 1];
+    int rc = get_name(req, name);
+    if (!rc)
+        rc = gsrv_decoded(req);
+    if (!rc)
+        rc = gsrv_check_name(name);
+    if (rc)
+        return rc;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    ns_ent **link;
+    pthread_mutex_lock(&ns.lock);
+    ns_ent *e = find(name, name_hash(name), &link);
+    if (!e || !e->committed) {
+        rc = -ENOENT;
+        goto out_unlock;
+    }
+    ent_to_record(e, rec);
+    rc = remove_record(e->id);
+    if (rc)
+        goto out_unlock;
+    unlink_ent(link);
+out_unlock:
+    pthread_mutex_unlock(&ns.lock);
+    if (!rc)
+        gp_put_record(&rep->w, rec);
+    free(rec);
+    return rc;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char prefix[GFS_NAME_MAX + 1];
+    int rc = get_name(req, prefix);
+    if (!rc)
+        rc = gsrv_decoded(req);
+    if (rc)
+        return rc;
+    size_t plen = strlen(prefix);
+
+    pthread_mutex_lock(&ns.lock);
+    size_t n = 0;
+    uint64_t bytes = 4;
+    char **names = malloc((ns.ncommitted ? ns.ncommitted : 1) *
+                          sizeof(*names));
+    if (!names) {
+        rc = -ENOMEM;
+        goto out_unlock;
+    }
+    for (size_t i = 0; i < ns.nbuckets; i++)
+        for (ns_ent *e = ns.bucket[i]; e; e = e->next)
+            if (e->committed && strncmp(e->name, prefix, plen) == 0) {
+                names[n++] = e->name;
+                bytes += 2 + strlen(e->name);
+            }
+    if (n > GP_MAX_NAMES || bytes > GP_MAX_PAYLOAD) {
+        rc = GFS_ETOOBIG;
+        goto out_free_names;
+    }
+    qsort(names, n, sizeof(*names), cmp_name);
+    gp_put_u32(&rep->w, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        gp_put_str(&rep->w, names[i]);
+out_free_names:
+    free(names);
+out_unlock:
+    pthread_mutex_unlock(&ns.lock);
+    return rc;
+}
+
+int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char name[GFS_NAME_MAX + 1];
+    uint32_t alen = 0;
+    const uint8_t *attrs = NULL;
+    int rc = get_name(req, name);
+    if (!rc) {
+        attrs = gp_get_blob(req, &alen, GP_ATTR_MAX);
+        rc = gsrv_decoded(req);
+    }
+    if (!rc)
+        rc = gsrv_check_name(name);
+    if (!rc)
+        rc = check_attrs(attrs, alen);
+    if (rc)
+        return rc;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    pthread_mutex_lock(&ns.lock);
+    ns_ent *e = find(name, name_hash(name), NULL);
+    if (!e || !e->committed) {
+        rc = -ENOENT;
+        goto out_unlock;
+    }
+    ent_to_record(e, rec);
+    if (alen)
+        memcpy(rec->attrs, attrs, alen);
+    rec->attrs[alen] = '\0';
+    rec->attrlen = alen;
+    /* allocate first, then the file, then publish: memory always matches
+     * the disk */
+    ns_ent fresh = {0};
+    rc = ent_set_record(&fresh, rec, rec->attrs, rec->attrlen);
+    if (rc)
+        goto out_unlock;
+    rc = write_record(e->id, e->name, rec);
+    if (rc) {
+        ent_free_record(&fresh);
+        goto out_unlock;
+    }
+    ent_free_record(e);
+    e->nsub = fresh.nsub;
+    e->server = fresh.server;
+    e->hid = fresh.hid;
+    e->attrs = fresh.attrs;
+    e->attrlen = fresh.attrlen;
+out_unlock:
+    pthread_mutex_unlock(&ns.lock);
+    free(rec);
+    return rc;
+}

@@ -1,0 +1,26 @@
+# Test programs driven by the pytest suite (tests/test_*.py): each is a
+# focused scenario against a real cluster that prints what it saw and exits
+# 0 only when every check held.  Built by a plain `make` (noinst) so that
+# `python3 -m pytest tests/` works right after a build.
+TEST_HELPERS = tests/helpers/t_filemodel tests/helpers/t_listio \
+	tests/helpers/t_errors tests/helpers/t_striped tests/helpers/t_failover \
+	tests/helpers/t_structured
+noinst_PROGRAMS += $(TEST_HELPERS)
+
+tests_helpers_t_filemodel_SOURCES = tests/helpers/t_filemodel.c tests/helpers/thelp.h
+tests_helpers_t_filemodel_LDADD = libgalley/libgalley.la
+tests_helpers_t_listio_SOURCES = tests/helpers/t_listio.c tests/helpers/thelp.h
+tests_helpers_t_listio_LDADD = libgalley/libgalley.la
+tests_helpers_t_errors_SOURCES = tests/helpers/t_errors.c tests/helpers/thelp.h
+tests_helpers_t_errors_LDADD = libgalley/libgalley.la
+tests_helpers_t_striped_SOURCES = tests/helpers/t_striped.c tests/helpers/thelp.h
+tests_helpers_t_striped_LDADD = libgalley/libgalley.la
+tests_helpers_t_failover_SOURCES = tests/helpers/t_failover.c tests/helpers/thelp.h
+tests_helpers_t_failover_LDADD = libgalley/libgalley.la
+tests_helpers_t_structured_SOURCES = tests/helpers/t_structured.c tests/helpers/thelp.h
+tests_helpers_t_structured_LDADD = libgalley/libgalley.la
+
+EXTRA_DIST += tests/conftest.py tests/test_cluster_script.py \
+	tests/test_cli.py tests/test_filemodel.py tests/test_listio.py \
+	tests/test_striped.py tests/test_errors.py tests/test_failures.py \
+	tests/test_protocol.py tests/test_structured.py

@@ -1,0 +1,213 @@
+"""The `galley` command-line tool against a real 4-server cluster."""
+
+import os
+import re
+
+import pytest
+
+from conftest import base_env, describe, galley_path, run
+
+
+def ok(cp):
+    assert cp.returncode == 0, describe(cp)
+    return cp
+
+
+def layout_fork_size(nsub, unit, sub, size):
+    full, rest = divmod(size, unit * nsub)
+    n = full * unit
+    lo = sub * unit
+    return n + max(0, min(rest - lo, unit))
+
+
+def fork_sizes(text):
+    """{(subfile, fork): size} from `galley fork ls` or `galley stat`."""
+    out, sub = {}, None
+    for line in text.splitlines():
+        m = re.match(r"subfile (\d+)", line)
+        if m:
+            sub = int(m.group(1))
+            continue
+        m = re.match(r"\s+fork (\S+)\s+(\d+) bytes", line)
+        if m and sub is not None:
+            out[(sub, m.group(1))] = int(m.group(2))
+    return out
+
+
+def stat_servers(text):
+    return [int(s) for s in re.findall(r"^subfile \d+: server (\d+)", text,
+                                       re.M)]
+
+
+def test_ping(cluster):
+    cp = ok(cluster.galley("ping"))
+    assert len(re.findall(r"^server\s+\d+\s+\S+\s+ok", cp.stdout, re.M)) == 4, \
+        cp.stdout
+
+
+def test_forks_of_different_sizes_per_subfile(cluster, uniq, tmp_path):
+    name = uniq + "/forks"
+    ok(cluster.galley("create", name, "-n", "4", "-p"))
+    sizes = [1, 4096 * 3 + 17, 250000, 1 << 20]
+    for i, size in enumerate(sizes):
+        src = tmp_path / ("in%d" % i)
+        src.write_bytes(os.urandom(size))
+        ok(cluster.galley("fork", "write", name, i, "notes", src))
+    for i, size in enumerate(sizes):
+        out = tmp_path / ("out%d" % i)
+        ok(cluster.galley("fork", "read", name, i, "notes", out))
+        assert out.read_bytes() == (tmp_path / ("in%d" % i)).read_bytes()
+    listed = fork_sizes(ok(cluster.galley("fork", "ls", name)).stdout)
+    assert listed == {(i, "notes"): s for i, s in enumerate(sizes)}
+    one = fork_sizes(ok(cluster.galley("fork", "ls", name, 2)).stdout)
+    assert one == {(2, "notes"): sizes[2]}
+    st = ok(cluster.galley("stat", name)).stdout
+    assert re.search(r"^subfiles:\s+4$", st, re.M), st
+    servers = stat_servers(st)
+    assert sorted(servers) == [0, 1, 2, 3], st
+    assert fork_sizes(st) == listed
+
+
+def test_fork_create_rm_and_missing_fork(cluster, uniq, tmp_path):
+    name = uniq + "/f"
+    ok(cluster.galley("create", name, "-n", "2", "-p"))
+    ok(cluster.galley("fork", "create", name, 1, "empty"))
+    assert fork_sizes(ok(cluster.galley("fork", "ls", name)).stdout) == \
+        {(1, "empty"): 0}
+    cp = cluster.galley("fork", "create", name, 1, "empty")
+    assert cp.returncode == 1 and "exists" in cp.stderr.lower(), describe(cp)
+    ok(cluster.galley("fork", "rm", name, 1, "empty"))
+    assert fork_sizes(ok(cluster.galley("fork", "ls", name)).stdout) == {}
+    cp = cluster.galley("fork", "read", name, 0, "nothere", tmp_path / "x")
+    assert cp.returncode == 1, describe(cp)
+    assert "nothere" in cp.stderr or "No such" in cp.stderr, cp.stderr
+    assert not (tmp_path / "x").exists()
+    cp = cluster.galley("fork", "create", name, 5, "x")
+    assert cp.returncode != 0, describe(cp)
+
+
+def test_explicit_servers(cluster, uniq):
+    name = uniq + "/placed"
+    ok(cluster.galley("create", name, "-n", "2", "-s", "3,1", "-p"))
+    st = ok(cluster.galley("stat", name)).stdout
+    assert stat_servers(st) == [3, 1], st
+    cp = cluster.galley("create", uniq + "/dup", "-n", "2", "-s", "2,2", "-p")
+    assert cp.returncode != 0, describe(cp)
+    cp = cluster.galley("create", uniq + "/nosuch", "-s", "7", "-p")
+    assert cp.returncode != 0, describe(cp)
+    cp = cluster.galley("create", uniq + "/toomany", "-n", "5", "-p")
+    assert cp.returncode != 0, describe(cp)
+
+
+@pytest.mark.parametrize("size,nsub,unit", [
+    (5 * 1024 * 1024 + 12345, 4, "64K"),
+    (0, 4, "64K"),
+    (1, 3, "4096"),
+    (100000 * 16, 4, "16"),  # 100000 stripe units of 16 B over 4 servers
+])
+def test_put_get_round_trip(cluster, uniq, tmp_path, size, nsub, unit):
+    name = uniq + "/data"
+    src = tmp_path / "in"
+    src.write_bytes(os.urandom(size))
+    ok(cluster.galley("put", src, name, "-n", nsub, "-u", unit))
+    out = tmp_path / "out"
+    ok(cluster.galley("get", name, out))
+    assert out.read_bytes() == src.read_bytes()
+    st = ok(cluster.galley("stat", name)).stdout
+    assert re.search(r"^size:\s+%d bytes" % size, st, re.M), st
+    assert re.search(r"^subfiles:\s+%d$" % nsub, st, re.M), st
+    # The bytes sit in the subfiles as the striped layout says.
+    u = {"64K": 65536}.get(unit) or int(unit)
+    forks = fork_sizes(st)
+    assert forks == {(i, "data"): layout_fork_size(nsub, u, i, size)
+                     for i in range(nsub)}, st
+
+
+def test_put_from_stdin_get_to_stdout(cluster, uniq):
+    data = os.urandom(3 * 65536 + 99)
+    ok(cluster.galley("put", "-", uniq + "/s", input=data, binary=True))
+    cp = cluster.galley("get", uniq + "/s", "-", binary=True)
+    assert cp.returncode == 0, describe(cp)
+    assert cp.stdout == data
+
+
+def test_put_refuses_to_replace_without_f(cluster, uniq, tmp_path):
+    name = uniq + "/r"
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"first version" * 1000)
+    b.write_bytes(b"second")
+    ok(cluster.galley("put", a, name))
+    cp = cluster.galley("put", b, name)
+    assert cp.returncode == 1 and "exists" in cp.stderr, describe(cp)
+    out = tmp_path / "out"
+    ok(cluster.galley("get", name, out))
+    assert out.read_bytes() == a.read_bytes()
+    ok(cluster.galley("put", b, name, "-f"))
+    ok(cluster.galley("get", name, out))
+    assert out.read_bytes() == b"second"
+
+
+def test_ls_and_rm(cluster, uniq, tmp_path):
+    for leaf in ("b", "a", "c/d"):
+        ok(cluster.galley("create", "%s/%s" % (uniq, leaf), "-n", "1", "-p"))
+    listed = ok(cluster.galley("ls", uniq + "/")).stdout.split()
+    assert listed == ["%s/%s" % (uniq, l) for l in ("a", "b", "c/d")]
+    assert uniq + "/a" in ok(cluster.galley("ls")).stdout.split()
+    ok(cluster.galley("rm", uniq + "/b"))
+    listed = ok(cluster.galley("ls", uniq + "/")).stdout.split()
+    assert listed == ["%s/%s" % (uniq, l) for l in ("a", "c/d")]
+    cp = cluster.galley("stat", uniq + "/b")
+    assert cp.returncode == 1, describe(cp)
+    cp = cluster.galley("rm", uniq + "/b")
+    assert cp.returncode == 1 and uniq + "/b" in cp.stderr, describe(cp)
+    assert ok(cluster.galley("ls", uniq + "/nothing-here")).stdout == ""
+
+
+def test_get_of_a_missing_file(cluster, uniq, tmp_path):
+    out = tmp_path / "never"
+    cp = cluster.galley("get", uniq + "/missing", out, timeout=30)
+    assert cp.returncode == 1, describe(cp)
+    assert uniq + "/missing" in cp.stderr, cp.stderr
+    assert "No such file" in cp.stderr, cp.stderr
+    assert "Traceback" not in cp.stderr and len(cp.stderr) < 500
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []  # no partial copy either
+
+
+def test_put_of_a_missing_local_file(cluster, uniq, tmp_path):
+    cp = cluster.galley("put", tmp_path / "nope", uniq + "/x")
+    assert cp.returncode == 1, describe(cp)
+    assert "nope" in cp.stderr
+    cp = cluster.galley("stat", uniq + "/x")
+    assert cp.returncode == 1
+
+
+def test_df(cluster):
+    cp = ok(cluster.galley("df"))
+    rows = [l for l in cp.stdout.splitlines() if re.match(r"^\d+\s", l)]
+    assert len(rows) == 4, cp.stdout
+    assert "ERROR" not in cp.stdout
+
+
+def test_usage_errors(cluster):
+    for args in (["frobnicate"], ["get"], ["create"], ["fork", "nope"],
+                 ["create", "x", "-n", "notanumber"]):
+        cp = cluster.galley(*args)
+        assert cp.returncode == 2, "%s: %s" % (args, describe(cp))
+        assert cp.stderr.strip()
+
+
+def test_no_cluster_file(tmp_path):
+    env = base_env({"HOME": str(tmp_path)})
+    cp = run([galley_path(), "ping"], env=env, timeout=30)
+    assert cp.returncode != 0, describe(cp)
+    assert "cluster" in cp.stderr.lower(), cp.stderr
+    cp = run([galley_path(), "-c", tmp_path / "missing", "ls"], env=env,
+             timeout=30)
+    assert cp.returncode != 0, describe(cp)
+    assert "missing" in cp.stderr, cp.stderr
+    bad = tmp_path / "bad"
+    bad.write_text("not a cluster file\n")
+    cp = run([galley_path(), "-c", bad, "ls"], env=env, timeout=30)
+    assert cp.returncode != 0, describe(cp)
+    assert "cluster" in cp.stderr.lower(), cp.stderr

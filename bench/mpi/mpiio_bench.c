@@ -1,0 +1,266 @@
+/*
+ * mpiio_bench.c -- MPI-IO access patterns on galley: beside ROMIO on a local
+ * directory (ufs:), measured in the same run.
+ *
+ *   N-1 strided     every rank writes records of R bytes interleaved with
+ *                   the other ranks' (file view: vector), R = 16 B, 200 B,
+ *                   4 KB, 64 KB; independent (write) and collective
+ *                   (write_all)
+ *   N-1 segmented   every rank writes one contiguous segment
+ *   2-D subarray    a (BLOCK,BLOCK) distributed array of doubles, collective
+ *
+ * For each: write and read MB/s (aggregate, between barriers) on both
+ * targets and the ratio galley/ufs.  Every read is checked against what was
+ * written; a mismatch aborts the run (a benchmark of wrong answers is
+ * worthless).
+ *
+ * usage: mpiexec -n P mpiio_bench -g galley:/bench -u ufs:/tmp/dir
+ *                [-s BYTES_PER_RANK] [-r REPEATS]
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, nprocs;
+static long long per_rank = 4 << 20;
+static int repeats = 3;
+
+typedef struct result {
+    double wr, rd; /* MB/s, best of repeats */
+} result;
+
+static void die(const char *what, int err)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(err, msg, &len);
+    fprintf(stderr, "rank %d: %s: %s\n", rank, what, msg);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+#define CHECK(call, what)                                                      \
+    do {                                                                       \
+        int e_ = (call);                                                       \
+        if (e_ != MPI_SUCCESS)                                                 \
+            die(what, e_);                                                     \
+    } while (0)
+
+static void fill(char *buf, long long n, int seed)
+{
+    for (long long i = 0; i < n; i++)
+        buf[i] = (char)((i * 131 + seed * 7 + 1) & 0xff);
+}
+
+/* One pattern on one target: the file view is set by `view`. */
+typedef void (*view_fn)(MPI_File fh, long long rec, MPI_Datatype *memtype,
+                        int *memcount);
+
+static result run(const char *path, int coll, long long rec, view_fn view,
+                  const char *cb)
+{
+    result best = {0, 0};
+    char *wbuf = malloc(per_rank), *rbuf = malloc(per_rank);
+    fill(wbuf, per_rank, rank);
+    for (int r = 0; r < repeats; r++) {
+        MPI_Info info;
+        MPI_Info_create(&info);
+        if (cb)
+            MPI_Info_set(info, "galley_cb", (char *)cb);
+        MPI_File fh;
+        if (rank == 0)
+            MPI_File_delete(path, MPI_INFO_NULL);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(MPI_File_open(MPI_COMM_WORLD, path,
+                            MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh),
+              "open");
+        MPI_Datatype mt = MPI_BYTE;
+        int mc = (int)per_rank;
+        view(fh, rec, &mt, &mc);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (coll)
+            CHECK(MPI_File_write_all(fh, wbuf, mc, mt, MPI_STATUS_IGNORE),
+                  "write_all");
+        else
+            CHECK(MPI_File_write(fh, wbuf, mc, mt, MPI_STATUS_IGNORE),
+                  "write");
+        MPI_Barrier(MPI_COMM_WORLD);
+        double tw = MPI_Wtime() - t0;
+        MPI_File_seek(fh, 0, MPI_SEEK_SET);
+        memset(rbuf, 0, per_rank);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        if (coll)
+            CHECK(MPI_File_read_all(fh, rbuf, mc, mt, MPI_STATUS_IGNORE),
+                  "read_all");
+        else
+            CHECK(MPI_File_read(fh, rbuf, mc, mt, MPI_STATUS_IGNORE), "read");
+        MPI_Barrier(MPI_COMM_WORLD);
+        double tr = MPI_Wtime() - t0;
+        int tsize;
+        MPI_Type_size(mt, &tsize);
+        long long bytes = (long long)mc * tsize;
+        if (memcmp(wbuf, rbuf, bytes) != 0) {
+            fprintf(stderr, "rank %d: %s: data read back differs\n", rank,
+                    path);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        CHECK(MPI_File_close(&fh), "close");
+        MPI_Info_free(&info);
+        double mb = (double)bytes * nprocs / 1e6;
+        if (mb / tw > best.wr)
+            best.wr = mb / tw;
+        if (mb / tr > best.rd)
+            best.rd = mb / tr;
+    }
+    if (rank == 0)
+        MPI_File_delete(path, MPI_INFO_NULL);
+    free(wbuf);
+    free(rbuf);
+    return best;
+}
+
+/* N-1 strided: records of rec bytes, rank r owns records r, r+P, ... */
+static void view_strided(MPI_File fh, long long rec, MPI_Datatype *mt,
+                         int *mc)
+{
+    MPI_Datatype ft, rt;
+    MPI_Type_contiguous((int)rec, MPI_BYTE, &rt);
+    MPI_Type_create_resized(rt, 0, (MPI_Aint)rec * nprocs, &ft);
+    MPI_Type_commit(&ft);
+    MPI_File_set_view(fh, (MPI_Offset)rec * rank, MPI_BYTE, ft, "native",
+                      MPI_INFO_NULL);
+    MPI_Type_free(&ft);
+    MPI_Type_free(&rt);
+}
+
+static void view_segmented(MPI_File fh, long long rec, MPI_Datatype *mt,
+                           int *mc)
+{
+    MPI_File_set_view(fh, (MPI_Offset)per_rank * rank, MPI_BYTE, MPI_BYTE,
+                      "native", MPI_INFO_NULL);
+}
+
+/* (BLOCK,BLOCK) subarray of doubles on a px x py grid. */
+static void view_block2d(MPI_File fh, long long rec, MPI_Datatype *mt,
+                         int *mc)
+{
+    int dims[2] = {0, 0};
+    MPI_Dims_create(nprocs, 2, dims);
+    long long elems = per_rank / 8;
+    int side = 1;
+    while ((long long)(side + 1) * (side + 1) <= elems)
+        side++;
+    int gsizes[2] = {side * dims[0], side * dims[1]};
+    int lsizes[2] = {side, side};
+    int starts[2] = {(rank / dims[1]) * side, (rank % dims[1]) * side};
+    MPI_Datatype ft;
+    MPI_Type_create_subarray(2, gsizes, lsizes, starts, MPI_ORDER_C,
+                             MPI_DOUBLE, &ft);
+    MPI_Type_commit(&ft);
+    MPI_File_set_view(fh, 0, MPI_DOUBLE, ft, "native", MPI_INFO_NULL);
+    MPI_Type_free(&ft);
+    *mt = MPI_DOUBLE;
+    *mc = side * side;
+}
+
+static void row(const char *pattern, long long rec, const char *mode,
+                result g, result u)
+{
+    if (rank != 0)
+        return;
+    char rs[32] = "-";
+    if (rec > 0)
+        snprintf(rs, sizeof(rs), rec >= 1024 ? "%lld KB" : "%lld B",
+                 rec >= 1024 ? rec / 1024 : rec);
+    printf("%-13s %7s %-11s | %9.1f %9.1f %6.2fx | %9.1f %9.1f %6.2fx\n",
+           pattern, rs, mode, g.wr, u.wr, u.wr > 0 ? g.wr / u.wr : 0, g.rd,
+           u.rd, u.rd > 0 ? g.rd / u.rd : 0);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    const char *gal = "galley:/bench", *ufs = NULL;
+    int opt;
+    while ((opt = getopt(argc, argv, "g:u:s:r:")) != -1) {
+        switch (opt) {
+        case 'g':
+            gal = optarg;
+            break;
+        case 'u':
+            ufs = optarg;
+            break;
+        case 's':
+            per_rank = atoll(optarg);
+            break;
+        case 'r':
+            repeats = atoi(optarg);
+            break;
+        default:
+            if (rank == 0)
+                fprintf(stderr, "usage: %s -g galley:/NAME -u ufs:/PATH "
+                                "[-s BYTES_PER_RANK] [-r REPEATS]\n",
+                        argv[0]);
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    if (!ufs) {
+        if (rank == 0)
+            fprintf(stderr, "mpiio_bench: -u ufs:/PATH (the baseline) is "
+                            "required\n");
+        MPI_Finalize();
+        return 2;
+    }
+    per_rank -= per_rank % 65536; /* a whole number of every record size */
+    if (per_rank <= 0)
+        per_rank = 65536;
+    if (rank == 0) {
+        printf("mpiio_bench: %d ranks, %lld bytes per rank (%.1f MB in all), "
+               "best of %d\n",
+               nprocs, per_rank, per_rank * nprocs / 1e6, repeats);
+        printf("galley target: %s   baseline: %s (ROMIO ufs, same run)\n",
+               gal, ufs);
+        printf("%-13s %7s %-11s | %9s %9s %7s | %9s %9s %7s\n", "pattern",
+               "record", "mode", "galley W", "ufs W", "ratio", "galley R",
+               "ufs R", "ratio");
+        printf("%-13s %7s %-11s | %9s %9s %7s | %9s %9s %7s\n", "", "", "",
+               "MB/s", "MB/s", "", "MB/s", "MB/s", "");
+    }
+    long long recs[] = {16, 200, 4096, 65536};
+    for (int i = 0; i < 4; i++) {
+        long long rec = recs[i];
+        /* 16-byte records: a smaller share keeps the ufs baseline short */
+        long long save = per_rank;
+        if (rec < 4096 && per_rank > (1 << 20))
+            per_rank = 1 << 20;
+        per_rank -= per_rank % (rec * 1);
+        row("N-1 strided", rec, "independent",
+            run(gal, 0, rec, view_strided, NULL),
+            run(ufs, 0, rec, view_strided, NULL));
+        row("N-1 strided", rec, "collective",
+            run(gal, 1, rec, view_strided, NULL),
+            run(ufs, 1, rec, view_strided, NULL));
+        per_rank = save;
+    }
+    row("N-1 segmented", 0, "independent",
+        run(gal, 0, 0, view_segmented, NULL),
+        run(ufs, 0, 0, view_segmented, NULL));
+    row("N-1 segmented", 0, "collective",
+        run(gal, 1, 0, view_segmented, NULL),
+        run(ufs, 1, 0, view_segmented, NULL));
+    row("2-D subarray", 8, "collective", run(gal, 1, 0, view_block2d, NULL),
+        run(ufs, 1, 0, view_block2d, NULL));
+    row("2-D subarray", 8, "coll 2phase",
+        run(gal, 1, 0, view_block2d, "two_phase"),
+        run(ufs, 1, 0, view_block2d, NULL));
+    MPI_Finalize();
+    return 0;
+}

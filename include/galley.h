@@ -17,7 +17,7 @@
  *     counted: each successful gfs_init needs one gfs_finalize.
  *   - A request to a dead or unreachable server fails with GFS_ETIMEDOUT or
  *     GFS_ESERVERDOWN within the configured timeout (GALLEY_TIMEOUT seconds,
- *     default 10); no call waits forever.
+ *     default 30); no call waits forever.
  */
 #ifndef GALLEY_H
 #define GALLEY_H
@@ -346,7 +346,9 @@ int gfs_stat_server(int server, gfs_server_stat *st);
 #define GFS_DEFAULT_STRIPE_UNIT 65536
 #define GFS_DEFAULT_STRIPE_FORK "data"
 
-/* Create a file with the striped layout and its fork in every subfile. */
+/* Create a file with the striped layout and its fork in every subfile.
+ * unit <= 0 means GFS_DEFAULT_STRIPE_UNIT; fork NULL means
+ * GFS_DEFAULT_STRIPE_FORK. */
 int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
                        int64_t unit, const char *fork);
 

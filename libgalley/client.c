@@ -139,7 +139,7 @@ static int env_timeout_ms(void)
         if (s > 0 && s < 86400)
             return (int)(s * 1000);
     }
-    return 10000;
+    return 30000;
 }
 
 int gfs_init(const char *cluster_file)
@@ -251,7 +251,7 @@ gc_conn *gc_server_conn(int server)
 int gc_timeout_ms(void)
 {
     int t = __atomic_load_n(&gc_g.timeout_ms, __ATOMIC_RELAXED);
-    return t > 0 ? t : 10000;
+    return t > 0 ? t : 30000;
 }
 
 int gfs_set_timeout_ms(int ms)

@@ -282,9 +282,24 @@ static int resolve_overlaps(io_req *q)
 
 /* ------------------------------------------------------------ windows ---- */
 
+/* The window holds at most the cache's window of blocks, and no more than
+ * the request can touch: a one-piece request must not pay for zeroing a
+ * window sized for a 32 MB one.  Items are sorted by offset here. */
 static int alloc_window(io_req *q)
 {
-    size_t W = gsrv_cache_window();
+    size_t W = gsrv_cache_window(), need = 0;
+    uint64_t last = UINT64_MAX; /* last block counted */
+    for (size_t i = 0; i < q->n && need < W; i++) {
+        uint64_t b0 = q->it[i].off / BS, b1 = (item_end(&q->it[i]) - 1) / BS;
+        if (last != UINT64_MAX && b0 <= last)
+            b0 = last + 1;
+        if (b1 >= b0 && (last == UINT64_MAX || b1 > last)) {
+            need += (size_t)(b1 - b0 + 1);
+            last = b1;
+        }
+    }
+    if (need < W)
+        W = need ? need : 1;
     q->W = W;
     q->bno = malloc(W * sizeof(*q->bno));
     q->noread = malloc(W);
@@ -437,13 +452,15 @@ static void copy_window(io_req *q)
     uint64_t wlo = q->bno[0] * BS, whi = (q->bno[q->nb - 1] + 1) * BS;
     if (whi > q->limit)
         whi = q->limit;
+    size_t k = 0; /* items are sorted by offset: blocks only move forward */
     for (size_t i = q->wfirst; i < q->wlast; i++) {
         const io_item *it = &q->it[i];
         uint64_t a = it->off > wlo ? it->off : wlo;
         uint64_t e = item_end(it) < whi ? item_end(it) : whi;
         if (a >= e)
             continue;
-        size_t k = find_block(q, a / BS);
+        if (q->bno[k] > a / BS) /* an overlapping piece starting earlier */
+            k = find_block(q, a / BS);
         uint64_t pos = a;
         while (pos < e) {
             while (q->bno[k] < pos / BS)

@@ -376,7 +376,10 @@ int gfs_striped_truncate(int sid, int64_t size);
  * Read/write logical ranges.  gfs_striped_listio moves n (logical offset,
  * memory offset, size) pieces in one call: split into per-server fragments,
  * sorted and merged, one transfer per server (split only by the server's
- * buffer limit).  Reads return the bytes before the logical end of file.
+ * buffer limit).  A single-range read (gfs_striped_read, or listio with
+ * n == 1) returns the bytes before the logical end of file; a list of
+ * several pieces returns the total, as gfs_listio does (bytes past the end
+ * read as zeros).
  */
 int64_t gfs_striped_read(int sid, int64_t offset, void *buf, int64_t size);
 int64_t gfs_striped_write(int sid, int64_t offset, const void *buf,

@@ -557,6 +557,8 @@ int gc_wait(gc_req *req)
         uint64_t last = __atomic_load_n(&c->last_rx_ns, __ATOMIC_RELAXED);
         if (last < req->submit_ns)
             last = req->submit_ns;
+        if (last > now)
+            last = now; /* the reader stamped after we read the clock */
         if (now - last >= tmo) {
             /* No progress on this connection for the whole timeout: treat
              * the server as dead.  Shutting the socket down makes the

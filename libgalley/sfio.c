@@ -4,9 +4,8 @@
  * mread/mwrite walk the stripe fragments one request at a time, the
  * unoptimised path of the paper; everything else goes through
  * gfs_striped_listio (fragments sorted and merged per server, one transfer
- * per server).  Error statistics are per server and kind; the optimised
- * calls span every server of the file, so a failure there counts against
- * each of them.
+ * per server).  Error statistics are per server and kind; a failure of
+ * an optimised call counts against the servers that do not answer.
  *
  * Threads: any.  err_lock guards the statistics.
  */
@@ -31,20 +30,33 @@ static __thread int last_error;
 static void count_error(int server, int kind, int rc)
 {
     last_error = rc;
-    if (server < 0 || server >= GFS_MAX_SERVERS)
+    /* argument errors never reached a server: nothing to count there */
+    if (server < 0 || server >= GFS_MAX_SERVERS || rc == -EINVAL ||
+        rc == GFS_EBADID)
         return;
     pthread_mutex_lock(&err_lock);
     err_stats[server][kind]++;
     pthread_mutex_unlock(&err_lock);
 }
 
+/*
+ * An optimised call spans every server of the file and reports one error:
+ * it is counted against the servers that do not answer now, or, if all
+ * answer (a disk error, say), against all of them.
+ */
 static void count_file_error(const MFILE *f, int kind, int rc)
 {
-    if (!f) {
+    if (!f || rc == -EINVAL || rc == GFS_EBADID) {
         last_error = rc;
         return;
     }
+    int counted = 0;
     for (int i = 0; i < f->lay.nsubfiles; i++)
+        if (gfs_ping(f->servers[i]) != 0) {
+            count_error(f->servers[i], kind, rc);
+            counted++;
+        }
+    for (int i = 0; i < f->lay.nsubfiles && !counted; i++)
         count_error(f->servers[i], kind, rc);
 }
 

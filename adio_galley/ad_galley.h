@@ -61,8 +61,9 @@ int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, const void *buf,
                             ADIOI_GALLEY_piece *p, int64_t n);
 
 /* ad_galley_io.c: the one place that turns an MPI access (memory type x
- * file view) into pieces.  *p is ADIOI_Malloc'ed (caller frees); *end is
- * the file offset just past the last byte (for the individual pointer). */
+ * file view) into pieces.  On success *p is ADIOI_Malloc'ed, also for an
+ * empty access (caller frees); on error *p is NULL.  *end is the file
+ * offset just past the last byte (for the individual pointer). */
 int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
                             MPI_Datatype datatype, int file_ptr_type,
                             ADIO_Offset offset, int contig_call,

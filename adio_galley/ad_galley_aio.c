@@ -116,7 +116,8 @@ static void start(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datat
                                      contig_call, &p, &n, &total, &end);
     if (!rc)
         rc = ADIOI_GALLEY_Entries(p, n, buf, &e, &base, &fmin, &fmax);
-    ADIOI_Free(p);
+    if (p)
+        ADIOI_Free(p);
     if (!rc && n == 0) {
         ADIOI_Free(e);
         aio_finish(a, 0);

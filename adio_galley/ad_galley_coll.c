@@ -92,7 +92,8 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
             left -= len;
         }
     }
-    ADIOI_Free(p);
+    if (p)
+        ADIOI_Free(p);
 
     /* everyone agrees to go on (errors, int-sized counts) or falls back */
     int64_t mine[2] = { rc ? 1 : 0, 0 }, all[2];

@@ -60,6 +60,12 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         if (flag) {
             int tmp[GFS_MAX_SUBFILES];
             int n = parse_servers(value, tmp);
+            /* a server the cluster does not have makes the list a bad value
+             * too (every rank decides alike: same cluster file) */
+            int nserv = ADIOI_GALLEY_Init() == 0 ? gfs_num_servers() : GFS_MAX_SERVERS;
+            for (int i = 0; i < n; i++)
+                if (tmp[i] >= nserv)
+                    n = 0;
             if (n > 0) {
                 fs->nservers = n;
                 memcpy(fs->servers, tmp, sizeof(int) * n);

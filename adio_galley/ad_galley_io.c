@@ -148,7 +148,13 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
     fcur fc = { 0 };
     int rc = 0;
 
-    *p = NULL;
+    /* *p is always a real allocation on success, even for an empty access
+     * (ADIOI_Free(NULL) aborts), so every caller frees it alike */
+    l.cap = 16;
+    l.v = ADIOI_Malloc(sizeof(*l.v) * l.cap);
+    if (!l.v)
+        return -ENOMEM;
+    *p = l.v;
     *n = 0;
     *total = 0;
     *end = file_ptr_type == ADIO_INDIVIDUAL ? fd->fp_ind : offset;
@@ -224,6 +230,7 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
     }
     if (rc) {
         ADIOI_Free(l.v);
+        *p = NULL;
         return rc;
     }
     *p = l.v;
@@ -245,7 +252,8 @@ void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset,
                                      contig_call, &p, &n, &total, &end);
     int64_t bytes = rc ? rc : ADIOI_GALLEY_Listio(fd, op, buf, p, n);
-    ADIOI_Free(p);
+    if (p)
+        ADIOI_Free(p);
     if (bytes < 0) {
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, (int) bytes);
         return;

@@ -32,11 +32,18 @@
  *                    disk write-through.
  *   2. cache.lock    CacheManager state (cache.c).
  *   3. disk.lock     DiskManager queue (disk.c).
- *   leaf: ns.lock (nameserver.c), subtab.lock (subfile.c), locktab.lock
- *         (rangelock.c), conns lock (galleyd.c), a disk write group's lock.
+ *   separately: subtab.meta -> subtab.lock (subfile.c).  subtab.meta
+ *                    serialises metadata changes and is held across their
+ *                    fsyncs; subtab.lock guards the in-memory tables and is
+ *                    held only briefly (the data path takes it in
+ *                    gsrv_fork_get, so it never waits for an fsync).
+ *   leaf: ns.lock (nameserver.c), subtab.lock, locktab.lock (rangelock.c),
+ *         conns.lock (galleyd.c), a disk write group's lock (disk.c).
  *
- * No handler holds subtab.lock or ns.lock while waiting for the cache or the
- * disk; the DiskManager calls completion callbacks with no lock held.
+ * No thread holds subtab.meta, subtab.lock or ns.lock while waiting for the
+ * cache or the disk, or takes a fork's rwlock under them; forks are freed
+ * (which takes cache.lock) only after both subtab locks are released.  The
+ * DiskManager calls completion callbacks with no lock held.
  */
 #ifndef GSRV_INTERNAL_H
 #define GSRV_INTERNAL_H
@@ -122,6 +129,7 @@ typedef struct gsrv_conn {
     /* receive buffer */
     uint8_t *buf;
     size_t bufcap;
+    struct gsrv_out *out; /* reply batch, allocated on first use */
     struct gsrv_conn *prev, *next; /* registry in galleyd.c */
 } gsrv_conn;
 
@@ -150,15 +158,22 @@ void gsrv_conn_unregister(gsrv_conn *c);
  * calls send(out, arg) after the small payload, then cleanup(arg) whether
  * or not sending worked (cleanup is also called if send is never reached).
  * ------------------------------------------------------------------------ */
+#define GSRV_OUT_SMALL 512      /* pieces below this are copied ...  */
+#define GSRV_OUT_BOUNCE 32768   /* ... into a bounce buffer this big */
+
 typedef struct gsrv_out {
     int fd;
     int err;
     int n;
+    size_t used; /* bytes of bounce[] queued */
     struct iovec iov[GSRV_IOV_BATCH];
+    uint8_t bounce[GSRV_OUT_BOUNCE];
 } gsrv_out;
 
-/* Queue an iovec (flushes when the batch is full); the memory must stay
- * valid until gsrv_out_flush returns. */
+/* Queue len bytes at p.  Large pieces are sent from where they are (the
+ * memory must stay valid until gsrv_out_flush returns); pieces smaller
+ * than GSRV_OUT_SMALL are copied and gathered, because one iovec per tiny
+ * piece costs more than the copy.  Flushes when a batch is full. */
 void gsrv_out_add(gsrv_out *o, const void *p, size_t len);
 /* Send everything queued; returns 0 or -errno (also kept in o->err). */
 int gsrv_out_flush(gsrv_out *o);

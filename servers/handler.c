@@ -80,6 +80,7 @@ int gsrv_out_flush(gsrv_out *o)
         }
     }
     o->n = 0;
+    o->used = 0;
     return o->err;
 }
 
@@ -87,8 +88,26 @@ void gsrv_out_add(gsrv_out *o, const void *p, size_t len)
 {
     if (o->err || len == 0)
         return;
-    if (o->n == GSRV_IOV_BATCH)
+    if (len < GSRV_OUT_SMALL) {
+        uint8_t *dst = o->bounce + o->used;
+        bool extend = o->n && (uint8_t *)o->iov[o->n - 1].iov_base +
+                                      o->iov[o->n - 1].iov_len == dst;
+        if (o->used + len > sizeof(o->bounce) ||
+            (!extend && o->n == GSRV_IOV_BATCH)) {
+            gsrv_out_flush(o);
+            dst = o->bounce;
+            extend = false;
+        }
+        memcpy(dst, p, len);
+        o->used += len;
+        if (extend) {
+            o->iov[o->n - 1].iov_len += len;
+            return;
+        }
+        p = dst;
+    } else if (o->n == GSRV_IOV_BATCH) {
         gsrv_out_flush(o);
+    }
     o->iov[o->n].iov_base = (void *)p;
     o->iov[o->n].iov_len = len;
     o->n++;
@@ -111,21 +130,23 @@ static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
         h.length = (uint32_t)(rep->w.len + rep->datalen);
     gp_hdr_encode(&h, hb);
 
-    gsrv_out *o = malloc(sizeof(*o));
-    if (!o)
-        return -ENOMEM;
+    if (!c->out) {
+        c->out = malloc(sizeof(*c->out));
+        if (!c->out)
+            return -ENOMEM;
+    }
+    gsrv_out *o = c->out;
     o->fd = c->fd;
     o->err = 0;
     o->n = 0;
+    o->used = 0;
     gsrv_out_add(o, hb, sizeof(hb));
     if (status == 0 && rep) {
         gsrv_out_add(o, rep->w.data, rep->w.len);
         if (rep->send)
             rep->send(o, rep->arg);
     }
-    int rc = gsrv_out_flush(o);
-    free(o);
-    return rc;
+    return gsrv_out_flush(o);
 }
 
 /* ---------------------------------------------------------- receiving ---- */
@@ -346,6 +367,7 @@ static void conn_end(gsrv_conn *c)
     gsrv_conn_unregister(c); /* closes the socket */
     free(c->opens);
     free(c->buf);
+    free(c->out);
     free(c);
 }
 

@@ -50,6 +50,7 @@ static struct {
     ns_ent **bucket;
     size_t nbuckets; /* power of two */
     size_t nents;
+    size_t nreserved; /* entries not committed: reservations in progress */
     uint64_t ncommitted;
     uint64_t next_id;
 } ns = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -198,6 +199,7 @@ static int insert(const char *name, uint64_t h, ns_ent **out)
     e->next = ns.bucket[h & (ns.nbuckets - 1)];
     ns.bucket[h & (ns.nbuckets - 1)] = e;
     ns.nents++;
+    ns.nreserved++;
     *out = e;
     return 0;
 }
@@ -209,7 +211,19 @@ static void unlink_ent(ns_ent **link)
     ns.nents--;
     if (e->committed)
         ns.ncommitted--;
+    else
+        ns.nreserved--;
     ent_free(e);
+}
+
+/* An entry becomes a committed record. */
+static void mark_committed(ns_ent *e, uint64_t id)
+{
+    e->committed = true;
+    e->id = id;
+    e->owner = 0;
+    ns.ncommitted++;
+    ns.nreserved--;
 }
 
 static void rec_path(uint64_t id, char *out, size_t len)
@@ -286,11 +300,7 @@ static int load_one(uint64_t id, const char *fname, gp_record *rec)
         unlink_ent(link);
         goto out_free_buf;
     }
-    e->committed = true;
-    e->id = id;
-    ns.ncommitted++;
-    if (id >= ns.next_id)
-        ns.next_id = id + 1;
+    mark_committed(e, id);
 out_free_buf:
     free(buf);
     return rc;
@@ -337,14 +347,17 @@ int gsrv_ns_init(void)
             gsrv_log(0, "ns/%s: not a record file, ignored", n);
             continue;
         }
+        /* past every record file, readable or not: never overwrite one */
+        if (id >= ns.next_id)
+            ns.next_id = id + 1;
         int e = load_one(id, n, rec);
         if (e == -ENOMEM) {
             rc = e;
             goto out_free_rec;
         }
         if (e)
-            gsrv_log(0, "ns/%s: unreadable record (%s), ignored", n,
-                     gsrv_strerror(e));
+            gsrv_log(0, "ns/%s: %s record, not served (left in place)", n,
+                     e == GFS_EPROTO ? "corrupt" : gsrv_strerror(e));
     }
     gsrv_log(1, "nameserver: %" PRIu64 " records", ns.ncommitted);
 out_free_rec:
@@ -368,13 +381,14 @@ void gsrv_ns_fini(void)
     ns.bucket = NULL;
     ns.nbuckets = 0;
     ns.nents = 0;
+    ns.nreserved = 0;
     ns.ncommitted = 0;
 }
 
 void gsrv_ns_drop_conn(uint64_t conn_id)
 {
     pthread_mutex_lock(&ns.lock);
-    for (size_t i = 0; i < ns.nbuckets; i++) {
+    for (size_t i = 0; ns.nreserved && i < ns.nbuckets; i++) {
         ns_ent **pp = &ns.bucket[i];
         while (*pp) {
             if (!(*pp)->committed && (*pp)->owner == conn_id)
@@ -474,10 +488,7 @@ int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         goto out_unlock;
     }
     ns.next_id++;
-    e->committed = true;
-    e->id = id;
-    e->owner = 0;
-    ns.ncommitted++;
+    mark_committed(e, id);
 out_unlock:
     pthread_mutex_unlock(&ns.lock);
 out_free_rec:

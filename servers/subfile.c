@@ -3,12 +3,21 @@
  * the data path, FETCH_ADD).
  *
  * Threads: ops run on handler threads; gsrv_sub_init/fini on the main
- * thread.  Every access to the table takes subtab.lock, a leaf lock: no
- * other lock is taken while holding it.  Forks that leave the table while
- * a request still uses them are put on a "reap" list and freed after
- * subtab.lock is dropped (freeing takes cache.lock).  The data path (io.c)
- * holds a reference (gsrv_fork_get) and the fork's rwlock, never
- * subtab.lock.
+ * thread.  Two locks:
+ *   subtab.meta  serialises every change of metadata (subfile headers,
+ *                counters, the hid counter, the fork tables) and is held
+ *                across the fsyncs; taken first.
+ *   subtab.lock  guards the in-memory table (hash, fork arrays, a fork's
+ *                opens/refs/flags); held only briefly, never across a
+ *                write or fsync, so the data path's gsrv_fork_get never
+ *                waits for a metadata fsync.  A leaf lock.
+ * A metadata change reads the table and builds the new header image under
+ * subtab.lock, writes it with only subtab.meta held, then applies it under
+ * subtab.lock again; only meta holders change fork tables, so the image
+ * stays valid meanwhile.  Forks that leave the table while a request still
+ * uses them are put on a "reap" list and freed after both locks are
+ * dropped (freeing takes cache.lock).  The data path (io.c) holds a fork
+ * reference (gsrv_fork_get) and the fork's rwlock, never these locks.
  *
  * Identity: a subfile header id (hid) comes from a persisted counter and is
  * never reused; a fork's index within its subfile comes from the header's
@@ -19,10 +28,11 @@
  * Every header change is "build the new image, write it durably (meta.c),
  * then apply it in memory", so memory and disk agree when a write fails.
  *
- * Deletion: a fork open anywhere is only marked (header flag); it leaves
- * the table and its data file is unlinked at its last close.  SUB_DELETE
- * marks the subfile too; the header disappears when its last fork does.
- * Marks left by a crash are completed at startup.
+ * Deletion: FORK_DELETE and SUB_DELETE first mark (durably, a header
+ * flag), then remove whatever nobody has open; a fork still open leaves
+ * the table and its data file is unlinked at its last close, and a marked
+ * subfile's header disappears with its last fork.  Marks left by a crash
+ * are completed at startup.
  */
 #include "gsrv_internal.h"
 
@@ -60,12 +70,16 @@ typedef struct gsrv_sub {
 } gsrv_sub;
 
 static struct {
-    pthread_mutex_t lock;
+    pthread_mutex_t meta; /* serialises metadata changes (held over fsync) */
+    pthread_mutex_t lock; /* the in-memory table (held briefly) */
     gsrv_sub **bucket;
-    size_t nbuckets; /* power of two */
+    size_t nbuckets;      /* power of two */
     size_t nsubs;
-    uint64_t next_hid;
-} subtab = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    uint64_t next_hid;    /* subtab.meta */
+} subtab = {
+    .meta = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
 /* One fork as a header image describes it. */
 typedef struct hdr_fork {
@@ -310,29 +324,6 @@ static int write_header(const gsrv_sub *s, bool deleted, uint32_t next_fork,
     return rc;
 }
 
-/* Persist s with the fork at position `skip` left out (or none: -1) and
- * every remaining fork's deleted flag taken from s, optionally all set. */
-static int write_header_except(const gsrv_sub *s, bool deleted,
-                               ssize_t skip, bool mark_all)
-{
-    hdr_fork *v;
-    int rc = image_of(s, &v);
-    if (rc)
-        return rc;
-    size_t n = 0;
-    for (size_t i = 0; i < s->nforks; i++) {
-        if ((ssize_t)i == skip)
-            continue;
-        v[n] = v[i];
-        if (mark_all)
-            v[n].deleted = true;
-        n++;
-    }
-    rc = write_header(s, deleted, s->next_fork, v, n);
-    free(v);
-    return rc;
-}
-
 static int write_counters(const gsrv_sub *s, const sub_counter *c, size_t n)
 {
     gp_wbuf w;
@@ -369,20 +360,14 @@ static int write_next_hid(uint64_t next)
 
 /* ------------------------------------------------------- removal ---- */
 
-/* Take fork f (at position pos of s) out of the table; its data file goes
- * too.  The header must already say so.  f is freed now or at its last
- * reference (through *reap). */
+/* Take the fork at position pos out of s's table (subtab.lock held); it is
+ * freed now or at its last reference, through *reaplist. */
 static void fork_detach(gsrv_sub *s, size_t pos, gsrv_fork **reaplist)
 {
     gsrv_fork *f = s->forks[pos];
-    char path[64];
-
     memmove(&s->forks[pos], &s->forks[pos + 1],
             (s->nforks - pos - 1) * sizeof(*s->forks));
     s->nforks--;
-    fork_file(s->hid, f->index, path, sizeof(path));
-    if (gsrv_meta_unlink(path))
-        gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
     f->gone = true;
     if (f->refs == 0) {
         f->reap_next = *reaplist;
@@ -390,42 +375,108 @@ static void fork_detach(gsrv_sub *s, size_t pos, gsrv_fork **reaplist)
     }
 }
 
-/* Remove a subfile and everything in it.  The header goes first: it is
- * the commit point, a directory without one is cleaned up at startup. */
+static void unlink_fork_file(uint64_t hid, uint32_t idx)
+{
+    char path[64];
+    fork_file(hid, idx, path, sizeof(path));
+    if (gsrv_meta_unlink(path))
+        gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
+}
+
+/* Remove subfile s and everything in it (subtab.meta held).  The header
+ * goes first: it is the commit point; a directory without one is cleaned
+ * up at startup.  s is freed. */
 static int sub_destroy(gsrv_sub *s, gsrv_fork **reaplist)
 {
     char path[64];
+    uint64_t hid = s->hid;
 
-    sub_file(s->hid, "header", path, sizeof(path));
+    sub_file(hid, "header", path, sizeof(path));
     int rc = gsrv_meta_unlink(path);
     if (rc)
         return rc;
-    sub_dir(s->hid, path, sizeof(path));
+    sub_dir(hid, path, sizeof(path));
     gsrv_meta_sync_dir(path);
+
+    pthread_mutex_lock(&subtab.lock);
+    size_t n = s->nforks;
+    uint32_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+    for (size_t i = 0; idx && i < n; i++)
+        idx[i] = s->forks[i]->index;
     while (s->nforks)
         fork_detach(s, s->nforks - 1, reaplist);
-    sub_file(s->hid, "counters", path, sizeof(path));
+    tab_remove(s);
+    pthread_mutex_unlock(&subtab.lock);
+
+    if (idx) {
+        for (size_t i = 0; i < n; i++)
+            unlink_fork_file(hid, idx[i]);
+        free(idx); /* else startup removes the leftover directory */
+    }
+    sub_file(hid, "counters", path, sizeof(path));
     gsrv_meta_unlink(path);
-    sub_dir(s->hid, path, sizeof(path));
+    sub_dir(hid, path, sizeof(path));
     if (unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR) < 0)
         gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
     gsrv_meta_sync_dir("sub");
-    tab_remove(s);
     sub_free(s);
     return 0;
 }
 
-/* Remove fork at pos now (not open anywhere); then the subfile if it was
- * marked and this was its last fork. */
-static int fork_remove(gsrv_sub *s, size_t pos, gsrv_fork **reaplist)
+/*
+ * Finish deletions in s (subtab.meta held): forks that are marked and no
+ * longer open leave the header, the table and the disk; a marked subfile
+ * whose forks are all gone is destroyed.  On a failed header write the
+ * marks stay and the work is redone at the next close or at startup.
+ */
+static int sub_collect(gsrv_sub *s, gsrv_fork **reaplist)
 {
-    if (s->deleted && s->nforks == 1)
+    hdr_fork *v = NULL;
+    uint32_t *dead = NULL;
+    size_t ndead = 0, n = 0;
+    int rc = 0;
+
+    pthread_mutex_lock(&subtab.lock);
+    for (size_t i = 0; i < s->nforks; i++)
+        ndead += s->forks[i]->deleted && s->forks[i]->opens == 0;
+    if (ndead == 0 && !(s->deleted && s->nforks == 0)) {
+        pthread_mutex_unlock(&subtab.lock);
+        return 0;
+    }
+    if (s->deleted && ndead == s->nforks) {
+        pthread_mutex_unlock(&subtab.lock);
         return sub_destroy(s, reaplist);
-    int rc = write_header_except(s, s->deleted, (ssize_t)pos, false);
+    }
+    dead = malloc(ndead * sizeof(*dead));
+    rc = dead ? image_of(s, &v) : -ENOMEM;
+    ndead = 0;
+    for (size_t i = 0; !rc && i < s->nforks; i++) {
+        if (s->forks[i]->deleted && s->forks[i]->opens == 0)
+            dead[ndead++] = s->forks[i]->index;
+        else
+            v[n++] = v[i];
+    }
+    pthread_mutex_unlock(&subtab.lock);
     if (rc)
-        return rc;
-    fork_detach(s, pos, reaplist);
-    return 0;
+        goto out_free;
+    /* only holders of subtab.meta change the fork table or next_fork, so
+     * the image stays valid while we write it */
+    rc = write_header(s, s->deleted, s->next_fork, v, n);
+    if (rc)
+        goto out_free;
+    pthread_mutex_lock(&subtab.lock);
+    for (size_t i = 0; i < ndead; i++) {
+        ssize_t pos = fork_pos(s, dead[i]);
+        if (pos >= 0)
+            fork_detach(s, (size_t)pos, reaplist);
+    }
+    pthread_mutex_unlock(&subtab.lock);
+    for (size_t i = 0; i < ndead; i++)
+        unlink_fork_file(s->hid, dead[i]);
+out_free:
+    free(v);
+    free(dead);
+    return rc;
 }
 
 /* ------------------------------------------------------- public API ---- */
@@ -471,22 +522,32 @@ void gsrv_fork_put(gsrv_fork *f)
 
 void gsrv_fork_close(uint64_t fkid, uint32_t count)
 {
-    gsrv_fork *reaplist = NULL;
+    uint64_t hid = gsrv_fkid_hid(fkid);
     pthread_mutex_lock(&subtab.lock);
-    gsrv_sub *s = sub_find(gsrv_fkid_hid(fkid));
+    gsrv_sub *s = sub_find(hid);
     ssize_t pos = s ? fork_pos(s, gsrv_fkid_idx(fkid)) : -1;
+    bool collect = false;
     if (pos >= 0) {
         gsrv_fork *f = s->forks[pos];
         f->opens -= count < f->opens ? count : f->opens;
-        if (f->opens == 0 && f->deleted) {
-            int rc = fork_remove(s, (size_t)pos, &reaplist);
-            if (rc)
-                gsrv_log(0, "fork %" PRIx64 ": deferred removal failed (%s); "
-                         "finished at restart", fkid, gsrv_strerror(rc));
-        }
+        collect = f->opens == 0 && f->deleted;
     }
     pthread_mutex_unlock(&subtab.lock);
+    if (!collect)
+        return;
+
+    /* the last close of a marked fork: remove it now */
+    gsrv_fork *reaplist = NULL;
+    pthread_mutex_lock(&subtab.meta);
+    pthread_mutex_lock(&subtab.lock);
+    s = sub_find(hid); /* may be gone meanwhile: another close collected */
+    pthread_mutex_unlock(&subtab.lock);
+    int rc = s ? sub_collect(s, &reaplist) : 0;
+    pthread_mutex_unlock(&subtab.meta);
     reap(reaplist);
+    if (rc)
+        gsrv_log(0, "fork %" PRIx64 ": deferred removal failed (%s); "
+                 "finished at restart", fkid, gsrv_strerror(rc));
 }
 
 bool gsrv_sub_exists(uint64_t hid)
@@ -530,7 +591,7 @@ static int check_fork_name(const char *name)
 
 int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1], path[64];
+    char name[GFS_NAME_MAX + 1], path[64], hpath[64];
     gp_get_str(req, name, GFS_NAME_MAX);
     uint32_t subidx = gp_get_u32(req);
     int rc = gsrv_decoded(req);
@@ -551,41 +612,41 @@ int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     }
     s->subidx = subidx;
 
-    pthread_mutex_lock(&subtab.lock);
+    pthread_mutex_lock(&subtab.meta);
     uint64_t hid = subtab.next_hid;
     if (hid > GSRV_MAX_HID) {
         rc = -ENOSPC;
-        goto out_unlock;
+        goto out_unlock_meta;
     }
     /* the counter first: a crash later wastes an id, never reuses one */
     rc = write_next_hid(hid + 1);
     if (rc)
-        goto out_unlock;
+        goto out_unlock_meta;
     subtab.next_hid = hid + 1;
     s->hid = hid;
     sub_dir(hid, path, sizeof(path));
     if (mkdirat(gsrv_g.dfd, path, 0755) < 0) {
         rc = -errno;
-        goto out_unlock;
+        goto out_unlock_meta;
     }
     rc = write_header(s, false, 0, NULL, 0);
     if (!rc)
         rc = gsrv_meta_sync_dir("sub");
-    if (rc) {
-        char hpath[64];
-        sub_file(hid, "header", hpath, sizeof(hpath));
-        gsrv_meta_unlink(hpath);
-        unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR);
-        goto out_unlock;
-    }
+    if (rc)
+        goto out_remove_dir;
+    pthread_mutex_lock(&subtab.lock);
     tab_insert(s);
-    s = NULL;
     pthread_mutex_unlock(&subtab.lock);
+    pthread_mutex_unlock(&subtab.meta);
     gp_put_u64(&rep->w, hid);
     return 0;
 
-out_unlock:
-    pthread_mutex_unlock(&subtab.lock);
+out_remove_dir:
+    sub_file(hid, "header", hpath, sizeof(hpath));
+    gsrv_meta_unlink(hpath);
+    unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR);
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
 out_free_sub:
     sub_free(s);
     return rc;
@@ -598,43 +659,36 @@ int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (rc)
         return rc;
     gsrv_fork *reaplist = NULL;
+    hdr_fork *v = NULL;
+    pthread_mutex_lock(&subtab.meta);
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find_live(hid);
-    if (!s) {
+    if (!s)
         rc = GFS_ESTALE;
-        goto out_unlock;
-    }
-    size_t nopen = 0;
-    for (size_t i = 0; i < s->nforks; i++)
-        nopen += s->forks[i]->opens > 0;
-    if (nopen == 0) {
-        rc = sub_destroy(s, &reaplist);
-        goto out_unlock;
-    }
-    /* Some forks are open: the header keeps only those, all marked. */
-    hdr_fork *v;
-    rc = image_of(s, &v);
+    else
+        rc = image_of(s, &v);
+    size_t n = s ? s->nforks : 0;
+    pthread_mutex_unlock(&subtab.lock);
     if (rc)
-        goto out_unlock;
-    size_t n = 0;
-    for (size_t i = 0; i < s->nforks; i++)
-        if (s->forks[i]->opens > 0) {
-            v[n] = v[i];
-            v[n++].deleted = true;
-        }
+        goto out_unlock_meta;
+    /* mark everything, durably; then remove what nobody has open */
+    for (size_t i = 0; i < n; i++)
+        v[i].deleted = true;
     rc = write_header(s, true, s->next_fork, v, n);
     free(v);
     if (rc)
-        goto out_unlock;
+        goto out_unlock_meta;
+    pthread_mutex_lock(&subtab.lock);
     s->deleted = true;
-    for (size_t i = s->nforks; i-- > 0;) {
-        if (s->forks[i]->opens > 0)
-            s->forks[i]->deleted = true;
-        else
-            fork_detach(s, i, &reaplist);
-    }
-out_unlock:
+    for (size_t i = 0; i < s->nforks; i++)
+        s->forks[i]->deleted = true;
     pthread_mutex_unlock(&subtab.lock);
+    int e = sub_collect(s, &reaplist);
+    if (e)
+        gsrv_log(0, "sub/%" PRIu64 ": removal failed (%s); finished at "
+                 "restart", hid, gsrv_strerror(e));
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
     reap(reaplist);
     return rc;
 }
@@ -651,29 +705,34 @@ int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (rc)
         return rc;
 
+    hdr_fork *v = NULL;
+    gsrv_fork *f = NULL;
+    pthread_mutex_lock(&subtab.meta);
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find_live(hid);
-    if (!s) {
+    if (!s)
         rc = GFS_ESTALE;
-        goto out_unlock;
-    }
-    if (fork_by_name(s, name)) {
+    else if (fork_by_name(s, name))
         rc = -EEXIST;
-        goto out_unlock;
-    }
-    if (s->next_fork > GSRV_MAX_FORK_INDEX) {
+    else if (s->next_fork > GSRV_MAX_FORK_INDEX)
         rc = -ENOSPC; /* every index of this subfile has been used */
-        goto out_unlock;
-    }
-    rc = forks_reserve(s, s->nforks + 1);
+    else
+        rc = forks_reserve(s, s->nforks + 1);
+    if (!rc)
+        rc = image_of(s, &v);
+    size_t n = s ? s->nforks : 0;
+    pthread_mutex_unlock(&subtab.lock);
     if (rc)
-        goto out_unlock;
+        goto out_unlock_meta;
+
     uint32_t idx = s->next_fork;
-    gsrv_fork *f = fork_new(hid, idx, name);
-    if (!f) {
+    f = fork_new(hid, idx, name);
+    hdr_fork *grown = f ? realloc(v, (n + 1) * sizeof(*v)) : NULL;
+    if (!grown) {
         rc = -ENOMEM;
-        goto out_unlock;
+        goto out_free_fork;
     }
+    v = grown;
     fork_file(hid, idx, path, sizeof(path));
     f->fd = openat(gsrv_g.dfd, path,
                    O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -684,33 +743,24 @@ int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     /* New image: the current forks plus this one (indices only grow, so it
      * goes last).  Writing the header fsyncs the directory, which also
      * makes the new data file's entry durable. */
-    hdr_fork *v;
-    rc = image_of(s, &v);
+    v[n] = (hdr_fork){.idx = idx, .name = f->name, .deleted = false};
+    rc = write_header(s, false, idx + 1, v, n + 1);
     if (rc)
         goto out_unlink_data;
-    hdr_fork *grown = realloc(v, (s->nforks + 1) * sizeof(*v));
-    if (!grown) {
-        free(v);
-        rc = -ENOMEM;
-        goto out_unlink_data;
-    }
-    v = grown;
-    v[s->nforks] = (hdr_fork){.idx = idx, .name = f->name, .deleted = false};
-    rc = write_header(s, false, idx + 1, v, s->nforks + 1);
-    free(v);
-    if (rc)
-        goto out_unlink_data;
-    s->forks[s->nforks++] = f;
+    pthread_mutex_lock(&subtab.lock);
+    s->forks[s->nforks++] = f; /* room reserved above */
     s->next_fork = idx + 1;
     pthread_mutex_unlock(&subtab.lock);
-    return 0;
+    f = NULL;
+    goto out_unlock_meta;
 
 out_unlink_data:
     gsrv_meta_unlink(path);
 out_free_fork:
     fork_free(f); /* never visible: nothing cached */
-out_unlock:
-    pthread_mutex_unlock(&subtab.lock);
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
+    free(v);
     return rc;
 }
 
@@ -762,6 +812,8 @@ int gsrv_op_FORK_REOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (pos < 0) {
         rc = GFS_ESTALE;
     } else {
+        /* also a marked fork: the client had it open before it lost its
+         * connection, like an unlinked file a process keeps open */
         rc = gsrv_conn_add_open(c, fkid);
         if (!rc) {
             s->forks[pos]->opens++;
@@ -801,34 +853,41 @@ int gsrv_op_FORK_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return rc;
 
     gsrv_fork *reaplist = NULL;
+    hdr_fork *v = NULL;
+    size_t pos = 0, n = 0;
+    pthread_mutex_lock(&subtab.meta);
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find_live(hid);
     gsrv_fork *f = s ? fork_by_name(s, name) : NULL;
-    if (!s) {
+    if (!s)
         rc = GFS_ESTALE;
-        goto out_unlock;
-    }
-    if (!f) {
+    else if (!f)
         rc = -ENOENT;
-        goto out_unlock;
+    else
+        rc = image_of(s, &v);
+    if (!rc) {
+        pos = (size_t)fork_pos(s, f->index);
+        n = s->nforks;
     }
-    size_t pos = (size_t)fork_pos(s, f->index);
-    if (f->opens == 0) {
-        rc = fork_remove(s, pos, &reaplist);
-        goto out_unlock;
-    }
-    /* open somewhere: mark it, remove it at the last close */
-    hdr_fork *v;
-    rc = image_of(s, &v);
-    if (rc)
-        goto out_unlock;
-    v[pos].deleted = true;
-    rc = write_header(s, false, s->next_fork, v, s->nforks);
-    free(v);
-    if (!rc)
-        f->deleted = true;
-out_unlock:
     pthread_mutex_unlock(&subtab.lock);
+    if (rc)
+        goto out_unlock_meta;
+    /* Mark it, durably; then remove it now if nobody has it open (else at
+     * its last close).  A crash in between is finished at startup. */
+    v[pos].deleted = true;
+    rc = write_header(s, false, s->next_fork, v, n);
+    if (rc)
+        goto out_unlock_meta;
+    pthread_mutex_lock(&subtab.lock);
+    f->deleted = true;
+    pthread_mutex_unlock(&subtab.lock);
+    int e = sub_collect(s, &reaplist);
+    if (e)
+        gsrv_log(0, "fork %" PRIx64 ": removal failed (%s); finished at "
+                 "restart", f->fkid, gsrv_strerror(e));
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
+    free(v);
     reap(reaplist);
     return rc;
 }
@@ -957,12 +1016,15 @@ int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (rc)
         return rc;
 
+    /* Counters are touched only under subtab.meta (here, load, destroy). */
     uint64_t old = 0;
+    pthread_mutex_lock(&subtab.meta);
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find_live(hid);
+    pthread_mutex_unlock(&subtab.lock);
     if (!s) {
         rc = GFS_ESTALE;
-        goto out_unlock;
+        goto out_unlock_meta;
     }
     size_t i;
     for (i = 0; i < s->nctr; i++)
@@ -972,18 +1034,18 @@ int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         /* a new key starts at 0 */
         if (s->nctr >= GSRV_MAX_COUNTERS) {
             rc = -ENOSPC;
-            goto out_unlock;
+            goto out_unlock_meta;
         }
         sub_counter *grown = realloc(s->ctr, (s->nctr + 1) * sizeof(*grown));
         if (!grown) {
             rc = -ENOMEM;
-            goto out_unlock;
+            goto out_unlock_meta;
         }
         s->ctr = grown;
         s->ctr[i].key = strdup(key);
         if (!s->ctr[i].key) {
             rc = -ENOMEM;
-            goto out_unlock;
+            goto out_unlock_meta;
         }
         s->ctr[i].value = 0;
         s->nctr++;
@@ -993,8 +1055,8 @@ int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     rc = write_counters(s, s->ctr, s->nctr);
     if (rc)
         s->ctr[i].value = old; /* a new key stays at 0: same meaning */
-out_unlock:
-    pthread_mutex_unlock(&subtab.lock);
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
     if (rc)
         return rc;
     gp_put_u64(&rep->w, old);
@@ -1208,8 +1270,8 @@ static int load_sub(uint64_t hid)
     if (rc == -ENOMEM)
         goto out_free;
     if (rc) {
-        gsrv_log(0, "sub/%" PRIu64 "/counters: unreadable (%s), ignored",
-                 hid, gsrv_strerror(rc));
+        gsrv_log(0, "sub/%" PRIu64 "/counters: %s, counters start at 0",
+                 hid, rc == GFS_EPROTO ? "corrupt" : gsrv_strerror(rc));
         rc = 0;
     }
 
@@ -1323,8 +1385,9 @@ int gsrv_sub_init(void)
         }
         if (e) {
             nbad++;
-            gsrv_log(0, "sub/%" PRIu64 ": unreadable header (%s), not served",
-                     hid, gsrv_strerror(e));
+            gsrv_log(0, "sub/%" PRIu64 "/header: %s; subfile not served "
+                     "(left in place for inspection)", hid,
+                     e == GFS_EPROTO ? "corrupt" : gsrv_strerror(e));
         }
     }
     closedir(d);

@@ -45,7 +45,20 @@
 /*
  * Every message, once: X(name, opcode, request payload -> reply payload).
  * hid = u64 subfile header id; fkid = u64 fork handle; str/blob as above;
- * rec = u32 nsub, nsub x (u32 server, u64 hid), blob attrs.
+ * rec = u32 nsub, nsub x (u32 server, u64 hid), blob attrs;
+ * segs = u32 nseg, nseg x segment (see "Data-request segments" below).
+ *
+ * Limits: a frame's payload is at most GP_MAX_PAYLOAD; the data bytes of
+ * one IO request at most the data limit the server gave in PING (clients
+ * split larger requests; GFS_ETOOBIG otherwise).
+ * LOCK covers [off, off + len) of the subfile's lock space (len 0: to the
+ * end); shared locks share, an exclusive lock excludes other connections'
+ * overlapping locks; a connection's own locks never conflict.  The server
+ * waits at most about a second, then answers -EAGAIN and the client asks
+ * again (so a long wait never looks like a dead server).  UNLOCK must name
+ * exactly a held (hid, off, len), else -ENOLCK.  A connection's locks and
+ * name reservations go when it drops.  An unknown hid or fkid gives
+ * GFS_ESTALE; offsets past GP_MAX_OFFSET give -EFBIG.
  */
 #define GP_OPCODES(X)                                                          \
     X(PING, 1, "-> u16 version, u64 data_limit, u64 pid")                     \

@@ -1,0 +1,472 @@
+"""Tests of the Panda-style array library (arrays/) on real Galley servers
+through our MPICH (ROMIO with the galley: driver).
+
+What runs: the layout/schema unit test (no MPI), then MPI programs under
+our mpiexec against a 4-server cluster started by tools/galley-cluster:
+t_arrays (schema round trip, timestep append and read back with other
+process counts and distributions, checkpoint/restart, crash points,
+errors), and the heat solver (killed mid-run and mid-checkpoint, restarted
+with the same and with other process counts, final field compared bit for
+bit with an uninterrupted run).
+
+The programs are built first with `make -C arrays` (our mpicc).  The
+module is skipped, saying why, only when our MPICH is not built and
+GALLEY_REQUIRE_MPI is unset; with GALLEY_REQUIRE_MPI set it fails instead.
+"""
+
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+BUILD = Path(os.environ.get("GALLEY_BUILD", REPO / "_build"))
+ABUILD = BUILD / "arrays"
+LS = HERE.parent / "galley-array-ls"
+PREFIX = Path(os.environ.get("GALLEY_PREFIX", REPO / "_prefix"))
+
+# The project's cluster fixtures (tests/conftest.py), loaded as a module so
+# that the servers are started and stopped the same way everywhere.
+_spec = importlib.util.spec_from_file_location(
+    "galley_test_fixtures", REPO / "tests" / "conftest.py")
+gfix = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gfix)
+
+TIMEOUT = 300  # seconds for one MPI program run: a hang is a failure
+
+
+def mpich_prefix():
+    try:
+        out = subprocess.run([str(REPO / "mpich" / "build-mpich.sh"),
+                              "--print-prefix"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    p = out.stdout.strip()
+    if out.returncode == 0 and p and (Path(p) / "bin" / "mpiexec").is_file() \
+            and (Path(p) / "bin" / "mpicc").is_file():
+        return Path(p)
+    return None
+
+
+MPICH = mpich_prefix()
+if MPICH is None:
+    if os.environ.get("GALLEY_REQUIRE_MPI"):
+        raise RuntimeError(
+            "GALLEY_REQUIRE_MPI is set but our MPICH is not built "
+            "(mpich/build-mpich.sh --print-prefix has no bin/mpiexec): "
+            "run ./quickstart build")
+    pytest.skip("our MPICH (with the galley: ROMIO driver) is not built: run "
+                "./quickstart build (set GALLEY_REQUIRE_MPI=1 to fail instead)",
+                allow_module_level=True)
+
+
+def mpi_env(cluster=None, extra=None):
+    env = gfix.base_env(extra)
+    ld = [str(PREFIX / "lib"), str(MPICH / "lib")]
+    if env.get("LD_LIBRARY_PATH"):
+        ld.append(env["LD_LIBRARY_PATH"])
+    env["LD_LIBRARY_PATH"] = ":".join(ld)
+    env["PATH"] = str(MPICH / "bin") + ":" + env.get("PATH", "")
+    env.pop("GALLEY_ARRAY_CRASH", None)
+    if cluster is not None:
+        env["GALLEY_CLUSTER"] = str(cluster.cluster_file)
+    if extra:
+        env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def built():
+    """Build arrays/ with our mpicc (quick when up to date)."""
+    env = dict(os.environ)
+    env.pop("MPICC", None)
+    env["MPICC"] = str(MPICH / "bin" / "mpicc")
+    env["LD_LIBRARY_PATH"] = str(PREFIX / "lib")
+    cp = subprocess.run(["make", "-s", "-C", str(REPO / "arrays")], env=env,
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        text=True, timeout=600)
+    assert cp.returncode == 0, "make -C arrays failed:\n" + cp.stdout
+    return ABUILD
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = gfix.Cluster(tmp_path_factory.mktemp("arrays-cluster"), n=4).start()
+    yield c
+    c.check_alive()
+    gfix._teardown(c)
+
+
+@pytest.fixture
+def name():
+    """A unique galley: name prefix for one test."""
+    return "/arrays-test/%s" % uuid.uuid4().hex[:10]
+
+
+def mpirun(n, prog, *args, cluster=None, env=None, check=True,
+           timeout=TIMEOUT):
+    cmd = [str(MPICH / "bin" / "mpiexec"), "-n", str(n), str(prog)] + \
+        [str(a) for a in args]
+    cp = gfix.run(cmd, env=mpi_env(cluster, env), timeout=timeout)
+    if check:
+        assert cp.returncode == 0, gfix.describe(cp)
+    return cp
+
+
+def t_arrays(built, n, scenario, cluster=None, env=None, check=True, **kw):
+    args = [scenario] + ["%s=%s" % (k, v) for k, v in kw.items()]
+    cp = mpirun(n, built / "t_arrays", *args, cluster=cluster, env=env,
+                check=False)
+    if check:
+        assert cp.returncode == 0 and re.search(r"^PASS \d+ checks$",
+                                                cp.stdout, re.M), \
+            gfix.describe(cp)
+    return cp
+
+
+def array_ls(cluster, *groups, check=True):
+    cmd = [sys.executable, str(LS), "--json", "-v",
+           "--galley", gfix.galley_path()]
+    if cluster is not None:
+        cmd += ["-c", str(cluster.cluster_file)]
+    cp = gfix.run(cmd + list(groups), env=mpi_env(cluster))
+    if check:
+        assert cp.returncode == 0, gfix.describe(cp)
+        return [json.loads(l) for l in cp.stdout.splitlines()]
+    return cp
+
+
+# ----------------------------------------------------------- unit ------
+
+def test_layout_unit(built):
+    cp = gfix.run([str(built / "t_layout")])
+    assert cp.returncode == 0 and re.search(r"^PASS \d+ checks$", cp.stdout,
+                                            re.M), gfix.describe(cp)
+
+
+# ------------------------------------------------------- t_arrays ------
+
+def test_schema_round_trip(built, cluster, name):
+    """What the library writes is what galley-array-ls reads back, and the
+    disk layout became the file's striping."""
+    path = "galley:" + name + "/ts"
+    t_arrays(built, 4, "write-ts", cluster, path=path, mem="BLOCK,BLOCK",
+             disk="BLOCK,*@4", dims="64x48", esize=8, steps=3, ghost=1)
+    (g,) = array_ls(cluster, path)
+    assert g["kind"] == "timestep" and g["steps"] == [0, 10, 20]
+    assert g["problems"] == []
+    a, b = g["arrays"]
+    assert (a["name"], a["rank"], a["dims"], a["esize"]) == ("A", 2, [64, 48], 8)
+    assert a["mem"] == "BLOCK,BLOCK@2x2" and a["disk"] == "BLOCK,*@4x1"
+    assert a["chunks"] == 4 and a["slot"] == 16 * 48 * 8
+    assert (b["name"], b["dims"], b["esize"], b["disk"]) == \
+        ("B", [1000], 4, "BLOCK@3")
+    # (BLOCK,*) over 4 chunks = 4 subfiles with a one-chunk stripe unit:
+    # every subfile holds one chunk of each of the 3 timesteps
+    st = cluster.galley("stat", name + "/ts.A", check=True).stdout
+    assert "subfiles:  4" in st and "unit %d, fork data" % a["slot"] in st, st
+    forks = re.findall(r"fork data\s+(\d+) bytes", st)
+    assert forks == [str(3 * a["slot"])] * 4, st
+    sch = cluster.galley("stat", name + "/ts.schema", check=True).stdout
+    assert "subfiles:  1" in sch and "fork schema" in sch, sch
+    # the text form
+    cp = gfix.run([sys.executable, str(LS), "--galley", gfix.galley_path(),
+                   "-c", str(cluster.cluster_file), path])
+    assert cp.returncode == 0, gfix.describe(cp)
+    assert "timestep group, 2 arrays" in cp.stdout
+    assert re.search(r"A\s+8\s+64x48\s+BLOCK,BLOCK@2x2\s+BLOCK,\*@4x1\s+4",
+                     cp.stdout), cp.stdout
+    # and a missing group is a clear error
+    cp = array_ls(cluster, "galley:" + name + "/nothing", check=False)
+    assert cp.returncode == 1 and "no array group" in cp.stderr, \
+        gfix.describe(cp)
+
+
+@pytest.mark.parametrize("wn,wmem,disk,rn,rmem,dims,esize", [
+    # Panda's case: (BLOCK,BLOCK) in memory, (BLOCK,*) on 4 disks; read
+    # back by 3 processes with a cyclic distribution and wider ghosts
+    (4, "BLOCK,BLOCK", "BLOCK,*@4", 3, "CYCLIC(3),BLOCK", "64x48", 8),
+    # cyclic on disk, odd element size, fewer readers
+    (2, "CYCLIC(2),*", "CYCLIC(3),BLOCK@2x2", 4, "BLOCK,*", "33x17", 3),
+    # (*,*) memory (rank 0 holds it all) to (*,BLOCK) readers
+    (4, "*,*", "*,BLOCK@3", 2, "*,BLOCK", "40x30", 12),
+    # 3-D
+    (3, "BLOCK,*,CYCLIC", "*,BLOCK,CYCLIC(2)@1x2x2", 4, "BLOCK,BLOCK,*",
+     "7x9x11", 5),
+], ids=["block-block", "cyclic-disk", "star-star", "3d"])
+def test_timestep_append_and_read_back(built, cluster, name, wn, wmem, disk,
+                                       rn, rmem, dims, esize):
+    path = "galley:" + name + "/ts"
+    t_arrays(built, wn, "write-ts", cluster, path=path, mem=wmem, disk=disk,
+             dims=dims, esize=esize, steps=3, ghost=1)
+    # another process count and distribution reads every step, appends
+    # one, reads it, rewinds it away and reopens
+    t_arrays(built, rn, "read-ts", cluster, path=path, mem=rmem, dims=dims,
+             esize=esize, steps=3, ghost=2)
+    (g,) = array_ls(cluster, path)
+    assert g["steps"] == [0, 10, 20] and g["problems"] == []
+
+
+def test_timestep_on_ufs(built, tmp_path):
+    """The library is plain MPI-IO: the same on a local directory."""
+    path = "ufs:%s/ts" % tmp_path
+    t_arrays(built, 4, "write-ts", path=path, mem="BLOCK,BLOCK",
+             disk="BLOCK,*@4", dims="64x48", esize=8, steps=2)
+    t_arrays(built, 3, "read-ts", path=path, mem="*,CYCLIC(4)",
+             dims="64x48", esize=8, steps=2)
+    (g,) = array_ls(None, path)
+    assert g["steps"] == [0, 10] and g["problems"] == []
+
+
+@pytest.mark.parametrize("rn,rmem", [
+    (4, "BLOCK,BLOCK"),        # same processes, same distribution
+    (3, "CYCLIC(2),*"),        # another count and distribution
+    (1, "*,*"),                # one process
+], ids=["same", "3-cyclic", "1-star"])
+def test_checkpoint_restart(built, cluster, name, rn, rmem):
+    path = "galley:" + name + "/ck"
+    cp = t_arrays(built, 4, "write-ckpt", cluster, path=path,
+                  mem="BLOCK,BLOCK", disk="BLOCK,*@4", dims="64x48", esize=8,
+                  count=3)
+    assert re.findall(r"checkpoint (\d+) copy (\d)", cp.stdout) == \
+        [("100", "0"), ("200", "1"), ("300", "0")]
+    (g,) = array_ls(cluster, path)
+    assert g["newest"] == 0 and g["problems"] == []
+    assert [(c["state"], c.get("step")) for c in g["copies"]] == \
+        [("complete", 300), ("complete", 200)]
+    cp = t_arrays(built, rn, "restart", cluster, path=path, mem=rmem,
+                  disk="BLOCK,*@4", dims="64x48", esize=8, expect=300,
+                  ghost=1)
+    assert "restart step 300 copy 0" in cp.stdout
+
+
+@pytest.mark.parametrize("point,expect_step,state", [
+    ("copynum", 100, "being written (incomplete)"),
+    ("data", 100, "being written (incomplete)"),
+])
+def test_crash_inside_checkpoint(built, cluster, name, point, expect_step,
+                                 state):
+    """Rank 0 dies inside the 2nd checkpoint (after the data and its sync,
+    before the copynum record; or after the first array's data): the 1st
+    checkpoint stays the newest and restarts read it."""
+    path = "galley:" + name + "/ck"
+    cp = t_arrays(built, 4, "write-ckpt", cluster, check=False,
+                  env={"GALLEY_ARRAY_CRASH": "%s:2" % point}, path=path,
+                  mem="BLOCK,BLOCK", disk="BLOCK,*@4", dims="64x48", esize=8,
+                  count=3)
+    assert cp.returncode != 0 and "GALLEY_ARRAY_CRASH" in cp.stderr, \
+        gfix.describe(cp)
+    assert "checkpoint 200" not in cp.stdout
+    (g,) = array_ls(cluster, path)
+    assert g["newest"] == 0 and g["copies"][1]["state"] == state
+    for rn, rmem in ((4, "BLOCK,BLOCK"), (2, "*,BLOCK")):
+        t_arrays(built, rn, "restart", cluster, path=path, mem=rmem,
+                 dims="64x48", esize=8, expect=expect_step)
+    # a later run continues the checkpoint: copy 1 is overwritten, copy 0
+    # (the good one) is not touched until copy 1 is complete
+    t_arrays(built, 2, "write-ckpt", cluster, path=path, mem="BLOCK,*",
+             disk="*,*", dims="64x48", esize=8, count=1, append=1, first=7)
+    (g,) = array_ls(cluster, path)
+    assert g["newest"] == 1 and g["copies"][1]["step"] == 700
+    t_arrays(built, 3, "restart", cluster, path=path, mem="BLOCK,BLOCK@3x1",
+             dims="64x48", esize=8, expect=700)
+
+
+def test_errors(built, cluster, name):
+    cp = t_arrays(built, 3, "errors", cluster, path="galley:" + name + "/e")
+    assert "holds a timestep group, not a checkpoint group" in cp.stdout
+    assert "malformed schema record" in cp.stdout
+
+
+def test_export(built, cluster, name, tmp_path):
+    t_arrays(built, 4, "export", cluster, path="galley:" + name + "/x",
+             mem="BLOCK,CYCLIC", dims="30x20", esize=4)
+    t_arrays(built, 3, "export", path="ufs:%s/x" % tmp_path,
+             mem="CYCLIC(4),BLOCK", dims="30x20", esize=4)
+
+
+# ----------------------------------------------------------- heat ------
+
+HEAT = dict(n=96, steps=60, ckpt=10, ts=10)
+
+
+def heat_args(path, dump=None, restart=False, grid=None, delay=0):
+    a = ["--path", path, "-n", HEAT["n"], "--steps", HEAT["steps"],
+         "--ckpt-every", HEAT["ckpt"], "--ts-every", HEAT["ts"]]
+    if restart:
+        a.append("--restart")
+    if grid:
+        a += ["--grid", grid]
+    if dump:
+        a += ["--dump", dump]
+    if delay:
+        a += ["--delay", delay]
+    return [str(x) for x in a]
+
+
+def final_checksum(out):
+    m = re.search(r"^final checksum ([0-9a-f]{16}) after (\d+) steps",
+                  out, re.M)
+    assert m, out
+    return m.group(1)
+
+
+@pytest.fixture(scope="module")
+def reference(built, cluster, tmp_path_factory):
+    """An uninterrupted run on galley (4 processes): checksum and field."""
+    d = tmp_path_factory.mktemp("heat-ref")
+    name = "/arrays-test/heat-ref-%s" % uuid.uuid4().hex[:8]
+    cp = mpirun(4, built / "heat", *heat_args("galley:" + name,
+                                              dump=d / "ref.raw"),
+                cluster=cluster)
+    assert "checkpoint written at step 60 (copy 1)" in cp.stdout, cp.stdout
+    # the field does not depend on the decomposition: 1 process, no I/O
+    cp1 = mpirun(1, built / "heat", "--path", "ufs:%s/one" % d, "-n",
+                 HEAT["n"], "--steps", HEAT["steps"], "--ckpt-every", 0,
+                 "--ts-every", 0, "--dump", d / "one.raw")
+    assert final_checksum(cp1.stdout) == final_checksum(cp.stdout)
+    raw = (d / "ref.raw").read_bytes()
+    assert raw == (d / "one.raw").read_bytes()
+    assert len(raw) == HEAT["n"] ** 2 * 8
+    return final_checksum(cp.stdout), raw
+
+
+def alive_pids(tag):
+    """Processes (ours) whose command line contains tag."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ")
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        if tag.encode() in cmd and stat[stat.rindex(")") + 2] not in "ZX":
+            out.append(int(p.name))
+    return out
+
+
+def run_and_kill(built, cluster, path, after_line, n=4):
+    """Start heat (slowed down) in its own process group, wait for a line,
+    then SIGKILL the mpiexec process group and wait until every rank of it
+    is gone."""
+    cmd = [str(MPICH / "bin" / "mpiexec"), "-n", str(n),
+           str(built / "heat")] + heat_args(path, delay=150)
+    proc = subprocess.Popen(cmd, env=mpi_env(cluster), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    reader = gfix.LineReader(proc)
+    seen = []
+    try:
+        end = time.monotonic() + TIMEOUT
+        while time.monotonic() < end:
+            line = reader.next(timeout=max(0.1, end - time.monotonic()))
+            if line is None:
+                break
+            seen.append(line)
+            if after_line in line:
+                break
+        assert any(after_line in l for l in seen), \
+            "heat ended before '%s':\n%s%s" % (after_line, "".join(seen),
+                                                proc.stderr.read())
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+    # hydra's proxy and the ranks run in sessions of their own: they go
+    # when mpiexec's connections close; wait for that (then make sure)
+    tag = path
+    end = time.monotonic() + 30
+    while alive_pids(tag) and time.monotonic() < end:
+        time.sleep(0.2)
+    left = alive_pids(tag)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "ranks outlived the killed mpiexec: %s" % left
+    return "".join(seen)
+
+
+def restart_and_compare(built, cluster, path, tmp_path, reference, n, grid,
+                        expect_step):
+    dump = tmp_path / ("restart-%d.raw" % n)
+    cp = mpirun(n, built / "heat", *heat_args(path, dump=dump, restart=True,
+                                              grid=grid), cluster=cluster)
+    m = re.search(r"^restart found at step (\d+)", cp.stdout, re.M)
+    assert m, cp.stdout
+    if expect_step is not None:
+        assert int(m.group(1)) == expect_step, cp.stdout
+    assert final_checksum(cp.stdout) == reference[0], cp.stdout
+    assert dump.read_bytes() == reference[1], "final field differs"
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("n,grid", [(4, None), (3, "3x1"), (2, "1x2")],
+                         ids=["same-4", "3x1", "1x2"])
+def test_heat_killed_mid_run(built, cluster, reference, tmp_path, n, grid):
+    """SIGKILL the whole job after its 2nd checkpoint, restart with n
+    processes: the final field is bit-identical to the uninterrupted run,
+    and the timesteps written after the checkpoint were rewound and
+    rewritten."""
+    path = "galley:/arrays-test/heat-kill-%s" % uuid.uuid4().hex[:8]
+    out = run_and_kill(built, cluster, path, "checkpoint written at step 20")
+    assert "final checksum" not in out
+    (g,) = array_ls(cluster, path + ".ckpt")
+    assert g["copies"][g["newest"]]["step"] >= 20
+    step = restart_and_compare(built, cluster, path, tmp_path, reference, n,
+                               grid, None)
+    assert step >= 20
+    (ts,) = array_ls(cluster, path + ".ts")
+    assert ts["steps"] == list(range(10, 61, 10)) and ts["problems"] == []
+
+
+@pytest.mark.parametrize("n,grid", [(4, None), (2, "2x1")],
+                         ids=["same-4", "2x1"])
+def test_heat_crash_mid_checkpoint(built, cluster, reference, tmp_path, n,
+                                   grid):
+    """Rank 0 _exits inside the 3rd checkpoint (step 30) after the copy's
+    data is written and synced, before its copynum record: the job dies,
+    the checkpoint of step 20 is the newest complete one, and a restart
+    from it ends bit-identical to the uninterrupted run."""
+    path = "galley:/arrays-test/heat-crash-%s" % uuid.uuid4().hex[:8]
+    cp = mpirun(4, built / "heat", *heat_args(path), cluster=cluster,
+                env={"GALLEY_ARRAY_CRASH": "copynum:3"}, check=False)
+    assert cp.returncode != 0, gfix.describe(cp)
+    assert "checkpoint written at step 20" in cp.stdout
+    assert "checkpoint written at step 30" not in cp.stdout
+    assert "before the copynum record" in cp.stderr, gfix.describe(cp)
+    (g,) = array_ls(cluster, path + ".ckpt")
+    assert g["newest"] == 1 and g["copies"][1]["step"] == 20
+    assert g["copies"][0]["state"] == "being written (incomplete)"
+    restart_and_compare(built, cluster, path, tmp_path, reference, n, grid, 20)
+
+
+def test_heat_on_ufs(built, reference, tmp_path):
+    """The same job on a local directory, killed by a crash point and
+    restarted, ends with the same field."""
+    path = "ufs:%s/heat" % tmp_path
+    cp = mpirun(2, built / "heat", *heat_args(path),
+                env={"GALLEY_ARRAY_CRASH": "data:4"}, check=False)
+    assert cp.returncode != 0 and "checkpoint written at step 30" in cp.stdout
+    restart_and_compare(built, None, path, tmp_path, reference, 4, None, 30)
+
+
+def test_heat_restart_without_checkpoint(built, cluster, reference, tmp_path):
+    path = "galley:/arrays-test/heat-none-%s" % uuid.uuid4().hex[:8]
+    dump = tmp_path / "none.raw"
+    cp = mpirun(3, built / "heat", *heat_args(path, dump=dump, restart=True),
+                cluster=cluster)
+    assert "no checkpoint found: starting at step 0" in cp.stdout
+    assert final_checksum(cp.stdout) == reference[0]

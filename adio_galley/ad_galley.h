@@ -33,6 +33,7 @@ typedef struct ADIOI_GALLEY_fs_s {
     int servers[GFS_MAX_SUBFILES];
     char fork[GFS_FORK_NAME_MAX + 1];   /* galley_fork */
     int cb;             /* galley_cb: ADIOI_GALLEY_CB_* */
+    int cb_nodes;       /* cb_nodes as the user gave it, 0 = not given */
 } ADIOI_GALLEY_fs;
 
 /* One logical piece of an access: file offset, offset in the user buffer

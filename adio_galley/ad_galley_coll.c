@@ -6,11 +6,12 @@
  *
  * galley_cb=server (default) is our own: aggregators' domains follow server
  * ownership of the stripes, as ad_lustre does, so each aggregator talks to
- * as few servers as possible.  With A aggregators (cb_nodes, at most the
- * number of subfiles), aggregator a owns every stripe of the subfiles s
- * with s % A == a.  Every rank cuts its access into stripe fragments and
- * sends each (with its data, for writes) to the owner in one all-to-all;
- * each aggregator then issues one list request for everything it received
+ * as few servers as possible.  With A aggregators (cb_nodes when the user
+ * gives it, else one per subfile; at most the number of subfiles and of
+ * ranks), aggregator a owns every stripe of the subfiles s with
+ * s % A == a.  Every rank cuts its access into stripe fragments and sends
+ * each (with its data, for writes) to the owner in one all-to-all; each
+ * aggregator then issues one list request for everything it received
  * (libgalley sorts and merges per server: the interleaved small records of
  * all ranks become long contiguous extents), and for reads sends the data
  * back the same way.  romio_cb_write/romio_cb_read=disable make the call
@@ -48,7 +49,8 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     MPI_Comm_rank(fd->comm, &rank);
     int nsub = fs->layout.nsubfiles;
     int64_t unit = fs->layout.unit;
-    int naggr = fd->hints->cb_nodes;
+    /* aggregators: cb_nodes if the user set it, else one per subfile */
+    int naggr = fs->cb_nodes > 0 ? fs->cb_nodes : nsub;
     if (naggr > nsub)
         naggr = nsub;
     if (naggr > nprocs)

@@ -72,6 +72,11 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
                 ADIOI_Info_set(fd->info, "galley_servers", value);
             }
         }
+        /* ROMIO's default cb_config_list (*:1) leaves one aggregator per
+         * host; our collective wants one per subfile unless told */
+        ADIOI_Info_get(users_info, "cb_nodes", MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && atoi(value) > 0)
+            fs->cb_nodes = atoi(value);
         ADIOI_Info_get(users_info, "galley_fork", MPI_MAX_INFO_VAL, value, &flag);
         if (flag && value[0] && strlen(value) <= GFS_FORK_NAME_MAX)
             ADIOI_Strncpy(fs->fork, value, sizeof(fs->fork));

@@ -47,6 +47,10 @@ typedef struct ADIOI_GALLEY_piece_s {
 
 /* ad_galley_common.c */
 int ADIOI_GALLEY_Init(void);
+/* Count the galley: files open in this process (Open/OpenColl success,
+ * Close): MPI_Finalize finishes libgalley only after the last close. */
+void ADIOI_GALLEY_Opened(void);
+void ADIOI_GALLEY_Closed(void);
 int ADIOI_GALLEY_Err(const char *myname, int line, int gfs_err);
 /* fd->fs_ptr, created with defaults on first use (NULL if out of memory). */
 ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd);

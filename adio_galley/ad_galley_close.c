@@ -9,8 +9,10 @@ void ADIOI_GALLEY_Close(ADIO_File fd, int *error_code)
     static char myname[] = "ADIOI_GALLEY_CLOSE";
     ADIOI_GALLEY_fs *fs = fd->fs_ptr;
     int rc = 0;
-    if (fs && fs->sid >= 0)
+    if (fs && fs->sid >= 0) {
         rc = gfs_striped_close(fs->sid);
+        ADIOI_GALLEY_Closed();
+    }
     ADIOI_Free(fs);
     fd->fs_ptr = NULL;
     /* a lost connection still closes the file locally */

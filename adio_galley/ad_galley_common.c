@@ -10,13 +10,34 @@
 #include <errno.h>
 
 static int galley_keyval = MPI_KEYVAL_INVALID;
+static int open_files;          /* galley: files open in this process */
+static int end_pending;         /* MPI_Finalize came while some were open */
 
-/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: finish there. */
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: finish there --
+ * unless files are still open.  Attributes are deleted newest first, and a
+ * library that set its own attribute before the first open (HDF5 closes
+ * the files an application left open that way) still closes them after
+ * this callback: libgalley is then finished by the last close. */
 static int galley_end(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     MPI_Keyval_free(&galley_keyval);
-    gfs_finalize();
+    if (__atomic_load_n(&open_files, __ATOMIC_SEQ_CST) > 0)
+        __atomic_store_n(&end_pending, 1, __ATOMIC_SEQ_CST);
+    else
+        gfs_finalize();
     return MPI_SUCCESS;
+}
+
+void ADIOI_GALLEY_Opened(void)
+{
+    __atomic_add_fetch(&open_files, 1, __ATOMIC_SEQ_CST);
+}
+
+void ADIOI_GALLEY_Closed(void)
+{
+    if (__atomic_sub_fetch(&open_files, 1, __ATOMIC_SEQ_CST) == 0 &&
+        __atomic_exchange_n(&end_pending, 0, __ATOMIC_SEQ_CST))
+        gfs_finalize();
 }
 
 /* Initialise libgalley once per process (cluster file from GALLEY_CLUSTER

@@ -72,6 +72,7 @@ void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code)
         if (size > 0)
             fd->fp_ind = fd->fp_sys_posn = size;
     }
+    ADIOI_GALLEY_Opened();
     *error_code = MPI_SUCCESS;
 }
 
@@ -132,5 +133,6 @@ void ADIOI_GALLEY_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_c
             fd->fp_ind = fd->fp_sys_posn = size;
     }
     fd->is_open = 1;
+    ADIOI_GALLEY_Opened();
     *error_code = MPI_SUCCESS;
 }

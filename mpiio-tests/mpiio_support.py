@@ -178,7 +178,7 @@ def compile_c(cc, sources, out, env, extra=()):
 PROGRAMS = {
     "contig": [], "noncontig": ["cases.c"], "views": [], "coll": ["cases.c"],
     "nonblock": ["cases.c"], "sharedfp": [], "atomicity": [], "sizes": [], "hints": [],
-    "errors": [], "identity": [], "abi": [],
+    "errors": [], "identity": [], "abi": [], "finalize": [],
 }
 
 

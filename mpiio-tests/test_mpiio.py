@@ -71,6 +71,21 @@ def test_program(mpi, progs, cluster, uniq, prog, n, args, timeout):
     cluster.check_alive()
 
 
+@pytest.mark.parametrize("fs", ["galley", "ufs"])
+def test_close_at_finalize(mpi, progs, cluster, uniq, tmp_path, fs):
+    """A file left open at MPI_Finalize is written and closed by a delete
+    callback of an MPI_COMM_SELF attribute set before the open (what HDF5
+    does for files an application leaves open; testpar's t_pshutdown): the
+    driver's own finalize callback runs first and must not take libgalley
+    away from the still-open file.  Then a new job reads every block."""
+    name = ("galley:%s/finalize" % uniq if fs == "galley"
+            else "ufs:%s/finalize" % tmp_path)
+    for mode in ("write", "check"):
+        cp = mpi.run(4, [progs["finalize"], "-fname", name, "-mode", mode],
+                     mpi.env(cluster.cluster_file), 120)
+        assert_no_errors(cp)
+
+
 # ---- baseline: the same programs on ufs: (checks the programs themselves) --
 
 UFS_RUNS = [

@@ -29,11 +29,11 @@
 #   hdf5-<key>/bin/PROGRAMS   their names, in the order `make check` runs them
 #   hdf5-<key>/logs/          configure/make logs
 #   hdf5-<key>/stamps/        one stamp per completed step
-# <key> = short sha256 of this script (comment and blank lines left out) and
-# the HDF5 Debian version.  MPICH is
-# not in the key: the programs use only MPICH's stable ABI (libmpi.so.12)
-# and are run with LD_LIBRARY_PATH pointing at the MPICH of the day; the
-# MPICH prefix used for the build is recorded in hdf5-<key>/stamps/mpich.
+# <key> = short sha256 of this script and tools/debian-source.sh (comment and
+# blank lines left out) and the HDF5 Debian version.  MPICH is not in the
+# key: the programs use only MPICH's stable ABI (libmpi.so.12) and are run
+# with LD_LIBRARY_PATH pointing at the MPICH of the day; the MPICH prefix
+# used for the build is recorded in hdf5-<key>/stamps/mpich.
 #
 # Every step leaves its stamp only once it has completed, so the script can be
 # interrupted and re-run; concurrent runs wait on a lock.  About 3.5 minutes
@@ -97,98 +97,20 @@ while [ $# -gt 0 ]; do
 done
 
 # ---------------------------------------------------------------- apt
-APT_UPDATED=0
-apt_update_once() {
-    if [ "$APT_UPDATED" = 0 ]; then
-        log "apt-get update"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-        APT_UPDATED=1
-    fi
-}
-
-as_root() {
-    [ "$(id -u)" = 0 ] || die "must run as root to use apt (or preinstall: $*)"
-}
-
-install_packages() {
-    local missing=() p
-    for p in "${APT_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-            missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && return 0
-    as_root "${missing[*]}"
-    apt_update_once
-    log "apt-get install ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "${missing[@]}" >&2
-}
-
-# Latest hdf5 source version known to apt, empty if deb-src is not enabled.
-apt_src_version() {
-    apt-cache showsrc --only-source hdf5 2>/dev/null |
-        awk '/^Version:/ {print $2}' | sort -V | tail -n 1
-}
-
-# Candidate version of a binary package built from hdf5 (works without
-# deb-src; a binNMU suffix is dropped).
-apt_bin_version() {
-    apt-cache policy libhdf5-dev 2>/dev/null |
-        awk '/Candidate:/ {print $2}' | sed -e 's/+b[0-9]*$//' -e 's/^(none)$//'
-}
-
-# Enable deb-src entries (idempotent), exactly as mpich/build-mpich.sh does:
-# a deb822 debian.sources gets a sibling file with "Types: deb-src", a
-# classic sources.list a .list copy.
-enable_deb_src() {
-    [ -n "$(apt_src_version)" ] && return 0
-    as_root "deb-src entries"
-    local d=/etc/apt/sources.list.d
-    if ! cat /etc/apt/sources.list $d/*.list $d/*.sources 2>/dev/null |
-        grep -qE '^(Types:.*deb-src|deb-src )'; then
-        if [ -f $d/debian.sources ]; then
-            log "enabling deb-src ($d/galley-deb-src.sources)"
-            sed -e 's/^Types:.*/Types: deb-src/' $d/debian.sources \
-                >$d/galley-deb-src.sources.tmp
-            mv $d/galley-deb-src.sources.tmp $d/galley-deb-src.sources
-        elif [ -f /etc/apt/sources.list ] && grep -qE '^deb ' /etc/apt/sources.list; then
-            log "enabling deb-src ($d/galley-deb-src.list)"
-            sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >$d/galley-deb-src.list.tmp
-            mv $d/galley-deb-src.list.tmp $d/galley-deb-src.list
-        else
-            die "no Debian apt sources found to derive deb-src entries from"
-        fi
-    fi
-    APT_UPDATED=0
-    apt_update_once
-    [ -n "$(apt_src_version)" ] || die "apt knows no 'hdf5' source package even with deb-src enabled"
-}
+LIB=$REPO_DIR/tools/debian-source.sh
+# shellcheck source=SCRIPTDIR/../tools/debian-source.sh
+. "$LIB"
 
 # ---------------------------------------------------------------- version/key
 hdf5_version() {
     if [ -n "${GALLEY_HDF5_VERSION:-}" ]; then
         echo "$GALLEY_HDF5_VERSION"; return
     fi
-    if [ -s "$CACHE/src/hdf5.version" ]; then
-        cat "$CACHE/src/hdf5.version"; return
-    fi
-    local v
-    v=$(apt_src_version)
-    [ -n "$v" ] || v=$(apt_bin_version)
-    if [ -z "$v" ]; then
-        if [ "$MODE" = build ]; then
-            enable_deb_src
-            v=$(apt_src_version)
-        else
-            v=$DEFAULT_HDF5_VERSION
-        fi
-    fi
-    [ -n "$v" ] || die "cannot determine the Debian hdf5 version (run apt-get update?)"
-    echo "$v"
+    debian_version hdf5 libhdf5-dev "$DEFAULT_HDF5_VERSION"
 }
 
 HDF5_VERSION=$(hdf5_version)
-KEY=$({ echo "hdf5=$HDF5_VERSION"; grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SCRIPT"; } |
+KEY=$({ echo "hdf5=$HDF5_VERSION"; grep -hv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SCRIPT" "$LIB"; } |
     sha256sum | cut -c1-12)
 SRC=$CACHE/src/hdf5-$HDF5_VERSION
 TOP=$CACHE/hdf5-$KEY
@@ -223,33 +145,18 @@ testpar_programs() {
     local progs
     progs=$(sed -n 's/^TEST_PROG_PARA *= *//p' "$SRC/testpar/Makefile.am")
     [ -n "$progs" ] || die "no TEST_PROG_PARA in $SRC/testpar/Makefile.am"
+    # shellcheck disable=SC2086  # program names are words
     printf '%s\n' $progs t_pflush1 t_pflush2
 }
 
+# Programs of ours made from testpar sources (see build_filters_mpiio);
+# installed beside the testpar programs, not listed in bin/PROGRAMS.
+EXTRA_PROGRAMS="t_filters_parallel_mpiio"
+
 # ---------------------------------------------------------------- steps
 fetch_source() {
-    [ -f "$SRC/.galley-complete" ] && return 0
-    enable_deb_src
-    local tmp dir
-    mkdir -p "$CACHE/src"
-    rm -rf "$CACHE"/src/.fetch-hdf5.*         # left by an interrupted download
-    tmp=$(mktemp -d "$CACHE/src/.fetch-hdf5.XXXXXX")
-    log "apt-get source hdf5=$HDF5_VERSION"
-    if ! (cd "$tmp" && apt-get source "hdf5=$HDF5_VERSION" >"$tmp.log" 2>&1); then
-        tail -n 20 "$tmp.log" >&2
-        rm -rf "$tmp" "$tmp.log"
-        die "apt-get source hdf5=$HDF5_VERSION failed"
-    fi
-    rm -f "$tmp.log"
-    dir=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d -name 'hdf5-*' | head -n 1)
-    if [ -z "$dir" ] || [ ! -x "$dir/configure" ] || [ ! -d "$dir/testpar" ]; then
-        die "unexpected apt-get source result in $tmp"
-    fi
-    touch "$dir/.galley-complete"
-    rm -rf "$SRC"
-    mv "$dir" "$SRC"
-    rm -rf "$tmp"
-    [ -s "$CACHE/src/hdf5.version" ] || echo "$HDF5_VERSION" >"$CACHE/src/hdf5.version"
+    fetch_debian_source hdf5 "$HDF5_VERSION" "$SRC"
+    [ -d "$SRC/testpar" ] || die "$SRC has no testpar/"
 }
 
 configure_tree() {
@@ -277,7 +184,41 @@ build_tree() {
     run_logged make sh -c "make -C '$BUILD/src' -j$JOBS &&
         make -C '$BUILD/test' -j$JOBS libh5test.la &&
         make -C '$BUILD/testpar' -j$JOBS $progs"
+    build_filters_mpiio
     stamp built
+}
+
+# t_filters_parallel_mpiio: t_filters_parallel.c with its test table cut to
+# the tests that use the file only through MPI-IO (the 15 parallel write
+# tests and the shrinking/growing chunks test).  Its read tests and the
+# serial/parallel pair have rank 0 create or read the file serially with
+# HDF5's POSIX (sec2) driver by the name given to MPI-IO, which no
+# non-POSIX store can serve; the rest of the source is HDF5's, unchanged.
+# Built with testpar's own Makefile rules (compile and libtool link).
+build_filters_mpiio() {
+    local src=$SRC/testpar/t_filters_parallel.c
+    local dst=$BUILD/testpar/t_filters_parallel_mpiio.c
+    awk '
+        /^static void \(\*tests\[\]\)\(void\) = \{/ { intable = 1 }
+        intable && /^};/ { intable = 0 }
+        intable && /^[[:space:]]*(test_read_[a-z0-9_]*|test_write_serial_read_parallel|test_write_parallel_read_serial),[[:space:]]*$/ {
+            cut++; next
+        }
+        { print }
+        END { print "/* galley: " cut " serial-I/O tests cut from the table */" }
+    ' "$src" >"$dst.tmp"
+    # HDF5 1.10.8 lists 15 read tests and the serial/parallel pair
+    grep -q '^/\* galley: 17 serial-I/O tests cut' "$dst.tmp" ||
+        die "unexpected test table in $src: $(tail -n 1 "$dst.tmp")"
+    mv "$dst.tmp" "$dst"
+    cat >"$BUILD/testpar/galley-extra.mk" <<'MK'
+include Makefile
+t_filters_parallel_mpiio$(EXEEXT): t_filters_parallel_mpiio.$(OBJEXT) $(t_filters_parallel_DEPENDENCIES)
+	@rm -f $@
+	$(AM_V_CCLD)$(LINK) t_filters_parallel_mpiio.$(OBJEXT) $(LDADD) $(LIBS)
+MK
+    run_logged make-filters-mpiio make -C "$BUILD/testpar" -f galley-extra.mk \
+        t_filters_parallel_mpiio
 }
 
 install_programs() {
@@ -293,6 +234,11 @@ install_programs() {
         cp "$BUILD/testpar/$p" "$BIN.tmp/$p"
     done
     testpar_programs >"$BIN.tmp/PROGRAMS"
+    for p in $EXTRA_PROGRAMS; do
+        head -c 4 "$BUILD/testpar/$p" | grep -q ELF ||
+            die "$BUILD/testpar/$p is not an executable"
+        cp "$BUILD/testpar/$p" "$BIN.tmp/$p"
+    done
     mv "$BIN.tmp" "$BIN"
     stamp installed
 }
@@ -305,7 +251,7 @@ if ! flock -n 9; then
     flock 9
 fi
 
-install_packages
+install_packages "${APT_PACKAGES[@]}"
 [ "$MODE" = deps-only ] && exit 0
 if has_stamp installed && [ -s "$BIN/PROGRAMS" ]; then
     log "HDF5 $HDF5_VERSION testpar is up to date: $BIN"

@@ -84,96 +84,18 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-# ---------------------------------------------------------------- apt helpers
-APT_UPDATED=0
-apt_update_once() {
-    if [ "$APT_UPDATED" = 0 ]; then
-        log "apt-get update"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-        APT_UPDATED=1
-    fi
-}
-
-as_root() {
-    [ "$(id -u)" = 0 ] || die "must run as root to use apt (or preinstall: ${APT_PACKAGES[*]})"
-}
-
-install_packages() {
-    local missing=() p
-    for p in "${APT_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-            missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && return 0
-    as_root
-    apt_update_once
-    log "apt-get install ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "${missing[@]}" >&2
-}
-
-# Latest mpich source version known to apt, empty if deb-src is not enabled.
-apt_src_version() {
-    apt-cache showsrc --only-source mpich 2>/dev/null |
-        awk '/^Version:/ {print $2}' | sort -V | tail -n 1
-}
-
-# Candidate version of the binary package (same as the source version up to a
-# binNMU suffix); works without deb-src.
-apt_bin_version() {
-    apt-cache policy mpich 2>/dev/null |
-        awk '/Candidate:/ {print $2}' | sed -e 's/+b[0-9]*$//' -e 's/^(none)$//'
-}
-
-# Enable deb-src entries (idempotent): deb822 debian.sources gets a sibling
-# file with "Types: deb-src"; a classic sources.list gets a .list copy.
-enable_deb_src() {
-    [ -n "$(apt_src_version)" ] && return 0
-    as_root
-    local d=/etc/apt/sources.list.d
-    if ! cat /etc/apt/sources.list $d/*.list $d/*.sources 2>/dev/null |
-        grep -qE '^(Types:.*deb-src|deb-src )'; then
-        if [ -f $d/debian.sources ]; then
-            log "enabling deb-src ($d/galley-deb-src.sources)"
-            sed -e 's/^Types:.*/Types: deb-src/' $d/debian.sources \
-                >$d/galley-deb-src.sources.tmp
-            mv $d/galley-deb-src.sources.tmp $d/galley-deb-src.sources
-        elif [ -f /etc/apt/sources.list ] && grep -qE '^deb ' /etc/apt/sources.list; then
-            log "enabling deb-src ($d/galley-deb-src.list)"
-            sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >$d/galley-deb-src.list.tmp
-            mv $d/galley-deb-src.list.tmp $d/galley-deb-src.list
-        else
-            die "no Debian apt sources found to derive deb-src entries from"
-        fi
-    fi
-    APT_UPDATED=0
-    apt_update_once
-    [ -n "$(apt_src_version)" ] || die "apt knows no 'mpich' source package even with deb-src enabled"
-}
+# ---------------------------------------------------------------- apt
+# shellcheck source=SCRIPTDIR/../tools/debian-source.sh
+. "$REPO_DIR/tools/debian-source.sh"
 
 # ---------------------------------------------------------------- version/key
-# The Debian version of MPICH the key is computed from.  Once a source tree
-# has been downloaded, src/mpich.version pins it (stable, offline key).
+# The Debian version of MPICH the key is computed from (pinned by
+# src/mpich.version once the source has been downloaded).
 mpich_version() {
     if [ -n "${GALLEY_MPICH_VERSION:-}" ]; then
         echo "$GALLEY_MPICH_VERSION"; return
     fi
-    if [ -s "$CACHE/src/mpich.version" ]; then
-        cat "$CACHE/src/mpich.version"; return
-    fi
-    local v
-    v=$(apt_src_version)
-    [ -n "$v" ] || v=$(apt_bin_version)
-    if [ -z "$v" ]; then
-        if [ "$MODE" = build ]; then
-            enable_deb_src
-            v=$(apt_src_version)
-        else
-            v=$DEFAULT_MPICH_VERSION
-        fi
-    fi
-    [ -n "$v" ] || die "cannot determine the Debian mpich version (run apt-get update?)"
-    echo "$v"
+    debian_version mpich mpich "$DEFAULT_MPICH_VERSION"
 }
 
 MPICH_VERSION=$(mpich_version)
@@ -282,29 +204,7 @@ refresh_gdep() {
 
 # ---------------------------------------------------------------- steps
 fetch_source() {
-    [ -f "$SRC/.galley-complete" ] && return 0
-    enable_deb_src
-    local tmp
-    mkdir -p "$CACHE/src"
-    rm -rf "$CACHE"/src/.fetch.*          # left by an interrupted download
-    tmp=$(mktemp -d "$CACHE/src/.fetch.XXXXXX")
-    log "apt-get source mpich=$MPICH_VERSION"
-    if ! (cd "$tmp" && apt-get source "mpich=$MPICH_VERSION" >"$tmp.log" 2>&1); then
-        tail -n 20 "$tmp.log" >&2
-        rm -rf "$tmp" "$tmp.log"
-        die "apt-get source mpich=$MPICH_VERSION failed"
-    fi
-    rm -f "$tmp.log"
-    local dir
-    dir=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d -name 'mpich-*' | head -n 1)
-    if [ -z "$dir" ] || [ ! -f "$dir/configure" ]; then
-        die "unexpected apt-get source result in $tmp"
-    fi
-    touch "$dir/.galley-complete"
-    rm -rf "$SRC"
-    mv "$dir" "$SRC"
-    rm -rf "$tmp"
-    [ -s "$CACHE/src/mpich.version" ] || echo "$MPICH_VERSION" >"$CACHE/src/mpich.version"
+    fetch_debian_source mpich "$MPICH_VERSION" "$SRC"
 }
 
 # copy pristine tree, patch, add driver, regenerate ROMIO's build system.
@@ -425,7 +325,7 @@ if has_stamp installed; then
     fi
     rebuild_driver
 else
-    install_packages
+    install_packages "${APT_PACKAGES[@]}"
     fetch_source
     prepare_tree
     refresh_gdep

@@ -12,5 +12,5 @@ def pytest_terminal_summary(terminalreporter):
     tr = terminalreporter
     tr.section("HDF5 testpar runs (%d)" % len(rows))
     for prefix, what, verdict, seconds in rows:
-        tr.write_line("%-7s %-20s %8.1f s  %s" % (prefix, what, seconds,
+        tr.write_line("%-7s %-24s %8.1f s  %s" % (prefix, what, seconds,
                                                   verdict))

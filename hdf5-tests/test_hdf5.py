@@ -28,6 +28,7 @@ bounds), GALLEY_REQUIRE_MPI=1 (fail instead of skip when MPICH is
 not built).
 """
 
+import importlib.util
 import os
 import re
 import shutil
@@ -42,7 +43,6 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-BUILD = Path(os.environ.get("GALLEY_BUILD", REPO / "_build"))
 CLUSTER_SCRIPT = REPO / "tools" / "galley-cluster"
 BUILD_SCRIPT = HERE / "build-hdf5-testpar.sh"
 NPROCS = int(os.environ.get("GALLEY_HDF5_NPROCS", "4"))
@@ -217,55 +217,21 @@ def run(args, env=None, cwd=None, timeout=CALL_TIMEOUT):
     return Result(args, rc, out, err, time.monotonic() - t0)
 
 
-def find_program(rel, name):
-    p = BUILD / rel
-    if p.is_file() and os.access(p, os.X_OK):
-        return str(p)
-    w = shutil.which(name)
-    if w:
-        return w
-    pytest.fail("%s not found: build first (./quickstart build) or set "
-                "GALLEY_BUILD to the build directory" % rel, pytrace=False)
-
-
-def galley_libdir():
-    """The directory holding libgalley.so.0 (libmpi.so.12 needs it)."""
-    cands = []
-    if os.environ.get("GALLEY_PREFIX"):
-        cands.append(Path(os.environ["GALLEY_PREFIX"]) / "lib")
-    cands += [REPO / "_prefix" / "lib", BUILD / ".libs",
-              BUILD / "libgalley" / ".libs"]
-    for d in cands:
-        if (d / "libgalley.so.0").exists():
-            return d
-    pytest.fail("libgalley.so.0 not found in %s: build first (./quickstart "
-                "build) or set GALLEY_PREFIX" % ", ".join(map(str, cands)),
-                pytrace=False)
-
-
-def mpich_prefix():
-    if os.environ.get("GALLEY_MPICH_PREFIX"):
-        return Path(os.environ["GALLEY_MPICH_PREFIX"])
-    cp = subprocess.run([str(REPO / "mpich" / "build-mpich.sh"),
-                         "--print-prefix"], stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True)
-    if cp.returncode != 0 or not cp.stdout.strip():
-        return None
-    return Path(cp.stdout.strip())
+# Where our MPICH and libgalley are, and the build-tree programs: the MPI-IO
+# suite's support module (which loads tests/conftest.py), under its own name.
+_spec = importlib.util.spec_from_file_location(
+    "galley_mpiio_support", REPO / "mpiio-tests" / "mpiio_support.py")
+ms = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ms)
+find_program = ms.gt.find_program
 
 
 # ------------------------------------------------------------- fixtures
 @pytest.fixture(scope="session")
 def mpi():
     """Paths and environment for running MPI programs on our MPICH."""
-    prefix = mpich_prefix()
-    if prefix is None or not (prefix / "bin" / "mpiexec").exists():
-        msg = ("our MPICH build is absent (%s): run ./quickstart build "
-               "(or mpich/build-mpich.sh --galley-prefix P)" % prefix)
-        if os.environ.get("GALLEY_REQUIRE_MPI"):
-            pytest.fail(msg + " -- GALLEY_REQUIRE_MPI is set", pytrace=False)
-        pytest.skip(msg)
-    libdir = galley_libdir()
+    prefix, libdir = ms.find_mpich()
+    prefix = Path(prefix)
     env = dict(os.environ)
     for k in ("GALLEY_CLUSTER", "HDF5_PARAPREFIX", "HDF5_PREFIX",
               "ROMIO_FSTYPE_FORCE", "HDF5_DRIVER", "HDF5_NOCLEANUP"):

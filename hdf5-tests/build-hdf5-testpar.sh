@@ -124,20 +124,6 @@ case "$MODE" in
     print-key) echo "$KEY"; exit 0 ;;
 esac
 
-stamp() { mkdir -p "$STAMPS" && printf '%s\n' "${2:-done}" >"$STAMPS/$1"; }
-has_stamp() { [ -f "$STAMPS/$1" ]; }
-
-# Run a step with its output in a log; show the log's tail on failure.
-run_logged() {
-    local name=$1; shift
-    mkdir -p "$LOGS"
-    local t0=$SECONDS
-    if ! "$@" >"$LOGS/$name.log" 2>&1; then
-        tail -n 40 "$LOGS/$name.log" >&2
-        die "step '$name' failed; full log: $LOGS/$name.log"
-    fi
-    log "  $name: $((SECONDS - t0)) s"
-}
 
 # The testpar programs, in the order HDF5's `make check` runs them (the
 # TEST_PROG_PARA list, then the t_pflush1/t_pflush2 pair of testpflush.sh).

@@ -159,21 +159,7 @@ galley_soname() {
         sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'
 }
 
-stamp() { mkdir -p "$STAMPS" && printf '%s\n' "${2:-done}" >"$STAMPS/$1"; }
-has_stamp() { [ -f "$STAMPS/$1" ]; }
 stamp_val() { cat "$STAMPS/$1" 2>/dev/null || true; }
-
-# Run a step with its output in a log; show the log's tail on failure.
-run_logged() {
-    local name=$1; shift
-    mkdir -p "$LOGS"
-    local t0=$SECONDS
-    if ! "$@" >"$LOGS/$name.log" 2>&1; then
-        tail -n 40 "$LOGS/$name.log" >&2
-        die "step '$name' failed; full log: $LOGS/$name.log"
-    fi
-    log "  $name: $((SECONDS - t0)) s"
-}
 
 # Copy the driver into the ROMIO tree: only files whose content changed (so
 # make recompiles only those), and drop files that disappeared.

@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # debian-source.sh -- apt and Debian-source helpers shared by the scripts
 # that build a Debian source package with our changes or against our build
-# (mpich/build-mpich.sh, hdf5-tests/build-hdf5-testpar.sh).  Sourced, not
-# run.  The sourcing script defines log and die, and sets CACHE (the cache
-# directory outside the clone) and MODE (build or a print-only mode).
+# (mpich/build-mpich.sh, hdf5-tests/build-hdf5-testpar.sh), and their
+# build-step helpers.  Sourced, not run.  The sourcing script defines log
+# and die, and sets CACHE (the cache directory outside the clone), MODE
+# (build or a print-only mode) and, before a step runs, STAMPS and LOGS.
 #
 #   apt_update_once                    apt-get update, once per script run
 #   as_root WHAT                       die unless root (WHAT: what apt is for)
@@ -14,6 +15,8 @@
 #   enable_deb_src SRC                 add deb-src entries if apt has none
 #   debian_version SRC BIN DEFAULT     the version a cache key is made from
 #   fetch_debian_source SRC VER DIR    apt-get source SRC=VER into DIR, once
+#   stamp NAME [VALUE], has_stamp NAME a step's completion stamp in $STAMPS
+#   run_logged NAME CMD...             run a step, output in $LOGS/NAME.log
 
 APT_UPDATED=0
 apt_update_once() {
@@ -130,4 +133,22 @@ fetch_debian_source() {
     mv "$dir" "$dest"
     rm -rf "$tmp"
     [ -s "$CACHE/src/$src.version" ] || echo "$ver" >"$CACHE/src/$src.version"
+}
+
+# ---------------------------------------------------------------- steps
+# A step leaves its stamp only once it has completed, so a script can be
+# interrupted and run again.
+stamp() { mkdir -p "$STAMPS" && printf '%s\n' "${2:-done}" >"$STAMPS/$1"; }
+has_stamp() { [ -f "$STAMPS/$1" ]; }
+
+# Run a step with its output in a log; show the log's tail on failure.
+run_logged() {
+    local name=$1; shift
+    mkdir -p "$LOGS"
+    local t0=$SECONDS
+    if ! "$@" >"$LOGS/$name.log" 2>&1; then
+        tail -n 40 "$LOGS/$name.log" >&2
+        die "step '$name' failed; full log: $LOGS/$name.log"
+    fi
+    log "  $name: $((SECONDS - t0)) s"
 }

@@ -219,6 +219,24 @@ static const char TITLE[] = "Galley for MPI-IO: h5par_check";
 static const char UNITS[] = "furlongs per fortnight";
 
 /* ------------------------------------------------------------- write */
+/* This rank's block of rows (split evenly) of an nx x ny int dataset, every
+ * element v(row, column), written through transfer property list xfer. */
+static void write_row_block(hid_t d, hsize_t nx, hsize_t ny, int (*v)(hsize_t, hsize_t),
+                            hid_t xfer)
+{
+    hsize_t st[2], ct[2];
+    hid_t msp, fsp;
+    split(nx, nprocs, rank, &st[0], &ct[0]);
+    st[1] = 0, ct[1] = ny;
+    int *buf = xmalloc(ct[0] * ct[1] * sizeof(int));
+    for (hsize_t i = 0; i < ct[0]; i++)
+        for (hsize_t j = 0; j < ct[1]; j++)
+            buf[i * ct[1] + j] = v(st[0] + i, j);
+    fsp = slab(d, 2, st, ct, &msp);
+    H5OK(H5Dwrite(d, H5T_NATIVE_INT, msp, fsp, xfer, buf));
+    H5Sclose(msp), H5Sclose(fsp), free(buf);
+}
+
 static void write_2d(hid_t f)
 {
     hsize_t dims[2] = {C2_NX, C2_NY}, st[2], ct[2];
@@ -226,15 +244,7 @@ static void write_2d(hid_t f)
 
     /* contig2d: collective, row blocks */
     hid_t d = mkdset(f, "contig2d", H5T_STD_I32LE, 2, dims, NULL, H5P_DEFAULT);
-    split(C2_NX, nprocs, rank, &st[0], &ct[0]);
-    st[1] = 0, ct[1] = C2_NY;
-    int *buf = xmalloc(ct[0] * ct[1] * sizeof(int));
-    for (hsize_t i = 0; i < ct[0]; i++)
-        for (hsize_t j = 0; j < ct[1]; j++)
-            buf[i * ct[1] + j] = v_c2(st[0] + i, j);
-    fsp = slab(d, 2, st, ct, &msp);
-    H5OK(H5Dwrite(d, H5T_NATIVE_INT, msp, fsp, xc, buf));
-    H5Sclose(msp), H5Sclose(fsp), free(buf);
+    write_row_block(d, C2_NX, C2_NY, v_c2, xc);
     double scale[2] = {0.125, -3.5};
     hsize_t two = 2;
     put_attr(d, "scale", H5T_IEEE_F64LE, 1, &two, scale);
@@ -244,7 +254,7 @@ static void write_2d(hid_t f)
     d = mkdset(f, "contig2d_ind", H5T_STD_I32LE, 2, dims, NULL, H5P_DEFAULT);
     split(C2_NY, nprocs, rank, &st[1], &ct[1]);
     st[0] = 0, ct[0] = C2_NX;
-    buf = xmalloc(ct[0] * ct[1] * sizeof(int));
+    int *buf = xmalloc(ct[0] * ct[1] * sizeof(int));
     for (hsize_t i = 0; i < ct[0]; i++)
         for (hsize_t j = 0; j < ct[1]; j++)
             buf[i * ct[1] + j] = v_c2i(i, st[1] + j);
@@ -377,20 +387,12 @@ static void write_misc(hid_t grp)
     hid_t xc = dxpl(1), msp, fsp;
 
     /* deflate: collective write of row blocks (parallel filtered write) */
-    hsize_t dims[2] = {DF_NX, DF_NY}, chunk[2] = {32, 32}, st[2], ct[2];
+    hsize_t dims[2] = {DF_NX, DF_NY}, chunk[2] = {32, 32};
     hid_t dcpl = chunked(2, chunk);
     H5OK(H5Pset_deflate(dcpl, 6));
     hid_t d = mkdset(grp, "deflate", H5T_STD_I32LE, 2, dims, NULL, dcpl);
     H5Pclose(dcpl);
-    split(DF_NX, nprocs, rank, &st[0], &ct[0]);
-    st[1] = 0, ct[1] = DF_NY;
-    int *buf = xmalloc(ct[0] * ct[1] * sizeof(int));
-    for (hsize_t i = 0; i < ct[0]; i++)
-        for (hsize_t j = 0; j < ct[1]; j++)
-            buf[i * ct[1] + j] = v_df(st[0] + i, j);
-    fsp = slab(d, 2, st, ct, &msp);
-    H5OK(H5Dwrite(d, H5T_NATIVE_INT, msp, fsp, xc, buf));
-    H5Sclose(msp), H5Sclose(fsp), free(buf);
+    write_row_block(d, DF_NX, DF_NY, v_df, xc);
     H5Dclose(d);
 
     /* fill: fill value -7, only the first half written (collectively) */
@@ -402,7 +404,7 @@ static void write_misc(hid_t grp)
     d = mkdset(grp, "fill", H5T_STD_I32LE, 1, &n, NULL, dcpl);
     H5Pclose(dcpl);
     split(half, nprocs, rank, &s1, &c1);
-    buf = xmalloc(c1 * sizeof(int));
+    int *buf = xmalloc(c1 * sizeof(int));
     for (hsize_t i = 0; i < c1; i++)
         buf[i] = v_fill(s1 + i);
     fsp = slab(d, 1, &s1, &c1, &msp);
@@ -464,6 +466,27 @@ static void do_write(const char *name, MPI_Info info)
 }
 
 /* ------------------------------------------------------------- read */
+/* Read this rank's block of columns (split evenly) of an nx x ny int
+ * dataset through xfer and check every element against v(row, column). */
+static void read_col_block(hid_t d, const char *name, hsize_t nx, hsize_t ny,
+                           int (*v)(hsize_t, hsize_t), hid_t xfer)
+{
+    hsize_t st[2], ct[2];
+    hid_t msp, fsp;
+    split(ny, nprocs, rank, &st[1], &ct[1]);
+    st[0] = 0, ct[0] = nx;
+    int *buf = xmalloc(ct[0] * ct[1] * sizeof(int));
+    fsp = slab(d, 2, st, ct, &msp);
+    H5OK(H5Dread(d, H5T_NATIVE_INT, msp, fsp, xfer, buf));
+    long bad = 0;
+    for (hsize_t i = 0; i < ct[0]; i++)
+        for (hsize_t j = 0; j < ct[1]; j++)
+            bad += buf[i * ct[1] + j] != v(i, st[1] + j);
+    CHECK(bad == 0, "%s: %ld wrong values in columns [%llu,+%llu)", name, bad,
+          (unsigned long long)st[1], (unsigned long long)ct[1]);
+    H5Sclose(msp), H5Sclose(fsp), free(buf);
+}
+
 static void read_2d(hid_t f)
 {
     hsize_t st[2], ct[2];
@@ -471,18 +494,7 @@ static void read_2d(hid_t f)
 
     /* contig2d: collective, column blocks */
     hid_t d = H5OK(H5Dopen2(f, "contig2d", H5P_DEFAULT));
-    split(C2_NY, nprocs, rank, &st[1], &ct[1]);
-    st[0] = 0, ct[0] = C2_NX;
-    int *buf = xmalloc(ct[0] * ct[1] * sizeof(int));
-    fsp = slab(d, 2, st, ct, &msp);
-    H5OK(H5Dread(d, H5T_NATIVE_INT, msp, fsp, xc, buf));
-    long bad = 0;
-    for (hsize_t i = 0; i < ct[0]; i++)
-        for (hsize_t j = 0; j < ct[1]; j++)
-            bad += buf[i * ct[1] + j] != v_c2(i, st[1] + j);
-    CHECK(bad == 0, "contig2d: %ld wrong values in columns [%llu,+%llu)", bad,
-          (unsigned long long)st[1], (unsigned long long)ct[1]);
-    H5Sclose(msp), H5Sclose(fsp), free(buf);
+    read_col_block(d, "contig2d", C2_NX, C2_NY, v_c2, xc);
     double scale[2] = {0, 0};
     hid_t a = H5OK(H5Aopen(d, "scale", H5P_DEFAULT));
     H5OK(H5Aread(a, H5T_NATIVE_DOUBLE, scale));
@@ -492,9 +504,9 @@ static void read_2d(hid_t f)
 
     /* contig2d_ind: independent read of everything, by every rank */
     d = H5OK(H5Dopen2(f, "contig2d_ind", H5P_DEFAULT));
-    buf = xmalloc(C2_NX * C2_NY * sizeof(int));
+    int *buf = xmalloc(C2_NX * C2_NY * sizeof(int));
     H5OK(H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, xi, buf));
-    bad = 0;
+    long bad = 0;
     for (hsize_t i = 0; i < C2_NX; i++)
         for (hsize_t j = 0; j < C2_NY; j++)
             bad += buf[i * C2_NY + j] != v_c2i(i, j);
@@ -631,25 +643,14 @@ static void read_misc(hid_t grp)
     hid_t dcpl = H5OK(H5Dget_create_plist(d));
     CHECK(H5Pget_nfilters(dcpl) == 1, "deflate: %d filters", H5Pget_nfilters(dcpl));
     H5Pclose(dcpl);
-    hsize_t st[2], ct[2];
-    split(DF_NY, nprocs, rank, &st[1], &ct[1]);
-    st[0] = 0, ct[0] = DF_NX;
-    int *buf = xmalloc(ct[0] * ct[1] * sizeof(int));
-    hid_t msp, fsp = slab(d, 2, st, ct, &msp);
-    H5OK(H5Dread(d, H5T_NATIVE_INT, msp, fsp, xc, buf));
-    long bad = 0;
-    for (hsize_t i = 0; i < ct[0]; i++)
-        for (hsize_t j = 0; j < ct[1]; j++)
-            bad += buf[i * ct[1] + j] != v_df(i, st[1] + j);
-    CHECK(bad == 0, "deflate: %ld wrong values", bad);
-    H5Sclose(msp), H5Sclose(fsp), free(buf);
+    read_col_block(d, "deflate", DF_NX, DF_NY, v_df, xc);
     H5Dclose(d);
 
     /* fill: everything, independently, by every rank */
     d = H5OK(H5Dopen2(grp, "fill", H5P_DEFAULT));
     int fb[FILL_N];
     H5OK(H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, xi, fb));
-    bad = 0;
+    long bad = 0;
     for (int i = 0; i < FILL_N; i++)
         bad += fb[i] != (i < FILL_N / 2 ? v_fill((hsize_t)i) : FILL_VALUE);
     CHECK(bad == 0, "fill: %ld wrong values", bad);

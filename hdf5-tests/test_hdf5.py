@@ -32,7 +32,6 @@ import importlib.util
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -204,17 +203,9 @@ def run(args, env=None, cwd=None, timeout=CALL_TIMEOUT):
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True,
                          errors="replace", start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = p.communicate()
-        rc = None
-    return Result(args, rc, out, err, time.monotonic() - t0)
+    out, err, hung = ms.communicate_or_kill(p, timeout)
+    return Result(args, None if hung else p.returncode, out, err,
+                  time.monotonic() - t0)
 
 
 # Where our MPICH and libgalley are, and the build-tree programs: the MPI-IO

@@ -73,6 +73,22 @@ def galley_libdir():
     return None
 
 
+def communicate_or_kill(p, timeout):
+    """(stdout, stderr, hung) of a Popen started with start_new_session:
+    a process that outlives `timeout` is killed with its whole process group
+    (mpiexec and its ranks)."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return out, err, False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+        return out, err, True
+
+
 class Mpi:
     """Our MPICH and the environment every MPI program runs in."""
 
@@ -105,14 +121,8 @@ class Mpi:
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
                              start_new_session=True)
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            out, err = p.communicate()
+        out, err, hung = communicate_or_kill(p, timeout)
+        if hung:
             pytest.fail("hung for %ss and was killed: %s\nstdout:\n%s\nstderr:\n%s"
                         % (timeout, " ".join(cmd), out[-6000:], err[-6000:]),
                         pytrace=False)

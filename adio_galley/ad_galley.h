@@ -21,7 +21,7 @@
 #include "galley.h"
 
 /* Collective algorithms (hint galley_cb). */
-enum { ADIOI_GALLEY_CB_SERVER = 0, ADIOI_GALLEY_CB_TWO_PHASE = 1 };
+enum { ADIOI_GALLEY_CB_AUTO = 0, ADIOI_GALLEY_CB_SERVER = 1, ADIOI_GALLEY_CB_TWO_PHASE = 2 };
 
 /* Per-file driver state, hung off fd->fs_ptr: created by SetInfo (the
  * driver's hints arrive before the open) and freed by Close. */
@@ -74,6 +74,12 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
                             ADIO_Offset offset, int contig_call,
                             ADIOI_GALLEY_piece ** p, int64_t * n,
                             int64_t * total, ADIO_Offset * end);
+/* Run an access already turned into pieces (by Build_list), then move the
+ * individual pointer and set the status as Access does. */
+void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, ADIOI_GALLEY_piece * p,
+                              int64_t n, int64_t total, ADIO_Offset end,
+                              MPI_Datatype datatype, int file_ptr_type,
+                              ADIO_Status * status, int *error_code);
 void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
                          MPI_Datatype datatype, int file_ptr_type,
                          ADIO_Offset offset, int contig_call,

@@ -4,7 +4,18 @@
  * galley_cb=two_phase hands the call to ROMIO's generic two-phase code
  * (which runs over this driver's Contig/Strided entry points).
  *
- * galley_cb=server (default) is our own: aggregators' domains follow server
+ * galley_cb=auto (default) decides per call, as ROMIO's automatic mode
+ * does: every rank tells the others (one allgather) its bytes, its file
+ * range and how many wire segments its pieces fold into (equal pieces at a
+ * constant stride are one segment, as in libgalley's io.c).  Aggregation
+ * pays only when the ranks' ranges interleave AND their pieces are small
+ * and irregular (fewer than AUTO_BYTES_PER_SEG bytes per segment): then
+ * gathering them cuts the number of pieces the servers see.  Otherwise
+ * every rank sends its own pieces straight to the servers, which sort and
+ * merge them anyway -- the exchange would only copy the data twice more.
+ * romio_cb_write/romio_cb_read=enable force aggregation, as in ROMIO.
+ *
+ * galley_cb=server always aggregates: aggregators' domains follow server
  * ownership of the stripes, as ad_lustre does, so each aggregator talks to
  * as few servers as possible.  With A aggregators (cb_nodes when the user
  * gives it, else one per subfile; at most the number of subfiles and of
@@ -25,6 +36,40 @@
 #include <errno.h>
 #include <limits.h>
 
+#define AUTO_BYTES_PER_SEG 16384
+
+/* How many wire segments a list of pieces folds into (io.c's rule:
+ * adjacent pieces merge, equal pieces at a constant stride fold). */
+static int64_t folded_segments(const ADIOI_GALLEY_piece * p, int64_t n)
+{
+    int64_t segs = 0, count = 0;
+    ADIO_Offset off = 0, size = 0, stride = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (p[i].len == 0)
+            continue;
+        if (count == 1 && off + size == p[i].off) {
+            size += p[i].len;
+            continue;
+        }
+        if (count >= 1 && p[i].len == size) {
+            if (count == 1 && p[i].off >= off + size) {
+                stride = p[i].off - off;
+                count = 2;
+                continue;
+            }
+            if (count > 1 && p[i].off == off + count * stride) {
+                count++;
+                continue;
+            }
+        }
+        segs++;
+        off = p[i].off;
+        size = p[i].len;
+        count = 1;
+    }
+    return segs;
+}
+
 typedef struct frag {
     int64_t off, len;           /* logical file range */
     ADIO_Offset mem;            /* offset in the caller's buffer */
@@ -40,7 +85,7 @@ static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
 
 static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
                         int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
-                        int *error_code)
+                        int force, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_COLL";
     ADIOI_GALLEY_fs *fs = fd->fs_ptr;
@@ -63,6 +108,45 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     ADIO_Offset end;
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset, 0,
                                      &p, &n, &total, &end);
+
+    if (!force) {
+        /* decide together: bytes, segments, [start, end) of every rank */
+        int64_t me[5] = { rc ? 1 : 0, 0, 0, INT64_MAX, 0 };
+        for (int64_t i = 0; i < n && !rc; i++) {
+            if (p[i].len == 0)
+                continue;
+            me[2] += p[i].len;
+            if (p[i].off < me[3])
+                me[3] = p[i].off;
+            if (p[i].off + p[i].len > me[4])
+                me[4] = p[i].off + p[i].len;
+        }
+        if (!rc)
+            me[1] = folded_segments(p, n);
+        int64_t *all = ADIOI_Malloc(sizeof(int64_t) * 5 * nprocs);
+        MPI_Allgather(me, 5, MPI_INT64_T, all, 5, MPI_INT64_T, fd->comm);
+        int64_t segs = 0, bytes = 0;
+        int anyerr = 0, interleaved = 0;
+        for (int r = 0; r < nprocs; r++) {
+            anyerr |= all[5 * r] != 0;
+            segs += all[5 * r + 1];
+            bytes += all[5 * r + 2];
+            for (int q = 0; q < r && !interleaved; q++)
+                interleaved = all[5 * r + 2] > 0 && all[5 * q + 2] > 0 &&
+                    all[5 * r + 3] < all[5 * q + 4] && all[5 * q + 3] < all[5 * r + 4];
+        }
+        ADIOI_Free(all);
+        if (anyerr || !interleaved || segs == 0 || bytes >= AUTO_BYTES_PER_SEG * segs) {
+            if (rc)
+                *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
+            else
+                ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype,
+                                         file_ptr_type, status, error_code);
+            if (p)
+                ADIOI_Free(p);
+            return;
+        }
+    }
 
     /* cut into stripe fragments, counted per destination rank */
     int64_t nfrag = 0;
@@ -231,6 +315,7 @@ void ADIOI_GALLEY_ReadStridedColl(ADIO_File fd, void *buf, int count,
                     error_code);
     else
         server_coll(fd, GFS_READ, buf, count, datatype, file_ptr_type, offset, status,
+                    fs->cb == ADIOI_GALLEY_CB_SERVER || fd->hints->cb_read == ADIOI_HINT_ENABLE,
                     error_code);
 }
 
@@ -247,5 +332,7 @@ void ADIOI_GALLEY_WriteStridedColl(ADIO_File fd, const void *buf, int count,
                     status, error_code);
     else
         server_coll(fd, GFS_WRITE, (void *) buf, count, datatype, file_ptr_type, offset,
-                    status, error_code);
+                    status,
+                    fs->cb == ADIOI_GALLEY_CB_SERVER || fd->hints->cb_write == ADIOI_HINT_ENABLE,
+                    error_code);
 }

@@ -99,7 +99,7 @@ ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd)
         if (!fs)
             return NULL;
         fs->sid = -1;
-        fs->cb = ADIOI_GALLEY_CB_SERVER;
+        fs->cb = ADIOI_GALLEY_CB_AUTO;
         ADIOI_Strncpy(fs->fork, GFS_DEFAULT_STRIPE_FORK, sizeof(fs->fork));
         fd->fs_ptr = fs;
     }

@@ -6,8 +6,10 @@
  *   striping_unit     stripe unit in bytes of a new file (any size)
  *   galley_servers    explicit server list of a new file, e.g. "0,2,3"
  *   galley_fork       the fork of every subfile that holds the bytes
- *   galley_cb         collective algorithm: "server" (aggregators follow
- *                     server ownership, default) or "two_phase" (ROMIO's)
+ *   galley_cb         collective algorithm: "auto" (default: decided per
+ *                     call, see ad_galley_coll.c), "server" (always
+ *                     aggregate, aggregators follow server ownership) or
+ *                     "two_phase" (ROMIO's)
  * Values that do not parse are ignored, as ROMIO does for its own hints;
  * MPI_File_get_info reports what is in force (the real layout after open).
  */
@@ -81,13 +83,16 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         if (flag && value[0] && strlen(value) <= GFS_FORK_NAME_MAX)
             ADIOI_Strncpy(fs->fork, value, sizeof(fs->fork));
         ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && !strcmp(value, "server"))
+        if (flag && !strcmp(value, "auto"))
+            fs->cb = ADIOI_GALLEY_CB_AUTO;
+        else if (flag && !strcmp(value, "server"))
             fs->cb = ADIOI_GALLEY_CB_SERVER;
         else if (flag && !strcmp(value, "two_phase"))
             fs->cb = ADIOI_GALLEY_CB_TWO_PHASE;
     }
     ADIOI_Info_set(fd->info, "galley_fork", fs->fork);
     ADIOI_Info_set(fd->info, "galley_cb",
-                   fs->cb == ADIOI_GALLEY_CB_SERVER ? "server" : "two_phase");
+                   fs->cb == ADIOI_GALLEY_CB_AUTO ? "auto"
+                   : fs->cb == ADIOI_GALLEY_CB_SERVER ? "server" : "two_phase");
     *error_code = MPI_SUCCESS;
 }

@@ -240,20 +240,13 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
     return 0;
 }
 
-void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
-                         MPI_Datatype datatype, int file_ptr_type,
-                         ADIO_Offset offset, int contig_call,
-                         ADIO_Status * status, int *error_code)
+void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, ADIOI_GALLEY_piece * p,
+                              int64_t n, int64_t total, ADIO_Offset end,
+                              MPI_Datatype datatype, int file_ptr_type,
+                              ADIO_Status * status, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_ACCESS";
-    ADIOI_GALLEY_piece *p;
-    int64_t n, total;
-    ADIO_Offset end;
-    int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset,
-                                     contig_call, &p, &n, &total, &end);
-    int64_t bytes = rc ? rc : ADIOI_GALLEY_Listio(fd, op, buf, p, n);
-    if (p)
-        ADIOI_Free(p);
+    int64_t bytes = ADIOI_GALLEY_Listio(fd, op, buf, p, n);
     if (bytes < 0) {
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, (int) bytes);
         return;
@@ -270,4 +263,24 @@ void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
     MPIR_Status_set_bytes(status, datatype, bytes);
 #endif
     *error_code = MPI_SUCCESS;
+}
+
+void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
+                         MPI_Datatype datatype, int file_ptr_type,
+                         ADIO_Offset offset, int contig_call,
+                         ADIO_Status * status, int *error_code)
+{
+    static char myname[] = "ADIOI_GALLEY_ACCESS";
+    ADIOI_GALLEY_piece *p;
+    int64_t n, total;
+    ADIO_Offset end;
+    int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset,
+                                     contig_call, &p, &n, &total, &end);
+    if (rc)
+        *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
+    else
+        ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype, file_ptr_type,
+                                 status, error_code);
+    if (p)
+        ADIOI_Free(p);
 }

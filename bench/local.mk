@@ -4,3 +4,8 @@ noinst_PROGRAMS += bench/gbench
 bench_gbench_SOURCES = bench/gbench.c
 bench_gbench_LDADD = libgalley/libgalley.la
 EXTRA_DIST += bench/README.md
+
+# latency: one small request's round trip beside a local pwrite/pread.
+noinst_PROGRAMS += bench/latency
+bench_latency_SOURCES = bench/latency.c
+bench_latency_LDADD = libgalley/libgalley.la

@@ -91,6 +91,24 @@ int gfs_num_servers(void);
 /* Round trip to server `server`; 0 when it answers. */
 int gfs_ping(int server);
 
+/*
+ * How this client reaches server `server` (connects if needed):
+ * GFS_TRANSPORT_TCP, GFS_TRANSPORT_LOCAL (same-host Unix socket, data
+ * inline) or GFS_TRANSPORT_LOCAL_CMA (same-host socket, data copied by
+ * the server straight between this process's memory and its cache).
+ * GALLEY_TRANSPORT=auto (default: local when the server is on this host,
+ * else TCP), local (fail rather than use TCP) or tcp chooses; any other
+ * value makes gfs_init fail with -EINVAL.  Errors: -EINVAL (no such
+ * server), GFS_ENOTINIT, GFS_ESERVERDOWN, GFS_ETIMEDOUT.
+ */
+enum {
+    GFS_TRANSPORT_AUTO = 0,
+    GFS_TRANSPORT_TCP = 1,
+    GFS_TRANSPORT_LOCAL = 2,
+    GFS_TRANSPORT_LOCAL_CMA = 3,
+};
+int gfs_server_transport(int server);
+
 /* Per-server request timeout in milliseconds (default from GALLEY_TIMEOUT). */
 int gfs_set_timeout_ms(int ms);
 

@@ -142,8 +142,24 @@ static int env_timeout_ms(void)
     return 30000;
 }
 
+/* GALLEY_TRANSPORT: auto (default), local or tcp; -EINVAL otherwise. */
+static int env_transport(void)
+{
+    const char *t = getenv("GALLEY_TRANSPORT");
+    if (!t || !*t || !strcmp(t, "auto"))
+        return GFS_TRANSPORT_AUTO;
+    if (!strcmp(t, "local"))
+        return GFS_TRANSPORT_LOCAL;
+    if (!strcmp(t, "tcp"))
+        return GFS_TRANSPORT_TCP;
+    return -EINVAL;
+}
+
 int gfs_init(const char *cluster_file)
 {
+    int transport = env_transport();
+    if (transport < 0)
+        return transport;
     pthread_mutex_lock(&gc_g.lock);
     if (gc_g.refs > 0) {
         gc_g.refs++;
@@ -175,6 +191,7 @@ int gfs_init(const char *cluster_file)
     }
     gc_g.nservers = n;
     gc_g.timeout_ms = env_timeout_ms();
+    gc_g.transport = transport;
     gc_g.refs = 1;
 out_free_names:
     for (int i = 0; i < n; i++) {
@@ -252,6 +269,20 @@ int gc_timeout_ms(void)
 {
     int t = __atomic_load_n(&gc_g.timeout_ms, __ATOMIC_RELAXED);
     return t > 0 ? t : 30000;
+}
+
+int gc_transport(void)
+{
+    return __atomic_load_n(&gc_g.transport, __ATOMIC_RELAXED);
+}
+
+int gfs_server_transport(int server)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    gc_conn *c = gc_server_conn(server);
+    return c ? gc_conn_transport(c) : -EINVAL;
 }
 
 int gfs_set_timeout_ms(int ms)

@@ -12,6 +12,16 @@
  *   - Lock order: c->send_lock before c->lock; gc_g.lock is never taken
  *     while holding c->lock (reconnect collects fork handles first).
  *
+ * Transports (gproto.h)
+ *   - GALLEY_TRANSPORT=auto (default): a server whose address is on this
+ *     host and network namespace answers on its abstract Unix socket; we
+ *     use that, and if CMA_PROBE succeeds, data moves by cross-memory
+ *     attach (IO_READV / IO_WRITEV, built in io.c) instead of through the
+ *     socket.  Otherwise TCP.  local: the Unix socket or nothing (data by
+ *     CMA when allowed, else inline over the socket); tcp: TCP only.
+ *   - A child after fork() must not let the server copy into its parent's
+ *     memory: CMA is used only by the process that connected.
+ *
  * Failure model
  *   - A request fails with GFS_ETIMEDOUT when the connection shows no
  *     progress (no byte received) for the timeout while it waits, and with
@@ -37,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +67,9 @@ struct gc_conn {
     uint64_t next_reqid;
     uint64_t data_limit;
     uint64_t last_rx_ns;
+    bool local;           /* connected over the same-host socket */
+    bool cma;             /* ... and the server can reach our memory */
+    pid_t owner;          /* the process that connected */
 };
 
 uint64_t gc_now_ns(void)
@@ -290,6 +304,52 @@ static void *reader_main(void *arg)
 
 /* --------------------------------------------------------- connecting -- */
 
+/* The same-host socket of the server at c->host:c->port, if it has one
+ * here: its name is made of the numeric address, as the server prints it. */
+static int dial_local(gc_conn *c)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    if (getaddrinfo(c->host, c->port, &hints, &res) != 0 || !res)
+        return GFS_ESERVERDOWN;
+    int rc = GFS_ESERVERDOWN;
+    for (struct addrinfo *a = res; a && rc; a = a->ai_next) {
+        char h[NI_MAXHOST], hp[NI_MAXHOST + 24];
+        if (getnameinfo(a->ai_addr, a->ai_addrlen, h, sizeof(h), NULL, 0,
+                        NI_NUMERICHOST))
+            continue;
+        snprintf(hp, sizeof(hp), a->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+                 h, c->port);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int n = gp_local_name(sa.sun_path + 1, sizeof(sa.sun_path) - 1, hp);
+        if (n < 0)
+            continue;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+                                    1 + (size_t)n);
+        if (connect(fd, (struct sockaddr *)&sa, len) == 0) {
+            c->fd = fd;
+            rc = 0;
+        } else {
+            close(fd);
+        }
+    }
+    freeaddrinfo(res);
+    if (rc)
+        return rc;
+    int timeout_ms = gc_timeout_ms();
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int buf = 4 << 20;
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    return 0;
+}
+
 static int dial(gc_conn *c, int timeout_ms)
 {
     struct addrinfo hints = {0}, *res = NULL;
@@ -378,9 +438,18 @@ static int handshake_call(gc_conn *c, uint16_t op, const gp_wbuf *w,
  * reader stopped. */
 static int connect_locked(gc_conn *c)
 {
-    int rc = dial(c, gc_timeout_ms());
+    int mode = gc_transport();
+    int rc = GFS_ESERVERDOWN;
+    c->local = c->cma = false;
+    if (mode != GFS_TRANSPORT_TCP) {
+        rc = dial_local(c);
+        c->local = rc == 0;
+    }
+    if (rc && mode != GFS_TRANSPORT_LOCAL)
+        rc = dial(c, gc_timeout_ms());
     if (rc)
         return rc;
+    c->owner = getpid();
     uint8_t out[64];
     uint32_t outlen = 0;
     gp_wbuf w;
@@ -397,6 +466,22 @@ static int connect_locked(gc_conn *c)
         goto out_close;
     }
     c->data_limit = limit;
+    if (c->local) {
+        /* may the server copy our memory?  (ptrace rules, other user) */
+        volatile uint64_t src = 0x47414c4c4559434dull ^ (uint64_t)gc_now_ns();
+        volatile uint64_t dst = 0;
+        gp_put_u64(&w, (uint64_t)(uintptr_t)&src);
+        gp_put_u64(&w, (uint64_t)(uintptr_t)&dst);
+        int k = handshake_call(c, GP_OP_CMA_PROBE, &w, out, sizeof(out),
+                               &outlen);
+        c->cma = k == 0 && dst == src;
+        gp_wbuf_free(&w);
+        if (k == GFS_ESERVERDOWN || k == GFS_ETIMEDOUT || k == GFS_EPROTO ||
+            k == GFS_EVERSION) {
+            rc = k;
+            goto out_close;
+        }
+    }
 
     uint64_t *fk = NULL;
     int nfk = 0;
@@ -447,12 +532,26 @@ static int ensure_connected(gc_conn *c)
     return connect_locked(c);
 }
 
-int gc_conn_data_limit(gc_conn *c, uint64_t *limit)
+int gc_conn_data_limit(gc_conn *c, uint64_t *limit, bool *cma)
+{
+    pthread_mutex_lock(&c->send_lock);
+    int rc = ensure_connected(c);
+    if (!rc) {
+        *limit = c->data_limit;
+        if (cma)
+            *cma = c->cma && c->owner == getpid();
+    }
+    pthread_mutex_unlock(&c->send_lock);
+    return rc;
+}
+
+int gc_conn_transport(gc_conn *c)
 {
     pthread_mutex_lock(&c->send_lock);
     int rc = ensure_connected(c);
     if (!rc)
-        *limit = c->data_limit;
+        rc = c->cma ? GFS_TRANSPORT_LOCAL_CMA
+                    : c->local ? GFS_TRANSPORT_LOCAL : GFS_TRANSPORT_TCP;
     pthread_mutex_unlock(&c->send_lock);
     return rc;
 }

@@ -53,8 +53,12 @@ typedef struct gc_req {
 /* Connection to server i (created at init, connected lazily). */
 gc_conn *gc_conn_new(int server, const char *host, const char *port);
 void gc_conn_free(gc_conn *c);
-/* Data limit the server advertised (connects if needed). */
-int gc_conn_data_limit(gc_conn *c, uint64_t *limit);
+/* Data limit the server advertised (connects if needed); *cma (if not
+ * NULL): the data of requests may go by cross-memory attach (IO_READV /
+ * IO_WRITEV) on this connection. */
+int gc_conn_data_limit(gc_conn *c, uint64_t *limit, bool *cma);
+/* GFS_TRANSPORT_* of the connection (connects if needed), or an error. */
+int gc_conn_transport(gc_conn *c);
 
 /*
  * Send a request: a frame whose payload is `desc` (encoded fields) followed
@@ -95,6 +99,7 @@ typedef struct gc_client {
     int nservers;
     gc_conn **conns;
     int timeout_ms;
+    int transport;
     gc_file *files;
     int nfiles_cap;
     gc_fork *forks;
@@ -107,6 +112,8 @@ extern gc_client gc_g;
 int gc_check_init(void);
 gc_conn *gc_server_conn(int server);
 int gc_timeout_ms(void);
+/* GALLEY_TRANSPORT: GFS_TRANSPORT_AUTO, _LOCAL or _TCP. */
+int gc_transport(void);
 uint64_t gc_now_ns(void);
 
 /* Metadata server of a name (hash of the name). */

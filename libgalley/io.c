@@ -5,7 +5,10 @@
  * no larger than what the server said it can buffer, pipelined a few deep
  * per server and run concurrently across servers.  Write data goes from
  * user memory to the socket (vectored send); read data is scattered by the
- * connection's reader straight into user memory.
+ * connection's reader straight into user memory.  On a same-host
+ * connection that allows it (conn.c), the request names the user memory
+ * instead (IO_READV / IO_WRITEV) and the server copies straight between it
+ * and its cache: no socket carries the data.
  *
  * Threads: any; the calling thread submits and waits.
  */
@@ -32,6 +35,7 @@ typedef struct cursor {
     size_t piece;   /* next piece */
     uint64_t done;  /* bytes of that piece already sent */
     uint64_t limit; /* server data limit */
+    bool cma;       /* data by cross-memory attach */
     int inflight;
     bool started;
 } cursor;
@@ -190,10 +194,25 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     return c;
 }
 
-static int chunk_submit(int op, const gc_xfer *x, chunk *c)
+static int chunk_submit(int op, const gc_xfer *x, chunk *c, bool cma)
 {
     gc_conn *conn = gc_server_conn(x->server);
     memset(&c->req, 0, sizeof(c->req));
+    if (cma) {
+        /* the data stays where it is: name it (gproto.h `mem`) */
+        gp_put_u32(&c->desc, (uint32_t)c->niov);
+        for (int i = 0; i < c->niov; i++) {
+            gp_put_u64(&c->desc, (uint64_t)(uintptr_t)c->iov[i].iov_base);
+            gp_put_u64(&c->desc, (uint64_t)c->iov[i].iov_len);
+        }
+        if (c->desc.err) {
+            c->req.state = GC_REQ_DONE;
+            return c->req.status = c->desc.err;
+        }
+        return gc_submit(conn, op == GFS_READ ? GP_OP_IO_READV
+                                              : GP_OP_IO_WRITEV,
+                         c->desc.data, c->desc.len, NULL, 0, 0, &c->req);
+    }
     if (op == GFS_READ) {
         c->req.prefix_len = 8;
         c->req.riov = c->iov;
@@ -247,7 +266,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
             continue;
         }
         int rc = gc_conn_data_limit(gc_server_conn(x[i].server),
-                                    &cur[i].limit);
+                                    &cur[i].limit, &cur[i].cma);
         if (rc)
             x[i].status = rc;
     }
@@ -263,7 +282,8 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
                     break;
                 }
                 c->xi = (int)i;
-                chunk_submit(op, &x[i], c); /* errors surface in wait */
+                /* errors surface in wait */
+                chunk_submit(op, &x[i], c, cur[i].cma);
                 cur[i].inflight++;
                 q[(qhead + qlen) % qcap] = c;
                 qlen++;

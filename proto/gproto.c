@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "galley.h"
@@ -22,6 +23,15 @@ const char *gp_opname(unsigned op)
     default:
         return NULL;
     }
+}
+
+int gp_local_name(char *out, size_t outlen, const char *hostport)
+{
+    size_t n = strlen(GP_LOCAL_PREFIX) + strlen(hostport);
+    if (n + 1 > outlen || n > 107)
+        return -1;
+    snprintf(out, outlen, "%s%s", GP_LOCAL_PREFIX, hostport);
+    return (int)n;
 }
 
 /* ---------------------------------------------------------------- LE ---- */

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GP_MAGIC 0x59414c47u /* "GLAY" little-endian */
-#define GP_VERSION 1
+#define GP_VERSION 2
 #define GP_HDR_SIZE 24
 
 /* Hard ceiling on any payload; servers advertise a lower limit in PING. */
@@ -59,10 +59,27 @@
  * exactly a held (hid, off, len), else -ENOLCK.  A connection's locks and
  * name reservations go when it drops.  An unknown hid or fkid gives
  * GFS_ESTALE; offsets past GP_MAX_OFFSET give -EFBIG.
+ *
+ * The same-host transport.  Besides TCP, a server listens on the Unix
+ * socket in the abstract namespace named gp_local_name(its TCP address):
+ * a client that finds it there is on the server's host (and in its network
+ * namespace) and uses it instead of TCP.  On such a local connection the
+ * server knows the client's pid from the socket (SO_PEERCRED), and data
+ * may skip the socket altogether (cross-memory attach): CMA_PROBE asks the
+ * server to copy 8 bytes of the client's memory from src to dst, which
+ * tells the client that process_vm_readv/writev work between the two
+ * (same user, ptrace rules).  IO_READV / IO_WRITEV are IO_READ / IO_WRITE
+ * whose data is not in the frame: `mem` = u32 niov, niov x (u64 address,
+ * u64 length) in the client's memory, holding the data stream in order
+ * (its lengths add up to the segments' bytes).  The server copies straight
+ * between that memory and its cache, then replies; the client must keep
+ * the memory valid until the reply.  On TCP connections these three
+ * opcodes answer -EOPNOTSUPP.
  */
 #define GP_OPCODES(X)                                                          \
     X(PING, 1, "-> u16 version, u64 data_limit, u64 pid")                     \
     X(STATFS, 2, "-> 8 x u64 (see gfs_server_stat)")                           \
+    X(CMA_PROBE, 3, "u64 src, u64 dst -> - (local: 8 bytes src -> dst)")       \
     X(NS_RESERVE, 10, "str name -> -")                                         \
     X(NS_COMMIT, 11, "str name, rec -> -")                                     \
     X(NS_RELEASE, 12, "str name -> -")                                         \
@@ -83,6 +100,8 @@
     X(FORK_REOPEN, 38, "u64 fkid -> u64 size")                                 \
     X(IO_READ, 40, "u64 fkid, segs -> u64 fork size, data")                    \
     X(IO_WRITE, 41, "u64 fkid, segs, data -> u64 fork size")                   \
+    X(IO_READV, 42, "u64 fkid, segs, mem -> u64 fork size (local, CMA)")       \
+    X(IO_WRITEV, 43, "u64 fkid, segs, mem -> u64 fork size (local, CMA)")      \
     X(FETCH_ADD, 50, "u64 hid, str key, u64 delta -> u64 old")                 \
     X(LOCK, 51, "u64 hid, u64 off, u64 len, u8 excl -> -")                     \
     X(UNLOCK, 52, "u64 hid, u64 off, u64 len -> -")
@@ -212,5 +231,17 @@ typedef struct gp_piece {
 /* Append the expansion of s to out[*n ...]; caller sized out by
  * gp_seg_measure. */
 void gp_seg_expand(const gp_seg *s, gp_piece *out, uint64_t *n);
+
+/* ------------------------------------------------------------------------
+ * Same-host transport
+ * ------------------------------------------------------------------------ */
+#define GP_LOCAL_PREFIX "galleyd@"
+#define GP_MAX_MEMV (1u << 24) /* iovecs in a `mem` list */
+
+/* The abstract Unix socket name (without the leading NUL) of the server
+ * listening on numeric host:port ("127.0.0.1:40123", "[::1]:40123"):
+ * "galleyd@127.0.0.1:40123".  Returns the name's length, or -1 when it
+ * does not fit in out[0..outlen) (at most 107 bytes fit a sockaddr_un). */
+int gp_local_name(char *out, size_t outlen, const char *hostport);
 
 #endif /* GPROTO_H */

@@ -2,7 +2,7 @@
  * galleyd.c -- the Galley I/O server: one per I/O node.
  *
  *   galleyd --data DIR [--listen HOST:PORT] [--cache-mb N]
- *           [--data-limit BYTES] [--port-file FILE] [-v]
+ *           [--data-limit BYTES] [--port-file FILE] [--no-local] [-v]
  *
  * Threads: main() runs here: it parses arguments, sets up DIR, starts the
  * DiskManager and CacheManager threads, loads the metadata, listens, and
@@ -18,6 +18,11 @@
  * Port 0 picks a free port; the chosen address is printed on stdout as
  * "listening HOST:PORT" (flushed) and, with --port-file, written to FILE
  * atomically (temp file + rename), so a launcher can learn it.
+ *
+ * The same-host transport (gproto.h): the server also listens on the
+ * abstract Unix socket gp_local_name("HOST:PORT") unless --no-local; its
+ * connections are handled exactly like TCP ones, plus the peer's pid
+ * (SO_PEERCRED) for cross-memory attach.
  */
 #include "gsrv_internal.h"
 
@@ -39,6 +44,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,7 +144,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: galleyd --data DIR [--listen HOST:PORT] [--cache-mb N]\n"
-            "               [--data-limit BYTES] [--port-file FILE] [-v]\n"
+            "               [--data-limit BYTES] [--port-file FILE] "
+            "[--no-local] [-v]\n"
             "\n"
             "  --data DIR         directory holding this server's data "
             "(created if\n"
@@ -152,6 +159,8 @@ static void usage(FILE *f)
             "suffixes\n"
             "                     allowed (default %u)\n"
             "  --port-file FILE   also write the listening HOST:PORT to FILE\n"
+            "  --no-local         no same-host (Unix socket) transport: TCP "
+            "only\n"
             "  -v, --verbose      log connections (-vv: also failed "
             "requests,\n"
             "                     -vvv: every request)\n"
@@ -367,6 +376,28 @@ static int open_listener(const char *host, const char *port, char *addr,
     return fd;
 }
 
+/* The same-host listener: the abstract Unix socket named after the TCP
+ * address.  -1 (logged, not fatal) when it cannot be had. */
+static int open_local_listener(const char *addr)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int n = gp_local_name(sa.sun_path + 1, sizeof(sa.sun_path) - 1, addr);
+    if (n < 0)
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                                (size_t)n);
+    if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, 128) < 0) {
+        gsrv_log(0, "no same-host transport (@%s): %s", sa.sun_path + 1,
+                 strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static int write_port_file(const char *path, const char *addr)
 {
     char tmp[4096];
@@ -391,7 +422,7 @@ static int write_port_file(const char *path, const char *addr)
 
 /* ------------------------------------------------------------- accept ---- */
 
-static void accept_one(int lfd)
+static void accept_one(int lfd, bool local)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -405,8 +436,10 @@ static void accept_one(int lfd)
         return;
     }
     int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    if (!local) {
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    }
     gsrv_conn *c = calloc(1, sizeof(*c));
     if (!c) {
         close(fd);
@@ -414,8 +447,16 @@ static void accept_one(int lfd)
     }
     c->fd = fd;
     char h[NI_MAXHOST], p[NI_MAXSERV];
-    if (getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p, sizeof(p),
-                    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    if (local) {
+        c->local = true;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
+            cred.pid > 0)
+            c->pid = cred.pid;
+        snprintf(c->peer, sizeof(c->peer), "local:pid %d", (int)c->pid);
+    } else if (getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p,
+                           sizeof(p), NI_NUMERICHOST | NI_NUMERICSERV) == 0)
         snprintf(c->peer, sizeof(c->peer), "%.60s:%.15s", h, p);
     else
         snprintf(c->peer, sizeof(c->peer), "client");
@@ -439,6 +480,7 @@ int main(int argc, char **argv)
         {"cache-mb", required_argument, NULL, 'c'},
         {"data-limit", required_argument, NULL, 'L'},
         {"port-file", required_argument, NULL, 'p'},
+        {"no-local", no_argument, NULL, 'N'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -446,7 +488,8 @@ int main(int argc, char **argv)
     };
     const char *dir = NULL, *listen_arg = "127.0.0.1:0", *port_file = NULL;
     uint64_t cache_mb = GSRV_DEFAULT_CACHE_MB;
-    int opt, lockfd = -1, lfd = -1, status = 1;
+    int opt, lockfd = -1, lfd = -1, ufd = -1, status = 1;
+    bool no_local = false;
 
     while ((opt = getopt_long(argc, argv, "d:l:c:L:p:vhV", opts, NULL)) != -1) {
         switch (opt) {
@@ -475,6 +518,9 @@ int main(int argc, char **argv)
             break;
         case 'p':
             port_file = optarg;
+            break;
+        case 'N':
+            no_local = true;
             break;
         case 'v':
             gsrv_g.verbose++;
@@ -526,24 +572,32 @@ int main(int argc, char **argv)
         fprintf(stderr, "galleyd: %s: %s\n", port_file, strerror(-rc));
         goto out_close_listener;
     }
+    if (!no_local)
+        ufd = open_local_listener(addr);
     printf("listening %s\n", addr);
     fflush(stdout);
-    gsrv_log(1, "serving %s on %s (cache %" PRIu64 " MB, data limit %" PRIu64
-                " bytes)", dir, addr, cache_mb, gsrv_g.data_limit);
+    gsrv_log(1, "serving %s on %s%s (cache %" PRIu64 " MB, data limit %" PRIu64
+                " bytes)", dir, addr, ufd >= 0 ? " and same-host" : "",
+             cache_mb, gsrv_g.data_limit);
 
-    struct pollfd pf[2] = {{.fd = lfd, .events = POLLIN},
-                           {.fd = sigpipe_fds[0], .events = POLLIN}};
+    struct pollfd pf[3] = {{.fd = lfd, .events = POLLIN},
+                           {.fd = sigpipe_fds[0], .events = POLLIN},
+                           {.fd = ufd, .events = POLLIN}};
     while (!gsrv_g.stopping) {
-        if (poll(pf, 2, -1) < 0) {
+        if (poll(pf, ufd >= 0 ? 3 : 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
             gsrv_log(0, "poll: %s", strerror(errno));
             break;
         }
-        if (pf[1].revents)
+        if (pf[1].revents) {
             gsrv_g.stopping = 1;
-        else if (pf[0].revents)
-            accept_one(lfd);
+            break;
+        }
+        if (pf[0].revents)
+            accept_one(lfd, false);
+        if (ufd >= 0 && pf[2].revents)
+            accept_one(ufd, true);
     }
     gsrv_g.stopping = 1;
     gsrv_log(1, "stopping");
@@ -551,6 +605,8 @@ int main(int argc, char **argv)
 
 out_close_listener:
     close(lfd);
+    if (ufd >= 0)
+        close(ufd);
     /* end every connection: handlers close their forks and exit */
     gsrv_g.stopping = 1;
     gsrv_locks_wake_all();

@@ -59,6 +59,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "galley.h"
@@ -122,6 +123,8 @@ typedef struct gsrv_open {
 typedef struct gsrv_conn {
     int fd;
     uint64_t id;          /* unique, never 0 */
+    bool local;           /* same-host (Unix socket) connection */
+    pid_t pid;            /* local: the client's pid (SO_PEERCRED), or 0 */
     char peer[80];
     /* forks opened by this connection, sorted by fkid (handler thread only) */
     gsrv_open *opens;
@@ -161,8 +164,30 @@ void gsrv_conn_unregister(gsrv_conn *c);
 #define GSRV_OUT_SMALL 512      /* pieces below this are copied ...  */
 #define GSRV_OUT_BOUNCE 32768   /* ... into a bounce buffer this big */
 
+/* ------------------------------------------------------------------------
+ * Cross-memory attach (cma.c): the client's memory a local request names.
+ * ------------------------------------------------------------------------ */
+typedef struct gsrv_rmem {
+    pid_t pid;
+    struct iovec *v; /* addresses in the client's address space */
+    size_t n;
+    size_t i, off;   /* position: the next byte of the data stream */
+} gsrv_rmem;
+
+/* Decode a `mem` list (gproto.h) into m (m->pid is the caller's); with
+ * check, its lengths must add up to `bytes` (else GFS_EPROTO).  Free with
+ * gsrv_rmem_free (also after an error). */
+int gsrv_rmem_decode(gp_rbuf *r, gsrv_rmem *m, uint64_t bytes, bool check);
+void gsrv_rmem_free(gsrv_rmem *m); /* NULL-safe */
+/* Copy the bytes of local[0..nl) to (push) or from the client's memory at
+ * m's position, advancing it.  0, or -EFAULT (bad address, or the client
+ * named less memory than there is data), -EPERM, -ESRCH. */
+int gsrv_rmem_xfer(gsrv_rmem *m, bool push, const struct iovec *local,
+                   size_t nl);
+
 typedef struct gsrv_out {
     int fd;
+    gsrv_rmem *rmem; /* non-NULL: flush copies into the client's memory */
     int err;
     int n;
     size_t used; /* bytes of bounce[] queued */
@@ -181,6 +206,8 @@ int gsrv_out_flush(gsrv_out *o);
 typedef struct gsrv_reply {
     gp_wbuf w;
     uint64_t datalen;
+    gsrv_rmem *rmem; /* set: the data goes into the client's memory (CMA)
+                      * before the reply, which then carries rep->w only */
     void (*send)(gsrv_out *o, void *arg);
     void (*cleanup)(void *arg);
     void *arg;
@@ -306,7 +333,8 @@ int gsrv_disk_start(void);
 void gsrv_disk_stop(void); /* after the queue has drained */
 /* Queue n requests (any order; they are sorted into the scan). */
 void gsrv_disk_submit(gsrv_dreq **reqs, size_t n);
-/* Queue n writes and wait for them all; 0 or the first error. */
+/* Write n block ranges through to their files now, on the calling thread
+ * (consecutive blocks merged); 0 or the first error. */
 int gsrv_disk_write_wait(gsrv_dreq **reqs, size_t n);
 
 /* ------------------------------------------------------------------------

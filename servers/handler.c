@@ -60,6 +60,10 @@ int gsrv_out_flush(gsrv_out *o)
 {
     struct iovec *iov = o->iov;
     int n = o->n;
+    if (o->rmem && n > 0 && !o->err)
+        o->err = gsrv_rmem_xfer(o->rmem, true, iov, (size_t)n);
+    if (o->rmem)
+        n = 0;
     while (n > 0 && !o->err) {
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
         ssize_t w = sendmsg(o->fd, &mh, MSG_NOSIGNAL);
@@ -113,6 +117,36 @@ void gsrv_out_add(gsrv_out *o, const void *p, size_t len)
     o->n++;
 }
 
+static gsrv_out *conn_out(gsrv_conn *c)
+{
+    if (!c->out)
+        c->out = malloc(sizeof(*c->out));
+    return c->out;
+}
+
+/* A local request's read data: straight into the client's memory (CMA)
+ * before the reply goes out.  Returns 0 or the copy's error (the reply
+ * then says so). */
+static int push_data(gsrv_conn *c, gsrv_reply *rep)
+{
+    gsrv_out *o = conn_out(c);
+    if (!o)
+        return -ENOMEM;
+    if (gsrv_conn_hung_up(c))
+        return -ECONNRESET; /* the client gave up: its memory may be gone */
+    o->fd = -1;
+    o->rmem = rep->rmem;
+    o->err = 0;
+    o->n = 0;
+    o->used = 0;
+    rep->send(o, rep->arg);
+    int rc = gsrv_out_flush(o);
+    o->rmem = NULL;
+    rep->send = NULL;
+    rep->datalen = 0;
+    return rc;
+}
+
 /* Send a reply.  Returns 0 or -errno (the connection is then unusable). */
 static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
                       gsrv_reply *rep)
@@ -130,13 +164,11 @@ static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
         h.length = (uint32_t)(rep->w.len + rep->datalen);
     gp_hdr_encode(&h, hb);
 
-    if (!c->out) {
-        c->out = malloc(sizeof(*c->out));
-        if (!c->out)
-            return -ENOMEM;
-    }
-    gsrv_out *o = c->out;
+    gsrv_out *o = conn_out(c);
+    if (!o)
+        return -ENOMEM;
     o->fd = c->fd;
+    o->rmem = NULL;
     o->err = 0;
     o->n = 0;
     o->used = 0;
@@ -291,6 +323,28 @@ int gsrv_op_STATFS(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return 0;
 }
 
+/* Can the server reach this client's memory?  Copies 8 bytes from src to
+ * dst in the client (gproto.h). */
+int gsrv_op_CMA_PROBE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    uint64_t src = gp_get_u64(req), dst = gp_get_u64(req);
+    int rc = gsrv_decoded(req);
+    if (rc)
+        return rc;
+    if (!c->local || c->pid <= 0)
+        return -EOPNOTSUPP;
+    uint8_t v[8];
+    struct iovec lv = {v, sizeof(v)};
+    struct iovec sv = {(void *)(uintptr_t)src, sizeof(v)};
+    gsrv_rmem m = {.pid = c->pid, .v = &sv, .n = 1};
+    rc = gsrv_rmem_xfer(&m, false, &lv, 1);
+    if (rc)
+        return rc;
+    struct iovec dv = {(void *)(uintptr_t)dst, sizeof(v)};
+    m = (gsrv_rmem){.pid = c->pid, .v = &dv, .n = 1};
+    return gsrv_rmem_xfer(&m, true, &lv, 1);
+}
+
 /* ------------------------------------------------------------- loop ---- */
 
 /* Handle one request whose payload is in c->buf; returns 0 to go on or a
@@ -315,6 +369,8 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
 
     if (status == 0 && rep.w.err)
         status = rep.w.err == -E2BIG ? GFS_ETOOBIG : rep.w.err;
+    if (status == 0 && rep.rmem && rep.send)
+        status = push_data(c, &rep);
     if (status == 0 && rep.w.len + rep.datalen > GP_MAX_PAYLOAD)
         status = GFS_ETOOBIG;
     if (status && gsrv_g.verbose > 1)

@@ -63,6 +63,9 @@ typedef struct io_req {
     gsrv_fork *f;
     bool locked;
     bool write;
+    bool cma;             /* IO_READV / IO_WRITEV: data in client memory */
+    gsrv_rmem rmem;       /* cma: where the data stream lives */
+    uint8_t *pulled;      /* cma write: the data, copied in */
     io_item *it;
     size_t n;
     uint64_t bytes;       /* sum of piece lengths */
@@ -123,7 +126,11 @@ static int decode(gp_rbuf *r, io_req *q)
             return GFS_EPROTO;
         bytes = b > UINT64_MAX - bytes ? UINT64_MAX : bytes + b;
     }
-    if (q->write) {
+    if (q->cma) {
+        int rc = gsrv_rmem_decode(r, &q->rmem, bytes, !badoff);
+        if (rc)
+            return rc;
+    } else if (q->write) {
         size_t rest = gp_remaining(r);
         if (!badoff && bytes != rest)
             return GFS_EPROTO;
@@ -489,6 +496,8 @@ static void io_free(void *arg)
     if (q->locked)
         pthread_rwlock_unlock(&q->f->rw);
     gsrv_fork_put(q->f);
+    gsrv_rmem_free(&q->rmem);
+    free(q->pulled);
     free(q->it);
     free(q->resolved);
     free(q->staged);
@@ -534,14 +543,35 @@ static int write_windows(io_req *q)
     return 0;
 }
 
-int gsrv_op_IO_WRITE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+/* A local write's data: copied from the client's memory in one go, before
+ * the fork is locked. */
+static int pull_data(io_req *q)
 {
+    if (q->bytes == 0)
+        return 0;
+    q->pulled = malloc(q->bytes);
+    if (!q->pulled)
+        return -ENOMEM;
+    struct iovec lv = {q->pulled, q->bytes};
+    int rc = gsrv_rmem_xfer(&q->rmem, false, &lv, 1);
+    q->data = q->pulled;
+    return rc;
+}
+
+static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
+{
+    if (cma && (!c->local || c->pid <= 0))
+        return -EOPNOTSUPP;
     io_req *q = calloc(1, sizeof(*q));
     if (!q)
         return -ENOMEM;
     q->write = true;
+    q->cma = cma;
+    q->rmem.pid = c->pid;
     uint64_t fkid = gp_get_u64(req);
     int rc = decode(req, q);
+    if (!rc && cma)
+        rc = pull_data(q);
     if (rc)
         goto out_free;
     rc = gsrv_fork_get(fkid, &q->f);
@@ -585,6 +615,16 @@ out_free:
     return rc;
 }
 
+int gsrv_op_IO_WRITE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return io_write(c, req, rep, false);
+}
+
+int gsrv_op_IO_WRITEV(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return io_write(c, req, rep, true);
+}
+
 /* -------------------------------------------------------------- read ---- */
 
 /* Zero-copy reply: walk the pieces in list order, pointing iovecs at the
@@ -623,11 +663,15 @@ static void send_staged(gsrv_out *o, void *arg)
     gsrv_out_add(o, q->staged, q->bytes);
 }
 
-int gsrv_op_IO_READ(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
 {
+    if (cma && (!c->local || c->pid <= 0))
+        return -EOPNOTSUPP;
     io_req *q = calloc(1, sizeof(*q));
     if (!q)
         return -ENOMEM;
+    q->cma = cma;
+    q->rmem.pid = c->pid;
     uint64_t fkid = gp_get_u64(req);
     int rc = decode(req, q);
     if (rc)
@@ -659,6 +703,7 @@ int gsrv_op_IO_READ(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rep->send = send_from_cache;
         rep->cleanup = io_free;
         rep->arg = q;
+        rep->rmem = cma ? &q->rmem : NULL;
         return 0;
     }
 
@@ -689,9 +734,20 @@ int gsrv_op_IO_READ(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     rep->send = send_staged;
     rep->cleanup = io_free;
     rep->arg = q;
+    rep->rmem = cma ? &q->rmem : NULL;
     return 0;
 
 out_free:
     io_free(q);
     return rc;
+}
+
+int gsrv_op_IO_READ(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return io_read(c, req, rep, false);
+}
+
+int gsrv_op_IO_READV(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return io_read(c, req, rep, true);
 }

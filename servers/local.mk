@@ -11,5 +11,6 @@ servers_galleyd_SOURCES = \
 	servers/cache.c \
 	servers/disk.c \
 	servers/rangelock.c \
-	servers/meta.c
+	servers/meta.c \
+	servers/cma.c
 servers_galleyd_LDADD = proto/libgproto.la -lpthread

@@ -513,7 +513,13 @@ static int cmd_ping(opts *o)
         int rc = gfs_ping(i);
         double ms = (now_s() - t0) * 1e3;
         if (rc == 0) {
-            printf("server %-3d %-24s ok     %.3f ms\n", i, addr_of(i), ms);
+            int t = gfs_server_transport(i);
+            const char *tn = t == GFS_TRANSPORT_LOCAL_CMA ? "local+cma"
+                             : t == GFS_TRANSPORT_LOCAL   ? "local"
+                             : t == GFS_TRANSPORT_TCP     ? "tcp"
+                                                          : "?";
+            printf("server %-3d %-24s ok     %.3f ms  %s\n", i, addr_of(i),
+                   ms, tn);
         } else {
             printf("server %-3d %-24s ERROR  %s\n", i, addr_of(i),
                    gfs_strerror(rc));

@@ -8,6 +8,12 @@
  *                   (write_all)
  *   N-1 segmented   every rank writes one contiguous segment
  *   2-D subarray    a (BLOCK,BLOCK) distributed array of doubles, collective
+ *   small contig    every rank writes, then reads, 2048 blocks of 4 KiB with
+ *                   one independent call each, in its own segment of one
+ *                   shared file (rank-major)
+ *   file per proc   every rank its own file, 1 MiB calls
+ *   IO500 hard      one shared file, records of 47008 bytes, every rank
+ *                   its own segment of records, one call per record
  *
  * For each: write and read MB/s (aggregate, between barriers) on both
  * targets and the ratio galley/ufs.  Every read is checked against what was
@@ -15,7 +21,10 @@
  * worthless).
  *
  * usage: mpiexec -n P mpiio_bench -g galley:/bench -u ufs:/tmp/dir
- *                [-s BYTES_PER_RANK] [-r REPEATS]
+ *                [-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING]
+ *
+ * -p runs only the rows whose "pattern record mode" contains SUBSTRING
+ * (e.g. -p "16 B indep"), for profiling one row.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -27,6 +36,7 @@
 static int rank, nprocs;
 static long long per_rank = 4 << 20;
 static int repeats = 3;
+static const char *only;
 
 typedef struct result {
     double wr, rd; /* MB/s, best of repeats */
@@ -167,20 +177,110 @@ static void view_block2d(MPI_File fh, long long rec, MPI_Datatype *mt,
     *mc = side * side;
 }
 
+/*
+ * Many independent calls of `blk` bytes: `nblk` per rank, at consecutive
+ * offsets of the rank's own segment of one shared file, or of its own file
+ * (fpp: path + ".<rank>", opened on MPI_COMM_SELF).  Write all, then read
+ * all, each between barriers.
+ */
+static result run_calls(const char *base, int fpp, long long blk,
+                        long long nblk)
+{
+    result best = {0, 0};
+    long long bytes = blk * nblk;
+    char *wbuf = malloc(bytes), *rbuf = malloc(bytes);
+    char path[4096];
+    if (fpp)
+        snprintf(path, sizeof(path), "%s.%d", base, rank);
+    else
+        snprintf(path, sizeof(path), "%s", base);
+    MPI_Comm comm = fpp ? MPI_COMM_SELF : MPI_COMM_WORLD;
+    MPI_Offset seg = fpp ? 0 : (MPI_Offset)bytes * rank;
+    fill(wbuf, bytes, rank + 3);
+    for (int r = 0; r < repeats; r++) {
+        MPI_File fh;
+        if (fpp || rank == 0)
+            MPI_File_delete(path, MPI_INFO_NULL);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                            MPI_INFO_NULL, &fh),
+              "open");
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (long long i = 0; i < nblk; i++)
+            CHECK(MPI_File_write_at(fh, seg + i * blk, wbuf + i * blk,
+                                    (int)blk, MPI_BYTE, MPI_STATUS_IGNORE),
+                  "write_at");
+        MPI_Barrier(MPI_COMM_WORLD);
+        double tw = MPI_Wtime() - t0;
+        memset(rbuf, 0, bytes);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (long long i = 0; i < nblk; i++)
+            CHECK(MPI_File_read_at(fh, seg + i * blk, rbuf + i * blk,
+                                   (int)blk, MPI_BYTE, MPI_STATUS_IGNORE),
+                  "read_at");
+        MPI_Barrier(MPI_COMM_WORLD);
+        double tr = MPI_Wtime() - t0;
+        if (memcmp(wbuf, rbuf, bytes) != 0) {
+            fprintf(stderr, "rank %d: %s: data read back differs\n", rank,
+                    path);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        CHECK(MPI_File_close(&fh), "close");
+        double mb = (double)bytes * nprocs / 1e6;
+        if (mb / tw > best.wr)
+            best.wr = mb / tw;
+        if (mb / tr > best.rd)
+            best.rd = mb / tr;
+    }
+    if (fpp || rank == 0)
+        MPI_File_delete(path, MPI_INFO_NULL);
+    free(wbuf);
+    free(rbuf);
+    return best;
+}
+
+static void rec_name(long long rec, char *rs, size_t n)
+{
+    snprintf(rs, n, "-");
+    if (rec > 0)
+        snprintf(rs, n, rec >= 1024 && rec % 1024 == 0 ? "%lld KB" : "%lld B",
+                 rec >= 1024 && rec % 1024 == 0 ? rec / 1024 : rec);
+}
+
+/* Is the row selected by -p?  (Every rank decides alike.) */
+static int wanted(const char *pattern, long long rec, const char *mode)
+{
+    if (!only)
+        return 1;
+    char rs[32], line[128];
+    rec_name(rec, rs, sizeof(rs));
+    snprintf(line, sizeof(line), "%s %s %s", pattern, rs, mode);
+    return strstr(line, only) != NULL;
+}
+
 static void row(const char *pattern, long long rec, const char *mode,
                 result g, result u)
 {
     if (rank != 0)
         return;
-    char rs[32] = "-";
-    if (rec > 0)
-        snprintf(rs, sizeof(rs), rec >= 1024 ? "%lld KB" : "%lld B",
-                 rec >= 1024 ? rec / 1024 : rec);
+    char rs[32];
+    rec_name(rec, rs, sizeof(rs));
     printf("%-13s %7s %-11s | %9.1f %9.1f %6.2fx | %9.1f %9.1f %6.2fx\n",
            pattern, rs, mode, g.wr, u.wr, u.wr > 0 ? g.wr / u.wr : 0, g.rd,
            u.rd, u.rd > 0 ? g.rd / u.rd : 0);
     fflush(stdout);
 }
+
+/* A row, run only when -p selects it. */
+#define ROW(pattern, rec, mode, g, u)                                          \
+    do {                                                                       \
+        if (wanted(pattern, rec, mode)) {                                      \
+            result g_ = (g), u_ = (u);                                         \
+            row(pattern, rec, mode, g_, u_);                                   \
+        }                                                                      \
+    } while (0)
 
 int main(int argc, char **argv)
 {
@@ -189,7 +289,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     const char *gal = "galley:/bench", *ufs = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "g:u:s:r:")) != -1) {
+    while ((opt = getopt(argc, argv, "g:u:s:r:p:")) != -1) {
         switch (opt) {
         case 'g':
             gal = optarg;
@@ -203,10 +303,13 @@ int main(int argc, char **argv)
         case 'r':
             repeats = atoi(optarg);
             break;
+        case 'p':
+            only = optarg;
+            break;
         default:
             if (rank == 0)
                 fprintf(stderr, "usage: %s -g galley:/NAME -u ufs:/PATH "
-                                "[-s BYTES_PER_RANK] [-r REPEATS]\n",
+                                "[-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;
@@ -242,25 +345,34 @@ int main(int argc, char **argv)
         if (rec < 4096 && per_rank > (1 << 20))
             per_rank = 1 << 20;
         per_rank -= per_rank % (rec * 1);
-        row("N-1 strided", rec, "independent",
+        ROW("N-1 strided", rec, "independent",
             run(gal, 0, rec, view_strided, NULL),
             run(ufs, 0, rec, view_strided, NULL));
-        row("N-1 strided", rec, "collective",
+        ROW("N-1 strided", rec, "collective",
             run(gal, 1, rec, view_strided, NULL),
             run(ufs, 1, rec, view_strided, NULL));
         per_rank = save;
     }
-    row("N-1 segmented", 0, "independent",
+    ROW("N-1 segmented", 0, "independent",
         run(gal, 0, 0, view_segmented, NULL),
         run(ufs, 0, 0, view_segmented, NULL));
-    row("N-1 segmented", 0, "collective",
+    ROW("N-1 segmented", 0, "collective",
         run(gal, 1, 0, view_segmented, NULL),
         run(ufs, 1, 0, view_segmented, NULL));
-    row("2-D subarray", 8, "collective", run(gal, 1, 0, view_block2d, NULL),
+    ROW("2-D subarray", 8, "collective", run(gal, 1, 0, view_block2d, NULL),
         run(ufs, 1, 0, view_block2d, NULL));
-    row("2-D subarray", 8, "coll 2phase",
+    ROW("2-D subarray", 8, "coll 2phase",
         run(gal, 1, 0, view_block2d, "two_phase"),
         run(ufs, 1, 0, view_block2d, NULL));
+    /* 2048 calls of 4 KiB per rank (8 MiB), whatever -s says */
+    ROW("small contig", 4096, "independent", run_calls(gal, 0, 4096, 2048),
+        run_calls(ufs, 0, 4096, 2048));
+    ROW("file per proc", 1 << 20, "independent",
+        run_calls(gal, 1, 1 << 20, per_rank >> 20),
+        run_calls(ufs, 1, 1 << 20, per_rank >> 20));
+    long long hard = per_rank / 47008 ? per_rank / 47008 : 1;
+    ROW("IO500 hard", 47008, "independent",
+        run_calls(gal, 0, 47008, hard), run_calls(ufs, 0, 47008, hard));
     MPI_Finalize();
     return 0;
 }

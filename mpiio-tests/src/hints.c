@@ -134,7 +134,7 @@ static void one(const char *tag, const char *hints, int create, int want_factor,
         if (want_servers && (!hs || strcmp(s, want_servers)))
             mt_fail("galley_servers reported '%s', expected '%s'", hs ? s : "(none)",
                     want_servers);
-        if (strcmp(cb, "server") && strcmp(cb, "two_phase"))
+        if (strcmp(cb, "auto") && strcmp(cb, "server") && strcmp(cb, "two_phase"))
             mt_fail("galley_cb reported '%s'", cb);
         same_on_all(t, "striping_factor", f);
         same_on_all(t, "striping_unit", u);

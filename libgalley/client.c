@@ -155,6 +155,16 @@ static int env_transport(void)
     return -EINVAL;
 }
 
+static int env_spin_us(void)
+{
+    const char *t = getenv("GALLEY_SPIN_US");
+    if (t && *t) {
+        long v = atol(t);
+        return v < 0 ? 0 : v > 100000 ? 100000 : (int)v;
+    }
+    return 50;
+}
+
 int gfs_init(const char *cluster_file)
 {
     int transport = env_transport();
@@ -192,6 +202,7 @@ int gfs_init(const char *cluster_file)
     gc_g.nservers = n;
     gc_g.timeout_ms = env_timeout_ms();
     gc_g.transport = transport;
+    gc_g.spin_us = env_spin_us();
     gc_g.refs = 1;
 out_free_names:
     for (int i = 0; i < n; i++) {
@@ -269,6 +280,11 @@ int gc_timeout_ms(void)
 {
     int t = __atomic_load_n(&gc_g.timeout_ms, __ATOMIC_RELAXED);
     return t > 0 ? t : 30000;
+}
+
+int gc_spin_us(void)
+{
+    return __atomic_load_n(&gc_g.spin_us, __ATOMIC_RELAXED);
 }
 
 int gc_transport(void)

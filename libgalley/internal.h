@@ -100,6 +100,7 @@ typedef struct gc_client {
     gc_conn **conns;
     int timeout_ms;
     int transport;
+    int spin_us;
     gc_file *files;
     int nfiles_cap;
     gc_fork *forks;
@@ -112,6 +113,9 @@ extern gc_client gc_g;
 int gc_check_init(void);
 gc_conn *gc_server_conn(int server);
 int gc_timeout_ms(void);
+/* GALLEY_SPIN_US: how long a waiter polls for its reply before sleeping
+ * (same-host connections; default 50, 0 never spins). */
+int gc_spin_us(void);
 /* GALLEY_TRANSPORT: GFS_TRANSPORT_AUTO, _LOCAL or _TCP. */
 int gc_transport(void);
 uint64_t gc_now_ns(void);

@@ -1,7 +1,8 @@
 /*
  * cache.c -- the CacheManager (paper, section 4.2.2).
  *
- * Threads: the CacheManager thread (cm_main) services block lists; handler
+ * Threads: the CacheManager thread (cm_main) services block lists while
+ * several are queued (one alone is served by its handler thread); handler
  * threads call gsrv_cache_get/put/trim/drop_fork; the DiskManager thread
  * calls read_done.  Everything here is guarded by cache.lock, which is
  * taken after a fork's rwlock and before disk.lock (see gsrv_internal.h);
@@ -23,7 +24,9 @@
  * said the block will be wholly overwritten or lies past the end of the
  * fork, in which case it is zero-filled (or left as is) and ready at once.
  * The CacheManager collects the reads of one pass and submits them
- * together, so the DiskManager can order and merge them.
+ * together, so the DiskManager can order and merge them.  When no request
+ * is queued, a handler serves its own list the same way on its own thread
+ * (gsrv_cache_get), sparing two thread wake-ups.
  *
  * Nothing in the cache is ever dirty: writes go through to the Unix file
  * (io.c) before they are acknowledged, so eviction never writes.
@@ -377,11 +380,31 @@ int gsrv_cache_get(gsrv_creq *q)
         return 0;
     int err = 0;
     pthread_mutex_lock(&cache.lock);
-    q->next = 0;
-    ring_insert(q);
-    pthread_cond_signal(&cache.work);
-    while (q->next < q->n)
-        pthread_cond_wait(&cache.ready, &cache.lock);
+    if (!cache.ring) {
+        /* Nobody is queued, so round-robin has nobody to be fair to: the
+         * handler serves its own list here instead of waking the
+         * CacheManager and sleeping until it is done (two thread wake-ups
+         * per request, most of a small request's cost). */
+        gsrv_dreq *batch[CM_BATCH];
+        size_t nb = 0;
+        for (q->next = 0; q->next < q->n;) {
+            gsrv_dreq *d = serve_one(q, q->next++);
+            if (d)
+                batch[nb++] = d;
+            if (nb == CM_BATCH || (nb && q->next == q->n)) {
+                pthread_mutex_unlock(&cache.lock);
+                gsrv_disk_submit(batch, nb);
+                nb = 0;
+                pthread_mutex_lock(&cache.lock);
+            }
+        }
+    } else {
+        q->next = 0;
+        ring_insert(q);
+        pthread_cond_signal(&cache.work);
+        while (q->next < q->n)
+            pthread_cond_wait(&cache.ready, &cache.lock);
+    }
     for (size_t i = 0; i < q->n; i++) {
         gsrv_block *b = q->blk[i];
         while (b->state == GSRV_BLK_LOADING)

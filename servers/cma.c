@@ -128,6 +128,75 @@ void gsrv_rmem_free(gsrv_rmem *m)
     if (!m)
         return;
     free(m->v);
+    free(m->cum);
+    free(m->bl);
+    free(m->br);
     m->v = NULL;
+    m->cum = NULL;
+    m->bl = m->br = NULL;
     m->n = 0;
+}
+
+int gsrv_rmem_flush(gsrv_rmem *m)
+{
+    if (m->bn > 0 && !m->err) {
+        gsrv_rmem r = {.pid = m->pid, .v = m->br, .n = (size_t)m->bn};
+        m->err = gsrv_rmem_xfer(&r, m->push, m->bl, (size_t)m->bn);
+    }
+    m->bn = 0;
+    return m->err;
+}
+
+/* Index of the iovec holding stream byte pos (cum[i] <= pos < cum[i+1]). */
+static size_t find_iov(const gsrv_rmem *m, uint64_t pos)
+{
+    size_t lo = 0, hi = m->n;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (m->cum[mid] <= pos)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void gsrv_rmem_copy_at(gsrv_rmem *m, uint64_t pos, void *dst, size_t len)
+{
+    if (m->err || len == 0)
+        return;
+    if (!m->cum) {
+        m->cum = malloc((m->n + 1) * sizeof(*m->cum));
+        m->bl = malloc(CMA_IOV * sizeof(*m->bl));
+        m->br = malloc(CMA_IOV * sizeof(*m->br));
+        if (!m->cum || !m->bl || !m->br) {
+            m->err = -ENOMEM;
+            return;
+        }
+        m->cum[0] = 0;
+        for (size_t i = 0; i < m->n; i++)
+            m->cum[i + 1] = m->cum[i] + m->v[i].iov_len;
+    }
+    if (m->n == 0 || pos + len > m->cum[m->n]) {
+        m->err = -EFAULT;
+        return;
+    }
+    size_t i = find_iov(m, pos);
+    char *d = dst;
+    while (len > 0) {
+        while (m->v[i].iov_len == 0 || pos >= m->cum[i + 1])
+            i++;
+        size_t in = (size_t)(pos - m->cum[i]);
+        size_t k = m->v[i].iov_len - in;
+        if (k > len)
+            k = len;
+        if (m->bn == CMA_IOV && gsrv_rmem_flush(m))
+            return;
+        m->bl[m->bn] = (struct iovec){d, k};
+        m->br[m->bn] = (struct iovec){(char *)m->v[i].iov_base + in, k};
+        m->bn++;
+        d += k;
+        pos += k;
+        len -= k;
+    }
 }

@@ -2,7 +2,8 @@
  * galleyd.c -- the Galley I/O server: one per I/O node.
  *
  *   galleyd --data DIR [--listen HOST:PORT] [--cache-mb N]
- *           [--data-limit BYTES] [--port-file FILE] [--no-local] [-v]
+ *           [--data-limit BYTES] [--port-file FILE] [--no-local]
+ *           [--spin-us N] [-v]
  *
  * Threads: main() runs here: it parses arguments, sets up DIR, starts the
  * DiskManager and CacheManager threads, loads the metadata, listens, and
@@ -48,7 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
-gsrv_globals gsrv_g = {.dfd = -1, .data_limit = GP_DEFAULT_DATA_LIMIT};
+gsrv_globals gsrv_g = {.dfd = -1, .data_limit = GP_DEFAULT_DATA_LIMIT,
+                       .spin_us = 50};
 
 static struct {
     pthread_mutex_t lock;
@@ -145,7 +147,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: galleyd --data DIR [--listen HOST:PORT] [--cache-mb N]\n"
             "               [--data-limit BYTES] [--port-file FILE] "
-            "[--no-local] [-v]\n"
+            "[--no-local] [--spin-us N] [-v]\n"
             "\n"
             "  --data DIR         directory holding this server's data "
             "(created if\n"
@@ -161,6 +163,10 @@ static void usage(FILE *f)
             "  --port-file FILE   also write the listening HOST:PORT to FILE\n"
             "  --no-local         no same-host (Unix socket) transport: TCP "
             "only\n"
+            "  --spin-us N        same-host clients: poll N microseconds for "
+            "the next\n"
+            "                     request before sleeping (default 50; 0 "
+            "never)\n"
             "  -v, --verbose      log connections (-vv: also failed "
             "requests,\n"
             "                     -vvv: every request)\n"
@@ -481,6 +487,7 @@ int main(int argc, char **argv)
         {"data-limit", required_argument, NULL, 'L'},
         {"port-file", required_argument, NULL, 'p'},
         {"no-local", no_argument, NULL, 'N'},
+        {"spin-us", required_argument, NULL, 'S'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -522,6 +529,15 @@ int main(int argc, char **argv)
         case 'N':
             no_local = true;
             break;
+        case 'S': {
+            uint64_t v;
+            if (!parse_size(optarg, &v) || v > 100000) {
+                fprintf(stderr, "galleyd: --spin-us: 0..100000\n");
+                return 2;
+            }
+            gsrv_g.spin_us = (unsigned)v;
+            break;
+        }
         case 'v':
             gsrv_g.verbose++;
             break;

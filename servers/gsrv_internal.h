@@ -79,6 +79,10 @@
 #define GSRV_MAX_LOCKS_PER_CONN 65536
 #define GSRV_MAX_META_FILE (64u << 20) /* largest metadata file we load    */
 #define GSRV_IOV_BATCH 1024            /* iovecs per writev/sendmsg        */
+#define GSRV_STAGE_KEEP (4u << 20)     /* local writes: staging kept per conn */
+#define GSRV_CMA_DIRECT_MIN 512        /* local writes: mean piece size from
+                                        * which data goes straight into the
+                                        * cache blocks                       */
 
 /* fkid = (hid << 16) | fork index: handles survive server restarts. */
 static inline uint64_t gsrv_fkid(uint64_t hid, uint32_t idx)
@@ -98,6 +102,7 @@ typedef struct gsrv_globals {
     int dfd;             /* the data directory, opened O_DIRECTORY      */
     uint64_t data_limit; /* advertised per-request data limit (bytes)   */
     int verbose;
+    unsigned spin_us;    /* local connections: poll this long before recv */
     volatile int stopping; /* set once on SIGTERM/SIGINT               */
 } gsrv_globals;
 
@@ -132,6 +137,9 @@ typedef struct gsrv_conn {
     /* receive buffer */
     uint8_t *buf;
     size_t bufcap;
+    /* local writes: the data copied in from the client (io.c) */
+    uint8_t *stage;
+    size_t stagecap;
     struct gsrv_out *out; /* reply batch, allocated on first use */
     struct gsrv_conn *prev, *next; /* registry in galleyd.c */
 } gsrv_conn;
@@ -172,6 +180,13 @@ typedef struct gsrv_rmem {
     struct iovec *v; /* addresses in the client's address space */
     size_t n;
     size_t i, off;   /* position: the next byte of the data stream */
+    /* gsrv_rmem_pull_at: stream offsets of v[] (n + 1), and the copies
+     * queued (local, remote) until gsrv_rmem_flush */
+    uint64_t *cum;
+    bool push;       /* copies go to the client (reads) */
+    struct iovec *bl, *br;
+    int bn;
+    int err;
 } gsrv_rmem;
 
 /* Decode a `mem` list (gproto.h) into m (m->pid is the caller's); with
@@ -179,6 +194,12 @@ typedef struct gsrv_rmem {
  * gsrv_rmem_free (also after an error). */
 int gsrv_rmem_decode(gp_rbuf *r, gsrv_rmem *m, uint64_t bytes, bool check);
 void gsrv_rmem_free(gsrv_rmem *m); /* NULL-safe */
+/* Queue a copy between stream bytes [pos, pos + len) and local memory
+ * (into it, or out of it when m->push), in any order; gsrv_rmem_flush
+ * performs what is queued and returns 0 or the first error (-EFAULT,
+ * -EPERM, -ESRCH, -ENOMEM). */
+void gsrv_rmem_copy_at(gsrv_rmem *m, uint64_t pos, void *local, size_t len);
+int gsrv_rmem_flush(gsrv_rmem *m);
 /* Copy the bytes of local[0..nl) to (push) or from the client's memory at
  * m's position, advancing it.  0, or -EFAULT (bad address, or the client
  * named less memory than there is data), -EPERM, -ESRCH. */

@@ -65,7 +65,9 @@ typedef struct io_req {
     bool write;
     bool cma;             /* IO_READV / IO_WRITEV: data in client memory */
     gsrv_rmem rmem;       /* cma: where the data stream lives */
-    uint8_t *pulled;      /* cma write: the data, copied in */
+    bool direct;          /* cma: copied straight between the blocks and
+                           * the client's memory */
+    uint8_t *pulled;      /* cma write: the data, copied in (malloc'd) */
     io_item *it;
     size_t n;
     uint64_t bytes;       /* sum of piece lengths */
@@ -453,8 +455,9 @@ static size_t find_block(const io_req *q, uint64_t b)
 }
 
 /* Move the bytes of items [wfirst, wlast) that fall in the window between
- * the blocks and the items' data (staged reads: q->staged). */
-static void copy_window(io_req *q)
+ * the blocks and the items' data (staged reads: q->staged; direct local
+ * writes: the client's memory).  0, or the cross-memory copy's error. */
+static int copy_window(io_req *q)
 {
     uint64_t wlo = q->bno[0] * BS, whi = (q->bno[q->nb - 1] + 1) * BS;
     if (whi > q->limit)
@@ -474,7 +477,10 @@ static void copy_window(io_req *q)
                 k++;
             uint32_t in = (uint32_t)(pos % BS);
             uint64_t c = BS - in < e - pos ? BS - in : e - pos;
-            if (q->write)
+            if (q->direct)
+                gsrv_rmem_copy_at(&q->rmem, it->src + (pos - it->off),
+                                  q->blk[k]->data + in, c);
+            else if (q->write)
                 memcpy(q->blk[k]->data + in, item_data(q, it) + (pos - it->off),
                        c);
             else
@@ -483,6 +489,7 @@ static void copy_window(io_req *q)
             pos += c;
         }
     }
+    return q->direct ? gsrv_rmem_flush(&q->rmem) : 0;
 }
 
 /* ------------------------------------------------------------ cleanup ---- */
@@ -523,7 +530,11 @@ static int write_windows(io_req *q)
             put_window(q, true);
             return rc;
         }
-        copy_window(q);
+        rc = copy_window(q);
+        if (rc) { /* the blocks may hold part of the data: drop them */
+            put_window(q, true);
+            return rc;
+        }
         for (size_t k = 0; k < q->nb; k++) {
             gsrv_dreq *d = &q->dreq[k];
             memset(d, 0, sizeof(*d));
@@ -543,19 +554,43 @@ static int write_windows(io_req *q)
     return 0;
 }
 
-/* A local write's data: copied from the client's memory in one go, before
- * the fork is locked. */
-static int pull_data(io_req *q)
+/* A local write's data, copied from the client's memory in one go: for
+ * small pieces (one iovec each would cost more than a second copy) and
+ * for pieces that overlap (resolved from a buffer).  The connection's
+ * buffer is reused up to GSRV_STAGE_KEEP bytes (a fresh large allocation
+ * is mapped anew, and faulting its pages in costs more than the copy). */
+static int pull_data(gsrv_conn *c, io_req *q)
 {
     if (q->bytes == 0)
         return 0;
-    q->pulled = malloc(q->bytes);
-    if (!q->pulled)
-        return -ENOMEM;
-    struct iovec lv = {q->pulled, q->bytes};
+    uint8_t *buf;
+    if (q->bytes <= GSRV_STAGE_KEEP) {
+        if (c->stagecap < q->bytes) {
+            free(c->stage);
+            c->stagecap = 0;
+            c->stage = malloc(GSRV_STAGE_KEEP);
+            if (!c->stage)
+                return -ENOMEM;
+            c->stagecap = GSRV_STAGE_KEEP;
+        }
+        buf = c->stage;
+    } else {
+        buf = q->pulled = malloc(q->bytes);
+        if (!buf)
+            return -ENOMEM;
+    }
+    struct iovec lv = {buf, q->bytes};
     int rc = gsrv_rmem_xfer(&q->rmem, false, &lv, 1);
-    q->data = q->pulled;
+    q->data = buf;
     return rc;
+}
+
+static bool items_overlap(const io_item *it, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (it[i].off < item_end(&it[i - 1]))
+            return true;
+    return false;
 }
 
 static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
@@ -570,8 +605,9 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     q->rmem.pid = c->pid;
     uint64_t fkid = gp_get_u64(req);
     int rc = decode(req, q);
-    if (!rc && cma)
-        rc = pull_data(q);
+    /* small pieces: copy the data in before taking the fork's lock */
+    if (!rc && cma && q->n && q->bytes / q->n < GSRV_CMA_DIRECT_MIN)
+        rc = pull_data(c, q);
     if (rc)
         goto out_free;
     rc = gsrv_fork_get(fkid, &q->f);
@@ -585,6 +621,15 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         goto out_reply;
 
     sort_items(q->it, q->n);
+    if (cma && !q->data) {
+        /* large pieces: straight from the client into the cache blocks */
+        if (items_overlap(q->it, q->n))
+            rc = pull_data(c, q);
+        else
+            q->direct = true;
+        if (rc)
+            goto out_free;
+    }
     rc = resolve_overlaps(q);
     if (!rc)
         rc = alloc_window(q);
@@ -705,6 +750,38 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         rep->arg = q;
         rep->rmem = cma ? &q->rmem : NULL;
         return 0;
+    }
+
+    if (cma && q->bytes / q->n >= GSRV_CMA_DIRECT_MIN) {
+        /* large pieces: window by window straight into the client */
+        q->direct = true;
+        q->rmem.push = true;
+        if (gsrv_conn_hung_up(c)) { /* its memory may be gone */
+            rc = -ECONNRESET;
+            goto out_free;
+        }
+        do {
+            rc = get_window(q);
+            if (!rc)
+                rc = copy_window(q);
+            put_window(q, false);
+            if (rc)
+                goto out_free;
+        } while (fill_window(q));
+        for (size_t i = 0; i < q->n; i++) { /* zeros past the end */
+            const io_item *it = &q->it[i];
+            for (uint64_t a = it->off > q->size ? it->off : q->size;
+                 a < item_end(it);) {
+                uint64_t z = item_end(it) - a;
+                if (z > sizeof(zeros))
+                    z = sizeof(zeros);
+                gsrv_rmem_copy_at(&q->rmem, it->src + (a - it->off),
+                                  (void *)zeros, z);
+                a += z;
+            }
+        }
+        rc = gsrv_rmem_flush(&q->rmem);
+        goto out_free;
     }
 
     /* staged: window by window into one reply buffer */

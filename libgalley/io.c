@@ -199,12 +199,29 @@ static int chunk_submit(int op, const gc_xfer *x, chunk *c, bool cma)
     gc_conn *conn = gc_server_conn(x->server);
     memset(&c->req, 0, sizeof(c->req));
     if (cma) {
-        /* the data stays where it is: name it (gproto.h `mem`) */
-        gp_put_u32(&c->desc, (uint32_t)c->niov);
+        /* The data stays where it is: name it (gproto.h `mem`), folded
+         * like the file side, so a million 16-byte pieces of memory with
+         * gaps are one strided segment, not a million addresses. */
+        size_t at = c->desc.len;
+        uint32_t nseg = 0;
+        gp_put_u32(&c->desc, 0);
+        run r = {0};
+        bool have = false;
         for (int i = 0; i < c->niov; i++) {
-            gp_put_u64(&c->desc, (uint64_t)(uintptr_t)c->iov[i].iov_base);
-            gp_put_u64(&c->desc, (uint64_t)c->iov[i].iov_len);
+            uint64_t a = (uint64_t)(uintptr_t)c->iov[i].iov_base;
+            uint64_t len = c->iov[i].iov_len;
+            if (!have || !run_extend(&r, a, len)) {
+                if (have)
+                    run_emit(&c->desc, &r, &nseg);
+                r = (run){a, len, 1, 0};
+                have = true;
+            }
         }
+        if (have)
+            run_emit(&c->desc, &r, &nseg);
+        if (!c->desc.err)
+            for (int k = 0; k < 4; k++)
+                c->desc.data[at + (size_t)k] = (uint8_t)(nseg >> (8 * k));
         if (c->desc.err) {
             c->req.state = GC_REQ_DONE;
             return c->req.status = c->desc.err;

@@ -69,9 +69,10 @@
  * server to copy 8 bytes of the client's memory from src to dst, which
  * tells the client that process_vm_readv/writev work between the two
  * (same user, ptrace rules).  IO_READV / IO_WRITEV are IO_READ / IO_WRITE
- * whose data is not in the frame: `mem` = u32 niov, niov x (u64 address,
- * u64 length) in the client's memory, holding the data stream in order
- * (its lengths add up to the segments' bytes).  The server copies straight
+ * whose data is not in the frame: `mem` = u32 nseg, nseg x segment, in
+ * the same encoding as the file side's but naming addresses in the
+ * client's memory (extents, or strided with one level), which hold the
+ * data stream in order (they add up to the file segments' bytes).  The server copies straight
  * between that memory and its cache, then replies; the client must keep
  * the memory valid until the reply.  On TCP connections these three
  * opcodes answer -EOPNOTSUPP.
@@ -236,7 +237,6 @@ void gp_seg_expand(const gp_seg *s, gp_piece *out, uint64_t *n);
  * Same-host transport
  * ------------------------------------------------------------------------ */
 #define GP_LOCAL_PREFIX "galleyd@"
-#define GP_MAX_MEMV (1u << 24) /* iovecs in a `mem` list */
 
 /* The abstract Unix socket name (without the leading NUL) of the server
  * listening on numeric host:port ("127.0.0.1:40123", "[::1]:40123"):

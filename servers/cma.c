@@ -27,58 +27,71 @@
 #endif
 #define CMA_IOV (IOV_MAX < 1024 ? IOV_MAX : 1024)
 
-/* Advance (*i, *off) over v[] by k bytes. */
-static void advance(const struct iovec *v, size_t n, size_t *i, size_t *off,
-                    size_t k)
+/* The client's address of stream byte pos: segment, piece, offset. */
+typedef struct mpos {
+    size_t s;      /* segment */
+    uint64_t p;    /* piece in it */
+    uint64_t off;  /* byte in the piece */
+} mpos;
+
+static uint64_t seg_bytes(const gsrv_mseg *g)
 {
-    while (k > 0 && *i < n) {
-        size_t left = v[*i].iov_len - *off;
-        if (k < left) {
-            *off += k;
-            return;
-        }
-        k -= left;
-        (*i)++;
-        *off = 0;
-    }
+    return g->size * g->count;
 }
 
-int gsrv_rmem_xfer(gsrv_rmem *m, bool push, const struct iovec *local,
-                   size_t nl)
+/* The piece of client memory at *at, at most len bytes; advances *at. */
+static struct iovec take(const gsrv_rmem *m, mpos *at, uint64_t len)
 {
-    struct iovec lv[CMA_IOV], rv[CMA_IOV];
-    size_t li = 0, loff = 0;
-    for (;;) {
-        /* the next batch of local memory ... */
-        int ln = 0;
-        size_t lbytes = 0;
-        for (size_t j = li, o = loff; j < nl && ln < CMA_IOV; j++, o = 0) {
-            size_t len = local[j].iov_len - o;
-            if (len) {
-                lv[ln++] = (struct iovec){(char *)local[j].iov_base + o, len};
-                lbytes += len;
-            }
-        }
-        if (ln == 0)
-            return 0;
-        /* ... and as much of the client's memory as it fills */
-        int rn = 0;
-        size_t rbytes = 0;
-        for (size_t ri = m->i, ro = m->off;
-             rbytes < lbytes && ri < m->n && rn < CMA_IOV; ri++, ro = 0) {
-            size_t len = m->v[ri].iov_len - ro;
-            if (len > lbytes - rbytes)
-                len = lbytes - rbytes;
-            if (len)
-                rv[rn++] = (struct iovec){(char *)m->v[ri].iov_base + ro, len};
-            rbytes += len;
-        }
-        if (rn == 0)
-            return -EFAULT; /* the client named less memory than data */
-        ssize_t k = push ? process_vm_writev(m->pid, lv, (unsigned long)ln, rv,
-                                             (unsigned long)rn, 0)
-                         : process_vm_readv(m->pid, lv, (unsigned long)ln, rv,
-                                            (unsigned long)rn, 0);
+    while (at->s < m->n && (at->p >= m->s[at->s].count ||
+                            m->s[at->s].size == 0)) {
+        at->s++;
+        at->p = at->off = 0;
+    }
+    const gsrv_mseg *g = &m->s[at->s];
+    uint64_t left = g->size - at->off;
+    if (len > left)
+        len = left;
+    struct iovec v = {(void *)(uintptr_t)(g->addr + at->p * g->stride +
+                                          at->off),
+                      (size_t)len};
+    at->off += len;
+    if (at->off == g->size) {
+        at->off = 0;
+        at->p++;
+    }
+    return v;
+}
+
+static mpos seek(const gsrv_rmem *m, uint64_t pos)
+{
+    size_t lo = 0, hi = m->n;
+    while (hi - lo > 1) { /* the last segment starting at or before pos */
+        size_t mid = (lo + hi) / 2;
+        if (m->s[mid].cum <= pos)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const gsrv_mseg *g = &m->s[lo];
+    uint64_t rel = pos - g->cum;
+    mpos at = {lo, 0, 0};
+    if (g->size) {
+        at.p = rel / g->size;
+        at.off = rel % g->size;
+    }
+    return at;
+}
+
+/* One process_vm_* call's worth: local[0..nl) against remote[0..nr) of
+ * equal total length; partial transfers are resumed. */
+static int xfer_pairs(pid_t pid, bool push, struct iovec *l, int nl,
+                      struct iovec *r, int nr)
+{
+    while (nl > 0 && nr > 0) {
+        ssize_t k = push ? process_vm_writev(pid, l, (unsigned long)nl, r,
+                                             (unsigned long)nr, 0)
+                         : process_vm_readv(pid, l, (unsigned long)nl, r,
+                                            (unsigned long)nr, 0);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
@@ -86,9 +99,82 @@ int gsrv_rmem_xfer(gsrv_rmem *m, bool push, const struct iovec *local,
         }
         if (k == 0)
             return -EFAULT;
-        advance(local, nl, &li, &loff, (size_t)k);
-        advance(m->v, m->n, &m->i, &m->off, (size_t)k);
+        for (size_t left = (size_t)k; left > 0;) { /* advance both sides */
+            size_t a = l->iov_len < left ? l->iov_len : left;
+            l->iov_base = (char *)l->iov_base + a;
+            l->iov_len -= a;
+            if (l->iov_len == 0) {
+                l++;
+                nl--;
+            }
+            left -= a;
+        }
+        for (size_t left = (size_t)k; left > 0;) {
+            size_t a = r->iov_len < left ? r->iov_len : left;
+            r->iov_base = (char *)r->iov_base + a;
+            r->iov_len -= a;
+            if (r->iov_len == 0) {
+                r++;
+                nr--;
+            }
+            left -= a;
+        }
     }
+    return 0;
+}
+
+int gsrv_rmem_flush(gsrv_rmem *m)
+{
+    if (m->bn > 0 && !m->err)
+        m->err = xfer_pairs(m->pid, m->push, m->bl, m->bn, m->br, m->bn);
+    m->bn = 0;
+    return m->err;
+}
+
+void gsrv_rmem_copy_at(gsrv_rmem *m, uint64_t pos, void *local, size_t len)
+{
+    if (m->err || len == 0)
+        return;
+    if (!m->bl) {
+        m->bl = malloc(CMA_IOV * sizeof(*m->bl));
+        m->br = malloc(CMA_IOV * sizeof(*m->br));
+        if (!m->bl || !m->br) {
+            m->err = -ENOMEM;
+            return;
+        }
+    }
+    if (pos > m->bytes || len > m->bytes - pos) {
+        m->err = -EFAULT; /* the client named less memory than data */
+        return;
+    }
+    mpos at = seek(m, pos);
+    char *d = local;
+    while (len > 0) {
+        if (m->bn == CMA_IOV && gsrv_rmem_flush(m))
+            return;
+        struct iovec r = take(m, &at, len);
+        m->bl[m->bn] = (struct iovec){d, r.iov_len};
+        m->br[m->bn] = r;
+        m->bn++;
+        d += r.iov_len;
+        len -= r.iov_len;
+    }
+}
+
+int gsrv_rmem_xfer(gsrv_rmem *m, bool push, const struct iovec *local,
+                   size_t nl)
+{
+    uint64_t pos = m->pos;
+    bool save = m->push;
+    m->push = push;
+    for (size_t i = 0; i < nl && !m->err; i++) {
+        gsrv_rmem_copy_at(m, pos, local[i].iov_base, local[i].iov_len);
+        pos += local[i].iov_len;
+    }
+    int rc = gsrv_rmem_flush(m);
+    m->push = save;
+    m->pos = pos;
+    return rc;
 }
 
 int gsrv_rmem_decode(gp_rbuf *r, gsrv_rmem *m, uint64_t bytes, bool check)
@@ -96,29 +182,51 @@ int gsrv_rmem_decode(gp_rbuf *r, gsrv_rmem *m, uint64_t bytes, bool check)
     uint32_t n = gp_get_u32(r);
     if (r->err)
         return r->err;
-    if (n > GP_MAX_MEMV || (uint64_t)n * 16 > gp_remaining(r))
+    /* an extent is the smallest encoded segment: 17 bytes */
+    if (n > GP_MAX_SEGMENTS || (uint64_t)n * 17 > gp_remaining(r))
         return GFS_EPROTO;
-    m->v = malloc((n ? n : 1) * sizeof(*m->v));
-    if (!m->v)
+    m->s = malloc((n ? n : 1) * sizeof(*m->s));
+    if (!m->s)
         return -ENOMEM;
     uint64_t sum = 0;
+    bool bad = false;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t a = gp_get_u64(r), len = gp_get_u64(r);
-        if (len > UINT64_MAX - sum || a > UINTPTR_MAX ||
-            len > UINTPTR_MAX - a) {
-            sum = UINT64_MAX;
-            len = 0;
-        } else {
-            sum += len;
+        gp_seg g;
+        gp_get_seg(r, &g);
+        if (r->err)
+            return r->err;
+        gsrv_mseg *ms = &m->s[i];
+        *ms = (gsrv_mseg){.addr = g.off, .size = g.size, .count = 1};
+        if (g.kind == GP_SEG_STRIDED) {
+            if (g.nlev != 1) {
+                bad = true; /* memory folds one level deep */
+                continue;
+            }
+            ms->count = g.count[0];
+            ms->stride = g.stride[0];
         }
-        m->v[i] = (struct iovec){(void *)(uintptr_t)a, (size_t)len};
+        /* the whole segment must lie in the address space */
+        uint64_t span, tot;
+        if (ms->count &&
+            (__builtin_mul_overflow(ms->count - 1, ms->stride, &span) ||
+             __builtin_add_overflow(span, ms->size, &span) ||
+             span > UINTPTR_MAX - ms->addr ||
+             __builtin_mul_overflow(ms->size, ms->count, &tot))) {
+            bad = true;
+            continue;
+        }
+        ms->cum = sum;
+        uint64_t b = seg_bytes(ms);
+        if (b > UINT64_MAX - sum) {
+            bad = true;
+            continue;
+        }
+        sum += b;
     }
     m->n = n;
-    m->i = 0;
-    m->off = 0;
-    if (r->err)
-        return r->err;
-    if (check && sum != bytes)
+    m->bytes = sum;
+    m->pos = 0;
+    if (bad || (check && sum != bytes))
         return GFS_EPROTO;
     return 0;
 }
@@ -127,76 +235,10 @@ void gsrv_rmem_free(gsrv_rmem *m)
 {
     if (!m)
         return;
-    free(m->v);
-    free(m->cum);
+    free(m->s);
     free(m->bl);
     free(m->br);
-    m->v = NULL;
-    m->cum = NULL;
+    m->s = NULL;
     m->bl = m->br = NULL;
     m->n = 0;
-}
-
-int gsrv_rmem_flush(gsrv_rmem *m)
-{
-    if (m->bn > 0 && !m->err) {
-        gsrv_rmem r = {.pid = m->pid, .v = m->br, .n = (size_t)m->bn};
-        m->err = gsrv_rmem_xfer(&r, m->push, m->bl, (size_t)m->bn);
-    }
-    m->bn = 0;
-    return m->err;
-}
-
-/* Index of the iovec holding stream byte pos (cum[i] <= pos < cum[i+1]). */
-static size_t find_iov(const gsrv_rmem *m, uint64_t pos)
-{
-    size_t lo = 0, hi = m->n;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (m->cum[mid] <= pos)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-void gsrv_rmem_copy_at(gsrv_rmem *m, uint64_t pos, void *dst, size_t len)
-{
-    if (m->err || len == 0)
-        return;
-    if (!m->cum) {
-        m->cum = malloc((m->n + 1) * sizeof(*m->cum));
-        m->bl = malloc(CMA_IOV * sizeof(*m->bl));
-        m->br = malloc(CMA_IOV * sizeof(*m->br));
-        if (!m->cum || !m->bl || !m->br) {
-            m->err = -ENOMEM;
-            return;
-        }
-        m->cum[0] = 0;
-        for (size_t i = 0; i < m->n; i++)
-            m->cum[i + 1] = m->cum[i] + m->v[i].iov_len;
-    }
-    if (m->n == 0 || pos + len > m->cum[m->n]) {
-        m->err = -EFAULT;
-        return;
-    }
-    size_t i = find_iov(m, pos);
-    char *d = dst;
-    while (len > 0) {
-        while (m->v[i].iov_len == 0 || pos >= m->cum[i + 1])
-            i++;
-        size_t in = (size_t)(pos - m->cum[i]);
-        size_t k = m->v[i].iov_len - in;
-        if (k > len)
-            k = len;
-        if (m->bn == CMA_IOV && gsrv_rmem_flush(m))
-            return;
-        m->bl[m->bn] = (struct iovec){d, k};
-        m->br[m->bn] = (struct iovec){(char *)m->v[i].iov_base + in, k};
-        m->bn++;
-        d += k;
-        pos += k;
-        len -= k;
-    }
 }

@@ -175,22 +175,29 @@ void gsrv_conn_unregister(gsrv_conn *c);
 /* ------------------------------------------------------------------------
  * Cross-memory attach (cma.c): the client's memory a local request names.
  * ------------------------------------------------------------------------ */
+typedef struct gsrv_mseg {
+    uint64_t addr;   /* in the client's address space */
+    uint64_t size;   /* bytes per piece */
+    uint64_t count;  /* pieces (1: an extent) */
+    uint64_t stride; /* between piece starts */
+    uint64_t cum;    /* stream offset of its first byte */
+} gsrv_mseg;
+
 typedef struct gsrv_rmem {
     pid_t pid;
-    struct iovec *v; /* addresses in the client's address space */
+    gsrv_mseg *s;    /* the `mem` segments, in stream order */
     size_t n;
-    size_t i, off;   /* position: the next byte of the data stream */
-    /* gsrv_rmem_pull_at: stream offsets of v[] (n + 1), and the copies
-     * queued (local, remote) until gsrv_rmem_flush */
-    uint64_t *cum;
-    bool push;       /* copies go to the client (reads) */
-    struct iovec *bl, *br;
+    uint64_t bytes;  /* stream bytes they hold */
+    uint64_t pos;    /* gsrv_rmem_xfer: the next stream byte */
+    bool push;       /* queued copies go to the client (reads) */
+    struct iovec *bl, *br; /* queued copies: local, remote */
     int bn;
     int err;
 } gsrv_rmem;
 
-/* Decode a `mem` list (gproto.h) into m (m->pid is the caller's); with
- * check, its lengths must add up to `bytes` (else GFS_EPROTO).  Free with
+/* Decode a `mem` list (gproto.h: segments in the client's address space,
+ * extents or one-level strides) into m (m->pid is the caller's); with
+ * check, they must hold exactly `bytes` (else GFS_EPROTO).  Free with
  * gsrv_rmem_free (also after an error). */
 int gsrv_rmem_decode(gp_rbuf *r, gsrv_rmem *m, uint64_t bytes, bool check);
 void gsrv_rmem_free(gsrv_rmem *m); /* NULL-safe */

@@ -355,14 +355,17 @@ int gsrv_op_CMA_PROBE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return -EOPNOTSUPP;
     uint8_t v[8];
     struct iovec lv = {v, sizeof(v)};
-    struct iovec sv = {(void *)(uintptr_t)src, sizeof(v)};
-    gsrv_rmem m = {.pid = c->pid, .v = &sv, .n = 1};
+    gsrv_mseg seg = {.addr = src, .size = sizeof(v), .count = 1};
+    gsrv_rmem m = {.pid = c->pid, .s = &seg, .n = 1, .bytes = sizeof(v)};
     rc = gsrv_rmem_xfer(&m, false, &lv, 1);
-    if (rc)
-        return rc;
-    struct iovec dv = {(void *)(uintptr_t)dst, sizeof(v)};
-    m = (gsrv_rmem){.pid = c->pid, .v = &dv, .n = 1};
-    return gsrv_rmem_xfer(&m, true, &lv, 1);
+    if (!rc) {
+        seg.addr = dst;
+        m.pos = 0;
+        rc = gsrv_rmem_xfer(&m, true, &lv, 1);
+    }
+    free(m.bl); /* m.s is ours: not gsrv_rmem_free */
+    free(m.br);
+    return rc;
 }
 
 /* ------------------------------------------------------------- loop ---- */

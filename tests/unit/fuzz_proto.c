@@ -192,6 +192,16 @@ static void check_request(unsigned op, gp_rbuf *r)
         (void)gp_get_u64(r);
         check_seglist(r);
         break;
+    case GP_OP_IO_READV:
+    case GP_OP_IO_WRITEV: /* file segments, then memory segments */
+        (void)gp_get_u64(r);
+        check_seglist(r);
+        check_seglist(r);
+        break;
+    case GP_OP_CMA_PROBE:
+        (void)gp_get_u64(r);
+        (void)gp_get_u64(r);
+        break;
     case GP_OP_FETCH_ADD:
         (void)gp_get_u64(r);
         check_str(r, 63);

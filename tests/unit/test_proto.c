@@ -98,6 +98,21 @@ static void test_opnames(void)
     CHECK(gp_opname(65535) == NULL);
 }
 
+/* The same-host socket's name: made of the numeric address as printed. */
+static void test_local_name(void)
+{
+    char b[108];
+    CHECK_EQ(gp_local_name(b, sizeof(b), "127.0.0.1:40123"), 23);
+    CHECK(strcmp(b, "galleyd@127.0.0.1:40123") == 0);
+    CHECK_EQ(gp_local_name(b, sizeof(b), "[::1]:7"), 15);
+    CHECK(strcmp(b, "galleyd@[::1]:7") == 0);
+    CHECK_EQ(gp_local_name(b, 10, "127.0.0.1:40123"), -1); /* too small */
+    char longhost[200];
+    memset(longhost, 'h', sizeof(longhost) - 1);
+    longhost[sizeof(longhost) - 1] = 0;
+    CHECK_EQ(gp_local_name(b, sizeof(b), longhost), -1); /* > sun_path */
+}
+
 /* --------------------------------------------------------- integers ---- */
 
 static void test_ints(void)
@@ -878,6 +893,7 @@ int main(void)
 {
     test_header();
     test_opnames();
+    test_local_name();
     test_ints();
     test_writer_limits();
     test_strings();

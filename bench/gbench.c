@@ -45,6 +45,7 @@ typedef struct config {
     const char *cluster;
     int kmax;
     int64_t nmax;  /* most pieces per case        */
+    int64_t cmax;  /* most pieces per fork for the per-call method */
     int64_t total; /* most bytes per case         */
     int reps;      /* best of this many per phase */
     int nsizes;
@@ -63,6 +64,7 @@ typedef struct worker {
     int op;         /* GFS_READ or GFS_WRITE */
     bool list;      /* one gfs_listio, else one call per piece */
     int64_t m;      /* pieces on this fork */
+    int64_t cm;     /* pieces the per-call method moves (<= m) */
     int64_t size;   /* bytes per piece */
     gfs_list_entry *ent;
     uint8_t *wbuf;  /* m * size bytes to write */
@@ -93,7 +95,7 @@ static void *work(void *arg)
         else if (r != w->m * w->size)
             w->rc = -EIO;
     } else {
-        for (int64_t i = 0; i < w->m; i++) {
+        for (int64_t i = 0; i < w->cm; i++) {
             int64_t r;
             if (w->op == GFS_WRITE)
                 r = gfs_write(w->kid, w->ent[i].file_offset,
@@ -149,11 +151,13 @@ static double run_phase(worker *ws, int k, int op, bool list, int64_t *err)
     return t1 - t0;
 }
 
-static bool verify(const worker *ws, int k)
+static bool verify(const worker *ws, int k, bool list)
 {
-    for (int j = 0; j < k; j++)
-        if (memcmp(ws[j].wbuf, ws[j].rbuf, (size_t)(ws[j].m * ws[j].size)))
+    for (int j = 0; j < k; j++) {
+        int64_t m = list ? ws[j].m : ws[j].cm; /* pieces are packed */
+        if (memcmp(ws[j].wbuf, ws[j].rbuf, (size_t)(m * ws[j].size)))
             return false;
+    }
     return true;
 }
 
@@ -208,6 +212,7 @@ static int run_case(const config *cf, const int *kids, int k, int64_t size,
         int64_t m = n / k;
         ws[j].kid = kids[j];
         ws[j].m = m;
+        ws[j].cm = cf->cmax > 0 && cf->cmax < m ? cf->cmax : m;
         ws[j].size = size;
         ws[j].ent = calloc((size_t)m, sizeof(gfs_list_entry));
         ws[j].wbuf = malloc((size_t)(m * size));
@@ -257,21 +262,22 @@ static int run_case(const config *cf, const int *kids, int k, int64_t size,
             }
             if (t < best[rp])
                 best[rp] = t;
-            if (!verify(ws, k))
+            if (!verify(ws, k, list))
                 ok = false;
         }
     }
 
     char sz[24];
     fmt_size(size, sz, sizeof(sz));
-    double bytes = (double)(n / k * k) * (double)size;
-    double pieces = (double)(n / k * k);
+    double pieces = (double)(n / k * k), cpieces = (double)(ws[0].cm * k);
+    double bytes = pieces * (double)size, cbytes = cpieces * (double)size;
     printf("%2d %6s %6" PRId64, k, sz, n);
     for (int pair = 0; pair < 2; pair++) {
         int lp = pair == 0 ? W_LIST : R_LIST, cp = pair == 0 ? W_CALLS : R_CALLS;
-        printf(" |%10.0f %8.1f %10.0f %8.1f %6.1fx", pieces / best[lp],
-               bytes / best[lp] / 1e6, pieces / best[cp],
-               bytes / best[cp] / 1e6, best[cp] / best[lp]);
+        double lrate = pieces / best[lp], crate = cpieces / best[cp];
+        printf(" |%10.0f %8.1f %10.0f %8.1f %6.1fx", lrate,
+               bytes / best[lp] / 1e6, crate, cbytes / best[cp] / 1e6,
+               lrate / crate);
     }
     printf(" | %s\n", ok ? "ok" : "DATA MISMATCH");
     fflush(stdout);
@@ -370,21 +376,25 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gbench [-c CLUSTERFILE] [-k MAXSERVERS] [-N MAXPIECES]\n"
-            "              [-T MAXBYTES] [-r REPS] [-s SIZE,SIZE,...]\n"
+            "              [-T MAXBYTES] [-C MAXCALLS] [-r REPS] "
+            "[-s SIZE,SIZE,...]\n"
             "  -c  cluster file (default $GALLEY_CLUSTER)\n"
             "  -k  largest number of servers to use, 1..4 (default 4)\n"
             "  -N  most pieces per case (default 4096)\n"
             "  -T  most bytes per case, K/M/G allowed (default 16M)\n"
+            "  -C  most pieces per fork for the one-call-per-piece baseline "
+            "(its\n"
+            "      rate is measured on those; default all)\n"
             "  -r  repetitions per phase, best one reported (default 3)\n"
             "  -s  piece sizes (default 16,200,4K,64K,1M)\n");
 }
 
 int main(int argc, char **argv)
 {
-    config cf = {.cluster = NULL, .kmax = MAX_K, .nmax = 4096,
+    config cf = {.cluster = NULL, .kmax = MAX_K, .nmax = 4096, .cmax = 0,
                  .total = 16 << 20, .reps = 3, .nsizes = 0};
     int opt;
-    while ((opt = getopt(argc, argv, "c:k:N:T:r:s:h")) != -1) {
+    while ((opt = getopt(argc, argv, "c:k:N:T:C:r:s:h")) != -1) {
         switch (opt) {
         case 'c':
             cf.cluster = optarg;
@@ -399,6 +409,12 @@ int main(int argc, char **argv)
         case 'N':
             if (!parse_size(optarg, &cf.nmax)) {
                 fprintf(stderr, "gbench: bad -N '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'C':
+            if (!parse_size(optarg, &cf.cmax) || cf.cmax < 1) {
+                fprintf(stderr, "gbench: bad -C '%s'\n", optarg);
                 return 2;
             }
             break;

@@ -13,12 +13,15 @@
  * ptrace rules (same user unless privileged), so a bad address or a
  * foreign process gives an error (-EFAULT, -EPERM, -ESRCH), never a copy
  * into the wrong place.  The pid comes from the socket (SO_PEERCRED), not
- * from the client's word.
+ * from the client's word, and a pidfd taken at accept proves before every
+ * copy that it still names the same process (a socket inherited by a
+ * child outlives its parent, whose pid may then be reused).
  */
 #include "gsrv_internal.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/uio.h>
 
@@ -84,9 +87,15 @@ static mpos seek(const gsrv_rmem *m, uint64_t pos)
 
 /* One process_vm_* call's worth: local[0..nl) against remote[0..nr) of
  * equal total length; partial transfers are resumed. */
-static int xfer_pairs(pid_t pid, bool push, struct iovec *l, int nl,
-                      struct iovec *r, int nr)
+static int xfer_pairs(pid_t pid, int pidfd, bool push, struct iovec *l,
+                      int nl, struct iovec *r, int nr)
 {
+    /* The process the connection came from must still be there: its pid
+     * could otherwise name a newer process (a pidfd turns readable when
+     * its process exits). */
+    struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+    if (pidfd < 0 || poll(&pf, 1, 0) != 0)
+        return -ESRCH;
     while (nl > 0 && nr > 0) {
         ssize_t k = push ? process_vm_writev(pid, l, (unsigned long)nl, r,
                                              (unsigned long)nr, 0)
@@ -126,7 +135,8 @@ static int xfer_pairs(pid_t pid, bool push, struct iovec *l, int nl,
 int gsrv_rmem_flush(gsrv_rmem *m)
 {
     if (m->bn > 0 && !m->err)
-        m->err = xfer_pairs(m->pid, m->push, m->bl, m->bn, m->br, m->bn);
+        m->err = xfer_pairs(m->pid, m->pidfd, m->push, m->bl, m->bn, m->br,
+                            m->bn);
     m->bn = 0;
     return m->err;
 }

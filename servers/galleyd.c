@@ -45,6 +45,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -455,10 +456,14 @@ static void accept_one(int lfd, bool local)
     char h[NI_MAXHOST], p[NI_MAXSERV];
     struct ucred cred;
     socklen_t cl = sizeof(cred);
+    c->pidfd = -1;
     if (local) {
         c->local = true;
+        /* The pidfd pins the identity: a pid is only used while this
+         * process lives, so a reused pid never gets another's copies. */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
-            cred.pid > 0)
+            cred.pid > 0 &&
+            (c->pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0)) >= 0)
             c->pid = cred.pid;
         snprintf(c->peer, sizeof(c->peer), "local:pid %d", (int)c->pid);
     } else if (getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p,
@@ -472,6 +477,8 @@ static void accept_one(int lfd, bool local)
     if (rc) {
         gsrv_log(0, "cannot start a handler thread: %s", strerror(-rc));
         gsrv_conn_unregister(c);
+        if (c->pidfd >= 0)
+            close(c->pidfd);
         free(c);
     }
 }

@@ -4,20 +4,27 @@
  *
  * One I/O node (the paper's IOP) is made of these units, one file each:
  *
- *   galleyd.c     main thread: arguments, data directory, listening socket,
- *                 accept loop, one handler thread per client, clean exit.
+ *   galleyd.c     main thread: arguments, data directory, listening sockets
+ *                 (TCP and the same-host Unix socket), accept loop, one
+ *                 handler thread per client, clean exit.
  *   handler.c     handler threads (the paper's CP threads): frames in,
  *                 dispatch through a table built from GP_OPCODES, replies
  *                 out with writev.  PING and STATFS live here.
  *   nameserver.c  the NameServer: file records (NS_* opcodes).
  *   subfile.c     subfile headers and their fork tables (SUB_*, FORK_*,
  *                 FETCH_ADD).
- *   io.c          IO_READ / IO_WRITE: decode, expand, sort, coalesce, move
- *                 data between the socket and cache blocks.
+ *   io.c          IO_READ / IO_WRITE (and their same-host forms IO_READV /
+ *                 IO_WRITEV): decode, expand, sort, coalesce, move data
+ *                 between the socket (or the client's memory) and cache
+ *                 blocks.
+ *   cma.c         cross-memory attach: copies to and from a same-host
+ *                 client's memory (process_vm_readv/writev).
  *   cache.c       the CacheManager thread: 32 KB blocks, hash, global LRU,
- *                 reference counts, round-robin service of per-client lists.
- *   disk.c        the DiskManager thread: C-SCAN ordered pread/pwrite on the
- *                 forks' Unix files.
+ *                 reference counts, round-robin service of per-client lists
+ *                 (a lone list is served by its handler thread).
+ *   disk.c        the DiskManager thread: C-SCAN ordered preads on the
+ *                 forks' Unix files; write-through pwritev on the handler
+ *                 threads.
  *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile.
  *   meta.c        crash-safe metadata files (write temp, fsync, rename).
  *
@@ -38,7 +45,7 @@
  *                    held only briefly (the data path takes it in
  *                    gsrv_fork_get, so it never waits for an fsync).
  *   leaf: ns.lock (nameserver.c), subtab.lock, locktab.lock (rangelock.c),
- *         conns.lock (galleyd.c), a disk write group's lock (disk.c).
+ *         conns.lock (galleyd.c).
  *
  * No thread holds subtab.meta, subtab.lock or ns.lock while waiting for the
  * cache or the disk, or takes a fork's rwlock under them; forks are freed
@@ -130,6 +137,7 @@ typedef struct gsrv_conn {
     uint64_t id;          /* unique, never 0 */
     bool local;           /* same-host (Unix socket) connection */
     pid_t pid;            /* local: the client's pid (SO_PEERCRED), or 0 */
+    int pidfd;            /* local: a pidfd of that process, or -1 */
     char peer[80];
     /* forks opened by this connection, sorted by fkid (handler thread only) */
     gsrv_open *opens;
@@ -185,6 +193,7 @@ typedef struct gsrv_mseg {
 
 typedef struct gsrv_rmem {
     pid_t pid;
+    int pidfd;       /* the connection's: copies stop once it has exited */
     gsrv_mseg *s;    /* the `mem` segments, in stream order */
     size_t n;
     uint64_t bytes;  /* stream bytes they hold */

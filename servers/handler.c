@@ -356,7 +356,8 @@ int gsrv_op_CMA_PROBE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint8_t v[8];
     struct iovec lv = {v, sizeof(v)};
     gsrv_mseg seg = {.addr = src, .size = sizeof(v), .count = 1};
-    gsrv_rmem m = {.pid = c->pid, .s = &seg, .n = 1, .bytes = sizeof(v)};
+    gsrv_rmem m = {.pid = c->pid, .pidfd = c->pidfd, .s = &seg, .n = 1,
+                   .bytes = sizeof(v)};
     rc = gsrv_rmem_xfer(&m, false, &lv, 1);
     if (!rc) {
         seg.addr = dst;
@@ -444,6 +445,8 @@ static void conn_end(gsrv_conn *c)
     gsrv_locks_drop_conn(c->id);
     gsrv_log(1, "%s: disconnected", c->peer);
     gsrv_conn_unregister(c); /* closes the socket */
+    if (c->pidfd >= 0)
+        close(c->pidfd);
     free(c->opens);
     free(c->buf);
     free(c->stage);

@@ -32,7 +32,16 @@
  *    failure acknowledges nothing: the file is cut back to the old size,
  *    the cache is trimmed to it and the fork size is unchanged.
  * 5. Reads reply u64 fork size, then every piece's bytes in the original
- *    list order, zeros past the end of the fork.  When all blocks fit in
+ *    list order, zeros past the end of the fork.
+ * 6. IO_READV / IO_WRITEV (same-host clients, gproto.h) name the data in
+ *    the client's memory instead (cma.c).  Writes of pieces of 512 bytes
+ *    or more on average are copied straight from the client into the
+ *    cache blocks window by window; smaller (or overlapping) pieces are
+ *    copied in with one process_vm_readv into the connection's staging
+ *    buffer first, since an iovec per 16-byte piece costs more than a
+ *    second copy.  Reads go straight from the blocks into the client's
+ *    memory (large pieces: window by window; small: through the reply
+ *    path below, which gathers tiny pieces in a bounce buffer).  When all blocks fit in
  *    one window the reply is sent straight from the cache buffers with
  *    writev (no staging copy); otherwise window by window into a staging
  *    buffer (bounded by the data limit).
@@ -603,6 +612,7 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     q->write = true;
     q->cma = cma;
     q->rmem.pid = c->pid;
+    q->rmem.pidfd = c->pidfd;
     uint64_t fkid = gp_get_u64(req);
     int rc = decode(req, q);
     /* small pieces: copy the data in before taking the fork's lock */
@@ -717,6 +727,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         return -ENOMEM;
     q->cma = cma;
     q->rmem.pid = c->pid;
+    q->rmem.pidfd = c->pidfd;
     uint64_t fkid = gp_get_u64(req);
     int rc = decode(req, q);
     if (rc)

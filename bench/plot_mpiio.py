@@ -3,14 +3,19 @@
 beside the ufs: baseline of the same run, write and read in two panels,
 MB/s on a log scale, the galley/ufs ratio above each pair.
 
-    plot_mpiio.py TABLE.txt CHART.png [--title TEXT]
+    plot_mpiio.py CHART.png TABLE.txt [TABLE.txt ...] [--title TEXT]
 
-TABLE.txt is mpiio_bench's output as printed (its header lines are kept
-as the chart's subtitle).  Needs matplotlib (Debian: python3-matplotlib).
+Each TABLE.txt is mpiio_bench's output as printed (its header lines are
+kept as the chart's subtitle).  Given several runs, every figure is the
+median over the runs (the ratio is that of the medians), and the median
+table is printed in mpiio_bench's format.  Needs matplotlib (Debian:
+python3-matplotlib) for the chart; --no-chart prints the table only.
 """
 
 import argparse
+import os
 import re
+import statistics
 import sys
 
 ROW = re.compile(r"^(?P<name>.+?)\s*\|\s*(?P<gw>[\d.]+)\s+(?P<uw>[\d.]+)\s+"
@@ -27,27 +32,72 @@ def parse(text):
             label = " ".join(m.group("name").split())
             rows.append((label, float(m.group("gw")), float(m.group("uw")),
                          float(m.group("gr")), float(m.group("ur"))))
-        elif line.startswith("mpiio_bench:") or line.startswith("galley target"):
+        elif line.startswith("mpiio_bench:") or line.startswith("host:"):
             header.append(line.strip())
     return header, rows
 
 
+def median_rows(runs):
+    """Per pattern, the median of every figure over the runs that have it
+    (patterns in the order of the first run)."""
+    order, cells = [], {}
+    for rows in runs:
+        for r in rows:
+            if r[0] not in cells:
+                order.append(r[0])
+                cells[r[0]] = []
+            cells[r[0]].append(r[1:])
+    out = []
+    for label in order:
+        vals = cells[label]
+        out.append((label,) + tuple(statistics.median(v[i] for v in vals)
+                                    for i in range(4)))
+    return out
+
+
+def print_table(rows, nruns):
+    print("median of %d run(s)" % nruns)
+    for label, gw, uw, gr, ur in rows:
+        print("%-34s | %9.1f %9.1f %6.2fx | %9.1f %9.1f %6.2fx" % (
+            label, gw, uw, gw / uw if uw else 0, gr, ur, gr / ur if ur else 0))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("table")
     ap.add_argument("png")
+    ap.add_argument("tables", nargs="+")
     ap.add_argument("--title", default="galley: beside ufs: (ROMIO on a "
                     "local directory), same run")
+    ap.add_argument("--no-chart", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    with open(a.table) as f:
-        header, rows = parse(f.read())
-    if not rows:
-        sys.exit("plot_mpiio: no table rows in %s" % a.table)
+    header, runs = [], []
+    for t in a.tables:
+        with open(t) as f:
+            h, rows = parse(f.read())
+        if not rows:
+            sys.exit("plot_mpiio: no table rows in %s" % t)
+        header = header or h
+        runs.append(rows)
+    rows = median_rows(runs)
+    if len(runs) > 1:
+        header = header + ["median of %d runs" % len(runs)]
+        if not a.quiet:
+            print_table(rows, len(runs))
+    if a.no_chart:
+        return
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        # Debian's matplotlib belongs to Debian's python3, which another
+        # python3 first on PATH (pyenv, a venv) does not see.
+        deb = "/usr/bin/python3"
+        if os.path.realpath(sys.executable) != os.path.realpath(deb) and \
+                os.access(deb, os.X_OK):
+            os.execv(deb, [deb, os.path.abspath(__file__)] + sys.argv[1:] +
+                     ["--quiet"])
         sys.exit("plot_mpiio: needs matplotlib (apt-get install "
                  "python3-matplotlib)")
 

@@ -85,6 +85,21 @@ static mpos seek(const gsrv_rmem *m, uint64_t pos)
     return at;
 }
 
+/* Drop the first k bytes of v[0..*n). */
+static void iov_advance(struct iovec **v, int *n, size_t k)
+{
+    while (k > 0 && *n > 0) {
+        size_t a = (*v)->iov_len < k ? (*v)->iov_len : k;
+        (*v)->iov_base = (char *)(*v)->iov_base + a;
+        (*v)->iov_len -= a;
+        if ((*v)->iov_len == 0) {
+            (*v)++;
+            (*n)--;
+        }
+        k -= a;
+    }
+}
+
 /* One process_vm_* call's worth: local[0..nl) against remote[0..nr) of
  * equal total length; partial transfers are resumed. */
 static int xfer_pairs(pid_t pid, int pidfd, bool push, struct iovec *l,
@@ -108,26 +123,8 @@ static int xfer_pairs(pid_t pid, int pidfd, bool push, struct iovec *l,
         }
         if (k == 0)
             return -EFAULT;
-        for (size_t left = (size_t)k; left > 0;) { /* advance both sides */
-            size_t a = l->iov_len < left ? l->iov_len : left;
-            l->iov_base = (char *)l->iov_base + a;
-            l->iov_len -= a;
-            if (l->iov_len == 0) {
-                l++;
-                nl--;
-            }
-            left -= a;
-        }
-        for (size_t left = (size_t)k; left > 0;) {
-            size_t a = r->iov_len < left ? r->iov_len : left;
-            r->iov_base = (char *)r->iov_base + a;
-            r->iov_len -= a;
-            if (r->iov_len == 0) {
-                r++;
-                nr--;
-            }
-            left -= a;
-        }
+        iov_advance(&l, &nl, (size_t)k);
+        iov_advance(&r, &nr, (size_t)k);
     }
     return 0;
 }

@@ -718,6 +718,43 @@ static void send_staged(gsrv_out *o, void *arg)
     gsrv_out_add(o, q->staged, q->bytes);
 }
 
+/* Every window of a read (the first one already filled): its bytes from
+ * the blocks to q->staged or (direct) to the client's memory. */
+static int read_windows(io_req *q)
+{
+    int rc;
+    do {
+        rc = get_window(q);
+        if (!rc)
+            rc = copy_window(q);
+        put_window(q, false);
+    } while (!rc && fill_window(q));
+    return rc;
+}
+
+/* Zeros for the bytes the pieces ask past the end of the fork: into
+ * q->staged or (direct) the client's memory. */
+static int read_zeros(io_req *q)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        const io_item *it = &q->it[i];
+        for (uint64_t a = it->off > q->size ? it->off : q->size;
+             a < item_end(it);) {
+            uint64_t z = item_end(it) - a;
+            if (!q->direct) {
+                memset(q->staged + it->src + (a - it->off), 0, z);
+                break;
+            }
+            if (z > sizeof(zeros))
+                z = sizeof(zeros);
+            gsrv_rmem_copy_at(&q->rmem, it->src + (a - it->off),
+                              (void *)zeros, z);
+            a += z;
+        }
+    }
+    return q->direct ? gsrv_rmem_flush(&q->rmem) : 0;
+}
+
 static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
 {
     if (cma && (!c->local || c->pid <= 0))
@@ -771,27 +808,9 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
             rc = -ECONNRESET;
             goto out_free;
         }
-        do {
-            rc = get_window(q);
-            if (!rc)
-                rc = copy_window(q);
-            put_window(q, false);
-            if (rc)
-                goto out_free;
-        } while (fill_window(q));
-        for (size_t i = 0; i < q->n; i++) { /* zeros past the end */
-            const io_item *it = &q->it[i];
-            for (uint64_t a = it->off > q->size ? it->off : q->size;
-                 a < item_end(it);) {
-                uint64_t z = item_end(it) - a;
-                if (z > sizeof(zeros))
-                    z = sizeof(zeros);
-                gsrv_rmem_copy_at(&q->rmem, it->src + (a - it->off),
-                                  (void *)zeros, z);
-                a += z;
-            }
-        }
-        rc = gsrv_rmem_flush(&q->rmem);
+        rc = read_windows(q);
+        if (!rc)
+            rc = read_zeros(q);
         goto out_free;
     }
 
@@ -801,21 +820,11 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         rc = -ENOMEM;
         goto out_free;
     }
-    do {
-        rc = get_window(q);
-        if (!rc)
-            copy_window(q);
-        put_window(q, false);
-        if (rc)
-            goto out_free;
-    } while (fill_window(q));
-    for (size_t i = 0; i < q->n; i++) { /* zeros past the end */
-        const io_item *it = &q->it[i];
-        if (item_end(it) > q->size) {
-            uint64_t a = it->off > q->size ? it->off : q->size;
-            memset(q->staged + it->src + (a - it->off), 0, item_end(it) - a);
-        }
-    }
+    rc = read_windows(q);
+    if (!rc)
+        rc = read_zeros(q);
+    if (rc)
+        goto out_free;
     pthread_rwlock_unlock(&q->f->rw);
     q->locked = false;
     rep->datalen = q->bytes;

@@ -177,6 +177,26 @@ static void view_block2d(MPI_File fh, long long rec, MPI_Datatype *mt,
     *mc = side * side;
 }
 
+/* nblk calls of blk bytes from/to buf at seg, seg + blk, ...; seconds
+ * from now to the barrier after the last. */
+static double timed_calls(MPI_File fh, int write, MPI_Offset seg, char *buf,
+                          long long blk, long long nblk)
+{
+    double t0 = MPI_Wtime();
+    for (long long i = 0; i < nblk; i++) {
+        if (write)
+            CHECK(MPI_File_write_at(fh, seg + i * blk, buf + i * blk,
+                                    (int)blk, MPI_BYTE, MPI_STATUS_IGNORE),
+                  "write_at");
+        else
+            CHECK(MPI_File_read_at(fh, seg + i * blk, buf + i * blk, (int)blk,
+                                   MPI_BYTE, MPI_STATUS_IGNORE),
+                  "read_at");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return MPI_Wtime() - t0;
+}
+
 /*
  * Many independent calls of `blk` bytes: `nblk` per rank, at consecutive
  * offsets of the rank's own segment of one shared file, or of its own file
@@ -206,22 +226,10 @@ static result run_calls(const char *base, int fpp, long long blk,
                             MPI_INFO_NULL, &fh),
               "open");
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        for (long long i = 0; i < nblk; i++)
-            CHECK(MPI_File_write_at(fh, seg + i * blk, wbuf + i * blk,
-                                    (int)blk, MPI_BYTE, MPI_STATUS_IGNORE),
-                  "write_at");
-        MPI_Barrier(MPI_COMM_WORLD);
-        double tw = MPI_Wtime() - t0;
+        double tw = timed_calls(fh, 1, seg, wbuf, blk, nblk);
         memset(rbuf, 0, bytes);
         MPI_Barrier(MPI_COMM_WORLD);
-        t0 = MPI_Wtime();
-        for (long long i = 0; i < nblk; i++)
-            CHECK(MPI_File_read_at(fh, seg + i * blk, rbuf + i * blk,
-                                   (int)blk, MPI_BYTE, MPI_STATUS_IGNORE),
-                  "read_at");
-        MPI_Barrier(MPI_COMM_WORLD);
-        double tr = MPI_Wtime() - t0;
+        double tr = timed_calls(fh, 0, seg, rbuf, blk, nblk);
         if (memcmp(wbuf, rbuf, bytes) != 0) {
             fprintf(stderr, "rank %d: %s: data read back differs\n", rank,
                     path);

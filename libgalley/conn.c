@@ -359,8 +359,50 @@ static void read_turn(gc_conn *c, int wait_ms)
 
 /* --------------------------------------------------------- connecting -- */
 
+/* A connected socket to the abstract name gp_local_name(hostport), or -1. */
+static int connect_abstract(const char *hostport)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int n = gp_local_name(sa.sun_path + 1, sizeof(sa.sun_path) - 1, hostport);
+    if (n < 0)
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    socklen_t len =
+        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    if (connect(fd, (struct sockaddr *)&sa, len) == 0)
+        return fd;
+    close(fd);
+    return -1;
+}
+
+/* Is the address one of this host's (in this network namespace)?  Only
+ * then may a wildcard-bound local server stand for it: binding to it
+ * succeeds exactly when it is ours. */
+static bool is_own_address(const struct addrinfo *a)
+{
+    struct sockaddr_storage ss;
+    if (a->ai_addrlen > sizeof(ss))
+        return false;
+    memcpy(&ss, a->ai_addr, a->ai_addrlen);
+    if (ss.ss_family == AF_INET)
+        ((struct sockaddr_in *)&ss)->sin_port = 0;
+    else if (ss.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+    else
+        return false;
+    int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    bool own = bind(fd, (struct sockaddr *)&ss, a->ai_addrlen) == 0;
+    close(fd);
+    return own;
+}
+
 /* The same-host socket of the server at c->host:c->port, if it has one
- * here: its name is made of the numeric address, as the server prints it. */
+ * here: its name is made of the numeric address, as the server prints it
+ * (or "*:PORT" for a server listening on a wildcard address). */
 static int dial_local(gc_conn *c)
 {
     struct addrinfo hints = {0}, *res = NULL;
@@ -377,20 +419,15 @@ static int dial_local(gc_conn *c)
             continue;
         snprintf(hp, sizeof(hp), a->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
                  h, c->port);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        int n = gp_local_name(sa.sun_path + 1, sizeof(sa.sun_path) - 1, hp);
-        if (n < 0)
-            continue;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            continue;
-        socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-                                    1 + (size_t)n);
-        if (connect(fd, (struct sockaddr *)&sa, len) == 0) {
+        int fd = connect_abstract(hp);
+        if (fd < 0 && is_own_address(a)) {
+            /* a server on this host listening on a wildcard address */
+            snprintf(hp, sizeof(hp), "*:%s", c->port);
+            fd = connect_abstract(hp);
+        }
+        if (fd >= 0) {
             c->fd = fd;
             rc = 0;
-        } else {
-            close(fd);
         }
     }
     freeaddrinfo(res);

@@ -61,9 +61,11 @@
  * GFS_ESTALE; offsets past GP_MAX_OFFSET give -EFBIG.
  *
  * The same-host transport.  Besides TCP, a server listens on the Unix
- * socket in the abstract namespace named gp_local_name(its TCP address):
- * a client that finds it there is on the server's host (and in its network
- * namespace) and uses it instead of TCP.  On such a local connection the
+ * socket in the abstract namespace named gp_local_name(its TCP address),
+ * or gp_local_name("*:PORT") when it listens on a wildcard address: a
+ * client that finds the name of the address it resolved (or, when that
+ * address is one of its own host's, "*:PORT") is on the server's host and
+ * in its network namespace, and uses it instead of TCP.  On such a local connection the
  * server knows the client's pid from the socket (SO_PEERCRED), and data
  * may skip the socket altogether (cross-memory attach): CMA_PROBE asks the
  * server to copy 8 bytes of the client's memory from src to dst, which

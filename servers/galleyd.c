@@ -387,6 +387,13 @@ static int open_listener(const char *host, const char *port, char *addr,
  * address.  -1 (logged, not fatal) when it cannot be had. */
 static int open_local_listener(const char *addr)
 {
+    /* a wildcard address serves every local address: "*:PORT" */
+    char wild[40];
+    const char *colon = strrchr(addr, ':');
+    if (colon && (!strncmp(addr, "0.0.0.0:", 8) || !strncmp(addr, "[::]:", 5))) {
+        snprintf(wild, sizeof(wild), "*%.30s", colon);
+        addr = wild;
+    }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     int n = gp_local_name(sa.sun_path + 1, sizeof(sa.sun_path) - 1, addr);
     if (n < 0)

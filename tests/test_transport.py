@@ -96,6 +96,39 @@ def test_server_without_local_transport(make_cluster, tmp_path, uniq):
     assert time.monotonic() - t0 < 5
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or
+                    not shutil.which("ip"),
+                    reason="needs root, unshare and ip for a network "
+                           "namespace of the test's own")
+def test_wildcard_server_is_local_for_its_own_addresses(tmp_path):
+    """A server listening on 0.0.0.0 (the multi-host launcher's default)
+    is same-host for clients naming any of its host's addresses.  Run in a
+    network namespace of the test's own, so the wildcard is its loopback
+    only."""
+    script = tmp_path / "run.sh"
+    script.write_text("""
+set -e
+ip link set lo up
+"$GALLEYD" --data "$DIR/data" --listen 0.0.0.0:0 --port-file "$DIR/port" \\
+    >"$DIR/log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null || true' EXIT
+for i in $(seq 200); do [ -s "$DIR/port" ] && break; sleep 0.05; done
+port=$(sed 's/.*://' "$DIR/port")
+echo "127.0.0.1:$port" >"$DIR/c-ip"
+echo "localhost:$port" >"$DIR/c-name"
+"$GALLEY" -c "$DIR/c-ip" ping
+"$GALLEY" -c "$DIR/c-name" ping
+GALLEY_TRANSPORT=tcp "$GALLEY" -c "$DIR/c-ip" ping
+""")
+    env = base_env({"GALLEYD": galleyd_path(), "GALLEY": galley_path(),
+                    "DIR": str(tmp_path), "GALLEY_TRANSPORT": "auto"})
+    cp = run(["unshare", "-n", "bash", script], env=env, timeout=60)
+    assert cp.returncode == 0, describe(cp)
+    assert (tmp_path / "port").read_text().startswith("0.0.0.0:")
+    assert transports(cp) == ["local+cma", "local+cma", "tcp"], describe(cp)
+
+
 def start_galleyd_as(user, tmp_path):
     """One galleyd run as `user` (setpriv), for a client of another user;
     its directory outside pytest's (which only root may enter)."""

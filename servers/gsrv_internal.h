@@ -86,7 +86,7 @@
 #define GSRV_MAX_LOCKS_PER_CONN 65536
 #define GSRV_MAX_META_FILE (64u << 20) /* largest metadata file we load    */
 #define GSRV_IOV_BATCH 1024            /* iovecs per writev/sendmsg        */
-#define GSRV_STAGE_KEEP (4u << 20)     /* local writes: staging kept per conn */
+#define GSRV_STAGE_KEEP (1u << 20)     /* local writes: staging kept per conn */
 #define GSRV_CMA_DIRECT_MIN 512        /* local writes: mean piece size from
                                         * which data goes straight into the
                                         * cache blocks                       */

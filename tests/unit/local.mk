@@ -1,10 +1,13 @@
 # C unit tests that need no servers; `make check` runs them.
 #   test_proto   round trips and rejections for every gproto.c codec
 #   test_layout  striped-layout arithmetic against a byte-by-byte model
+#   test_cma     galleyd's cross-memory copies (servers/cma.c): `mem` lists
+#                and every position of a strided stream, on this process
 #   fuzz_proto   the protocol fuzz target driven by generated inputs
 #                (GALLEY_FUZZ_ITERS, GALLEY_FUZZ_SEED; see the file to build
 #                it as a libFuzzer target instead)
-UNIT_TESTS = tests/unit/test_proto tests/unit/test_layout tests/unit/fuzz_proto
+UNIT_TESTS = tests/unit/test_proto tests/unit/test_layout \
+	tests/unit/test_cma tests/unit/fuzz_proto
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -13,6 +16,11 @@ tests_unit_test_proto_LDADD = proto/libgproto.la
 
 tests_unit_test_layout_SOURCES = tests/unit/test_layout.c tests/unit/utest.h
 tests_unit_test_layout_LDADD = libgalley/libgalley.la
+
+tests_unit_test_cma_SOURCES = tests/unit/test_cma.c tests/unit/utest.h \
+	servers/cma.c
+tests_unit_test_cma_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/servers
+tests_unit_test_cma_LDADD = proto/libgproto.la
 
 tests_unit_fuzz_proto_SOURCES = tests/unit/fuzz_proto.c
 tests_unit_fuzz_proto_LDADD = proto/libgproto.la

@@ -359,19 +359,18 @@ static void read_turn(gc_conn *c, int wait_ms)
 
 /* --------------------------------------------------------- connecting -- */
 
-/* A connected socket to the abstract name gp_local_name(hostport), or -1. */
+/* A connected socket to the abstract address gp_local_addr(hostport), or
+ * -1. */
 static int connect_abstract(const char *hostport)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int n = gp_local_name(sa.sun_path + 1, sizeof(sa.sun_path) - 1, hostport);
-    if (n < 0)
+    struct sockaddr_un sa;
+    int len = gp_local_addr(&sa, hostport);
+    if (len < 0)
         return -1;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    socklen_t len =
-        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-    if (connect(fd, (struct sockaddr *)&sa, len) == 0)
+    if (connect(fd, (struct sockaddr *)&sa, (socklen_t)len) == 0)
         return fd;
     close(fd);
     return -1;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "galley.h"
 
@@ -25,13 +27,17 @@ const char *gp_opname(unsigned op)
     }
 }
 
-int gp_local_name(char *out, size_t outlen, const char *hostport)
+int gp_local_addr(struct sockaddr_un *sa, const char *hostport)
 {
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
     size_t n = strlen(GP_LOCAL_PREFIX) + strlen(hostport);
-    if (n + 1 > outlen || n > 107)
+    if (n + 1 > sizeof(sa->sun_path)) /* the leading NUL counts */
         return -1;
-    snprintf(out, outlen, "%s%s", GP_LOCAL_PREFIX, hostport);
-    return (int)n;
+    memcpy(sa->sun_path + 1, GP_LOCAL_PREFIX, strlen(GP_LOCAL_PREFIX));
+    memcpy(sa->sun_path + 1 + strlen(GP_LOCAL_PREFIX), hostport,
+           strlen(hostport));
+    return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
 /* ---------------------------------------------------------------- LE ---- */

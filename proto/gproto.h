@@ -61,8 +61,8 @@
  * GFS_ESTALE; offsets past GP_MAX_OFFSET give -EFBIG.
  *
  * The same-host transport.  Besides TCP, a server listens on the Unix
- * socket in the abstract namespace named gp_local_name(its TCP address),
- * or gp_local_name("*:PORT") when it listens on a wildcard address: a
+ * socket in the abstract namespace named gp_local_addr(its TCP address),
+ * or gp_local_addr("*:PORT") when it listens on a wildcard address: a
  * client that finds the name of the address it resolved (or, when that
  * address is one of its own host's, "*:PORT") is on the server's host and
  * in its network namespace, and uses it instead of TCP.  On such a local connection the
@@ -240,10 +240,12 @@ void gp_seg_expand(const gp_seg *s, gp_piece *out, uint64_t *n);
  * ------------------------------------------------------------------------ */
 #define GP_LOCAL_PREFIX "galleyd@"
 
-/* The abstract Unix socket name (without the leading NUL) of the server
- * listening on numeric host:port ("127.0.0.1:40123", "[::1]:40123"):
- * "galleyd@127.0.0.1:40123".  Returns the name's length, or -1 when it
- * does not fit in out[0..outlen) (at most 107 bytes fit a sockaddr_un). */
-int gp_local_name(char *out, size_t outlen, const char *hostport);
+/* The abstract Unix socket address of the server listening on numeric
+ * host:port ("127.0.0.1:40123", "[::1]:40123", or "*:40123" for a
+ * wildcard address): NUL, then "galleyd@127.0.0.1:40123".  Fills *sa and
+ * returns the address length for bind/connect, or -1 when the name does
+ * not fit in sun_path. */
+struct sockaddr_un;
+int gp_local_addr(struct sockaddr_un *sa, const char *hostport);
 
 #endif /* GPROTO_H */

@@ -21,7 +21,7 @@
  * atomically (temp file + rename), so a launcher can learn it.
  *
  * The same-host transport (gproto.h): the server also listens on the
- * abstract Unix socket gp_local_name("HOST:PORT") unless --no-local; its
+ * abstract Unix socket gp_local_addr("HOST:PORT") unless --no-local; its
  * connections are handled exactly like TCP ones, plus the peer's pid
  * (SO_PEERCRED) for cross-memory attach.
  */
@@ -394,16 +394,15 @@ static int open_local_listener(const char *addr)
         snprintf(wild, sizeof(wild), "*%.30s", colon);
         addr = wild;
     }
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int n = gp_local_name(sa.sun_path + 1, sizeof(sa.sun_path) - 1, addr);
-    if (n < 0)
+    struct sockaddr_un sa;
+    int len = gp_local_addr(&sa, addr);
+    if (len < 0)
         return -1;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                                (size_t)n);
-    if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, 128) < 0) {
+    if (bind(fd, (struct sockaddr *)&sa, (socklen_t)len) < 0 ||
+        listen(fd, 128) < 0) {
         gsrv_log(0, "no same-host transport (@%s): %s", sa.sun_path + 1,
                  strerror(errno));
         close(fd);

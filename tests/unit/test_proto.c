@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "galley.h"
 #include "gproto.h"
@@ -98,19 +100,27 @@ static void test_opnames(void)
     CHECK(gp_opname(65535) == NULL);
 }
 
-/* The same-host socket's name: made of the numeric address as printed. */
-static void test_local_name(void)
+/* The same-host socket's address: NUL, then a name made of the numeric
+ * address as printed. */
+static void test_local_addr(void)
 {
-    char b[108];
-    CHECK_EQ(gp_local_name(b, sizeof(b), "127.0.0.1:40123"), 23);
-    CHECK(strcmp(b, "galleyd@127.0.0.1:40123") == 0);
-    CHECK_EQ(gp_local_name(b, sizeof(b), "[::1]:7"), 15);
-    CHECK(strcmp(b, "galleyd@[::1]:7") == 0);
-    CHECK_EQ(gp_local_name(b, 10, "127.0.0.1:40123"), -1); /* too small */
-    char longhost[200];
-    memset(longhost, 'h', sizeof(longhost) - 1);
-    longhost[sizeof(longhost) - 1] = 0;
-    CHECK_EQ(gp_local_name(b, sizeof(b), longhost), -1); /* > sun_path */
+    struct sockaddr_un sa;
+    long long base = (long long)offsetof(struct sockaddr_un, sun_path) + 1;
+    CHECK_EQ(gp_local_addr(&sa, "127.0.0.1:40123"), base + 23);
+    CHECK_EQ(sa.sun_family, AF_UNIX);
+    CHECK_EQ(sa.sun_path[0], 0);
+    CHECK(memcmp(sa.sun_path + 1, "galleyd@127.0.0.1:40123", 23) == 0);
+    CHECK_EQ(gp_local_addr(&sa, "[::1]:7"), base + 15);
+    CHECK(memcmp(sa.sun_path + 1, "galleyd@[::1]:7", 15) == 0);
+    CHECK_EQ(gp_local_addr(&sa, "*:7"), base + 11);
+    /* NUL + "galleyd@" + 99 bytes fill the 108 of sun_path exactly */
+    char host[200];
+    memset(host, 'h', sizeof(host));
+    host[99] = 0;
+    CHECK_EQ(gp_local_addr(&sa, host), base + 107);
+    host[99] = 'h';
+    host[100] = 0;
+    CHECK_EQ(gp_local_addr(&sa, host), -1);
 }
 
 /* --------------------------------------------------------- integers ---- */
@@ -893,7 +903,7 @@ int main(void)
 {
     test_header();
     test_opnames();
-    test_local_name();
+    test_local_addr();
     test_ints();
     test_writer_limits();
     test_strings();

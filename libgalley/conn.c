@@ -359,6 +359,17 @@ static void read_turn(gc_conn *c, int wait_ms)
 
 /* --------------------------------------------------------- connecting -- */
 
+/* Either transport's socket: a send never blocks past the timeout, and
+ * buffers big enough for pipelined requests. */
+static void set_stream_options(int fd, int timeout_ms)
+{
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int buf = 4 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
 /* A connected socket to the abstract address gp_local_addr(hostport), or
  * -1. */
 static int connect_abstract(const char *hostport)
@@ -430,15 +441,9 @@ static int dial_local(gc_conn *c)
         }
     }
     freeaddrinfo(res);
-    if (rc)
-        return rc;
-    int timeout_ms = gc_timeout_ms();
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    int buf = 4 << 20;
-    setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-    return 0;
+    if (!rc)
+        set_stream_options(c->fd, gc_timeout_ms());
+    return rc;
 }
 
 static int dial(gc_conn *c, int timeout_ms)
@@ -482,11 +487,7 @@ static int dial(gc_conn *c, int timeout_ms)
         return rc;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    int buf = 4 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    set_stream_options(fd, timeout_ms);
     c->fd = fd;
     return 0;
 }
@@ -785,8 +786,9 @@ int gc_wait(gc_req *req)
                     req->state = GC_REQ_DONE;
                     req->status = GFS_ESERVERDOWN;
                 }
-            } else
+            } else {
                 read_turn(c, (int)(wait_ns / 1000000) + 1);
+            }
             continue;
         }
         struct timespec ts;

@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #ifndef IOV_MAX
@@ -126,6 +127,17 @@ static int xfer_pairs(pid_t pid, int pidfd, bool push, struct iovec *l,
         iov_advance(&l, &nl, (size_t)k);
         iov_advance(&r, &nr, (size_t)k);
     }
+    return 0;
+}
+
+int gsrv_rmem_init(gsrv_rmem *m, const gsrv_conn *c)
+{
+    memset(m, 0, sizeof(*m));
+    m->pidfd = -1;
+    if (!c->local || c->pid <= 0)
+        return -EOPNOTSUPP; /* TCP, or no pidfd for the peer */
+    m->pid = c->pid;
+    m->pidfd = c->pidfd;
     return 0;
 }
 

@@ -4,8 +4,8 @@
  *
  * Threads: the DiskManager thread (dm_main) does the reads the
  * CacheManager thread submits; handler threads do their write-through
- * writes themselves (gsrv_disk_write_wait, below).  disk.lock guards the queue and is the last
- * lock in the order (gsrv_internal.h): submitters may hold nothing or
+ * writes themselves (gsrv_disk_write_wait, below).  disk.lock guards the
+ * queue and is the last lock in the order (gsrv_internal.h): submitters may hold nothing or
  * fork->rw, never cache.lock.  Completion callbacks run on the DiskManager
  * thread with no lock held.
  *
@@ -225,13 +225,12 @@ void gsrv_disk_submit(gsrv_dreq **reqs, size_t n)
 int gsrv_disk_write_wait(gsrv_dreq **reqs, size_t n)
 {
     int err = 0;
+    for (size_t i = 0; i < n; i++)
+        reqs[i]->op = GSRV_DISK_WRITE;
     qsort(reqs, n, sizeof(*reqs), dreq_cmp);
     for (size_t i = 0; i < n;) {
         size_t k = 1;
-        reqs[i]->op = GSRV_DISK_WRITE;
-        while (i + k < n && k < DM_RUN &&
-               (reqs[i + k]->op = GSRV_DISK_WRITE,
-                mergeable(reqs[i + k - 1], reqs[i + k])))
+        while (i + k < n && k < DM_RUN && mergeable(reqs[i + k - 1], reqs[i + k]))
             k++;
         int e = do_run(&reqs[i], (int)k);
         if (e && k > 1) { /* block by block: the first that fails */

@@ -145,9 +145,9 @@ typedef struct gsrv_conn {
     /* receive buffer */
     uint8_t *buf;
     size_t bufcap;
-    /* local writes: the data copied in from the client (io.c) */
+    /* local writes: the data copied in from the client (io.c); NULL or
+     * GSRV_STAGE_KEEP bytes */
     uint8_t *stage;
-    size_t stagecap;
     struct gsrv_out *out; /* reply batch, allocated on first use */
     struct gsrv_conn *prev, *next; /* registry in galleyd.c */
 } gsrv_conn;
@@ -204,6 +204,9 @@ typedef struct gsrv_rmem {
     int err;
 } gsrv_rmem;
 
+/* Set m up for connection c's client: 0, or -EOPNOTSUPP when c cannot
+ * do cross-memory attach (TCP, or the peer's process not pinned). */
+int gsrv_rmem_init(gsrv_rmem *m, const gsrv_conn *c);
 /* Decode a `mem` list (gproto.h: segments in the client's address space,
  * extents or one-level strides) into m (m->pid is the caller's); with
  * check, they must hold exactly `bytes` (else GFS_EPROTO).  Free with

@@ -61,10 +61,11 @@ int gsrv_out_flush(gsrv_out *o)
 {
     struct iovec *iov = o->iov;
     int n = o->n;
-    if (o->rmem && n > 0 && !o->err)
-        o->err = gsrv_rmem_xfer(o->rmem, true, iov, (size_t)n);
-    if (o->rmem)
+    if (o->rmem) { /* into the client's memory; nothing for the socket */
+        if (n > 0 && !o->err)
+            o->err = gsrv_rmem_xfer(o->rmem, true, iov, (size_t)n);
         n = 0;
+    }
     while (n > 0 && !o->err) {
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
         ssize_t w = sendmsg(o->fd, &mh, MSG_NOSIGNAL);
@@ -351,13 +352,16 @@ int gsrv_op_CMA_PROBE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     int rc = gsrv_decoded(req);
     if (rc)
         return rc;
-    if (!c->local || c->pid <= 0)
-        return -EOPNOTSUPP;
+    gsrv_rmem m;
+    rc = gsrv_rmem_init(&m, c);
+    if (rc)
+        return rc;
     uint8_t v[8];
     struct iovec lv = {v, sizeof(v)};
     gsrv_mseg seg = {.addr = src, .size = sizeof(v), .count = 1};
-    gsrv_rmem m = {.pid = c->pid, .pidfd = c->pidfd, .s = &seg, .n = 1,
-                   .bytes = sizeof(v)};
+    m.s = &seg;
+    m.n = 1;
+    m.bytes = sizeof(v);
     rc = gsrv_rmem_xfer(&m, false, &lv, 1);
     if (!rc) {
         seg.addr = dst;

@@ -32,7 +32,10 @@
  *    failure acknowledges nothing: the file is cut back to the old size,
  *    the cache is trimmed to it and the fork size is unchanged.
  * 5. Reads reply u64 fork size, then every piece's bytes in the original
- *    list order, zeros past the end of the fork.
+ *    list order, zeros past the end of the fork.  When all blocks fit in
+ *    one window the reply is sent straight from the cache buffers with
+ *    writev (no staging copy); otherwise window by window into a staging
+ *    buffer (bounded by the data limit).
  * 6. IO_READV / IO_WRITEV (same-host clients, gproto.h) name the data in
  *    the client's memory instead (cma.c).  Writes of pieces of 512 bytes
  *    or more on average are copied straight from the client into the
@@ -41,10 +44,7 @@
  *    buffer first, since an iovec per 16-byte piece costs more than a
  *    second copy.  Reads go straight from the blocks into the client's
  *    memory (large pieces: window by window; small: through the reply
- *    path below, which gathers tiny pieces in a bounce buffer).  When all blocks fit in
- *    one window the reply is sent straight from the cache buffers with
- *    writev (no staging copy); otherwise window by window into a staging
- *    buffer (bounded by the data limit).
+ *    path of 5, which gathers tiny pieces in a bounce buffer).
  */
 #include "gsrv_internal.h"
 
@@ -529,6 +529,25 @@ static void io_free(void *arg)
     free(q);
 }
 
+/* A request of connection c; NULL with *rc set when it cannot be had. */
+static io_req *io_new(gsrv_conn *c, bool write, bool cma, int *rc)
+{
+    gsrv_rmem m;
+    *rc = cma ? gsrv_rmem_init(&m, c) : 0;
+    if (*rc)
+        return NULL;
+    io_req *q = calloc(1, sizeof(*q));
+    if (!q) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    q->write = write;
+    q->cma = cma;
+    if (cma)
+        q->rmem = m;
+    return q;
+}
+
 /* ------------------------------------------------------------- write ---- */
 
 static int write_windows(io_req *q)
@@ -574,14 +593,8 @@ static int pull_data(gsrv_conn *c, io_req *q)
         return 0;
     uint8_t *buf;
     if (q->bytes <= GSRV_STAGE_KEEP) {
-        if (c->stagecap < q->bytes) {
-            free(c->stage);
-            c->stagecap = 0;
-            c->stage = malloc(GSRV_STAGE_KEEP);
-            if (!c->stage)
-                return -ENOMEM;
-            c->stagecap = GSRV_STAGE_KEEP;
-        }
+        if (!c->stage && !(c->stage = malloc(GSRV_STAGE_KEEP)))
+            return -ENOMEM;
         buf = c->stage;
     } else {
         buf = q->pulled = malloc(q->bytes);
@@ -604,17 +617,12 @@ static bool items_overlap(const io_item *it, size_t n)
 
 static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
 {
-    if (cma && (!c->local || c->pid <= 0))
-        return -EOPNOTSUPP;
-    io_req *q = calloc(1, sizeof(*q));
+    int rc;
+    io_req *q = io_new(c, true, cma, &rc);
     if (!q)
-        return -ENOMEM;
-    q->write = true;
-    q->cma = cma;
-    q->rmem.pid = c->pid;
-    q->rmem.pidfd = c->pidfd;
+        return rc;
     uint64_t fkid = gp_get_u64(req);
-    int rc = decode(req, q);
+    rc = decode(req, q);
     /* small pieces: copy the data in before taking the fork's lock */
     if (!rc && cma && q->n && q->bytes / q->n < GSRV_CMA_DIRECT_MIN)
         rc = pull_data(c, q);
@@ -757,16 +765,12 @@ static int read_zeros(io_req *q)
 
 static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
 {
-    if (cma && (!c->local || c->pid <= 0))
-        return -EOPNOTSUPP;
-    io_req *q = calloc(1, sizeof(*q));
+    int rc;
+    io_req *q = io_new(c, false, cma, &rc);
     if (!q)
-        return -ENOMEM;
-    q->cma = cma;
-    q->rmem.pid = c->pid;
-    q->rmem.pidfd = c->pidfd;
+        return rc;
     uint64_t fkid = gp_get_u64(req);
-    int rc = decode(req, q);
+    rc = decode(req, q);
     if (rc)
         goto out_free;
     rc = gsrv_fork_get(fkid, &q->f);

@@ -1,0 +1,234 @@
+/*
+ * Galley for Open MPI: the OMPIO fbtl component ("fbtl/galley").  OMPIO
+ * hands it the (file offset, memory address, length) pieces of one call in
+ * fh->f_io_array; each call becomes one striped list request, split by
+ * libgalley into one transfer per server (sorted and merged there), for
+ * blocking and non-blocking calls alike.  In atomic mode the pieces' file
+ * range is locked on the servers for the duration of the request.
+ *
+ * Threads: the thread OMPIO calls from; non-blocking requests are
+ * completed by OMPIO's progress function (gfs_test).
+ */
+#include "ompio_galley.h"
+
+#include "ompi/mca/fbtl/fbtl.h"
+#include "ompi/mca/common/ompio/common_ompio_request.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int fbtl_galley_priority = 80;
+
+/* ------------------------------------------------------- blocking ---- */
+
+static ssize_t fbtl_galley_io(ompio_file_t *fh, int op)
+{
+    ompio_galley_file *gf = ompio_galley_file_of(fh);
+    gfs_list_entry *e;
+    char *base;
+    int64_t fmin, fmax;
+    if (!gf || !fh->f_io_array)
+        return OMPI_ERROR;
+    if (fh->f_num_of_io_entries == 0)
+        return 0;
+    int64_t rc = ompio_galley_entries(fh, &e, &base, &fmin, &fmax);
+    if (rc)
+        return OMPI_ERROR;
+    bool locked = false;
+    if (fh->f_atomicity && fmax > fmin) {
+        rc = gfs_striped_lock(gf->sid, fmin, fmax - fmin, op == GFS_WRITE);
+        locked = rc == 0;
+    }
+    if (rc == 0)
+        rc = gfs_striped_listio(gf->sid, op, fh->f_num_of_io_entries, e, base);
+    if (locked)
+        gfs_striped_unlock(gf->sid, fmin, fmax - fmin);
+    free(e);
+    if (rc < 0) {
+        opal_output(1, "fbtl_galley: %s of %s: %s", op == GFS_WRITE ? "write" : "read",
+                    fh->f_filename, gfs_strerror((int) rc));
+        return OMPI_ERROR;
+    }
+    return (ssize_t) rc;
+}
+
+static ssize_t fbtl_galley_preadv(ompio_file_t *fh)
+{
+    return fbtl_galley_io(fh, GFS_READ);
+}
+
+static ssize_t fbtl_galley_pwritev(ompio_file_t *fh)
+{
+    return fbtl_galley_io(fh, GFS_WRITE);
+}
+
+/* --------------------------------------------------- non-blocking ---- */
+
+/* What one outstanding request keeps until it completes. */
+struct nb_data {
+    gfs_handle h;
+    int sid;
+    gfs_list_entry *e;          /* the pieces, alive until completion */
+    bool locked;
+    int64_t fmin, fmax;
+};
+
+static void nb_release(struct nb_data *d)
+{
+    if (d->locked)
+        gfs_striped_unlock(d->sid, d->fmin, d->fmax - d->fmin);
+    d->locked = false;
+    free(d->e);
+    d->e = NULL;
+}
+
+static bool fbtl_galley_progress(mca_ompio_request_t *req)
+{
+    struct nb_data *d = req->req_data;
+    int64_t result = 0;
+    if (!d)
+        return true;
+    int done = gfs_test(d->h, &result);
+    if (done == 0)
+        return false;
+    if (done < 0)
+        result = done;
+    nb_release(d);
+    req->req_ompi.req_status.MPI_ERROR =
+        result < 0 ? ompio_galley_err((int) result) : OMPI_SUCCESS;
+    req->req_ompi.req_status._ucount = result < 0 ? 0 : (size_t) result;
+    return true;
+}
+
+static void fbtl_galley_request_free(mca_ompio_request_t *req)
+{
+    struct nb_data *d = req->req_data;
+    if (d) {
+        if (d->e) {
+            /* freed before completion: wait, so nothing writes into
+             * memory the application may reuse */
+            gfs_wait(d->h);
+            nb_release(d);
+        }
+        free(d);
+        req->req_data = NULL;
+    }
+}
+
+/* Post the request; on failure the request is completed with the error. */
+static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request, int op)
+{
+    mca_ompio_request_t *req = (mca_ompio_request_t *) request;
+    ompio_galley_file *gf = ompio_galley_file_of(fh);
+    struct nb_data *d = calloc(1, sizeof(*d));
+    char *base;
+    int rc = gf && d ? 0 : -ENOMEM;
+    if (!rc)
+        rc = ompio_galley_entries(fh, &d->e, &base, &d->fmin, &d->fmax);
+    if (!rc) {
+        d->sid = gf->sid;
+        if (fh->f_atomicity && d->fmax > d->fmin) {
+            rc = gfs_striped_lock(gf->sid, d->fmin, d->fmax - d->fmin, op == GFS_WRITE);
+            d->locked = rc == 0;
+        }
+    }
+    if (!rc) {
+        d->h = gfs_new_handle();
+        rc = gfs_nb_striped_listio(d->h, gf->sid, op, fh->f_num_of_io_entries, d->e, base);
+    }
+    if (rc) {
+        if (d) {
+            nb_release(d);
+            free(d);
+        }
+        req->req_ompi.req_status.MPI_ERROR = ompio_galley_err(rc);
+        req->req_ompi.req_status._ucount = 0;
+        ompi_request_complete(&req->req_ompi, false);
+        return OMPI_ERROR;
+    }
+    req->req_data = d;
+    req->req_progress_fn = fbtl_galley_progress;
+    req->req_free_fn = fbtl_galley_request_free;
+    return OMPI_SUCCESS;
+}
+
+static ssize_t fbtl_galley_ipreadv(ompio_file_t *fh, ompi_request_t *request)
+{
+    return fbtl_galley_ipost(fh, request, GFS_READ);
+}
+
+static ssize_t fbtl_galley_ipwritev(ompio_file_t *fh, ompi_request_t *request)
+{
+    return fbtl_galley_ipost(fh, request, GFS_WRITE);
+}
+
+/* ------------------------------------------------ module, component ---- */
+
+static int fbtl_galley_module_init(ompio_file_t *fh)
+{
+    return OMPI_SUCCESS;
+}
+
+static int fbtl_galley_module_finalize(ompio_file_t *fh)
+{
+    return OMPI_SUCCESS;
+}
+
+static mca_fbtl_base_module_1_0_0_t fbtl_galley_module = {
+    fbtl_galley_module_init,
+    fbtl_galley_module_finalize,
+    fbtl_galley_preadv,
+    fbtl_galley_ipreadv,
+    fbtl_galley_pwritev,
+    fbtl_galley_ipwritev,
+    fbtl_galley_progress,
+    fbtl_galley_request_free,
+};
+
+static int fbtl_galley_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    return OMPI_SUCCESS;
+}
+
+/* Queried after the fs component is chosen but before the file is open:
+ * the name decides. */
+static struct mca_fbtl_base_module_1_0_0_t *fbtl_galley_file_query(ompio_file_t *fh,
+                                                                   int *priority)
+{
+    *priority = fbtl_galley_priority;
+    return ompio_galley_is_galley_name(fh->f_filename) ? &fbtl_galley_module : NULL;
+}
+
+static int fbtl_galley_file_unquery(ompio_file_t *fh)
+{
+    return OMPI_SUCCESS;
+}
+
+static int fbtl_galley_register(void);
+
+OMPI_MODULE_DECLSPEC mca_fbtl_base_component_2_0_0_t mca_fbtl_galley_component = {
+    .fbtlm_version = {
+        MCA_FBTL_BASE_VERSION_2_0_0,
+        .mca_component_name = "galley",
+        MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                              OMPI_RELEASE_VERSION),
+        .mca_register_component_params = fbtl_galley_register,
+    },
+    .fbtlm_data = {
+        MCA_BASE_METADATA_PARAM_CHECKPOINT
+    },
+    .fbtlm_init_query = fbtl_galley_init_query,
+    .fbtlm_file_query = fbtl_galley_file_query,
+    .fbtlm_file_unquery = fbtl_galley_file_unquery,
+};
+
+static int fbtl_galley_register(void)
+{
+    (void) mca_base_component_var_register(&mca_fbtl_galley_component.fbtlm_version,
+                                           "priority",
+                                           "Priority of the fbtl galley component for "
+                                           "galley: names",
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &fbtl_galley_priority);
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,66 @@
+/*
+ * Galley for Open MPI: what the three OMPIO components (fs, fbtl, sharedfp)
+ * share.  They are built as separate plug-ins (mca_fs_galley.so,
+ * mca_fbtl_galley.so, mca_sharedfp_galley.so) against the OMPIO headers of
+ * an installed Open MPI and loaded from the Galley prefix through
+ * mca_base_component_path; each plug-in carries its own copy of
+ * ompio_galley_common.c (static helpers, nothing exported).
+ *
+ * A galley: file opened through OMPIO keeps one ompio_galley_file in
+ * fh->f_fs_ptr, created by the fs component's open and freed by its close;
+ * the fbtl and sharedfp components only read it.
+ *
+ * Threads: whatever thread OMPIO calls from (OMPIO serialises calls on one
+ * file); libgalley is thread-safe.
+ */
+#ifndef OMPIO_GALLEY_H
+#define OMPIO_GALLEY_H
+
+#include "ompi_config.h"
+#include "mpi.h"
+#include "ompi/mca/common/ompio/common_ompio.h"
+
+#include <galley.h>
+#include <stdbool.h>
+
+/* The file name prefix that selects these components, as in MPICH. */
+#define OMPIO_GALLEY_PREFIX "galley:"
+
+/* Counter key of the shared file pointer (bytes of the current view, as
+ * OMPIO's own sharedfp components count). */
+#define OMPIO_GALLEY_SHARED_FP_KEY "mpi.shared_fp"
+
+/* State of one open galley: file (fh->f_fs_ptr). */
+typedef struct ompio_galley_file {
+    int sid;                /* gfs_striped_* id, -1 when not open */
+    gfs_layout layout;      /* the layout in force */
+} ompio_galley_file;
+
+/* True if name starts with "galley:". */
+bool ompio_galley_is_galley_name(const char *name);
+
+/* The Galley file name: what follows the prefix. */
+const char *ompio_galley_name(const char *name);
+
+/* Start libgalley once per process (cluster file from GALLEY_CLUSTER or the
+ * documented defaults); it is finished when MPI_COMM_SELF goes away in
+ * MPI_Finalize, or at the last close after that.  Returns 0 or a negative
+ * gfs error. */
+int ompio_galley_init(void);
+void ompio_galley_opened(void);
+void ompio_galley_closed(void);
+
+/* The one place galley errors become MPI error classes. */
+int ompio_galley_err(int gfs_err);
+
+/* The galley: file behind fh, or NULL if fh is not one of ours. */
+ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh);
+
+/* Move fh->f_io_array (fh->f_num_of_io_entries pieces) as one striped list
+ * request: one transfer per server.  Entries are allocated into *entries
+ * (the caller frees them after the request completes) and *base is the
+ * memory address the entries' mem_offset count from. */
+int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries, char **base,
+                         int64_t *fmin, int64_t *fmax);
+
+#endif /* OMPIO_GALLEY_H */

@@ -180,6 +180,14 @@ static int fs_galley_open(struct ompi_communicator_t *comm, const char *filename
         return ompio_galley_err(rc);
     }
     fh->f_fs_ptr = gf;
+    /* OMPIO deletes MPI_MODE_DELETE_ON_CLOSE files by this name, which it
+     * made by prefixing the working directory: make it the galley: name
+     * again so the delete comes back here */
+    char *full = strdup(filename);
+    if (full) {
+        free(fh->f_fullfilename);
+        fh->f_fullfilename = full;
+    }
     publish_layout(fh, &gf->layout);
     ompio_galley_opened();
     return OMPI_SUCCESS;
@@ -192,6 +200,10 @@ static int fs_galley_close(ompio_file_t *fh)
     ompio_galley_file *gf = fh->f_fs_ptr;
     if (!gf)
         return OMPI_SUCCESS;
+    /* OMPIO deletes a DELETE_ON_CLOSE file right after this: not before
+     * every rank is done with it */
+    if ((fh->f_amode & MPI_MODE_DELETE_ON_CLOSE) && fh->f_comm != MPI_COMM_NULL)
+        fh->f_comm->c_coll->coll_barrier(fh->f_comm, fh->f_comm->c_coll->coll_barrier_module);
     int rc = gf->sid >= 0 ? gfs_striped_close(gf->sid) : 0;
     free(gf);
     fh->f_fs_ptr = NULL;

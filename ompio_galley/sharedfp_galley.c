@@ -89,9 +89,11 @@ static int sfp_seek(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE offset, int whence)
             if (whence == MPI_SEEK_CUR) {
                 target += now;
             } else if (whence == MPI_SEEK_END) {
+                /* the end of the file as seen through the view: bytes
+                 * past its displacement */
                 OMPI_MPI_OFFSET_TYPE end = 0;
                 rc = mca_common_ompio_file_get_size(fh, &end);
-                target += end;
+                target += end > fh->f_disp ? end - fh->f_disp : 0;
             } else if (whence != MPI_SEEK_SET) {
                 rc = MPI_ERR_ARG;
             }
@@ -111,9 +113,17 @@ static int sfp_seek(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE offset, int whence)
     return rc;
 }
 
+/* In bytes: OMPIO divides by the etype size itself. */
 static int sfp_get_position(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE *offset)
 {
-    return take(fh, 0, offset);
+    ompio_galley_file *gf = ompio_galley_file_of(fh);
+    if (!gf)
+        return MPI_ERR_FILE;
+    int64_t now = gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, 0);
+    if (now < 0)
+        return ompio_galley_err((int) now);
+    *offset = now;
+    return OMPI_SUCCESS;
 }
 
 static int sfp_read(ompio_file_t *fh, void *buf, int count, struct ompi_datatype_t *datatype,

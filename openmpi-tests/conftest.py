@@ -1,0 +1,90 @@
+"""Fixtures for the Open MPI tests: Debian's Open MPI with the Galley OMPIO
+components (ompio_galley/, installed into <prefix>/lib/openmpi), programs
+built with its mpicc, our MPICH for the cross-reads, and 4 real galleyd
+servers.  The support code is mpiio-tests' (mpiio_support.py)."""
+
+import os
+import re
+import shutil
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "mpiio-tests"))
+
+from mpiio_support import (PROGRAMS, SRC, Cluster, Mpi, compile_c, find_mpich,  # noqa: E402
+                           galley_libdir, gt, out_dir, require_or_skip)
+
+OMPI_MPICC = "/usr/bin/mpicc.openmpi"
+OMPI_MPIEXEC = "/usr/bin/mpiexec.openmpi"
+
+
+class OpenMpi(Mpi):
+    """Debian's Open MPI, told where our components are; the settings are
+    those of `./quickstart env --openmpi` (root, oversubscription, no
+    cross-memory copies in the shared-memory transport)."""
+
+    def __init__(self, libdir, components):
+        self.prefix = Path("/usr")
+        self.mpicc = Path(OMPI_MPICC)
+        self.mpiexec = Path(OMPI_MPIEXEC)
+        self.libdir = Path(libdir)
+        self.ld_library_path = str(self.libdir)
+        self.components = components
+
+    def env(self, cluster_file=None, extra=None):
+        env = super().env(cluster_file, extra)
+        env.update({
+            "OMPI_MCA_mca_base_component_path":
+                "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s" % self.components,
+            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+        })
+        return env
+
+
+@pytest.fixture(scope="session")
+def ompi():
+    libdir = galley_libdir()
+    if not Path(OMPI_MPICC).exists() or libdir is None:
+        require_or_skip("Open MPI (libopenmpi-dev) or libgalley missing: ./quickstart build")
+    comps = libdir / "openmpi"
+    if not (comps / "mca_fs_galley.so").exists():
+        require_or_skip("the Galley OMPIO components are not built (%s/mca_fs_galley.so)"
+                        % comps)
+    return OpenMpi(libdir, comps)
+
+
+@pytest.fixture(scope="session")
+def mpich():
+    prefix, libdir = find_mpich()
+    return Mpi(prefix, libdir)
+
+
+@pytest.fixture(scope="session")
+def oprogs(ompi, tmp_path_factory):
+    """mpiio-tests' programs built with Open MPI's mpicc: name -> path."""
+    d = out_dir(tmp_path_factory, "openmpi-bin")
+    built = {}
+    for name, extra in PROGRAMS.items():
+        srcs = [SRC / (name + ".c"), SRC / "mt.c"] + [SRC / e for e in extra]
+        built[name] = compile_c(ompi.mpicc, srcs, d / name, ompi.env(), ["-Wall"])
+    return built
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("cluster"), n=4).start()
+    yield c
+    c.check_alive()
+    gt._teardown(c)
+
+
+@pytest.fixture
+def uniq(request):
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:60]
+    return "/om/%s-%s" % (base, uuid.uuid4().hex[:8])

@@ -123,6 +123,11 @@ static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request, int 
     struct nb_data *d = calloc(1, sizeof(*d));
     char *base;
     int rc = gf && d ? 0 : -ENOMEM;
+    /* OMPIO leaves the request's MPI object unset, and a request that
+     * fails is reported through that object's error handler (a NULL
+     * dereference otherwise) */
+    if (fh->f_fh)
+        req->req_ompi.req_mpi_object.file = fh->f_fh;
     if (!rc)
         rc = ompio_galley_entries(fh, &d->e, &base, &d->fmin, &d->fmax);
     if (!rc) {

@@ -17,15 +17,17 @@
 import filecmp
 import os
 import re
+import shlex
 import socket
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import HERE
-from mpiio_support import (PROGRAMS, SRC, assert_no_errors, compile_c, describe, no_errors,
+from mpiio_support import (SRC, Cluster, assert_no_errors, gt, compile_c, describe, no_errors,
                            out_dir, require_or_skip, romio_testdir)
 
+HERE = Path(__file__).resolve().parent
 SKIP_KNOWN = ["-skip", "lb_file,neg_lb_mem,sparse_ranks"]   # see mpiio-tests
 
 RUNS = []
@@ -172,18 +174,31 @@ def test_galley_put_read(ompi, oprogs, cluster, uniq, tmp_path):
     assert_no_errors(cp)
 
 
-def test_hints_layout(ompi, oprogs, cluster, uniq):
-    """striping_factor / striping_unit choose the layout; get_info and
-    `galley stat` report it."""
+@pytest.mark.parametrize("hints,factor,unit,fork,servers", [
+    ([], 4, 65536, "data", None),
+    (["striping_factor=3", "striping_unit=4096", "galley_fork=alt"], 3, 4096, "alt", None),
+    (["galley_servers=3,1", "striping_unit=1000"], 2, 1000, "data", [3, 1]),
+    (["striping_factor=abc", "striping_unit=-5"], 4, 65536, "data", None),
+], ids=["default", "3x4096-alt", "servers31", "bad-values"])
+def test_layout_hints(ompi, cluster, uniq, tmp_path, hints, factor, unit, fork, servers):
+    """The hints choose a new file's layout (values that do not parse are
+    ignored); MPI_File_get_info reports the layout in force on every rank,
+    also after a reopen with other hints, and `galley stat` agrees."""
+    exe = compile_c(ompi.mpicc, [HERE / "src" / "layout_info.c"], tmp_path / "layout_info",
+                    ompi.env(), ["-Wall", "-Wextra"])
     name = "%s/h" % uniq
-    cp = ompi.run(2, [oprogs["identity"], "-fname", "galley:" + name, "-mode", "write",
-                      "-size", "100000", "-expect", "/dev/null",
-                      "-hint", "striping_factor=3", "-hint", "striping_unit=4096"],
-                  ompi.env(cluster.cluster_file), 300)
-    assert_no_errors(cp)
+    cp = ompi.run(3, [exe, "galley:" + name] + hints, ompi.env(cluster.cluster_file), 300)
+    assert cp.returncode == 0, describe(cp)
+    want = "INFO striping_factor=%d striping_unit=%d galley_fork=%s" % (factor, unit, fork)
+    assert cp.stdout.split("\n")[:2] == [want, want], describe(cp)
     st = cluster.galley("stat", name)
     assert st.returncode == 0, st.stdout + st.stderr
-    assert re.search(r"subfiles\W+3\b", st.stdout) and "4096" in st.stdout, st.stdout
+    assert re.search(r"^subfiles:\s+%d$" % factor, st.stdout, re.M), st.stdout
+    assert "unit %d, fork %s" % (unit, fork) in st.stdout, st.stdout
+    assert "size:      100000 bytes" in st.stdout, st.stdout
+    if servers:
+        got = [int(x) for x in re.findall(r"^subfile \d+: server (\d+)", st.stdout, re.M)]
+        assert got == servers, st.stdout
 
 
 # ---- bad input ---------------------------------------------------------------
@@ -204,32 +219,64 @@ def test_unreachable_servers(ompi, oprogs, tmp_path):
     assert_no_errors(cp)
 
 
+def test_servers_die_while_open(ompi, tmp_path):
+    """The servers of an open file stop: a non-blocking write fails with
+    MPI_ERR_IO, blocking reads and writes return with a short count, close
+    returns; nothing hangs (src/dead_servers.c)."""
+    exe = compile_c(ompi.mpicc, [HERE / "src" / "dead_servers.c"], tmp_path / "dead_servers",
+                    ompi.env(), ["-Wall", "-Wextra"])
+    c = Cluster(tmp_path / "cl", n=4).start()
+    try:
+        stop = "%s %s stop --dir %s >/dev/null 2>&1" % (
+            shlex.quote(sys.executable), shlex.quote(str(gt.CLUSTER_SCRIPT)),
+            shlex.quote(str(c.dir)))
+        cp = ompi.run(4, [exe, "galley:/dead/x", stop],
+                      ompi.env(c.cluster_file, {"GALLEY_TIMEOUT": "3"}), 300)
+        assert_no_errors(cp)
+    finally:
+        c.expect_dead = set(range(c.n))
+        gt._teardown(c)
+
+
 # ---- HDF5 (Debian's libhdf5-openmpi-dev) ----------------------------------------
 
 H5_INC = "/usr/include/hdf5/openmpi"
 H5_LIB = "/usr/lib/x86_64-linux-gnu/hdf5/openmpi"
 
 
-@pytest.mark.parametrize("where", ["galley", "local"])
-def test_h5par_check(ompi, cluster, uniq, tmp_path, where):
-    """hdf5-tests' h5par_check (every dataset shape, collective and
-    independent, written, closed, reopened and verified) on 4 ranks."""
+@pytest.fixture(scope="session")
+def h5par_check(ompi, tmp_path_factory):
+    """hdf5-tests' h5par_check built with Open MPI's mpicc against Debian's
+    HDF5 for Open MPI."""
     if not Path(H5_INC, "hdf5.h").exists():
         require_or_skip("libhdf5-openmpi-dev is not installed")
-    exe = compile_c(ompi.mpicc, [HERE.parent / "hdf5-tests" / "src" / "h5par_check.c"],
-                    out_dir(tmp_path_factory_none(tmp_path), "openmpi-bin") / "h5par_check",
-                    ompi.env(), ["-I" + H5_INC, "-L" + H5_LIB, "-lhdf5",
-                                 "-Wl,-rpath," + H5_LIB])
+    return compile_c(ompi.mpicc, [HERE.parent / "hdf5-tests" / "src" / "h5par_check.c"],
+                     out_dir(tmp_path_factory, "openmpi-bin") / "h5par_check", ompi.env(),
+                     ["-I" + H5_INC, "-L" + H5_LIB, "-lhdf5", "-Wl,-rpath," + H5_LIB])
+
+
+def assert_h5_passed(cp):
+    assert cp.returncode == 0 and re.search(r"^PASS \d+ checks$", cp.stdout, re.M), \
+        describe(cp)
+
+
+@pytest.mark.parametrize("where", ["galley", "local"])
+def test_h5par_check_rw(ompi, h5par_check, cluster, uniq, tmp_path, where):
+    """Every dataset shape of h5par_check (collective and independent,
+    contiguous, strided, chunked, compressed) written, closed, reopened and
+    verified by 4 ranks in one run."""
     name = "galley:%s/rw.h5" % uniq if where == "galley" else str(tmp_path / "rw.h5")
-    cp = ompi.run(4, [exe, "rw", name], ompi.env(cluster.cluster_file), 600)
-    assert cp.returncode == 0 and re.search(r"^PASS \d+ checks$", cp.stdout, re.M), describe(cp)
+    assert_h5_passed(ompi.run(4, [h5par_check, "rw", name], ompi.env(cluster.cluster_file),
+                              600))
 
 
-def tmp_path_factory_none(tmp_path):
-    """out_dir wants a factory only when the build tree is not writable."""
-    class F:
-        def mktemp(self, sub):
-            d = tmp_path / sub
-            d.mkdir(exist_ok=True)
-            return d
-    return F()
+def test_h5par_check_reopen(ompi, h5par_check, cluster, uniq):
+    """Written by 4 ranks on a 3-subfile file with a 4 KB stripe unit, read
+    back by a new job of 3 ranks (another decomposition)."""
+    name = "galley:%s/re.h5" % uniq
+    hints = ["-i", "striping_factor=3", "-i", "striping_unit=4096"]
+    env = ompi.env(cluster.cluster_file)
+    assert_h5_passed(ompi.run(4, [h5par_check, "write", name] + hints, env, 600))
+    assert_h5_passed(ompi.run(3, [h5par_check, "read", name] + hints, env, 600))
+    st = cluster.galley("stat", name[len("galley:"):])
+    assert re.search(r"^subfiles:\s+3$", st.stdout, re.M), st.stdout

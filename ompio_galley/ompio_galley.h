@@ -4,7 +4,8 @@
  * mca_fbtl_galley.so, mca_sharedfp_galley.so) against the OMPIO headers of
  * an installed Open MPI and loaded from the Galley prefix through
  * mca_base_component_path; each plug-in carries its own copy of
- * ompio_galley_common.c (static helpers, nothing exported).
+ * ompio_galley_common.c (compiled with -fvisibility=hidden: each plug-in
+ * exports only its component).
  *
  * A galley: file opened through OMPIO keeps one ompio_galley_file in
  * fh->f_fs_ptr, created by the fs component's open and freed by its close;

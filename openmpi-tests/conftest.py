@@ -3,9 +3,8 @@ components (ompio_galley/, installed into <prefix>/lib/openmpi), programs
 built with its mpicc, our MPICH for the cross-reads, and 4 real galleyd
 servers.  The support code is mpiio-tests' (mpiio_support.py)."""
 
-import os
 import re
-import shutil
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -34,12 +33,22 @@ class OpenMpi(Mpi):
         self.libdir = Path(libdir)
         self.ld_library_path = str(self.libdir)
         self.components = components
+        # Open MPI's own plug-in directory first (setting the path replaces
+        # its default), as ./quickstart env --openmpi does
+        own = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+        try:
+            out = subprocess.run(["ompi_info", "--path", "pkglibdir", "--parsable"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 text=True, timeout=60).stdout
+            own = re.search(r"^path:pkglibdir:(.*)$", out, re.M).group(1) or own
+        except (OSError, subprocess.TimeoutExpired, AttributeError):
+            pass
+        self.component_path = "%s:%s" % (own, components)
 
     def env(self, cluster_file=None, extra=None):
         env = super().env(cluster_file, extra)
         env.update({
-            "OMPI_MCA_mca_base_component_path":
-                "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s" % self.components,
+            "OMPI_MCA_mca_base_component_path": self.component_path,
             "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "OMPI_MCA_rmaps_base_oversubscribe": "1",
             "OMPI_MCA_btl_vader_single_copy_mechanism": "none",

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "galley.h"
+#include "galley_exec.h"
 
 /* Bytes moved per library call by put/get/fork read/fork write. */
 #define CHUNK (8u << 20)
@@ -63,6 +64,9 @@ static const char usage_text[] =
     "                                ('-' = stdin); creates the fork if absent\n"
     "  fork read NAME SUBFILE FORK LOCAL\n"
     "                                copy the whole fork out ('-' = stdout)\n"
+    "  exec [--] CMD [ARGS...]       run CMD with libgalley-posix.so preloaded:\n"
+    "                                its open/read/stat/fopen... of names\n"
+    "                                beginning with 'galley:' use Galley\n"
     "  help                          this text\n"
     "\n"
     "Options (accepted anywhere after the command as well):\n"
@@ -1185,6 +1189,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
+    if (strcmp(cmd, "exec") == 0)
+        return galley_exec(o.cluster, o.timeout_s, argc - i, argv + i);
     if (strcmp(cmd, "fork") == 0) {
         if (i >= argc)
             return bad_usage("%s", "'fork' needs a subcommand "

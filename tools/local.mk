@@ -3,3 +3,5 @@
 bin_PROGRAMS += tools/galley
 tools_galley_SOURCES = tools/galley.c
 tools_galley_LDADD = libgalley/libgalley.la
+tools_galley_SOURCES += tools/galley_exec.c tools/galley_exec.h
+tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -DGALLEY_LIBDIR='"$(libdir)"'

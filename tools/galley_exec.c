@@ -1,0 +1,102 @@
+/*
+ * galley_exec.c -- `galley exec`: find libgalley-posix.so and exec the
+ * command with it first in LD_PRELOAD.
+ *
+ * The library is looked for, in order: $GALLEY_POSIX_LIB; the installed
+ * libdir this tool was configured with; <bindir>/../lib beside the running
+ * binary (a moved prefix); the build tree (tools/.libs/../../posix/.libs).
+ *
+ * Threads: single-threaded (runs before exec).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "galley_exec.h"
+
+#define LIBNAME "libgalley-posix.so"
+
+static int readable(const char *p)
+{
+    return p && *p && access(p, R_OK) == 0;
+}
+
+/* Write the library's path into buf; 0 or -1 when not found. */
+static int find_lib(char *buf, size_t len)
+{
+    const char *env = getenv("GALLEY_POSIX_LIB");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return readable(buf) ? 0 : -1;
+    }
+#ifdef GALLEY_LIBDIR
+    snprintf(buf, len, "%s/%s", GALLEY_LIBDIR, LIBNAME);
+    if (readable(buf))
+        return 0;
+#endif
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    static const char *const rel[] = {"/../lib/", "/../../posix/.libs/",
+                                      "/../posix/.libs/"};
+    for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
+        if ((size_t) snprintf(buf, len, "%s%s%s", exe, rel[i], LIBNAME) >= len)
+            continue;
+        char real[PATH_MAX];
+        if (readable(buf) && realpath(buf, real)) {
+            snprintf(buf, len, "%s", real);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int galley_exec(const char *cluster, int timeout_s, int argc, char **argv)
+{
+    if (argc > 0 && strcmp(argv[0], "--") == 0) {
+        argc--;
+        argv++;
+    }
+    if (argc < 1) {
+        fprintf(stderr, "galley: exec needs a command: galley exec -- CMD "
+                        "[ARGS...]\n");
+        return 2;
+    }
+    char lib[PATH_MAX];
+    if (find_lib(lib, sizeof(lib)) < 0) {
+        fprintf(stderr, "galley: cannot find %s (set GALLEY_POSIX_LIB)\n",
+                LIBNAME);
+        return 127;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    size_t n = strlen(lib) + (old ? strlen(old) : 0) + 2;
+    char *pre = malloc(n);
+    if (!pre) {
+        perror("galley");
+        return 1;
+    }
+    snprintf(pre, n, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    setenv("LD_PRELOAD", pre, 1);
+    free(pre);
+    if (cluster) {
+        char abs[PATH_MAX];
+        setenv("GALLEY_CLUSTER", realpath(cluster, abs) ? abs : cluster, 1);
+    }
+    if (timeout_s > 0) {
+        char t[32];
+        snprintf(t, sizeof(t), "%d", timeout_s);
+        setenv("GALLEY_TIMEOUT", t, 1);
+    }
+    execvp(argv[0], argv);
+    fprintf(stderr, "galley: cannot run '%s': %s\n", argv[0], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}

@@ -59,6 +59,7 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,6 +103,11 @@
     X(remove, int, (const char *))                                             \
     X(rename, int, (const char *, const char *))                               \
     X(renameat, int, (int, const char *, int, const char *))                   \
+    X(renameat2, int, (int, const char *, int, const char *, unsigned))        \
+    X(getxattr, ssize_t, (const char *, const char *, void *, size_t))         \
+    X(lgetxattr, ssize_t, (const char *, const char *, void *, size_t))        \
+    X(listxattr, ssize_t, (const char *, char *, size_t))                      \
+    X(llistxattr, ssize_t, (const char *, char *, size_t))                     \
     X(ftruncate, int, (int, off_t))                                            \
     X(truncate, int, (const char *, off_t))                                    \
     X(fsync, int, (int))                                                       \
@@ -222,11 +228,77 @@ static int gp_start(void)
     return rc;
 }
 
-/* The Galley name of a galley: path, or NULL if the path is not ours. */
+/* Local directories mapped onto Galley names (GALLEY_POSIX_MOUNTS, a
+ * comma-separated list of LOCALDIR=GALLEYDIR, or LOCALDIR alone for the
+ * same name in both): a program that strips "galley:" from a name, or a
+ * galley mount's directory, still reaches the same Galley file. */
+#define GP_NMOUNTS 16
+static struct {
+    char local[PATH_MAX];
+    size_t llen;
+    char galley[GFS_NAME_MAX + 1];
+} gp_mounts[GP_NMOUNTS];
+static int gp_nmounts;
+static pthread_once_t gp_mounts_once = PTHREAD_ONCE_INIT;
+
+static void gp_strip_slashes(char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '/')
+        s[--n] = '\0';
+}
+
+static void gp_read_mounts(void)
+{
+    const char *env = getenv("GALLEY_POSIX_MOUNTS");
+    if (!env)
+        return;
+    char *copy = strdup(env), *save = NULL;
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL;
+         tok && gp_nmounts < GP_NMOUNTS; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (eq)
+            *eq = '\0';
+        const char *g = eq ? eq + 1 : tok;
+        if (tok[0] != '/' || strlen(tok) >= PATH_MAX || strlen(g) > GFS_NAME_MAX)
+            continue; /* only absolute local directories */
+        int i = gp_nmounts++;
+        snprintf(gp_mounts[i].local, sizeof(gp_mounts[i].local), "%s", tok);
+        gp_strip_slashes(gp_mounts[i].local);
+        gp_mounts[i].llen = strlen(gp_mounts[i].local);
+        snprintf(gp_mounts[i].galley, sizeof(gp_mounts[i].galley), "%s", g);
+        gp_strip_slashes(gp_mounts[i].galley);
+    }
+    free(copy);
+}
+
+/* The Galley name of a path, or NULL if the path is not ours: "galley:"
+ * and the rest (exactly the name the MPI-IO driver gets for the same
+ * string), or a path under a GALLEY_POSIX_MOUNTS directory.  Mapped names
+ * are built in a small per-thread ring of buffers (a call needs two at
+ * most). */
 static const char *gp_name(const char *path)
 {
-    if (path && strncmp(path, GP_PREFIX, GP_PREFIX_LEN) == 0)
+    static __thread char ring[4][GFS_NAME_MAX + 2];
+    static __thread unsigned next;
+    if (!path)
+        return NULL;
+    if (strncmp(path, GP_PREFIX, GP_PREFIX_LEN) == 0)
         return path + GP_PREFIX_LEN;
+    if (path[0] != '/')
+        return NULL;
+    pthread_once(&gp_mounts_once, gp_read_mounts);
+    for (int i = 0; i < gp_nmounts; i++) {
+        size_t l = gp_mounts[i].llen;
+        if (strncmp(path, gp_mounts[i].local, l) != 0 ||
+            (path[l] != '/' && path[l] != '\0'))
+            continue;
+        char *buf = ring[next++ % 4];
+        if ((size_t) snprintf(buf, GFS_NAME_MAX + 2, "%s%s",
+                              gp_mounts[i].galley, path + l) > GFS_NAME_MAX)
+            buf[GFS_NAME_MAX + 1] = '\0'; /* too long: the server refuses */
+        return buf;
+    }
     return NULL;
 }
 
@@ -364,9 +436,7 @@ static int gp_stat_name(const char *name, struct stat *st)
     int rc = gp_start();
     if (rc)
         return rc;
-    if (*name == '\0')
-        return -ENOENT;
-    int sid = gfs_striped_open(name);
+    int sid = *name ? gfs_striped_open(name) : -ENOENT;
     if (sid >= 0) {
         rc = gp_stat_sid(sid, name, st);
         gfs_striped_close(sid);
@@ -1194,6 +1264,68 @@ GP_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 {
     int rc = gp_rename_paths(from, to);
     return rc == 1 ? REAL(renameat)(fromfd, from, tofd, to) : rc;
+}
+
+GP_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to,
+                        unsigned flags)
+{
+    if (!gp_name(from) && !gp_name(to))
+        return REAL(renameat2)(fromfd, from, tofd, to, flags);
+    if (flags & ~RENAME_NOREPLACE) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((flags & RENAME_NOREPLACE) && gp_name(to)) {
+        struct stat st;
+        int rc = gp_stat_name(gp_name(to), &st);
+        if (rc != -ENOENT) {
+            errno = rc ? gp_errno(rc) : EEXIST;
+            return -1;
+        }
+    }
+    return gp_rename_paths(from, to);
+}
+
+/* Galley keeps no extended attributes (ls -l asks for ACLs). */
+static ssize_t gp_noxattr(const char *name)
+{
+    struct stat st;
+    if (gp_stat_path(name, &st))
+        return -1;
+    errno = ENODATA;
+    return -1;
+}
+
+GP_EXPORT ssize_t getxattr(const char *path, const char *key, void *v,
+                           size_t n)
+{
+    const char *name = gp_name(path);
+    return name ? gp_noxattr(name) : REAL(getxattr)(path, key, v, n);
+}
+
+GP_EXPORT ssize_t lgetxattr(const char *path, const char *key, void *v,
+                            size_t n)
+{
+    const char *name = gp_name(path);
+    return name ? gp_noxattr(name) : REAL(lgetxattr)(path, key, v, n);
+}
+
+static ssize_t gp_listxattr(const char *name)
+{
+    struct stat st;
+    return gp_stat_path(name, &st) ? -1 : 0;
+}
+
+GP_EXPORT ssize_t listxattr(const char *path, char *list, size_t n)
+{
+    const char *name = gp_name(path);
+    return name ? gp_listxattr(name) : REAL(listxattr)(path, list, n);
+}
+
+GP_EXPORT ssize_t llistxattr(const char *path, char *list, size_t n)
+{
+    const char *name = gp_name(path);
+    return name ? gp_listxattr(name) : REAL(llistxattr)(path, list, n);
 }
 
 /* ------------------------------------------------------------------------

@@ -60,8 +60,35 @@ static int find_lib(char *buf, size_t len)
     return -1;
 }
 
+/* Append one -m DIR[=GALLEYDIR] to GALLEY_POSIX_MOUNTS; an absolute DIR
+ * is required (the library maps absolute paths only). */
+static int add_mount(const char *m)
+{
+    if (m[0] != '/') {
+        fprintf(stderr, "galley: exec -m needs an absolute directory, not "
+                        "'%s'\n", m);
+        return -1;
+    }
+    const char *old = getenv("GALLEY_POSIX_MOUNTS");
+    size_t n = strlen(m) + (old ? strlen(old) : 0) + 2;
+    char *v = malloc(n);
+    if (!v)
+        return -1;
+    snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old ? "," : "",
+             m);
+    setenv("GALLEY_POSIX_MOUNTS", v, 1);
+    free(v);
+    return 0;
+}
+
 int galley_exec(const char *cluster, int timeout_s, int argc, char **argv)
 {
+    while (argc > 1 && strcmp(argv[0], "-m") == 0) {
+        if (add_mount(argv[1]) < 0)
+            return 2;
+        argc -= 2;
+        argv += 2;
+    }
     if (argc > 0 && strcmp(argv[0], "--") == 0) {
         argc--;
         argv++;

@@ -6,7 +6,8 @@
 #ifndef GALLEY_EXEC_H
 #define GALLEY_EXEC_H
 
-/* Exec CMD (argv[0..argc-1], argv[argc] == NULL) with the preload set and,
+/* Exec CMD (argv[0..argc-1] after any -m options, argv[argc] == NULL)
+ * with the preload set, each -m appended to GALLEY_POSIX_MOUNTS and,
  * when given, GALLEY_CLUSTER=cluster and GALLEY_TIMEOUT=timeout_s.  Returns
  * only on failure: 2 bad usage, 127 CMD or the library not found. */
 int galley_exec(const char *cluster, int timeout_s, int argc, char **argv);

@@ -64,6 +64,7 @@
 #include <unistd.h>
 
 #include "galley.h"
+#include "gp_rename.h"
 
 #define GP_PREFIX "galley:"
 #define GP_PREFIX_LEN 7
@@ -399,6 +400,12 @@ static int gp_is_dir(const char *name)
     return rc < 0 ? rc : rc == 1;
 }
 
+static struct timespec gp_t0;
+static void gp_set_t0(void)
+{
+    clock_gettime(CLOCK_REALTIME, &gp_t0);
+}
+
 static void gp_fill_stat(struct stat *st, const char *name, int64_t size,
                          int64_t unit, bool dir)
 {
@@ -412,10 +419,11 @@ static void gp_fill_stat(struct stat *st, const char *name, int64_t size,
     st->st_size = size;
     st->st_blksize = unit > 0 ? unit : GFS_DEFAULT_STRIPE_UNIT;
     st->st_blocks = (size + 511) / 512;
-    /* Galley keeps no times: report the time of the call. */
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    st->st_atim = st->st_mtim = st->st_ctim = now;
+    /* Galley keeps no times: report one fixed time (this process's first
+     * stat), so tools that watch for changes (tar) see none. */
+    static pthread_once_t t0_once = PTHREAD_ONCE_INIT;
+    pthread_once(&t0_once, gp_set_t0);
+    st->st_atim = st->st_mtim = st->st_ctim = gp_t0;
 }
 
 /* stat of an open striped file. */
@@ -529,65 +537,13 @@ static int gp_unlink(const char *name)
     return rc ? gp_fail(rc) : 0;
 }
 
-/* Galley has no rename: copy the bytes to a new file with the same layout,
- * then delete the old name.  Both names must be galley: names. */
+/* Both names must be galley: names (see gp_rename.c). */
 static int gp_rename(const char *from, const char *to)
 {
     int rc = gp_start();
-    if (rc)
-        return gp_fail(rc);
-    int src = gfs_striped_open(from);
-    if (src < 0)
-        return gp_fail(src);
-    gfs_layout lay;
-    gfs_file_stat fst;
-    int64_t size = gfs_striped_size(src);
-    rc = size < 0 ? (int) size : gfs_striped_layout(src, &lay);
-    if (!rc) {
-        int fid = gfs_open_file(from);
-        rc = fid < 0 ? fid : gfs_stat_file(fid, &fst);
-        if (fid >= 0)
-            gfs_close_file(fid);
-    }
-    if (rc)
-        goto out_close_src;
-    rc = gfs_delete_file(to);
-    if (rc && rc != -ENOENT)
-        goto out_close_src;
-    rc = gfs_create_striped(to, fst.nsubfiles, fst.servers, lay.unit,
-                            lay.fork);
-    if (rc)
-        goto out_close_src;
-    int dst = gfs_striped_open(to);
-    if (dst < 0) {
-        rc = dst;
-        goto out_delete_dst;
-    }
-    size_t chunk = 8u << 20;
-    char *buf = malloc(chunk);
-    rc = buf ? 0 : -ENOMEM;
-    for (int64_t off = 0; !rc && off < size; off += (int64_t) chunk) {
-        int64_t n = size - off < (int64_t) chunk ? size - off : (int64_t) chunk;
-        int64_t k = gfs_striped_read(src, off, buf, n);
-        if (k >= 0)
-            k = gfs_striped_write(dst, off, buf, n);
-        if (k < 0)
-            rc = (int) k;
-    }
-    free(buf);
     if (!rc)
-        rc = gfs_striped_truncate(dst, size);
-    gfs_striped_close(dst);
-    if (rc)
-        goto out_delete_dst;
-    gfs_striped_close(src);
-    rc = gfs_delete_file(from);
+        rc = gp_rename_file(from, to);
     return rc ? gp_fail(rc) : 0;
-out_delete_dst:
-    gfs_delete_file(to);
-out_close_src:
-    gfs_striped_close(src);
-    return gp_fail(rc);
 }
 
 /* ------------------------------------------------------------------------

@@ -238,6 +238,7 @@ static struct {
     char local[PATH_MAX];
     size_t llen;
     char galley[GFS_NAME_MAX + 1];
+    bool fuse; /* a galley mount's directory */
 } gp_mounts[GP_NMOUNTS];
 static int gp_nmounts;
 static pthread_once_t gp_mounts_once = PTHREAD_ONCE_INIT;
@@ -249,9 +250,55 @@ static void gp_strip_slashes(char *s)
         s[--n] = '\0';
 }
 
+/* The cluster file libgalley will use (its own search order). */
+static const char *gp_cluster_path(char *buf, size_t len)
+{
+    const char *env = getenv("GALLEY_CLUSTER");
+    if (env && *env)
+        return env;
+    const char *home = getenv("HOME");
+    if (home) {
+        snprintf(buf, len, "%s/.galley/cluster", home);
+        if (REAL(access)(buf, R_OK) == 0)
+            return buf;
+    }
+    return "/etc/galley/cluster";
+}
+
+/* `galley mount`s of our own cluster (source "galley:<cluster file>",
+ * type fuse.galley): paths under them go to Galley directly. */
+static void gp_read_fuse_mounts(void)
+{
+    char buf[PATH_MAX], mine[PATH_MAX];
+    if (!realpath(gp_cluster_path(buf, sizeof(buf)), mine))
+        return;
+    FILE *f = REAL(fopen)("/proc/self/mounts", "re");
+    if (!f)
+        return;
+    char line[2 * PATH_MAX + 256], src[PATH_MAX + 16], dir[PATH_MAX],
+        type[64];
+    while (gp_nmounts < GP_NMOUNTS && fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "%4111s %4095s %63s", src, dir, type) != 3 ||
+            strcmp(type, "fuse.galley") != 0 ||
+            strncmp(src, GP_PREFIX, GP_PREFIX_LEN) != 0 ||
+            strcmp(src + GP_PREFIX_LEN, mine) != 0 || dir[0] != '/' ||
+            strchr(dir, '\\'))
+            continue; /* not ours, or an escaped (unusual) name */
+        int i = gp_nmounts++;
+        snprintf(gp_mounts[i].local, sizeof(gp_mounts[i].local), "%s", dir);
+        gp_strip_slashes(gp_mounts[i].local);
+        gp_mounts[i].llen = strlen(gp_mounts[i].local);
+        gp_mounts[i].galley[0] = '\0';
+        gp_mounts[i].fuse = true;
+    }
+    fclose(f);
+}
+
 static void gp_read_mounts(void)
 {
     const char *env = getenv("GALLEY_POSIX_MOUNTS");
+    if (getenv("GALLEY_POSIX_NO_MOUNTS") == NULL)
+        gp_read_fuse_mounts();
     if (!env)
         return;
     char *copy = strdup(env), *save = NULL;
@@ -278,10 +325,13 @@ static void gp_read_mounts(void)
  * string), or a path under a GALLEY_POSIX_MOUNTS directory.  Mapped names
  * are built in a small per-thread ring of buffers (a call needs two at
  * most). */
+static __thread bool gp_from_mount; /* gp_name's last answer was a mount's */
+
 static const char *gp_name(const char *path)
 {
     static __thread char ring[4][GFS_NAME_MAX + 2];
     static __thread unsigned next;
+    gp_from_mount = false;
     if (!path)
         return NULL;
     if (strncmp(path, GP_PREFIX, GP_PREFIX_LEN) == 0)
@@ -298,6 +348,7 @@ static const char *gp_name(const char *path)
         if ((size_t) snprintf(buf, GFS_NAME_MAX + 2, "%s%s",
                               gp_mounts[i].galley, path + l) > GFS_NAME_MAX)
             buf[GFS_NAME_MAX + 1] = '\0'; /* too long: the server refuses */
+        gp_from_mount = gp_mounts[i].fuse;
         return buf;
     }
     return NULL;
@@ -994,10 +1045,22 @@ static int gp_stat_path(const char *name, struct stat *st)
     return rc ? gp_fail(rc) : 0;
 }
 
+/* A galley stat of a path under a galley mount that found nothing: let
+ * the mount answer (it also knows directories made with mkdir). */
+#define GP_OR_MOUNT(galley_call, real_call)                                    \
+    ({                                                                         \
+        bool via_mount_ = gp_from_mount;                                       \
+        int r_ = (galley_call);                                                \
+        if (r_ < 0 && via_mount_ && errno == ENOENT)                           \
+            r_ = (real_call);                                                  \
+        r_;                                                                    \
+    })
+
 GP_EXPORT int stat(const char *path, struct stat *st)
 {
     const char *name = gp_name(path);
-    return name ? gp_stat_path(name, st) : REAL(stat)(path, st);
+    return name ? GP_OR_MOUNT(gp_stat_path(name, st), REAL(stat)(path, st))
+                : REAL(stat)(path, st);
 }
 
 GP_EXPORT int stat64(const char *path, struct stat64 *st)
@@ -1008,7 +1071,8 @@ GP_EXPORT int stat64(const char *path, struct stat64 *st)
 GP_EXPORT int lstat(const char *path, struct stat *st)
 {
     const char *name = gp_name(path);
-    return name ? gp_stat_path(name, st) : REAL(lstat)(path, st);
+    return name ? GP_OR_MOUNT(gp_stat_path(name, st), REAL(lstat)(path, st))
+                : REAL(lstat)(path, st);
 }
 
 GP_EXPORT int lstat64(const char *path, struct stat64 *st)
@@ -1020,7 +1084,8 @@ GP_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
     const char *name = gp_name(path);
     if (name)
-        return gp_stat_path(name, st);
+        return GP_OR_MOUNT(gp_stat_path(name, st),
+                           REAL(fstatat)(dirfd, path, st, flags));
     if (*path == '\0' && (flags & AT_EMPTY_PATH)) {
         gp_file *f = gp_get(dirfd);
         if (f) {
@@ -1124,10 +1189,14 @@ GP_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
     struct stat st;
     const char *name = gp_name(path);
     if (name) {
-        if (gp_stat_path(name, &st))
-            return -1;
-        gp_to_statx(&st, sx);
-        return 0;
+        bool via_mount = gp_from_mount;
+        if (gp_stat_path(name, &st) == 0) {
+            gp_to_statx(&st, sx);
+            return 0;
+        }
+        if (via_mount && errno == ENOENT)
+            return REAL(statx)(dirfd, path, flags, mask, sx);
+        return -1;
     }
     if (*path == '\0' && (flags & AT_EMPTY_PATH)) {
         gp_file *f = gp_get(dirfd);
@@ -1157,7 +1226,8 @@ static int gp_access(const char *name, int amode)
 GP_EXPORT int access(const char *path, int amode)
 {
     const char *name = gp_name(path);
-    return name ? gp_access(name, amode) : REAL(access)(path, amode);
+    return name ? GP_OR_MOUNT(gp_access(name, amode), REAL(access)(path, amode))
+                : REAL(access)(path, amode);
 }
 
 GP_EXPORT int faccessat(int dirfd, const char *path, int amode, int flags)

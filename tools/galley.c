@@ -27,6 +27,7 @@
 
 #include "galley.h"
 #include "galley_exec.h"
+#include "galley_mount.h"
 
 /* Bytes moved per library call by put/get/fork read/fork write. */
 #define CHUNK (8u << 20)
@@ -70,6 +71,10 @@ static const char usage_text[] =
     "                                beginning with 'galley:' (and of paths\n"
     "                                under each local DIR, as Galley names\n"
     "                                under GDIR, default DIR) use Galley\n"
+    "  mount [-n NSUB] [-u UNIT] [-f] DIR\n"
+    "                                show the striped files under DIR (FUSE);\n"
+    "                                -n/-u: layout of files created there\n"
+    "  umount DIR                    unmount (also after a daemon died)\n"
     "  help                          this text\n"
     "\n"
     "Options (accepted anywhere after the command as well):\n"
@@ -1194,6 +1199,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "exec") == 0)
         return galley_exec(o.cluster, o.timeout_s, argc - i, argv + i);
+    if (strcmp(cmd, "mount") == 0)
+        return galley_mount(o.cluster, o.timeout_s, argc - i, argv + i);
+    if (strcmp(cmd, "umount") == 0)
+        return galley_umount(argc - i, argv + i);
     if (strcmp(cmd, "fork") == 0) {
         if (i >= argc)
             return bad_usage("%s", "'fork' needs a subcommand "

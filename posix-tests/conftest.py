@@ -1,8 +1,9 @@
 """Fixtures for posix-tests: the servers and helpers of tests/conftest.py
-(loaded under its own name), and `pexec`, which runs a command under
-`galley exec` against a cluster."""
+(loaded under its own name), galley_exec() (a command under `galley exec`
+for a cluster) and Mount (`galley mount` / `galley umount`)."""
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ gt = _load("galley_tests_conftest", REPO / "tests" / "conftest.py")
 cluster = gt.cluster
 make_cluster = gt.make_cluster
 uniq = gt.uniq
+describe = gt.describe
 
 
 def helper(name):
@@ -45,8 +47,43 @@ def galley_exec(c, *cmd, timeout=gt.CALL_TIMEOUT, opts=(), mounts=(),
                   timeout=timeout, input=input)
 
 
-@pytest.fixture
-def pexec(cluster):
-    def run(*cmd, **kw):
-        return galley_exec(cluster, *cmd, **kw)
-    return run
+# ------------------------------------------------------------- mounts
+def fuse_ok():
+    try:
+        daemon = gt.find_program("fuse/galley-fuse", "galley-fuse")
+    except BaseException:
+        return False
+    return daemon and os.path.exists("/dev/fuse")
+
+
+def mounted(d):
+    with open("/proc/self/mounts") as f:
+        return any(l.split()[1] == str(d) for l in f)
+
+
+def daemon_pid(d):
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            args = (p / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"galley-fuse") and \
+                str(d).encode() in args:
+            return int(p.name)
+    return None
+
+
+class Mount:
+    def __init__(self, c, d, args=()):
+        self.c, self.dir = c, Path(d)
+        self.dir.mkdir(exist_ok=True)
+        cp = c.galley("mount", *args, self.dir)
+        assert cp.returncode == 0 and mounted(self.dir), describe(cp)
+
+    def umount(self):
+        cp = gt.run([gt.galley_path(), "umount", self.dir], env=self.c.env)
+        assert cp.returncode == 0 and not mounted(self.dir), describe(cp)
+
+

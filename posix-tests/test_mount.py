@@ -11,57 +11,12 @@ import errno
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import galley_exec, gt
+from conftest import Mount, daemon_pid, fuse_ok, galley_exec, gt, mounted
 
 describe = gt.describe
-
-
-def _fuse_ok():
-    try:
-        daemon = gt.find_program("fuse/galley-fuse", "galley-fuse")
-    except BaseException:
-        return False
-    return daemon and os.path.exists("/dev/fuse")
-
-
-pytestmark = pytest.mark.skipif(not _fuse_ok(),
-                                reason="no galley-fuse (libfuse3) or "
-                                       "/dev/fuse")
-
-
-def mounted(d):
-    with open("/proc/self/mounts") as f:
-        return any(l.split()[1] == str(d) for l in f)
-
-
-def daemon_pid(d):
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            args = (p / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if args and args[0].endswith(b"galley-fuse") and \
-                str(d).encode() in args:
-            return int(p.name)
-    return None
-
-
-class Mount:
-    def __init__(self, c, d, args=()):
-        self.c, self.dir = c, Path(d)
-        self.dir.mkdir(exist_ok=True)
-        cp = c.galley("mount", *args, self.dir)
-        assert cp.returncode == 0 and mounted(self.dir), describe(cp)
-
-    def umount(self):
-        cp = gt.run([gt.galley_path(), "umount", self.dir], env=self.c.env)
-        assert cp.returncode == 0 and not mounted(self.dir), describe(cp)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, _load
+from conftest import REPO, Mount, _load, fuse_ok
 
 h5 = _load("galley_hdf5_tests", REPO / "hdf5-tests" / "test_hdf5.py")
 
@@ -194,3 +194,49 @@ def test_testphdf5_all_on_galley(mpi, hcluster, testpar_bin, tmp_path):
         set(h5.TESTPHDF5_SUBTESTS) ^ ran)
     h5.HDF5_TESTPAR_SUMMARY.append(("galley", "testphdf5 all (posix)",
                                     "pass", cp.seconds))
+
+
+@pytest.mark.skipif(not fuse_ok(), reason="no galley-fuse or /dev/fuse")
+def test_h5tools_through_mount(mpi, hcluster, programs, tmp_path):
+    """h5par_check writes through a galley mount (ROMIO's ufs: driver on
+    the mount's path); h5dump/h5ls/h5diff read it through the mount and
+    as a galley: name under `galley exec`, and agree with a local copy;
+    our MPI-IO driver reads the same file back."""
+    m = Mount(hcluster, tmp_path / "mnt")
+    try:
+        d = "h5m-%s" % uuid.uuid4().hex[:10]
+        (m.dir / d).mkdir()
+        path = m.dir / d / "m.h5"
+        local = tmp_path / "local.h5"
+        for name in ("ufs:%s" % path, "ufs:%s" % local):
+            h5.assert_passed(h5.mpiexec(mpi, hcluster, NPROCS,
+                                        [programs["h5par_check"], "write",
+                                         name]))
+        g = "galley:/%s/m.h5" % d
+        h5.assert_passed(h5.mpiexec(mpi, hcluster, NPROCS,
+                                    [programs["h5par_check"], "read", g]))
+        dumps = []
+        for cmd in (["h5dump", path], ["h5dump", local]):
+            cp = h5.run(cmd, env=h5.mpi_env(mpi, hcluster), timeout=300)
+            assert cp.returncode == 0, str(cp)
+            dumps.append(h5.normalised_dump(cp.stdout))
+        cp = gexec(mpi, hcluster, ["h5dump", g], timeout=300)
+        assert cp.returncode == 0, str(cp)
+        dumps.append(h5.normalised_dump(cp.stdout))
+        assert dumps[0] == dumps[1] == dumps[2]
+        assert 'DATASET "contig2d"' in dumps[0]
+        cp = h5.run(["h5diff", "-c", path, local],
+                    env=h5.mpi_env(mpi, hcluster))
+        assert cp.returncode == 0, str(cp)
+        cp = gexec(mpi, hcluster, ["h5diff", "-c", g, local])
+        assert cp.returncode == 0, str(cp)
+        ls = [h5.run(["h5ls", "-r", p], env=h5.mpi_env(mpi, hcluster))
+              for p in (path, local)]
+        assert ls[0].stdout == ls[1].stdout and ls[0].returncode == 0, \
+            str(ls[0])
+        os.unlink(path)
+        os.rmdir(m.dir / d)
+    finally:
+        cp = h5.run([h5.find_program("tools/galley", "galley"), "umount",
+                     m.dir], env=h5.mpi_env(mpi, hcluster))
+        assert cp.returncode == 0, str(cp)

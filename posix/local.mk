@@ -13,4 +13,5 @@ posix_libgalley_posix_la_LDFLAGS = -module -avoid-version -shared
 noinst_PROGRAMS += posix-tests/helpers/t_posix
 posix_tests_helpers_t_posix_SOURCES = posix-tests/helpers/t_posix.c
 EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
-	posix-tests/test_posix_hdf5.py posix-tests/README.md
+	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
+	posix-tests/README.md

@@ -87,3 +87,17 @@ class Mount:
         assert cp.returncode == 0 and not mounted(self.dir), describe(cp)
 
 
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The testpar runs of test_posix_hdf5.py, with their times."""
+    rows = []
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "") == "galley_hdf5_tests":
+            rows += getattr(mod, "HDF5_TESTPAR_SUMMARY", None) or []
+    if rows:
+        tr = terminalreporter
+        tr.section("HDF5 testpar runs with the preload (%d)" % len(rows))
+        for prefix, what, verdict, seconds in rows:
+            tr.write_line("%-7s %-34s %8.1f s  %s" % (prefix, what, seconds,
+                                                      verdict))

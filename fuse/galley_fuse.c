@@ -58,8 +58,8 @@ static int gf_err(int64_t rc)
     if (rc >= 0)
         return 0;
     if (rc > -1000)
-        return (int) rc;
-    switch ((int) rc) {
+        return (int)rc;
+    switch ((int)rc) {
     case GFS_EBADID:
         return -EBADF;
     case GFS_ESTALE:
@@ -95,7 +95,7 @@ static int dir_add(const char *p)
     int rc = 0;
     pthread_mutex_lock(&dir_lock);
     if (dir_find(p) < 0) {
-        char **nd = realloc(dirs, (size_t) (ndirs + 1) * sizeof(*dirs));
+        char **nd = realloc(dirs, (size_t)(ndirs + 1) * sizeof(*dirs));
         char *copy = nd ? strdup(p) : NULL;
         if (nd)
             dirs = nd;
@@ -140,7 +140,7 @@ static int any_cb(const char *name, void *arg)
 static int implied_dir(const char *p)
 {
     char prefix[GFS_NAME_MAX + 2];
-    if (snprintf(prefix, sizeof(prefix), "%s/", p) >= (int) sizeof(prefix))
+    if (snprintf(prefix, sizeof(prefix), "%s/", p) >= (int)sizeof(prefix))
         return 0;
     int rc = gfs_list_files(prefix, any_cb, NULL);
     return rc < 0 ? rc : rc == 1;
@@ -157,7 +157,7 @@ static int fork_cb(const char *name, uint64_t size, void *arg)
     fork_find *f = arg;
     if (strcmp(name, f->name) == 0) {
         f->found = true;
-        f->size = (int64_t) size;
+        f->size = (int64_t)size;
         return 1;
     }
     return 0;
@@ -194,7 +194,7 @@ static int classify_plain(const char *p, what *w)
         rc = -ENOENT;
     if (!rc && fork) {
         fork_find ff = {fork, 0, false};
-        rc = gfs_list_forks(fid, (int) sub, fork_cb, &ff);
+        rc = gfs_list_forks(fid, (int)sub, fork_cb, &ff);
         if (rc >= 0)
             rc = ff.found ? 0 : -ENOENT;
         w->size = ff.size;
@@ -204,7 +204,7 @@ static int classify_plain(const char *p, what *w)
     if (rc)
         return gf_err(rc);
     w->kind = fork ? K_FORK : K_SUBFILE;
-    w->subfile = (int) sub;
+    w->subfile = (int)sub;
     memcpy(w->file, buf, strlen(buf) + 1);
     return 0;
 }
@@ -336,9 +336,8 @@ static int fork_list_cb(const char *name, uint64_t size, void *arg)
     return 0;
 }
 
-static int gf_readdir(const char *p, void *buf, fuse_fill_dir_t fill,
-                      off_t off, struct fuse_file_info *fi,
-                      enum fuse_readdir_flags flags)
+static int gf_readdir(const char *p, void *buf, fuse_fill_dir_t fill, off_t off,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
     what w;
     int rc = classify(p, &w);
@@ -379,7 +378,7 @@ static int gf_readdir(const char *p, void *buf, fuse_fill_dir_t fill,
     char **mine = NULL;
     int nmine = 0;
     pthread_mutex_lock(&dir_lock);
-    mine = ndirs ? calloc((size_t) ndirs, sizeof(*mine)) : NULL;
+    mine = ndirs ? calloc((size_t)ndirs, sizeof(*mine)) : NULL;
     for (int i = 0; mine && i < ndirs; i++)
         if (strncmp(dirs[i], prefix, l.plen) == 0 &&
             !strchr(dirs[i] + l.plen, '/'))
@@ -402,7 +401,7 @@ typedef struct handle {
 
 static handle *H(struct fuse_file_info *fi)
 {
-    return (handle *) (uintptr_t) fi->fh;
+    return (handle *)(uintptr_t)fi->fh;
 }
 
 static int gf_open(const char *p, struct fuse_file_info *fi)
@@ -431,9 +430,9 @@ static int gf_open(const char *p, struct fuse_file_info *fi)
             rc = -EACCES;
         if (!rc) {
             h->fid = gfs_open_file(w.file);
-            rc = h->fid < 0 ? h->fid
-                            : (h->kid = gfs_open_fork(h->fid, w.subfile,
-                                                      w.fork));
+            rc = h->fid < 0
+                     ? h->fid
+                     : (h->kid = gfs_open_fork(h->fid, w.subfile, w.fork));
             if (rc > 0)
                 rc = 0;
             if (rc && h->fid >= 0)
@@ -444,7 +443,7 @@ static int gf_open(const char *p, struct fuse_file_info *fi)
             return gf_err(rc);
         }
     }
-    fi->fh = (uint64_t) (uintptr_t) h;
+    fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = 1;
     return 0;
 }
@@ -478,18 +477,18 @@ static int gf_read(const char *p, char *buf, size_t n, off_t off,
     handle *h = H(fi);
     int64_t k;
     if (h->sid >= 0) {
-        k = gfs_striped_read(h->sid, off, buf, (int64_t) n);
+        k = gfs_striped_read(h->sid, off, buf, (int64_t)n);
     } else {
         int64_t size = gfs_fork_size(h->kid);
         if (size < 0)
             return gf_err(size);
         if (off >= size)
             return 0;
-        if ((int64_t) n > size - off)
-            n = (size_t) (size - off);
-        k = gfs_read(h->kid, off, buf, (int64_t) n);
+        if ((int64_t)n > size - off)
+            n = (size_t)(size - off);
+        k = gfs_read(h->kid, off, buf, (int64_t)n);
     }
-    return k < 0 ? gf_err(k) : (int) k;
+    return k < 0 ? gf_err(k) : (int)k;
 }
 
 static int gf_write(const char *p, const char *buf, size_t n, off_t off,
@@ -498,8 +497,8 @@ static int gf_write(const char *p, const char *buf, size_t n, off_t off,
     handle *h = H(fi);
     if (h->sid < 0)
         return -EBADF;
-    int64_t k = gfs_striped_write(h->sid, off, buf, (int64_t) n);
-    return k < 0 ? gf_err(k) : (int) k;
+    int64_t k = gfs_striped_write(h->sid, off, buf, (int64_t)n);
+    return k < 0 ? gf_err(k) : (int)k;
 }
 
 static int gf_truncate(const char *p, off_t size, struct fuse_file_info *fi)
@@ -528,7 +527,7 @@ static void keep_parent(const char *p)
 {
     char parent[GFS_NAME_MAX + 1];
     const char *slash = strrchr(p, '/');
-    size_t n = slash ? (size_t) (slash - p) : 0;
+    size_t n = slash ? (size_t)(slash - p) : 0;
     if (n == 0 || n > GFS_NAME_MAX)
         return;
     memcpy(parent, p, n);
@@ -597,7 +596,7 @@ static int collect_cb(const char *name, void *arg)
     mover *m = arg;
     if (m->n == m->cap) {
         int cap = m->cap ? 2 * m->cap : 16;
-        char **nn = realloc(m->names, (size_t) cap * sizeof(*nn));
+        char **nn = realloc(m->names, (size_t)cap * sizeof(*nn));
         if (!nn)
             return -ENOMEM;
         m->names = nn;
@@ -788,7 +787,7 @@ int main(int argc, char **argv)
              realpath(cl, abs) ? abs : cl);
     fargv[fargc++] = "-o";
     fargv[fargc++] = fsname;
-    fargv[fargc++] = (char *) dir;
+    fargv[fargc++] = (char *)dir;
     fargv[fargc] = NULL;
     return fuse_main(fargc, fargv, &gf_ops, NULL);
 }

@@ -134,7 +134,7 @@ static pthread_once_t gp_resolve_once = PTHREAD_ONCE_INIT;
 static void gp_resolve(void)
 {
 #define GP_X_SYM(name, ret, args)                                              \
-    real_##name = (ret(*) args) dlsym(RTLD_NEXT, #name);
+    real_##name = (ret(*) args)dlsym(RTLD_NEXT, #name);
     GP_REAL_TABLE(GP_X_SYM)
 #undef GP_X_SYM
 }
@@ -185,8 +185,8 @@ static void gp_register_atfork(void)
 static int gp_errno(int64_t rc)
 {
     if (rc > -1000)
-        return (int) -rc;
-    switch ((int) rc) {
+        return (int)-rc;
+    switch ((int)rc) {
     case GFS_EBADID:
         return EBADF;
     case GFS_ESTALE:
@@ -221,8 +221,10 @@ static int gp_start(void)
         int rc = gfs_init(NULL);
         gp_client = rc < 0 ? rc : 1;
         if (rc < 0)
-            fprintf(stderr, "libgalley-posix: cannot start the galley "
-                            "client: %s\n", gfs_strerror(rc));
+            fprintf(stderr,
+                    "libgalley-posix: cannot start the galley "
+                    "client: %s\n",
+                    gfs_strerror(rc));
     }
     int rc = gp_client < 0 ? gp_client : 0;
     pthread_mutex_unlock(&gp_client_lock);
@@ -275,8 +277,7 @@ static void gp_read_fuse_mounts(void)
     FILE *f = REAL(fopen)("/proc/self/mounts", "re");
     if (!f)
         return;
-    char line[2 * PATH_MAX + 256], src[PATH_MAX + 16], dir[PATH_MAX],
-        type[64];
+    char line[2 * PATH_MAX + 256], src[PATH_MAX + 16], dir[PATH_MAX], type[64];
     while (gp_nmounts < GP_NMOUNTS && fgets(line, sizeof(line), f)) {
         if (sscanf(line, "%4111s %4095s %63s", src, dir, type) != 3 ||
             strcmp(type, "fuse.galley") != 0 ||
@@ -308,7 +309,8 @@ static void gp_read_mounts(void)
         if (eq)
             *eq = '\0';
         const char *g = eq ? eq + 1 : tok;
-        if (tok[0] != '/' || strlen(tok) >= PATH_MAX || strlen(g) > GFS_NAME_MAX)
+        if (tok[0] != '/' || strlen(tok) >= PATH_MAX ||
+            strlen(g) > GFS_NAME_MAX)
             continue; /* only absolute local directories */
         int i = gp_nmounts++;
         snprintf(gp_mounts[i].local, sizeof(gp_mounts[i].local), "%s", tok);
@@ -345,8 +347,8 @@ static const char *gp_name(const char *path)
             (path[l] != '/' && path[l] != '\0'))
             continue;
         char *buf = ring[next++ % 4];
-        if ((size_t) snprintf(buf, GFS_NAME_MAX + 2, "%s%s",
-                              gp_mounts[i].galley, path + l) > GFS_NAME_MAX)
+        if ((size_t)snprintf(buf, GFS_NAME_MAX + 2, "%s%s", gp_mounts[i].galley,
+                             path + l) > GFS_NAME_MAX)
             buf[GFS_NAME_MAX + 1] = '\0'; /* too long: the server refuses */
         gp_from_mount = gp_mounts[i].fuse;
         return buf;
@@ -412,7 +414,7 @@ static uint64_t gp_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (; *s; s++)
-        h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     return h ? h : 1;
 }
 
@@ -428,8 +430,8 @@ static int gp_env_int(const char *var, int dflt)
 
 static int gp_any_file(const char *name, void *arg)
 {
-    (void) name;
-    (void) arg;
+    (void)name;
+    (void)arg;
     return 1;
 }
 
@@ -482,7 +484,7 @@ static int gp_stat_sid(int sid, const char *name, struct stat *st)
 {
     int64_t size = gfs_striped_size(sid);
     if (size < 0)
-        return (int) size;
+        return (int)size;
     gfs_layout lay;
     int rc = gfs_striped_layout(sid, &lay);
     gp_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, false);
@@ -519,7 +521,7 @@ static int gp_stat_name(const char *name, struct stat *st)
 /* Open (and maybe create) a Galley file; returns a descriptor or -1. */
 static int gp_open(const char *name, int flags, mode_t mode)
 {
-    (void) mode;
+    (void)mode;
     int rc = gp_start();
     if (rc)
         return gp_fail(rc);
@@ -612,7 +614,7 @@ static int64_t gp_pread(gp_file *f, void *buf, size_t n, int64_t off)
         return -EINVAL;
     if (n == 0)
         return 0;
-    return gfs_striped_read(f->sid, off, buf, (int64_t) n);
+    return gfs_striped_read(f->sid, off, buf, (int64_t)n);
 }
 
 static int64_t gp_pwrite(gp_file *f, const void *buf, size_t n, int64_t off)
@@ -625,7 +627,7 @@ static int64_t gp_pwrite(gp_file *f, const void *buf, size_t n, int64_t off)
         return -EINVAL;
     if (n == 0)
         return 0;
-    return gfs_striped_write(f->sid, off, buf, (int64_t) n);
+    return gfs_striped_write(f->sid, off, buf, (int64_t)n);
 }
 
 /* read()/write() at the shared offset (and at the end for O_APPEND). */
@@ -644,7 +646,7 @@ static ssize_t gp_rw(gp_file *f, void *buf, size_t n, bool wr)
     if (k > 0)
         f->off = off + k;
     pthread_mutex_unlock(&f->lock);
-    return k < 0 ? gp_fail(k) : (ssize_t) k;
+    return k < 0 ? gp_fail(k) : (ssize_t)k;
 }
 
 static ssize_t gp_rwv(gp_file *f, const struct iovec *iov, int cnt, bool wr)
@@ -663,14 +665,14 @@ static ssize_t gp_rwv(gp_file *f, const struct iovec *iov, int cnt, bool wr)
         return -1;
     }
     if (wr)
-        for (size_t i = 0, o = 0; i < (size_t) cnt; o += iov[i++].iov_len)
+        for (size_t i = 0, o = 0; i < (size_t)cnt; o += iov[i++].iov_len)
             memcpy(buf + o, iov[i].iov_base, iov[i].iov_len);
     ssize_t k = gp_rw(f, buf, total, wr);
     if (!wr && k > 0)
-        for (size_t i = 0, o = 0; i < (size_t) cnt && o < (size_t) k;
+        for (size_t i = 0, o = 0; i < (size_t)cnt && o < (size_t)k;
              o += iov[i++].iov_len) {
-            size_t m = iov[i].iov_len < (size_t) k - o ? iov[i].iov_len
-                                                       : (size_t) k - o;
+            size_t m =
+                iov[i].iov_len < (size_t)k - o ? iov[i].iov_len : (size_t)k - o;
             memcpy(iov[i].iov_base, buf + o, m);
         }
     free(buf);
@@ -715,7 +717,7 @@ static off_t gp_lseek(gp_file *f, off_t off, int whence)
     if (pos >= 0)
         f->off = pos;
     pthread_mutex_unlock(&f->lock);
-    return pos < 0 ? gp_fail(pos) : (off_t) pos;
+    return pos < 0 ? gp_fail(pos) : (off_t)pos;
 }
 
 /* ------------------------------------------------------------------------
@@ -725,7 +727,7 @@ static off_t gp_lseek(gp_file *f, off_t off, int whence)
 static mode_t gp_va_mode(int flags, va_list ap)
 {
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE
-               ? (mode_t) va_arg(ap, int)
+               ? (mode_t)va_arg(ap, int)
                : 0;
 }
 
@@ -809,7 +811,8 @@ GP_EXPORT int creat64(const char *path, mode_t mode)
 
 GP_EXPORT int close(int fd)
 {
-    if (fd >= 0 && fd < GP_NFD && __atomic_load_n(&gp_fds[fd], __ATOMIC_ACQUIRE))
+    if (fd >= 0 && fd < GP_NFD &&
+        __atomic_load_n(&gp_fds[fd], __ATOMIC_ACQUIRE))
         gp_forget(fd);
     return REAL(close)(fd);
 }
@@ -840,7 +843,7 @@ GP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
     gp_file *f = gp_get(fd);
     if (!f)
         return REAL(write)(fd, buf, n);
-    ssize_t k = gp_rw(f, (void *) buf, n, true);
+    ssize_t k = gp_rw(f, (void *)buf, n, true);
     gp_put(f);
     return k;
 }
@@ -852,7 +855,7 @@ GP_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
         return REAL(pread)(fd, buf, n, off);
     int64_t k = gp_pread(f, buf, n, off);
     gp_put(f);
-    return k < 0 ? gp_fail(k) : (ssize_t) k;
+    return k < 0 ? gp_fail(k) : (ssize_t)k;
 }
 
 GP_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
@@ -881,7 +884,7 @@ GP_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
         return REAL(pwrite)(fd, buf, n, off);
     int64_t k = gp_pwrite(f, buf, n, off);
     gp_put(f);
-    return k < 0 ? gp_fail(k) : (ssize_t) k;
+    return k < 0 ? gp_fail(k) : (ssize_t)k;
 }
 
 GP_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
@@ -1036,7 +1039,7 @@ GP_EXPORT int fstat(int fd, struct stat *st)
 
 GP_EXPORT int fstat64(int fd, struct stat64 *st)
 {
-    return fstat(fd, (struct stat *) st);
+    return fstat(fd, (struct stat *)st);
 }
 
 static int gp_stat_path(const char *name, struct stat *st)
@@ -1065,7 +1068,7 @@ GP_EXPORT int stat(const char *path, struct stat *st)
 
 GP_EXPORT int stat64(const char *path, struct stat64 *st)
 {
-    return stat(path, (struct stat *) st);
+    return stat(path, (struct stat *)st);
 }
 
 GP_EXPORT int lstat(const char *path, struct stat *st)
@@ -1077,7 +1080,7 @@ GP_EXPORT int lstat(const char *path, struct stat *st)
 
 GP_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
-    return lstat(path, (struct stat *) st);
+    return lstat(path, (struct stat *)st);
 }
 
 GP_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
@@ -1100,7 +1103,7 @@ GP_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 GP_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
                         int flags)
 {
-    return fstatat(dirfd, path, (struct stat *) st, flags);
+    return fstatat(dirfd, path, (struct stat *)st, flags);
 }
 
 /* Older glibc's stat entry points (still exported for old binaries). */
@@ -1117,7 +1120,7 @@ GP_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 
 GP_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 {
-    return __fxstat(ver, fd, (struct stat *) st);
+    return __fxstat(ver, fd, (struct stat *)st);
 }
 
 GP_EXPORT int __xstat(int ver, const char *path, struct stat *st)
@@ -1131,7 +1134,7 @@ GP_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 
 GP_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
-    return __xstat(ver, path, (struct stat *) st);
+    return __xstat(ver, path, (struct stat *)st);
 }
 
 GP_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
@@ -1145,11 +1148,11 @@ GP_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 
 GP_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
-    return __lxstat(ver, path, (struct stat *) st);
+    return __lxstat(ver, path, (struct stat *)st);
 }
 
-GP_EXPORT int __fxstatat(int ver, int dirfd, const char *path,
-                         struct stat *st, int flags)
+GP_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
+                         int flags)
 {
     const char *name = gp_name(path);
     if (name)
@@ -1161,7 +1164,7 @@ GP_EXPORT int __fxstatat(int ver, int dirfd, const char *path,
 GP_EXPORT int __fxstatat64(int ver, int dirfd, const char *path,
                            struct stat64 *st, int flags)
 {
-    return __fxstatat(ver, dirfd, path, (struct stat *) st, flags);
+    return __fxstatat(ver, dirfd, path, (struct stat *)st, flags);
 }
 
 static void gp_to_statx(const struct stat *st, struct statx *sx)
@@ -1179,8 +1182,8 @@ static void gp_to_statx(const struct stat *st, struct statx *sx)
     sx->stx_atime.tv_sec = st->st_atim.tv_sec;
     sx->stx_atime.tv_nsec = st->st_atim.tv_nsec;
     sx->stx_mtime = sx->stx_ctime = sx->stx_atime;
-    sx->stx_dev_major = (uint32_t) (GP_DEV >> 8);
-    sx->stx_dev_minor = (uint32_t) (GP_DEV & 0xff);
+    sx->stx_dev_major = (uint32_t)(GP_DEV >> 8);
+    sx->stx_dev_minor = (uint32_t)(GP_DEV & 0xff);
 }
 
 GP_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
@@ -1322,8 +1325,7 @@ static ssize_t gp_noxattr(const char *name)
     return -1;
 }
 
-GP_EXPORT ssize_t getxattr(const char *path, const char *key, void *v,
-                           size_t n)
+GP_EXPORT ssize_t getxattr(const char *path, const char *key, void *v, size_t n)
 {
     const char *name = gp_name(path);
     return name ? gp_noxattr(name) : REAL(getxattr)(path, key, v, n);
@@ -1428,13 +1430,13 @@ static int gp_fcntl(int fd, int cmd, void *arg)
         break;
     case F_SETFL:
         pthread_mutex_lock(&f->lock);
-        f->flags = (f->flags & ~O_APPEND) | ((int) (intptr_t) arg & O_APPEND);
+        f->flags = (f->flags & ~O_APPEND) | ((int)(intptr_t)arg & O_APPEND);
         pthread_mutex_unlock(&f->lock);
         r = 0;
         break;
     case F_GETLK:
     case F_OFD_GETLK:
-        ((struct flock *) arg)->l_type = F_UNLCK;
+        ((struct flock *)arg)->l_type = F_UNLCK;
         r = 0;
         break;
     case F_SETLK:
@@ -1492,18 +1494,18 @@ static int gp_nstreams; /* entries in use (fileno's fast path) */
 
 static ssize_t gp_cookie_read(void *c, char *buf, size_t n)
 {
-    return read((int) (intptr_t) c, buf, n);
+    return read((int)(intptr_t)c, buf, n);
 }
 
 static ssize_t gp_cookie_write(void *c, const char *buf, size_t n)
 {
-    ssize_t k = write((int) (intptr_t) c, buf, n);
+    ssize_t k = write((int)(intptr_t)c, buf, n);
     return k < 0 ? 0 : k; /* stdio: 0 means error (errno set) */
 }
 
 static int gp_cookie_seek(void *c, off64_t *off, int whence)
 {
-    off_t r = lseek((int) (intptr_t) c, *off, whence);
+    off_t r = lseek((int)(intptr_t)c, *off, whence);
     if (r < 0)
         return -1;
     *off = r;
@@ -1512,7 +1514,7 @@ static int gp_cookie_seek(void *c, off64_t *off, int whence)
 
 static int gp_cookie_close(void *c)
 {
-    int fd = (int) (intptr_t) c;
+    int fd = (int)(intptr_t)c;
     pthread_mutex_lock(&gp_stream_lock);
     for (int i = 0; i < GP_NSTREAMS; i++)
         if (gp_streams[i].fp && gp_streams[i].fd == fd) {
@@ -1527,9 +1529,9 @@ static int gp_cookie_close(void *c)
 /* A stream over Galley descriptor fd (which it owns), or NULL. */
 static FILE *gp_stream(int fd, const char *mode)
 {
-    cookie_io_functions_t io = {gp_cookie_read, gp_cookie_write,
-                                gp_cookie_seek, gp_cookie_close};
-    FILE *fp = fopencookie((void *) (intptr_t) fd, mode, io);
+    cookie_io_functions_t io = {gp_cookie_read, gp_cookie_write, gp_cookie_seek,
+                                gp_cookie_close};
+    FILE *fp = fopencookie((void *)(intptr_t)fd, mode, io);
     if (!fp)
         return NULL;
     pthread_mutex_lock(&gp_stream_lock);

@@ -27,7 +27,7 @@ int gp_rename_file(const char *from, const char *to)
     gfs_layout lay;
     gfs_file_stat fst;
     int64_t size = gfs_striped_size(src);
-    rc = size < 0 ? (int) size : gfs_striped_layout(src, &lay);
+    rc = size < 0 ? (int)size : gfs_striped_layout(src, &lay);
     if (!rc) {
         int fid = gfs_open_file(from);
         rc = fid < 0 ? fid : gfs_stat_file(fid, &fst);
@@ -39,8 +39,7 @@ int gp_rename_file(const char *from, const char *to)
     rc = gfs_delete_file(to);
     if (rc && rc != -ENOENT)
         goto out_close_src;
-    rc = gfs_create_striped(to, fst.nsubfiles, fst.servers, lay.unit,
-                            lay.fork);
+    rc = gfs_create_striped(to, fst.nsubfiles, fst.servers, lay.unit, lay.fork);
     if (rc)
         goto out_close_src;
     int dst = gfs_striped_open(to);
@@ -51,13 +50,13 @@ int gp_rename_file(const char *from, const char *to)
     size_t chunk = 8u << 20;
     char *buf = malloc(chunk);
     rc = buf ? 0 : -ENOMEM;
-    for (int64_t off = 0; !rc && off < size; off += (int64_t) chunk) {
-        int64_t n = size - off < (int64_t) chunk ? size - off : (int64_t) chunk;
+    for (int64_t off = 0; !rc && off < size; off += (int64_t)chunk) {
+        int64_t n = size - off < (int64_t)chunk ? size - off : (int64_t)chunk;
         int64_t k = gfs_striped_read(src, off, buf, n);
         if (k >= 0)
             k = gfs_striped_write(dst, off, buf, n);
         if (k < 0)
-            rc = (int) k;
+            rc = (int)k;
     }
     free(buf);
     if (!rc)
@@ -73,4 +72,3 @@ out_close_src:
     gfs_striped_close(src);
     return rc;
 }
-

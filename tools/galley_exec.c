@@ -49,7 +49,7 @@ static int find_lib(char *buf, size_t len)
     static const char *const rel[] = {"/../lib/", "/../../posix/.libs/",
                                       "/../posix/.libs/"};
     for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
-        if ((size_t) snprintf(buf, len, "%s%s%s", exe, rel[i], LIBNAME) >= len)
+        if ((size_t)snprintf(buf, len, "%s%s%s", exe, rel[i], LIBNAME) >= len)
             continue;
         char real[PATH_MAX];
         if (readable(buf) && realpath(buf, real)) {
@@ -65,8 +65,10 @@ static int find_lib(char *buf, size_t len)
 static int add_mount(const char *m)
 {
     if (m[0] != '/') {
-        fprintf(stderr, "galley: exec -m needs an absolute directory, not "
-                        "'%s'\n", m);
+        fprintf(stderr,
+                "galley: exec -m needs an absolute directory, not "
+                "'%s'\n",
+                m);
         return -1;
     }
     const char *old = getenv("GALLEY_POSIX_MOUNTS");
@@ -74,8 +76,7 @@ static int add_mount(const char *m)
     char *v = malloc(n);
     if (!v)
         return -1;
-    snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old ? "," : "",
-             m);
+    snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old ? "," : "", m);
     setenv("GALLEY_POSIX_MOUNTS", v, 1);
     free(v);
     return 0;

@@ -56,7 +56,7 @@ static int find_daemon(char *buf, size_t len)
     *slash = '\0';
     static const char *const rel[] = {"/", "/../fuse/", "/../../fuse/"};
     for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++)
-        if ((size_t) snprintf(buf, len, "%s%sgalley-fuse", exe, rel[i]) < len &&
+        if ((size_t)snprintf(buf, len, "%s%sgalley-fuse", exe, rel[i]) < len &&
             executable(buf))
             return 0;
     return -1;
@@ -78,7 +78,7 @@ int galley_mount(const char *cluster, int timeout_s, int argc, char **argv)
         fprintf(stderr, "galley: cannot find galley-fuse (set GALLEY_FUSE)\n");
         return 1;
     }
-    char **args = calloc((size_t) argc + 4, sizeof(*args));
+    char **args = calloc((size_t)argc + 4, sizeof(*args));
     if (!args)
         return 1;
     int n = 0;
@@ -86,7 +86,7 @@ int galley_mount(const char *cluster, int timeout_s, int argc, char **argv)
     char abs[PATH_MAX];
     if (cluster) {
         args[n++] = "-c";
-        args[n++] = realpath(cluster, abs) ? abs : (char *) cluster;
+        args[n++] = realpath(cluster, abs) ? abs : (char *)cluster;
     }
     for (int i = 0; i < argc; i++)
         args[n++] = argv[i];

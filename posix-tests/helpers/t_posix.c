@@ -28,9 +28,9 @@ static int nchecks, nfail;
         nchecks++;                                                             \
         if (!(cond)) {                                                         \
             nfail++;                                                           \
-            printf("FAIL line %d: %s: ", __LINE__, #cond);                    \
+            printf("FAIL line %d: %s: ", __LINE__, #cond);                     \
             printf(__VA_ARGS__);                                               \
-            printf(" (errno %d %s)\n", errno, strerror(errno));               \
+            printf(" (errno %d %s)\n", errno, strerror(errno));                \
         }                                                                      \
     } while (0)
 
@@ -45,7 +45,7 @@ static char *path(const char *dir, const char *base)
 
 static unsigned char pat(long i)
 {
-    return (unsigned char) (i * 131 + (i >> 9));
+    return (unsigned char)(i * 131 + (i >> 9));
 }
 
 /* The data path: write, read, offsets, holes, dup, readv/writev, sizes. */
@@ -73,7 +73,7 @@ static void t_data(const char *dir)
     struct stat st;
     CHECK(fstat(fd, &st) == 0 && st.st_size == 2 * N + 1000 &&
               S_ISREG(st.st_mode),
-          "fstat size %lld", (long long) st.st_size);
+          "fstat size %lld", (long long)st.st_size);
     memset(r, 1, 100);
     CHECK(pread(fd, r, 100, N + 10) == 100 && r[0] == 0 && r[99] == 0,
           "the hole reads as zeros");
@@ -90,8 +90,7 @@ static void t_data(const char *dir)
     CHECK(dup2(fd, 100) == 100 && pread(100, r, 5, 1) == 5 &&
               !memcmp(r, w + 1, 5),
           "dup2");
-    CHECK(dup3(fd, 101, O_CLOEXEC) == 101 &&
-              (fcntl(101, F_GETFD) & FD_CLOEXEC),
+    CHECK(dup3(fd, 101, O_CLOEXEC) == 101 && (fcntl(101, F_GETFD) & FD_CLOEXEC),
           "dup3 O_CLOEXEC");
     int d2 = fcntl(fd, F_DUPFD, 200);
     CHECK(d2 >= 200 && pread(d2, r, 5, 2) == 5 && !memcmp(r, w + 2, 5),
@@ -107,15 +106,13 @@ static void t_data(const char *dir)
     /* readv / writev */
     char a[5] = "abcde", b[7] = "fghijkl", c[5], e[7];
     struct iovec wv[2] = {{a, 5}, {b, 7}}, rv[2] = {{c, 5}, {e, 7}};
-    CHECK(lseek(fd, 100, SEEK_SET) == 100 && writev(fd, wv, 2) == 12,
-          "writev");
+    CHECK(lseek(fd, 100, SEEK_SET) == 100 && writev(fd, wv, 2) == 12, "writev");
     CHECK(lseek(fd, 100, SEEK_SET) == 100 && readv(fd, rv, 2) == 12 &&
               !memcmp(c, a, 5) && !memcmp(e, b, 7),
           "readv");
 
     /* sizes */
-    CHECK(ftruncate(fd, 1234) == 0 && fstat(fd, &st) == 0 &&
-              st.st_size == 1234,
+    CHECK(ftruncate(fd, 1234) == 0 && fstat(fd, &st) == 0 && st.st_size == 1234,
           "ftruncate");
     CHECK(fsync(fd) == 0 && fdatasync(fd) == 0, "fsync, fdatasync");
     CHECK(close(fd) == 0, "close");
@@ -228,12 +225,12 @@ static void t_enoent(const char *dir, const char *local)
 #define SAME(call_g, call_l, what)                                             \
     do {                                                                       \
         errno = 0;                                                             \
-        long rg = (long) (call_g);                                             \
+        long rg = (long)(call_g);                                              \
         eg = errno;                                                            \
         errno = 0;                                                             \
-        long rl = (long) (call_l);                                             \
+        long rl = (long)(call_l);                                              \
         el = errno;                                                            \
-        CHECK(rg == rl && eg == el, "%s: galley %ld/%d, local %ld/%d", what,  \
+        CHECK(rg == rl && eg == el, "%s: galley %ld/%d, local %ld/%d", what,   \
               rg, eg, rl, el);                                                 \
     } while (0)
     SAME(open(g, O_RDONLY), open(l, O_RDONLY), "open");
@@ -252,7 +249,7 @@ enum { NT = 6, TB = 70001 };
 static int tfd;
 static void *t_thread(void *arg)
 {
-    long t = (long) arg;
+    long t = (long)arg;
     unsigned char *b = malloc(TB), *c = malloc(TB);
     for (long i = 0; i < TB; i++)
         b[i] = pat(i + t * TB);
@@ -260,7 +257,7 @@ static void *t_thread(void *arg)
               pread(tfd, c, TB, t * TB) == TB && !memcmp(b, c, TB);
     free(b);
     free(c);
-    return (void *) ok;
+    return (void *)ok;
 }
 
 static void t_threads(const char *dir)
@@ -270,7 +267,7 @@ static void t_threads(const char *dir)
     CHECK(tfd >= 0, "open");
     pthread_t th[NT];
     for (long t = 0; t < NT; t++)
-        pthread_create(&th[t], NULL, t_thread, (void *) t);
+        pthread_create(&th[t], NULL, t_thread, (void *)t);
     for (long t = 0; t < NT; t++) {
         void *ok;
         pthread_join(th[t], &ok);

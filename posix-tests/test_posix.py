@@ -42,6 +42,22 @@ def test_coreutils_bytes(cluster, uniq, tmp_path):
     assert cp.returncode == 0 and cp.stdout.split()[0] == \
         hashlib.sha256(data).hexdigest(), describe(cp)
 
+    # directories: opendir/readdir, "." and ".." resolved as in a path
+    cp = galley_exec(cluster, "ls", "-a", "galley:/" + uniq,
+                     "galley:/%s/../%s/." % (uniq, uniq.split("/")[1]))
+    assert cp.returncode == 0 and cp.stdout.split("\n\n")[0].split(
+        "\n")[1:] == [".", "..", "a.bin", "b.bin"], describe(cp)
+    assert cp.stdout.count("a.bin") == 2, describe(cp)
+    cp = galley_exec(cluster, "python3", "-c",
+                     "import os, sys; print(sorted(os.listdir(sys.argv[1])))",
+                     "galley:/" + uniq.split("/")[0])
+    assert cp.returncode == 0 and uniq.split("/")[1] in cp.stdout, \
+        describe(cp)
+    cp = galley_exec(cluster, "python3", "-c",
+                     "import os, sys; os.listdir(sys.argv[1])", g)
+    assert cp.returncode != 0 and "NotADirectoryError" in cp.stderr, \
+        describe(cp)
+
     cp = galley_exec(cluster, "stat", "-c", "%s %F", g,
                      "galley:/" + uniq)
     assert cp.returncode == 0 and cp.stdout.splitlines() == [

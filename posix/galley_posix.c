@@ -44,6 +44,7 @@
  * one descriptor see distinct offsets, as POSIX requires).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -123,7 +124,13 @@
     X(sendfile, ssize_t, (int, int, off_t *, size_t))                          \
     X(fopen, FILE *, (const char *, const char *))                             \
     X(fdopen, FILE *, (int, const char *))                                     \
-    X(fileno, int, (FILE *))
+    X(fileno, int, (FILE *))                                                   \
+    X(opendir, DIR *, (const char *))                                          \
+    X(readdir, struct dirent *, (DIR *))                                       \
+    X(readdir64, struct dirent64 *, (DIR *))                                   \
+    X(closedir, int, (DIR *))                                                  \
+    X(dirfd, int, (DIR *))                                                     \
+    X(rewinddir, void, (DIR *))
 
 #define GP_X_PTR(name, ret, args) static ret(*real_##name) args;
 GP_REAL_TABLE(GP_X_PTR)
@@ -322,11 +329,55 @@ static void gp_read_mounts(void)
     free(copy);
 }
 
+/* `name` with "." and ".." components and trailing slashes resolved as a
+ * path would be (".." stops at the root), in buf (GFS_NAME_MAX + 2 bytes)
+ * when anything changes, else name itself.  Repeated slashes are kept: the
+ * MPI-IO driver takes "galley:/a//b" literally, and the same string must
+ * reach the same file both ways. */
+static const char *gp_clean(const char *name, char *buf)
+{
+    size_t len = strlen(name);
+    if (!strstr(name, "/./") && !strstr(name, "/../") &&
+        strncmp(name, "./", 2) != 0 && strncmp(name, "../", 3) != 0 &&
+        !(len >= 2 && name[len - 1] == '/') &&
+        !(len >= 2 && strcmp(name + len - 2, "/.") == 0) &&
+        !(len >= 3 && strcmp(name + len - 3, "/..") == 0) &&
+        strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+        return name; /* the common case: nothing to do */
+    size_t o = 0, cap = GFS_NAME_MAX + 1, root = strspn(name, "/");
+    memcpy(buf, name, root < cap ? root : cap);
+    o = root < cap ? root : cap;
+    for (const char *c = name + root; *c && o < cap;) {
+        size_t seps = strspn(c, "/");
+        c += seps;
+        size_t n = strcspn(c, "/");
+        if (n == 0)
+            break;
+        if (n == 1 && c[0] == '.') {
+            /* nothing */
+        } else if (n == 2 && c[0] == '.' && c[1] == '.') {
+            while (o > root && buf[o - 1] != '/')
+                o--; /* the component */
+            while (o > root && buf[o - 1] == '/')
+                o--; /* the slashes before it */
+        } else {
+            size_t k = o > root ? (seps ? seps : 1) : 0;
+            while (k-- && o < cap)
+                buf[o++] = '/';
+            for (k = 0; k < n && o < cap; k++)
+                buf[o++] = c[k];
+        }
+        c += n;
+    }
+    buf[o] = '\0'; /* o <= cap: a name too long stays too long */
+    return buf;
+}
+
 /* The Galley name of a path, or NULL if the path is not ours: "galley:"
  * and the rest (exactly the name the MPI-IO driver gets for the same
  * string), or a path under a GALLEY_POSIX_MOUNTS directory.  Mapped names
  * are built in a small per-thread ring of buffers (a call needs two at
- * most). */
+ * most).  "." and ".." components are resolved (gp_clean). */
 static __thread bool gp_from_mount; /* gp_name's last answer was a mount's */
 
 static const char *gp_name(const char *path)
@@ -337,7 +388,7 @@ static const char *gp_name(const char *path)
     if (!path)
         return NULL;
     if (strncmp(path, GP_PREFIX, GP_PREFIX_LEN) == 0)
-        return path + GP_PREFIX_LEN;
+        return gp_clean(path + GP_PREFIX_LEN, ring[next++ % 4]);
     if (path[0] != '/')
         return NULL;
     pthread_once(&gp_mounts_once, gp_read_mounts);
@@ -351,7 +402,7 @@ static const char *gp_name(const char *path)
                              path + l) > GFS_NAME_MAX)
             buf[GFS_NAME_MAX + 1] = '\0'; /* too long: the server refuses */
         gp_from_mount = gp_mounts[i].fuse;
-        return buf;
+        return gp_clean(buf, ring[next++ % 4]);
     }
     return NULL;
 }
@@ -1476,6 +1527,185 @@ GP_EXPORT int flock(int fd, int op)
     if (!f)
         return REAL(flock)(fd, op);
     gp_put(f);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Directories of galley: names (opendir/readdir): the next component of
+ * every name under the directory, listed once when it is opened.  Paths
+ * under a galley mount are left to the mount (it also knows directories
+ * made with mkdir).
+ * ------------------------------------------------------------------------ */
+
+typedef struct gp_dir {
+    int fd; /* a reserved descriptor for dirfd() */
+    size_t n, pos, cap;
+    struct dirent64 *ents;
+} gp_dir;
+
+#define GP_NDIRS 256
+static pthread_mutex_t gp_dir_lock = PTHREAD_MUTEX_INITIALIZER;
+static gp_dir *gp_dirs[GP_NDIRS];
+static int gp_ndirs_open;
+
+static gp_dir *gp_dir_of(DIR *d)
+{
+    if (!__atomic_load_n(&gp_ndirs_open, __ATOMIC_ACQUIRE))
+        return NULL;
+    gp_dir *r = NULL;
+    pthread_mutex_lock(&gp_dir_lock);
+    for (int i = 0; i < GP_NDIRS && !r; i++)
+        if (gp_dirs[i] == (gp_dir *)d)
+            r = gp_dirs[i];
+    pthread_mutex_unlock(&gp_dir_lock);
+    return r;
+}
+
+static int gp_dir_add(gp_dir *g, const char *name, size_t len,
+                      unsigned char type)
+{
+    if (len == 0 || len >= sizeof(g->ents[0].d_name))
+        return 0;
+    if (g->n > 0 && strlen(g->ents[g->n - 1].d_name) == len &&
+        strncmp(g->ents[g->n - 1].d_name, name, len) == 0) {
+        if (type == DT_DIR)
+            g->ents[g->n - 1].d_type = DT_DIR;
+        return 0; /* names are listed sorted: repeats are adjacent */
+    }
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        struct dirent64 *e = realloc(g->ents, cap * sizeof(*e));
+        if (!e)
+            return -ENOMEM;
+        g->ents = e;
+        g->cap = cap;
+    }
+    struct dirent64 *e = &g->ents[g->n++];
+    memset(e, 0, sizeof(*e));
+    memcpy(e->d_name, name, len);
+    e->d_ino = gp_hash(name);
+    e->d_type = type;
+    e->d_reclen = sizeof(*e);
+    e->d_off = (off64_t)g->n;
+    return 0;
+}
+
+typedef struct gp_lister {
+    gp_dir *g;
+    size_t plen;
+} gp_lister;
+
+static int gp_list_cb(const char *name, void *arg)
+{
+    gp_lister *l = arg;
+    const char *rest = name + l->plen;
+    size_t n = strcspn(rest, "/");
+    return gp_dir_add(l->g, rest, n, rest[n] == '/' ? DT_DIR : DT_REG);
+}
+
+static DIR *gp_opendir(const char *name)
+{
+    struct stat st;
+    if (gp_stat_path(name, &st))
+        return NULL;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return NULL;
+    }
+    gp_dir *g = calloc(1, sizeof(*g));
+    if (!g) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char prefix[GFS_NAME_MAX + 2];
+    size_t n = strlen(name);
+    snprintf(prefix, sizeof(prefix), "%s%s", name,
+             n && name[n - 1] == '/' ? "" : "/");
+    gp_lister l = {g, strlen(prefix)};
+    int rc = gp_dir_add(g, ".", 1, DT_DIR);
+    if (!rc)
+        rc = gp_dir_add(g, "..", 2, DT_DIR);
+    if (!rc)
+        rc = gfs_list_files(prefix, gp_list_cb, &l);
+    if (rc == 0) {
+        g->fd = REAL(open)("/dev/null", O_RDONLY | O_CLOEXEC);
+        rc = g->fd < 0 ? -errno : -EMFILE;
+        pthread_mutex_lock(&gp_dir_lock);
+        for (int i = 0; g->fd >= 0 && i < GP_NDIRS; i++)
+            if (!gp_dirs[i]) {
+                gp_dirs[i] = g;
+                __atomic_add_fetch(&gp_ndirs_open, 1, __ATOMIC_RELEASE);
+                rc = 0;
+                break;
+            }
+        pthread_mutex_unlock(&gp_dir_lock);
+    }
+    if (rc) {
+        if (g->fd > 0)
+            REAL(close)(g->fd);
+        free(g->ents);
+        free(g);
+        gp_fail(rc);
+        return NULL;
+    }
+    return (DIR *)g;
+}
+
+GP_EXPORT DIR *opendir(const char *path)
+{
+    const char *name = gp_name(path);
+    if (name && !gp_from_mount)
+        return gp_opendir(name);
+    return REAL(opendir)(path);
+}
+
+GP_EXPORT struct dirent64 *readdir64(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    if (!g)
+        return REAL(readdir64)(d);
+    return g->pos < g->n ? &g->ents[g->pos++] : NULL;
+}
+
+GP_EXPORT struct dirent *readdir(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    if (!g)
+        return REAL(readdir)(d);
+    /* struct dirent and dirent64 are the same on LP64 */
+    return (struct dirent *)readdir64(d);
+}
+
+GP_EXPORT void rewinddir(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    if (g)
+        g->pos = 0;
+    else
+        REAL(rewinddir)(d);
+}
+
+GP_EXPORT int dirfd(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    return g ? g->fd : REAL(dirfd)(d);
+}
+
+GP_EXPORT int closedir(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    if (!g)
+        return REAL(closedir)(d);
+    pthread_mutex_lock(&gp_dir_lock);
+    for (int i = 0; i < GP_NDIRS; i++)
+        if (gp_dirs[i] == g) {
+            gp_dirs[i] = NULL;
+            __atomic_sub_fetch(&gp_ndirs_open, 1, __ATOMIC_RELEASE);
+        }
+    pthread_mutex_unlock(&gp_dir_lock);
+    REAL(close)(g->fd);
+    free(g->ents);
+    free(g);
     return 0;
 }
 

@@ -105,6 +105,20 @@ def test_python_and_append(cluster, uniq):
     assert cp.returncode == 0 and cp.stdout == "xtailmore\n", describe(cp)
 
 
+def test_no_atexit_needed(cluster, uniq):
+    """A program that leaves with _exit (no atexit handlers, no stdio
+    flush) loses nothing it wrote with write()."""
+    g = "galley:/%s/exit" % uniq
+    code = ("import os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)\n"
+            "os.write(fd, b'written before _exit')\n"
+            "os._exit(0)\n")
+    cp = galley_exec(cluster, "python3", "-c", code, g)
+    assert cp.returncode == 0, describe(cp)
+    cp = cluster.galley("get", g[7:], "-")
+    assert cp.stdout == "written before _exit", describe(cp)
+
+
 def test_missing_name_as_libc(cluster, tmp_path):
     """Tools report a missing galley: name exactly as a missing local one."""
     for tool in (["cat"], ["ls"], ["stat", "-c", "%s"], ["rm"],

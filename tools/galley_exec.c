@@ -2,9 +2,10 @@
  * galley_exec.c -- `galley exec`: find libgalley-posix.so and exec the
  * command with it first in LD_PRELOAD.
  *
- * The library is looked for, in order: $GALLEY_POSIX_LIB; the installed
- * libdir this tool was configured with; <bindir>/../lib beside the running
- * binary (a moved prefix); the build tree (tools/.libs/../../posix/.libs).
+ * The library is looked for, in order: $GALLEY_POSIX_LIB; <bindir>/../lib
+ * beside the running binary (an installed or moved prefix); the build tree
+ * (tools/.libs/../../posix/.libs, so a build-tree galley uses the library
+ * built with it); the libdir this tool was configured with.
  *
  * Threads: single-threaded (runs before exec).
  */
@@ -32,31 +33,28 @@ static int find_lib(char *buf, size_t len)
         snprintf(buf, len, "%s", env);
         return readable(buf) ? 0 : -1;
     }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = '\0';
+        static const char *const rel[] = {"/../lib/", "/../../posix/.libs/",
+                                          "/../posix/.libs/"};
+        for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
+            char real[PATH_MAX];
+            if ((size_t)snprintf(buf, len, "%s%s%s", exe, rel[i], LIBNAME) <
+                    len &&
+                readable(buf) && realpath(buf, real)) {
+                snprintf(buf, len, "%s", real);
+                return 0;
+            }
+        }
+    }
 #ifdef GALLEY_LIBDIR
     snprintf(buf, len, "%s/%s", GALLEY_LIBDIR, LIBNAME);
     if (readable(buf))
         return 0;
 #endif
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    static const char *const rel[] = {"/../lib/", "/../../posix/.libs/",
-                                      "/../posix/.libs/"};
-    for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
-        if ((size_t)snprintf(buf, len, "%s%s%s", exe, rel[i], LIBNAME) >= len)
-            continue;
-        char real[PATH_MAX];
-        if (readable(buf) && realpath(buf, real)) {
-            snprintf(buf, len, "%s", real);
-            return 0;
-        }
-    }
     return -1;
 }
 

@@ -2,8 +2,9 @@
  * galley_mount.c -- `galley mount` / `galley umount`.
  *
  * mount execs galley-fuse (fuse/galley_fuse.c), looked for as
- * $GALLEY_FUSE, then in the configured bindir, then beside the running
- * binary, then in the build tree; the daemon checks the cluster, mounts,
+ * $GALLEY_FUSE, then beside the running binary, then in the build tree
+ * (so a build-tree galley runs the daemon built with it), then in the
+ * configured bindir; the daemon checks the cluster, mounts,
  * and detaches, so `galley mount` returns once DIR is usable.  A build
  * configured without libfuse3 says so.
  *
@@ -40,25 +41,23 @@ static int find_daemon(char *buf, size_t len)
         snprintf(buf, len, "%s", env);
         return executable(buf) ? 0 : -1;
     }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = '\0';
+        static const char *const rel[] = {"/", "/../../fuse/", "/../fuse/"};
+        for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++)
+            if ((size_t)snprintf(buf, len, "%s%sgalley-fuse", exe, rel[i]) <
+                    len &&
+                executable(buf))
+                return 0;
+    }
 #ifdef GALLEY_BINDIR
     snprintf(buf, len, "%s/galley-fuse", GALLEY_BINDIR);
     if (executable(buf))
         return 0;
 #endif
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    static const char *const rel[] = {"/", "/../fuse/", "/../../fuse/"};
-    for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++)
-        if ((size_t)snprintf(buf, len, "%s%sgalley-fuse", exe, rel[i]) < len &&
-            executable(buf))
-            return 0;
     return -1;
 }
 

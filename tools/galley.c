@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "galley.h"
+#include "galley_exec.h"
+#include "galley_mount.h"
 
 /* Bytes moved per library call by put/get/fork read/fork write. */
 #define CHUNK (8u << 20)
@@ -63,6 +65,16 @@ static const char usage_text[] =
     "                                ('-' = stdin); creates the fork if absent\n"
     "  fork read NAME SUBFILE FORK LOCAL\n"
     "                                copy the whole fork out ('-' = stdout)\n"
+    "  exec [-m DIR[=GDIR]]... [--] CMD [ARGS...]\n"
+    "                                run CMD with libgalley-posix.so preloaded:\n"
+    "                                its open/read/stat/fopen... of names\n"
+    "                                beginning with 'galley:' (and of paths\n"
+    "                                under each local DIR, as Galley names\n"
+    "                                under GDIR, default DIR) use Galley\n"
+    "  mount [-n NSUB] [-u UNIT] [-f] DIR\n"
+    "                                show the striped files under DIR (FUSE);\n"
+    "                                -n/-u: layout of files created there\n"
+    "  umount DIR                    unmount (also after a daemon died)\n"
     "  help                          this text\n"
     "\n"
     "Options (accepted anywhere after the command as well):\n"
@@ -1185,6 +1197,12 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
+    if (strcmp(cmd, "exec") == 0)
+        return galley_exec(o.cluster, o.timeout_s, argc - i, argv + i);
+    if (strcmp(cmd, "mount") == 0)
+        return galley_mount(o.cluster, o.timeout_s, argc - i, argv + i);
+    if (strcmp(cmd, "umount") == 0)
+        return galley_umount(argc - i, argv + i);
     if (strcmp(cmd, "fork") == 0) {
         if (i >= argc)
             return bad_usage("%s", "'fork' needs a subcommand "

@@ -3,3 +3,7 @@
 bin_PROGRAMS += tools/galley
 tools_galley_SOURCES = tools/galley.c
 tools_galley_LDADD = libgalley/libgalley.la
+tools_galley_SOURCES += tools/galley_exec.c tools/galley_exec.h \
+	tools/galley_mount.c tools/galley_mount.h
+tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -DGALLEY_LIBDIR='"$(libdir)"' \
+	-DGALLEY_BINDIR='"$(bindir)"' -DGALLEY_HAVE_FUSE=$(GALLEY_HAVE_FUSE)

@@ -1,0 +1,9 @@
+# galley-fuse: the FUSE daemon behind `galley mount` (built only when
+# configure found libfuse3).
+if HAVE_FUSE3
+bin_PROGRAMS += fuse/galley-fuse
+fuse_galley_fuse_SOURCES = fuse/galley_fuse.c posix/gp_rename.c \
+	posix/gp_rename.h
+fuse_galley_fuse_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/posix $(FUSE3_CFLAGS)
+fuse_galley_fuse_LDADD = libgalley/libgalley.la $(FUSE3_LIBS)
+endif

@@ -1,0 +1,74 @@
+/*
+ * gp_rename.c -- rename of a striped file for the preload library and the
+ * mount daemon.  Galley has no rename: the bytes are copied to a new file
+ * with the same servers, stripe unit and fork, then the old name is
+ * deleted.  Not atomic: a reader may see both names, or (after a failure
+ * half way) the new one is removed again and the old one stays.
+ *
+ * Threads: any (uses only the thread-safe public client API).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "galley.h"
+#include "gp_rename.h"
+
+int gp_rename_file(const char *from, const char *to)
+{
+    int rc;
+    int src = gfs_striped_open(from);
+    if (src < 0)
+        return src;
+    if (strcmp(from, to) == 0) { /* POSIX: nothing to do */
+        gfs_striped_close(src);
+        return 0;
+    }
+    gfs_layout lay;
+    gfs_file_stat fst;
+    int64_t size = gfs_striped_size(src);
+    rc = size < 0 ? (int)size : gfs_striped_layout(src, &lay);
+    if (!rc) {
+        int fid = gfs_open_file(from);
+        rc = fid < 0 ? fid : gfs_stat_file(fid, &fst);
+        if (fid >= 0)
+            gfs_close_file(fid);
+    }
+    if (rc)
+        goto out_close_src;
+    rc = gfs_delete_file(to);
+    if (rc && rc != -ENOENT)
+        goto out_close_src;
+    rc = gfs_create_striped(to, fst.nsubfiles, fst.servers, lay.unit, lay.fork);
+    if (rc)
+        goto out_close_src;
+    int dst = gfs_striped_open(to);
+    if (dst < 0) {
+        rc = dst;
+        goto out_delete_dst;
+    }
+    size_t chunk = 8u << 20;
+    char *buf = malloc(chunk);
+    rc = buf ? 0 : -ENOMEM;
+    for (int64_t off = 0; !rc && off < size; off += (int64_t)chunk) {
+        int64_t n = size - off < (int64_t)chunk ? size - off : (int64_t)chunk;
+        int64_t k = gfs_striped_read(src, off, buf, n);
+        if (k >= 0)
+            k = gfs_striped_write(dst, off, buf, n);
+        if (k < 0)
+            rc = (int)k;
+    }
+    free(buf);
+    if (!rc)
+        rc = gfs_striped_truncate(dst, size);
+    gfs_striped_close(dst);
+    if (rc)
+        goto out_delete_dst;
+    gfs_striped_close(src);
+    return gfs_delete_file(from);
+out_delete_dst:
+    gfs_delete_file(to);
+out_close_src:
+    gfs_striped_close(src);
+    return rc;
+}

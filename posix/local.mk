@@ -1,0 +1,17 @@
+# libgalley-posix.so: the preload library behind `galley exec` (POSIX and
+# stdio calls on galley: names go to Galley).  A shared module only: it is
+# loaded with LD_PRELOAD, never linked against.
+lib_LTLIBRARIES += posix/libgalley-posix.la
+posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/gp_rename.c \
+	posix/gp_rename.h
+posix_libgalley_posix_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+posix_libgalley_posix_la_LIBADD = libgalley/libgalley.la -ldl
+posix_libgalley_posix_la_LDFLAGS = -module -avoid-version -shared
+
+# The POSIX test program posix-tests/ runs under `galley exec` (an ordinary
+# program: it does not link libgalley).
+noinst_PROGRAMS += posix-tests/helpers/t_posix
+posix_tests_helpers_t_posix_SOURCES = posix-tests/helpers/t_posix.c
+EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
+	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
+	posix-tests/README.md

@@ -1,0 +1,128 @@
+/*
+ * galley_exec.c -- `galley exec`: find libgalley-posix.so and exec the
+ * command with it first in LD_PRELOAD.
+ *
+ * The library is looked for, in order: $GALLEY_POSIX_LIB; <bindir>/../lib
+ * beside the running binary (an installed or moved prefix); the build tree
+ * (tools/.libs/../../posix/.libs, so a build-tree galley uses the library
+ * built with it); the libdir this tool was configured with.
+ *
+ * Threads: single-threaded (runs before exec).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "galley_exec.h"
+
+#define LIBNAME "libgalley-posix.so"
+
+static int readable(const char *p)
+{
+    return p && *p && access(p, R_OK) == 0;
+}
+
+/* Write the library's path into buf; 0 or -1 when not found. */
+static int find_lib(char *buf, size_t len)
+{
+    const char *env = getenv("GALLEY_POSIX_LIB");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return readable(buf) ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = '\0';
+        static const char *const rel[] = {"/../lib/", "/../../posix/.libs/",
+                                          "/../posix/.libs/"};
+        for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
+            char real[PATH_MAX];
+            if ((size_t)snprintf(buf, len, "%s%s%s", exe, rel[i], LIBNAME) <
+                    len &&
+                readable(buf) && realpath(buf, real)) {
+                snprintf(buf, len, "%s", real);
+                return 0;
+            }
+        }
+    }
+#ifdef GALLEY_LIBDIR
+    snprintf(buf, len, "%s/%s", GALLEY_LIBDIR, LIBNAME);
+    if (readable(buf))
+        return 0;
+#endif
+    return -1;
+}
+
+/* Append one -m DIR[=GALLEYDIR] to GALLEY_POSIX_MOUNTS; an absolute DIR
+ * is required (the library maps absolute paths only). */
+static int add_mount(const char *m)
+{
+    if (m[0] != '/') {
+        fprintf(stderr,
+                "galley: exec -m needs an absolute directory, not "
+                "'%s'\n",
+                m);
+        return -1;
+    }
+    const char *old = getenv("GALLEY_POSIX_MOUNTS");
+    size_t n = strlen(m) + (old ? strlen(old) : 0) + 2;
+    char *v = malloc(n);
+    if (!v)
+        return -1;
+    snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old ? "," : "", m);
+    setenv("GALLEY_POSIX_MOUNTS", v, 1);
+    free(v);
+    return 0;
+}
+
+int galley_exec(const char *cluster, int timeout_s, int argc, char **argv)
+{
+    while (argc > 1 && strcmp(argv[0], "-m") == 0) {
+        if (add_mount(argv[1]) < 0)
+            return 2;
+        argc -= 2;
+        argv += 2;
+    }
+    if (argc > 0 && strcmp(argv[0], "--") == 0) {
+        argc--;
+        argv++;
+    }
+    if (argc < 1) {
+        fprintf(stderr, "galley: exec needs a command: galley exec -- CMD "
+                        "[ARGS...]\n");
+        return 2;
+    }
+    char lib[PATH_MAX];
+    if (find_lib(lib, sizeof(lib)) < 0) {
+        fprintf(stderr, "galley: cannot find %s (set GALLEY_POSIX_LIB)\n",
+                LIBNAME);
+        return 127;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    size_t n = strlen(lib) + (old ? strlen(old) : 0) + 2;
+    char *pre = malloc(n);
+    if (!pre) {
+        perror("galley");
+        return 1;
+    }
+    snprintf(pre, n, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    setenv("LD_PRELOAD", pre, 1);
+    free(pre);
+    if (cluster) {
+        char abs[PATH_MAX];
+        setenv("GALLEY_CLUSTER", realpath(cluster, abs) ? abs : cluster, 1);
+    }
+    if (timeout_s > 0) {
+        char t[32];
+        snprintf(t, sizeof(t), "%d", timeout_s);
+        setenv("GALLEY_TIMEOUT", t, 1);
+    }
+    execvp(argv[0], argv);
+    fprintf(stderr, "galley: cannot run '%s': %s\n", argv[0], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}

@@ -107,10 +107,14 @@ static int sfp_seek(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE offset, int whence)
             }
         }
     }
-    /* everyone returns the root's result once the pointer is set */
-    fh->f_comm->c_coll->coll_bcast(&rc, 1, MPI_INT, OMPIO_ROOT, fh->f_comm,
-                                   fh->f_comm->c_coll->coll_bcast_module);
-    return rc;
+    /* everyone returns the root's result once the pointer is set (the
+     * others contribute 0).  An allreduce, not a bcast: no rank leaves
+     * before every rank has entered, so with MPI_MODE_APPEND no rank can
+     * write before the others have taken the file's size in open. */
+    int all = rc;
+    fh->f_comm->c_coll->coll_allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MAX, fh->f_comm,
+                                       fh->f_comm->c_coll->coll_allreduce_module);
+    return all;
 }
 
 /* In bytes: OMPIO divides by the etype size itself. */

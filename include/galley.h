@@ -475,8 +475,8 @@ typedef struct gfs_local_stat {
     int64_t total_blocks;
 } gfs_local_stat;
 
-/* Fill *st for striped id sid (reads every map).  -EINVAL if the file is
- * not a local file. */
+/* Fill *st for striped id sid (reads every map; st NULL: only ask).
+ * -EINVAL if the file is not a local file. */
 int gfs_striped_local_stat(int sid, gfs_local_stat *st);
 
 /* Data bytes a server has written and read for clients on its own host

@@ -841,12 +841,10 @@ out_close:
 
 int gfs_striped_local_stat(int sid, gfs_local_stat *st)
 {
-    if (!st)
-        return -EINVAL;
     gc_local *l = gc_striped_local(sid);
     if (!l) {
         int rc = gfs_striped_kid(sid, 0);
         return rc < 0 ? rc : -EINVAL; /* open, but striped */
     }
-    return gc_local_stat(l, st);
+    return st ? gc_local_stat(l, st) : 0;
 }

@@ -1,0 +1,132 @@
+"""Servers on separate hosts: three network-namespace hosts, one galleyd
+and two MPI ranks each (tools/galley-hosts).
+
+- the checkpointing heat solver with galley_layout=local: every byte is
+  written by a server on the writer's own host (the servers' own
+  counters), and a restart on another process count ends bit-identical
+  to an uninterrupted run; the same job striped does write remotely (so
+  the counters can tell);
+- mpiio_bench with local beside striped in one run;
+- one host's server killed, or its link cut: the MPI job on the other
+  hosts gets an MPI error within the timeout; afterwards, acknowledged
+  data is intact.
+"""
+
+import re
+
+import pytest
+
+from conftest import BUILD, ms
+
+HEAT = BUILD / "arrays" / "heat"
+BENCH = BUILD / "bench" / "mpi" / "mpiio_bench"
+# 240 x 240 on a 6 x 1 grid: every rank owns 40 whole rows, and a block of
+# 960 bytes (a row of K, half a row of T) never spans two ranks.
+HEAT_ARGS = ["-n", 240, "--grid", "6x1", "--ckpt-every", 20, "--ts-every", 10]
+LOCAL = ["--hint", "galley_layout=local", "--hint", "striping_unit=960"]
+TIMEOUT_S = 5
+
+
+def heat(tb, n, path, steps, *extra, grid=None, check=True):
+    args = ["-n", 240, "--ckpt-every", 20, "--ts-every", 10,
+            "--grid", grid or "%dx1" % n, "--path", path, "--steps", steps]
+    cp, took = tb.mpiexec(n, 2, [HEAT] + [str(a) for a in args + list(extra)])
+    if check:
+        assert cp.returncode == 0, ms.describe(cp)
+    return cp, took
+
+
+def delta(after, before):
+    return [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before)]
+
+
+def test_heat_local_layout_across_hosts(testbed, tmp_path):
+    tb = testbed
+    before = tb.iostat()
+    heat(tb, 6, "galley:/hosts/loc", 40, *LOCAL)
+    d = delta(tb.iostat(), before)
+    assert all(remote == 0 for _, remote in d), d     # zero remote bytes
+    assert all(local > 0 for local, _ in d), d        # every host wrote
+
+    # every host holds a third of the checkpoint's blocks
+    st = tb.galley(2, "stat", "/hosts/loc.ckpt.T.0").stdout
+    per = [int(x) for x in re.findall(r"^  server \d+ \(.*\): (\d+) blocks$",
+                                      st, re.M)]
+    assert per == [160, 160, 160], st
+
+    # restart on 4 processes (hosts 0 and 1) from step 40 to 60 ...
+    cp, _ = heat(tb, 4, "galley:/hosts/loc", 60, "--restart", *LOCAL,
+                 "--dump", tmp_path / "restarted")
+    assert "restart found at step 40" in cp.stdout, ms.describe(cp)
+    # ... equals an uninterrupted striped run of 60 steps, which does
+    # write to other hosts' servers
+    before = tb.iostat()
+    heat(tb, 6, "galley:/hosts/ref", 60, "--dump", tmp_path / "ref")
+    d = delta(tb.iostat(), before)
+    assert sum(remote for _, remote in d) > 0, d
+    assert (tmp_path / "restarted").read_bytes() == \
+        (tmp_path / "ref").read_bytes()
+
+    # `galley get` on a host reads blocks of every host
+    out = tb.galley(1, "get", "/hosts/loc.ckpt.T.0", tmp_path / "T0")
+    assert (tmp_path / "T0").stat().st_size == 240 * 240 * 8, out
+
+
+def test_mpiio_bench_local_beside_striped(testbed, tmp_path):
+    cp, _ = testbed.mpiexec(6, 2, [BENCH, "-g", "galley:/hosts/bench-local",
+                                   "-u", "galley:/hosts/bench-striped",
+                                   "-l", "local", "-s", 1 << 20, "-r", 1,
+                                   "-p", "segmented"])
+    assert cp.returncode == 0, ms.describe(cp)
+    assert "galley_layout=local" in cp.stdout
+    rows = [l for l in cp.stdout.splitlines() if l.startswith("N-1 segmented")]
+    assert len(rows) == 2, cp.stdout
+    print(cp.stdout)
+
+
+def write_reference(tb, tmp_path, name):
+    src = tmp_path / "ref.bin"
+    src.write_bytes(bytes((i * 13 + i // 777) & 0xFF for i in range(777777)))
+    tb.galley(0, "put", src, name, "-u", "4K")  # on all three servers
+    return src
+
+
+def assert_job_fails_in_time(tb, path):
+    """A job on hosts 0 and 1 that needs server 2: an MPI error, soon."""
+    cp, took = tb.mpiexec(4, 2, [HEAT, "--path", path, "-n", 64, "--steps",
+                                 20, "--ckpt-every", 20, "--ts-every", 0],
+                          env={"GALLEY_TIMEOUT": str(TIMEOUT_S)}, timeout=120)
+    assert cp.returncode != 0, ms.describe(cp)
+    assert re.search(r"I/O server|timeout|MPI_ERR|error", cp.stderr,
+                     re.I), ms.describe(cp)
+    return took
+
+
+def test_server_killed(testbed, tmp_path):
+    tb = testbed
+    src = write_reference(tb, tmp_path, "/hosts/kill-ref")
+    tb.ctl("kill-server", 2)
+    try:
+        took = assert_job_fails_in_time(tb, "galley:/hosts/kill-job")
+        print("killed server: MPI error after %.1f s" % took)
+        assert took < TIMEOUT_S + 25
+    finally:
+        tb.ctl("restart-server", 2)
+    tb.galley(1, "get", "/hosts/kill-ref", tmp_path / "back")
+    assert (tmp_path / "back").read_bytes() == src.read_bytes()
+    heat(tb, 4, "galley:/hosts/kill-job2", 20, grid="4x1")
+
+
+def test_host_cut_off(testbed, tmp_path):
+    tb = testbed
+    src = write_reference(tb, tmp_path, "/hosts/link-ref")
+    tb.ctl("link", 2, "down")
+    try:
+        took = assert_job_fails_in_time(tb, "galley:/hosts/link-job")
+        print("link down: MPI error after %.1f s" % took)
+        assert TIMEOUT_S - 1 <= took < TIMEOUT_S + 25
+    finally:
+        tb.ctl("link", 2, "up")
+    tb.galley(0, "get", "/hosts/link-ref", tmp_path / "back")
+    assert (tmp_path / "back").read_bytes() == src.read_bytes()
+    heat(tb, 4, "galley:/hosts/link-job2", 20, grid="4x1")

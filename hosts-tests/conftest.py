@@ -113,3 +113,11 @@ def testbed(tmp_path_factory):
         yield tb
     finally:
         tb.ctl("down", check=False)
+
+
+@pytest.fixture(scope="module")
+def probe(testbed, tmp_path_factory):
+    """hosts-tests/src/fault_probe.c built with our mpicc."""
+    d = tmp_path_factory.mktemp("bin")
+    return ms.compile_c(testbed.mpi.mpicc, [HERE / "src" / "fault_probe.c"],
+                        d / "fault_probe", testbed.mpi.env(), ["-Wall"])

@@ -394,6 +394,15 @@ static int claim(gc_local *l, int sid, want *w, size_t n)
     return rc ? rc : urc;
 }
 
+/* Must this write record that it extends block w?  Only the last block's
+ * length says anything (the logical size); a block below one known to
+ * hold bytes is left alone, which spares small appending writes a map
+ * update each.  (Truncate sets the new last block's length itself.) */
+static bool must_raise(const gc_local *l, const blk *b, const want *w)
+{
+    return b && w->end > b->len && l->maxend <= (w->g + 1) * l->bsize;
+}
+
 /* Raise the recorded lengths of known blocks this write extends: one small
  * list write per owning subfile. */
 static int raise_lengths(gc_local *l, const want *w, size_t n)
@@ -405,7 +414,7 @@ static int raise_lengths(gc_local *l, const want *w, size_t n)
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             blk *b = find(l, w[i].g);
-            if (b && b->sub == s && w[i].end > b->len) {
+            if (b && b->sub == s && must_raise(l, b, &w[i])) {
                 put_le64(val + 8 * m, w[i].end);
                 le[m] = (gfs_list_entry){(int64_t)(b->slot * SLOT_BYTES + 8),
                                          (int64_t)(8 * m), 8};
@@ -419,9 +428,9 @@ static int raise_lengths(gc_local *l, const want *w, size_t n)
                 rc = (int)r;
         }
     }
-    for (size_t i = 0; i < n && !rc; i++) {
+    for (size_t i = n; i-- > 0 && !rc;) { /* highest first, as decided */
         blk *b = find(l, w[i].g);
-        if (b && w[i].end > b->len) {
+        if (must_raise(l, b, &w[i])) {
             b->len = w[i].end;
             if (w[i].g * l->bsize + b->len > l->maxend)
                 l->maxend = w[i].g * l->bsize + b->len;
@@ -658,8 +667,37 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
     }
     if (!rc)
         rc = refresh(l, true);
+    /* the new last block records exactly where the file ends now (its
+     * length may have been left lower by must_raise) */
+    bool absent = false;
+    if (!rc && size > 0) {
+        uint64_t g = ((uint64_t)size - 1) / B;
+        blk *b = find(l, g);
+        if (b && b->len != (uint64_t)size - g * B) {
+            uint8_t v[8];
+            put_le64(v, (uint64_t)size - g * B);
+            int64_t r = gfs_write(l->mkids[b->sub],
+                                  (int64_t)(b->slot * SLOT_BYTES + 8), v, 8);
+            if (r < 0)
+                rc = (int)r;
+            else
+                rc = refresh(l, true);
+        }
+        absent = !b;
+    }
     pthread_mutex_unlock(&l->lock);
     free(zeros);
+    if (!rc && absent) {
+        /* a hole at the new end: one zero byte there claims the block */
+        char zero = 0;
+        gfs_list_entry e = {size - 1, 0, 1};
+        gc_op *o;
+        rc = gc_local_op(l, sid, &o, GFS_WRITE, 1, &e, &zero, kids);
+        if (!rc) {
+            int64_t r = gc_op_run(o);
+            rc = r < 0 ? (int)r : 0;
+        }
+    }
     return rc;
 }
 

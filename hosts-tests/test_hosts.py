@@ -13,10 +13,12 @@ and two MPI ranks each (tools/galley-hosts).
 """
 
 import re
+import subprocess
+import time
 
 import pytest
 
-from conftest import BUILD, ms
+from conftest import BUILD, HOSTS_SCRIPT, ms
 
 HEAT = BUILD / "arrays" / "heat"
 BENCH = BUILD / "bench" / "mpi" / "mpiio_bench"
@@ -94,28 +96,58 @@ def write_reference(tb, tmp_path, name):
     return src
 
 
-def probe_fails_in_time(tb, probe, name):
-    """Ranks on hosts 0 and 1 read `name`, 1/3 of which is on server 2:
-    every rank gets MPI_ERR_IO, within the timeout (plus a little)."""
-    cp, took = tb.mpiexec(4, 2, [probe, "galley:" + name, REF_SIZE],
-                          env={"GALLEY_TIMEOUT": str(TIMEOUT_S)}, timeout=120)
-    assert cp.returncode == 0, ms.describe(cp)
+def judge_probe(cp, calls):
+    """Every rank reported MPI_ERR_IO from one of `calls` within the
+    timeout (plus a little); returns the slowest report."""
     seen = re.findall(r"^rank (\d): (\w+) failed after ([\d.]+) s: "
                       r"class (\d+) \(MPI_ERR_IO=(\d+)\)", cp.stdout, re.M)
     assert sorted(int(r[0]) for r in seen) == [0, 1, 2, 3], ms.describe(cp)
     for rank, call, secs, cls, io in seen:
-        assert cls == io, ms.describe(cp)
+        assert call in calls and cls == io, ms.describe(cp)
         assert float(secs) <= TIMEOUT_S + 3, ms.describe(cp)
-    return max(float(r[2]) for r in seen), cp.stdout
+    return max(float(r[2]) for r in seen)
+
+
+def probe_job(tb, probe, name, break_it, tmp_path):
+    """Ranks on hosts 0 and 1 open `name` (1/3 of it on server 2), then
+    break_it() runs, then they read it all."""
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    cmd = ["python3", str(HOSTS_SCRIPT), "mpiexec", "--dir", str(tb.dir),
+           "--ppn", "2", "-n", "4", str(probe), "galley:" + name,
+           str(REF_SIZE), str(sync)]
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env=dict(tb.env, GALLEY_TIMEOUT=str(TIMEOUT_S)))
+    try:
+        end = time.monotonic() + 60
+        while len(list(sync.glob("opened.*"))) < 4:
+            assert p.poll() is None and time.monotonic() < end, \
+                "the job did not open %s: %s" % (name, p.communicate())
+            time.sleep(0.05)
+        break_it()
+    finally:
+        (sync / "go").touch()
+    out, err, hung = ms.communicate_or_kill(p, 120)
+    cp = subprocess.CompletedProcess(cmd, p.returncode, out, err)
+    assert not hung and cp.returncode == 0, ms.describe(cp)
+    return cp
 
 
 def test_server_killed(testbed, probe, tmp_path):
     tb = testbed
     src = write_reference(tb, tmp_path, "/hosts/kill-ref")
-    tb.ctl("kill-server", 2)
     try:
-        took, out = probe_fails_in_time(tb, probe, "/hosts/kill-ref")
-        print("server killed: MPI_ERR_IO after at most %.2f s\n%s" % (took, out))
+        # killed while the job has the file open: the reads fail
+        cp = probe_job(tb, probe, "/hosts/kill-ref",
+                       lambda: tb.ctl("kill-server", 2), tmp_path)
+        took = judge_probe(cp, ("read",))
+        print("server killed mid-job: MPI_ERR_IO after at most %.2f s\n%s"
+              % (took, cp.stdout))
+        # a job started now fails at open
+        cp, _ = tb.mpiexec(4, 2, [probe, "galley:/hosts/kill-ref", REF_SIZE],
+                           env={"GALLEY_TIMEOUT": str(TIMEOUT_S)}, timeout=120)
+        judge_probe(cp, ("open",))
     finally:
         tb.ctl("restart-server", 2)
     tb.galley(1, "get", "/hosts/kill-ref", tmp_path / "back")
@@ -126,10 +158,12 @@ def test_server_killed(testbed, probe, tmp_path):
 def test_host_cut_off(testbed, probe, tmp_path):
     tb = testbed
     src = write_reference(tb, tmp_path, "/hosts/link-ref")
-    tb.ctl("link", 2, "down")
     try:
-        took, out = probe_fails_in_time(tb, probe, "/hosts/link-ref")
-        print("link down: MPI_ERR_IO after at most %.2f s\n%s" % (took, out))
+        cp = probe_job(tb, probe, "/hosts/link-ref",
+                       lambda: tb.ctl("link", 2, "down"), tmp_path)
+        took = judge_probe(cp, ("read",))
+        print("link down mid-job: MPI_ERR_IO after at most %.2f s\n%s"
+              % (took, cp.stdout))
         assert took >= TIMEOUT_S - 1  # a silent host is only a timeout
     finally:
         tb.ctl("link", 2, "up")

@@ -1,10 +1,13 @@
 /*
  * fault_probe.c -- how an MPI job meets a server it cannot reach.
  *
- *   fault_probe galley:/NAME SIZE
+ *   fault_probe galley:/NAME SIZE [DIR]
  *
  * Every rank opens NAME (collectively) and reads all of its SIZE bytes
- * with one independent call; the first call that fails is reported as
+ * with one independent call.  With DIR, between the two each rank creates
+ * DIR/opened.RANK and waits (up to 120 s) for DIR/go, so that a test can
+ * break something while the job holds the file open.  The first call that
+ * fails is reported as
  *
  *   rank R: CALL failed after S.SS s: class C (MPI_ERR_IO=C_IO): message
  *
@@ -14,6 +17,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int rank;
 
@@ -35,9 +39,9 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 3) {
+    if (argc != 3 && argc != 4) {
         if (rank == 0)
-            fprintf(stderr, "usage: fault_probe galley:/NAME SIZE\n");
+            fprintf(stderr, "usage: fault_probe galley:/NAME SIZE [DIR]\n");
         MPI_Finalize();
         return 2;
     }
@@ -49,6 +53,16 @@ int main(int argc, char **argv)
     int err = MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_RDONLY,
                             MPI_INFO_NULL, &fh);
     if (!report("open", err, t0)) {
+        if (argc == 4) {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/opened.%d", argv[3], rank);
+            FILE *f = fopen(path, "w");
+            if (f)
+                fclose(f);
+            snprintf(path, sizeof(path), "%s/go", argv[3]);
+            for (int i = 0; i < 2400 && access(path, F_OK) != 0; i++)
+                usleep(50000);
+        }
         t0 = MPI_Wtime();
         err = MPI_File_read_at(fh, 0, buf, (int)size, MPI_BYTE,
                                MPI_STATUS_IGNORE);

@@ -512,8 +512,10 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
     for (size_t i = 0; i < nw && !rc; i++)
         if (!find(l, w[i].g))
             nmiss++;
-    if (nmiss && !rc)
-        rc = refresh(l, false); /* the maps may have grown: a miss */
+    /* a miss: the maps may have grown (a write's claim reads them again
+     * under its lock, so only a read does it here) */
+    if (nmiss && !rc && op == GFS_READ)
+        rc = refresh(l, false);
     if (op == GFS_WRITE && !rc) {
         want *miss = malloc(sizeof(*miss) * (nw ? nw : 1));
         size_t k = 0;

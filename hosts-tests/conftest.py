@@ -34,8 +34,12 @@ def namespaces_refused():
     if os.geteuid() != 0:
         return "network namespaces need root (running as uid %d)" % os.geteuid()
     probe = "galley-probe-%d" % os.getpid()
-    cp = subprocess.run(["ip", "netns", "add", probe], stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, text=True)
+    try:
+        cp = subprocess.run(["ip", "netns", "add", probe],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    except OSError as e:
+        return "cannot run `ip` (Debian package iproute2): %s" % e
     if cp.returncode != 0:
         return "cannot create a network namespace: %s" % cp.stdout.strip()
     subprocess.run(["ip", "netns", "del", probe])

@@ -56,6 +56,18 @@ def test_heat_local_layout_across_hosts(testbed, tmp_path):
                                       st, re.M)]
     assert per == [160, 160, 160], st
 
+    # the same job with a template (the paper's reuse of a distribution):
+    # its files are created with the checkpoint T's placement.  (Every data
+    # file gets it, K's too, whose rows are half as long: K's blocks then
+    # sit on other hosts than their writers -- a template is only as good
+    # as the match between the files.)
+    heat(tb, 6, "galley:/hosts/tpl", 20, "--hint",
+         "galley_layout=template:/hosts/loc.ckpt.T.0")
+    st = tb.galley(0, "stat", "/hosts/tpl.ckpt.T.0").stdout
+    assert "layout:    local, unit 960" in st, st
+    assert re.findall(r"^  server \d+ \(.*\): (\d+) blocks$", st, re.M) == \
+        ["160", "160", "160"], st
+
     # restart on 4 processes (hosts 0 and 1) from step 40 to 60 ...
     cp, _ = heat(tb, 4, "galley:/hosts/loc", 60, "--restart", *LOCAL,
                  "--dump", tmp_path / "restarted")

@@ -176,7 +176,8 @@ static uint64_t get_le64(const uint8_t *p)
 static int refresh(gc_local *l, bool full)
 {
     if (full) {
-        memset(l->tab, 0, sizeof(*l->tab) * l->cap);
+        if (l->tab)
+            memset(l->tab, 0, sizeof(*l->tab) * l->cap);
         l->used = 0;
         l->maxend = 0;
         memset(l->scanned, 0, sizeof(l->scanned));
@@ -775,7 +776,7 @@ static int apply_template(const char *name, int tsid)
     uint8_t *buf = rc ? NULL : malloc(READ_CHUNK);
     if (!rc && !buf)
         rc = -ENOMEM;
-    for (int s = 0; s < t->nsub && !rc; s++) {
+    for (int s = 0; !rc && s < t->nsub; s++) {
         int64_t slots = slot_add(t, s, SLOTS_KEY, 0);
         if (slots < 0) {
             rc = (int)slots;

@@ -47,7 +47,8 @@ def namespaces_refused():
 
 
 class TestBed:
-    """H hosts, one server each (server i on host i)."""
+    """H hosts with their servers (see galley-hosts: server number = host x
+    servers per host + index on the host)."""
 
     def __init__(self, d, mpi, hosts=3):
         self.dir = Path(d)
@@ -100,8 +101,7 @@ class TestBed:
         return cp, took
 
 
-@pytest.fixture(scope="module")
-def testbed(tmp_path_factory):
+def make_testbed(tmp_path_factory, hosts, per_host):
     why = namespaces_refused()
     if why:
         pytest.skip(why)
@@ -110,13 +110,25 @@ def testbed(tmp_path_factory):
     for prog in ("arrays/heat", "bench/mpi/mpiio_bench"):
         if not (BUILD / prog).exists():
             ms.require_or_skip("%s is not built (./quickstart build)" % prog)
-    tb = TestBed(tmp_path_factory.mktemp("hosts"), mpi)
+    tb = TestBed(tmp_path_factory.mktemp("hosts"), mpi, hosts)
     try:
-        tb.ctl("up", "-H", tb.hosts, "--prefix",
+        tb.ctl("up", "-H", hosts, "-s", per_host, "--prefix",
                "gt%s" % uuid.uuid4().hex[:6])
         yield tb
     finally:
         tb.ctl("down", check=False)
+
+
+@pytest.fixture(scope="module")
+def testbed(tmp_path_factory):
+    """3 hosts, one server each."""
+    yield from make_testbed(tmp_path_factory, 3, 1)
+
+
+@pytest.fixture(scope="module")
+def testbed2x2(tmp_path_factory):
+    """2 hosts, two servers each (servers 0, 1 on host 0; 2, 3 on host 1)."""
+    yield from make_testbed(tmp_path_factory, 2, 2)
 
 
 @pytest.fixture(scope="module")

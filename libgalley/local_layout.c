@@ -60,6 +60,7 @@
 #define TOMBSTONE UINT64_MAX /* a slot given up by truncate */
 #define CLAIM_BASE (GP_MAX_OFFSET / 2)
 #define READ_CHUNK (1 << 20)
+#define MAP_CHUNK (16 << 10) /* bytes of one map read in a refresh */
 
 typedef struct blk {
     uint64_t key;  /* g + 1; 0 = empty hash cell */
@@ -182,46 +183,68 @@ static int refresh(gc_local *l, bool full)
         l->maxend = 0;
         memset(l->scanned, 0, sizeof(l->scanned));
     }
-    uint8_t *buf = malloc(READ_CHUNK);
-    if (!buf)
-        return -ENOMEM;
-    int rc = 0;
-    for (int s = 0; s < l->nsub && !rc; s++) {
-        uint64_t slot = l->scanned[s];
-        int64_t size = gfs_fork_size(l->mkids[s]);
-        if (size < 0) {
-            rc = (int)size;
-            break;
-        }
-        bool gap = false;
-        while ((int64_t)(slot * SLOT_BYTES) + SLOT_BYTES <= size && !rc) {
-            int64_t want = size - (int64_t)(slot * SLOT_BYTES);
-            if (want > READ_CHUNK)
-                want = READ_CHUNK;
-            int64_t got = gfs_read(l->mkids[s], (int64_t)(slot * SLOT_BYTES),
-                                   buf, want);
-            if (got < 0) {
-                rc = (int)got;
-                break;
+    /* every map at once: one round trip per MAP_CHUNK of new slots, not
+     * one per map (a claim does this under its lock) */
+    int n = l->nsub, rc = 0;
+    uint8_t *buf = malloc((size_t)n * MAP_CHUNK);
+    uint64_t *slot = malloc(sizeof(*slot) * (size_t)n);
+    bool *gap = calloc((size_t)n, sizeof(*gap));
+    bool *more = malloc(sizeof(*more) * (size_t)n);
+    gfs_handle *h = malloc(sizeof(*h) * (size_t)n);
+    if (!buf || !slot || !gap || !more || !h)
+        rc = -ENOMEM;
+    for (int s = 0; s < n && !rc; s++) {
+        slot[s] = l->scanned[s];
+        more[s] = true;
+    }
+    for (bool any = !rc; any && !rc;) {
+        any = false;
+        for (int s = 0; s < n; s++) {
+            h[s] = -1;
+            if (!more[s] || rc)
+                continue;
+            h[s] = gfs_new_handle();
+            int k = h[s] < 0 ? h[s]
+                             : gfs_nb_read(h[s], l->mkids[s],
+                                           (int64_t)(slot[s] * SLOT_BYTES),
+                                           buf + (size_t)s * MAP_CHUNK,
+                                           MAP_CHUNK);
+            if (k < 0) {
+                rc = k;
+                h[s] = -1;
             }
-            size_t n = (size_t)got / SLOT_BYTES;
-            if (n == 0)
-                break;
-            for (size_t k = 0; k < n && !rc; k++, slot++) {
-                uint64_t key = get_le64(buf + k * SLOT_BYTES);
+        }
+        for (int s = 0; s < n; s++) {
+            if (h[s] < 0)
+                continue;
+            int64_t got = gfs_wait(h[s]);
+            if (got < 0) {
+                if (!rc)
+                    rc = (int)got;
+                continue;
+            }
+            more[s] = got == MAP_CHUNK;
+            any |= more[s];
+            const uint8_t *b = buf + (size_t)s * MAP_CHUNK;
+            for (int64_t k = 0; k + SLOT_BYTES <= got && !rc;
+                 k += SLOT_BYTES, slot[s]++) {
+                uint64_t key = get_le64(b + k);
                 if (key == 0) {
-                    gap = true;
+                    gap[s] = true;
                     continue;
                 }
-                if (!gap)
-                    l->scanned[s] = slot + 1;
+                if (!gap[s])
+                    l->scanned[s] = slot[s] + 1;
                 if (key != TOMBSTONE)
-                    rc = insert(l, key - 1, s, slot,
-                                get_le64(buf + k * SLOT_BYTES + 8));
+                    rc = insert(l, key - 1, s, slot[s], get_le64(b + k + 8));
             }
         }
     }
     free(buf);
+    free(slot);
+    free(gap);
+    free(more);
+    free(h);
     return rc;
 }
 

@@ -189,3 +189,14 @@ def test_posix_paths_read_local_files(cluster, uniq, tmp_path):
         assert (mnt / uniq / "f").read_bytes() == src.read_bytes()
     finally:
         cluster.galley("umount", mnt)
+
+
+def test_maps_longer_than_one_read(cluster, uniq):
+    """3000 blocks of 64 bytes on one server: its map (48 KB) takes several
+    reads at open; every block is found."""
+    name = "/%s/f" % uniq
+    assert_helper_ok(cluster.helper("t_local", "create", name, "local", 64))
+    assert_helper_ok(cluster.helper("t_local", "write", name, 3000 * 64,
+                                    64 * 1000, 1, 0))
+    assert sorted(blocks_of(cluster, name)) == [0, 0, 0, 3000]
+    assert_helper_ok(cluster.helper("t_local", "verify", name, 3000 * 64))

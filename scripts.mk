@@ -1,4 +1,5 @@
 # Installed scripts (kept out of the per-folder fragments that are built by
 # others): galley-cluster starts, stops and inspects local or launched
-# galleyd servers.
+# galleyd servers; galley-hosts runs them on network-namespace hosts.
 dist_bin_SCRIPTS += tools/galley-cluster
+dist_bin_SCRIPTS += tools/galley-hosts

@@ -34,6 +34,8 @@ typedef struct ADIOI_GALLEY_fs_s {
     char fork[GFS_FORK_NAME_MAX + 1];   /* galley_fork */
     int cb;             /* galley_cb: ADIOI_GALLEY_CB_* */
     int cb_nodes;       /* cb_nodes as the user gave it, 0 = not given */
+    char new_layout[GFS_NAME_MAX + 16]; /* galley_layout of a new file, "" = striped */
+    int local;          /* the open file has the locality layout */
 } ADIOI_GALLEY_fs;
 
 /* One logical piece of an access: file offset, offset in the user buffer

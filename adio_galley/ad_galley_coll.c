@@ -324,10 +324,12 @@ void ADIOI_GALLEY_WriteStridedColl(ADIO_File fd, const void *buf, int count,
                                    ADIO_Offset offset, ADIO_Status * status, int *error_code)
 {
     ADIOI_GALLEY_fs *fs = fd->fs_ptr;
-    if (fs->cb == ADIOI_GALLEY_CB_TWO_PHASE)
+    if (fs->cb == ADIOI_GALLEY_CB_TWO_PHASE && !fs->local)
         ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
                                    error_code);
-    else if (fd->hints->cb_write == ADIOI_HINT_DISABLE)
+    else if (fd->hints->cb_write == ADIOI_HINT_DISABLE || fs->local)
+        /* a local file's blocks go where their writer is: nobody
+         * writes for another rank */
         independent(fd, GFS_WRITE, (void *) buf, count, datatype, file_ptr_type, offset,
                     status, error_code);
     else

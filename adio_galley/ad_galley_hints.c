@@ -82,6 +82,10 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         ADIOI_Info_get(users_info, "galley_fork", MPI_MAX_INFO_VAL, value, &flag);
         if (flag && value[0] && strlen(value) <= GFS_FORK_NAME_MAX)
             ADIOI_Strncpy(fs->fork, value, sizeof(fs->fork));
+        /* galley_layout: striped, local or template:NAME (checked at create) */
+        ADIOI_Info_get(users_info, "galley_layout", MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && strlen(value) < sizeof(fs->new_layout))
+            ADIOI_Strncpy(fs->new_layout, value, sizeof(fs->new_layout));
         ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
         if (flag && !strcmp(value, "auto"))
             fs->cb = ADIOI_GALLEY_CB_AUTO;

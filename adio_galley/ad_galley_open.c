@@ -21,6 +21,8 @@ static void publish_layout(ADIO_File fd, ADIOI_GALLEY_fs * fs)
     MPL_snprintf(v, sizeof(v), "%lld", (long long) fs->layout.unit);
     ADIOI_Info_set(fd->info, "striping_unit", v);
     ADIOI_Info_set(fd->info, "galley_fork", fs->layout.fork);
+    fs->local = gfs_striped_local_stat(fs->sid, NULL) != -EINVAL;
+    ADIOI_Info_set(fd->info, "galley_layout", fs->local ? "local" : "striped");
     fd->hints->striping_factor = fs->layout.nsubfiles;
     fd->hints->striping_unit = (int) fs->layout.unit;
     fd->blksize = fs->layout.unit;
@@ -40,8 +42,8 @@ static int open_here(ADIO_File fd, ADIOI_GALLEY_fs * fs)
         if (nsub > nserv)
             nsub = nserv;       /* as ROMIO does for impossible striping: clamp */
         int64_t unit = fd->hints->striping_unit > 0 ? fd->hints->striping_unit : 0;
-        rc = gfs_create_striped(fd->filename, nsub, fs->nservers > 0 ? fs->servers : NULL,
-                                unit, fs->fork);
+        rc = gfs_create_layout(fd->filename, nsub, fs->nservers > 0 ? fs->servers : NULL,
+                               unit, fs->fork, fs->new_layout[0] ? fs->new_layout : NULL);
         if (rc == -EEXIST && !(amode & ADIO_EXCL))
             rc = 0;
         if (rc)

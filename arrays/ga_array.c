@@ -811,7 +811,18 @@ static int open_group(ga_group *g)
         MPI_Info sinfo;
         MPI_Info_create(&sinfo);
         if (is_galley(g->path)) {
-            MPI_Info_set(sinfo, "striping_factor", "1");
+            /* a locality layout asked for the data (local, or a template)
+             * holds for the records too (local, on every server, so rank
+             * 0's own host has one): rank 0 writes them, so they stay on
+             * rank 0's host */
+            char lay[MPI_MAX_INFO_VAL + 1];
+            int flag = 0;
+            if (g->info != MPI_INFO_NULL)
+                MPI_Info_get(g->info, "galley_layout", MPI_MAX_INFO_VAL, lay, &flag);
+            if (flag && (strcmp(lay, "local") == 0 || strncmp(lay, "template:", 9) == 0))
+                MPI_Info_set(sinfo, "galley_layout", "local");
+            else
+                MPI_Info_set(sinfo, "striping_factor", "1");
             MPI_Info_set(sinfo, "galley_fork", "schema");
         }
         e = MPI_File_open(MPI_COMM_SELF, spath, MPI_MODE_RDWR | MPI_MODE_CREATE, sinfo,

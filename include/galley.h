@@ -441,6 +441,56 @@ int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile,
 int64_t gfs_layout_logical_size(int nsub, int64_t unit,
                                 const int64_t *fsizes);
 
+/* ------------------------------------------------------------------------
+ * The locality layout ("local"; variable data distribution)
+ *
+ * A linear byte stream in blocks of `unit` bytes like a striped file, but
+ * block g lives on the server of the host of the process that first
+ * wrote it and stays there; each subfile keeps a block map (fork
+ * FORK.map) saying which blocks its data fork holds.  Every gfs_striped_*
+ * call works on such files; readers find any block through the maps.
+ * See libgalley/local_layout.c.  A process's own server: one on its host,
+ * chosen by node-local rank (GALLEY_LOCAL_RANK, MPI_LOCALRANKID,
+ * OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID) when several are.
+ * ------------------------------------------------------------------------ */
+
+/* Create a file of layout `layout`: NULL or "striped" (gfs_create_striped),
+ * "local", or "template:NAME": a local file whose blocks are placed where
+ * the local file NAME has them (its servers and block size; nsubfiles,
+ * servers and unit are then ignored).  Errors: those of
+ * gfs_create_striped, -EINVAL (unknown layout), GFS_ELAYOUT (the template
+ * is not a local file), -ENOENT (no template). */
+int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
+                      int64_t unit, const char *fork, const char *layout);
+
+/* The placement of an open local file. */
+typedef struct gfs_local_stat {
+    int nsubfiles;
+    int64_t block_size;
+    int64_t size;                    /* logical size */
+    int me;                          /* subfile this process writes new
+                                      * blocks to, -1: none on its host */
+    int servers[GFS_MAX_SUBFILES];   /* server of each subfile */
+    int64_t blocks[GFS_MAX_SUBFILES];/* blocks placed in each subfile */
+    int64_t total_blocks;
+} gfs_local_stat;
+
+/* Fill *st for striped id sid (reads every map; st NULL: only ask).
+ * -EINVAL if the file is not a local file. */
+int gfs_striped_local_stat(int sid, gfs_local_stat *st);
+
+/* Data bytes a server has written and read for clients on its own host
+ * and on other hosts, since it started (the server decides which is
+ * which). */
+typedef struct gfs_server_io {
+    uint64_t written_local;
+    uint64_t written_remote;
+    uint64_t read_local;
+    uint64_t read_remote;
+} gfs_server_io;
+
+int gfs_server_io_stats(int server, gfs_server_io *st);
+
 #ifdef __cplusplus
 }
 #endif

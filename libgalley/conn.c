@@ -823,3 +823,37 @@ int gc_call(gc_conn *c, uint16_t opcode, const gp_wbuf *desc, gc_req *req)
         return rc;
     return gc_wait(req);
 }
+
+static bool same_ip(const struct sockaddr_storage *a,
+                    const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return false;
+}
+
+/* For the locality layout: is this server on our host?  The same-host
+ * socket says so; on TCP (GALLEY_TRANSPORT=tcp), a connection whose two
+ * ends have one address does. */
+bool gc_conn_same_host(gc_conn *c)
+{
+    pthread_mutex_lock(&c->send_lock);
+    bool same = false;
+    if (ensure_connected(c) == 0) {
+        struct sockaddr_storage me, peer;
+        socklen_t ml = sizeof(me), pl = sizeof(peer);
+        same = c->local ||
+               (getsockname(c->fd, (struct sockaddr *)&me, &ml) == 0 &&
+                getpeername(c->fd, (struct sockaddr *)&peer, &pl) == 0 &&
+                same_ip(&me, &peer));
+    }
+    pthread_mutex_unlock(&c->send_lock);
+    return same;
+}

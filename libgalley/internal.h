@@ -230,4 +230,29 @@ int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
 /* Fork-size request for many forks at once (concurrently). */
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes);
 
+
+/* ------------------------------------------------------------------------
+ * The locality layout (local_layout.c)
+ * ------------------------------------------------------------------------ */
+typedef struct gc_local gc_local;
+
+/* True when the conn's server is on this host (same-host socket, or a TCP
+ * connection whose two ends have one address).  Connects if needed. */
+bool gc_conn_same_host(gc_conn *c);
+
+bool gc_is_local_layout(int fid);
+/* *out = NULL for a file of another layout; else its maps, read now. */
+int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
+void gc_local_free(gc_local *l);
+/* The gc_op of a list request on a local file (claims new blocks first). */
+int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
+                const gfs_list_entry *entries, void *buf, const int *kids);
+int64_t gc_local_size(gc_local *l);
+int64_t gc_local_read_result(gc_local *l, gc_op *o);
+int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size);
+int gc_local_sync(gc_local *l);
+int gc_local_stat(gc_local *l, gfs_local_stat *st);
+/* The local-layout state of an open striped id, or NULL. */
+gc_local *gc_striped_local(int sid);
+
 #endif /* GALLEY_INTERNAL_H */

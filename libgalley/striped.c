@@ -21,6 +21,7 @@ typedef struct gc_striped {
     int fid;
     gfs_layout lay;
     int kids[GFS_MAX_SUBFILES];
+    gc_local *loc; /* the locality layout's maps, NULL when striped */
 } gc_striped;
 
 static pthread_mutex_t st_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -102,6 +103,9 @@ static int striped_from_fid(int fid)
     rc = gfs_all_open(fid, s.lay.fork, s.kids);
     if (rc)
         goto out_close;
+    rc = gc_local_open(fid, &s.lay, &s.loc);
+    if (rc)
+        goto out_close;
 
     pthread_mutex_lock(&st_lock);
     int sid = -1;
@@ -115,6 +119,7 @@ static int striped_from_fid(int fid)
         gc_striped *nt = realloc(st_tab, sizeof(*nt) * (size_t)cap);
         if (!nt) {
             pthread_mutex_unlock(&st_lock);
+            gc_local_free(s.loc);
             gfs_all_close(s.lay.nsubfiles, s.kids);
             rc = -ENOMEM;
             goto out_close;
@@ -294,6 +299,7 @@ int gfs_striped_close(int sid)
     pthread_mutex_lock(&st_lock);
     st_tab[sid].used = false;
     pthread_mutex_unlock(&st_lock);
+    gc_local_free(s.loc);
     /* closing the file closes its forks */
     return gfs_close_file(s.fid);
 }
@@ -340,6 +346,8 @@ int64_t gfs_striped_size(int sid)
     int rc = st_get(sid, &s);
     if (rc)
         return rc;
+    if (s.loc)
+        return gc_local_size(s.loc);
     int64_t sizes[GFS_MAX_SUBFILES];
     rc = fork_sizes(&s, sizes);
     if (rc)
@@ -355,6 +363,8 @@ int gfs_striped_truncate(int sid, int64_t size)
         return rc;
     if (size < 0)
         return -EINVAL;
+    if (s.loc)
+        return gc_local_truncate(s.loc, sid, s.kids, size);
     for (int i = 0; i < s.lay.nsubfiles; i++) {
         int64_t fs = gfs_layout_fork_size(s.lay.nsubfiles, s.lay.unit, i, size);
         int k = gfs_truncate_fork(s.kids[i], fs);
@@ -375,6 +385,8 @@ int gfs_striped_sync(int sid)
         if (k && !rc)
             rc = k;
     }
+    if (s.loc && !rc)
+        rc = gc_local_sync(s.loc);
     return rc;
 }
 
@@ -451,6 +463,8 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
     int rc = st_get(sid, &s);
     if (rc)
         return rc;
+    if (s.loc)
+        return gc_local_op(s.loc, sid, out, op, n, entries, buf, s.kids);
     if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
         return -EINVAL;
     int ns = s.lay.nsubfiles;
@@ -533,6 +547,8 @@ int64_t gc_striped_read_result(gc_op *o)
     int rc = st_get(o->sid, &s);
     if (rc)
         return rc;
+    if (s.loc)
+        return gc_local_read_result(s.loc, o);
     int ns = s.lay.nsubfiles;
     int64_t sizes[GFS_MAX_SUBFILES] = {0};
     for (size_t j = 0; j < o->nx; j++)
@@ -574,4 +590,10 @@ int64_t gfs_striped_write(int sid, int64_t offset, const void *buf,
 {
     gfs_list_entry e = {offset, 0, size};
     return gfs_striped_listio(sid, GFS_WRITE, 1, &e, (void *)buf);
+}
+
+gc_local *gc_striped_local(int sid)
+{
+    gc_striped s;
+    return st_get(sid, &s) ? NULL : s.loc;
 }

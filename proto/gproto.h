@@ -107,7 +107,8 @@
     X(IO_WRITEV, 43, "u64 fkid, segs, mem -> u64 fork size (local, CMA)")      \
     X(FETCH_ADD, 50, "u64 hid, str key, u64 delta -> u64 old")                 \
     X(LOCK, 51, "u64 hid, u64 off, u64 len, u8 excl -> -")                     \
-    X(UNLOCK, 52, "u64 hid, u64 off, u64 len -> -")
+    X(UNLOCK, 52, "u64 hid, u64 off, u64 len -> -")                            \
+    X(IO_STATS, 53, "-> 4 x u64 (see gfs_server_io)")
 
 enum gp_opcode {
 #define GP_X_ENUM(name, code, doc) GP_OP_##name = code,

@@ -440,4 +440,12 @@ size_t gsrv_cache_window(void);
 void gsrv_locks_drop_conn(uint64_t conn_id);
 void gsrv_locks_wake_all(void); /* on shutdown */
 
+/* ------------------------------------------------------------------------
+ * Data counters by where the client is (iostats.c)
+ * ------------------------------------------------------------------------ */
+/* Count `bytes` of a successful read or write request on connection c,
+ * as same-host (Unix socket, or TCP from one of this host's addresses)
+ * or other-host traffic.  Any thread; lock-free. */
+void gsrv_iostat_count(gsrv_conn *c, bool write, uint64_t bytes);
+
 #endif /* GSRV_INTERNAL_H */

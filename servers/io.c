@@ -672,6 +672,7 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         gsrv_fork_set_size(q->f, end);
     }
 out_reply:
+    gsrv_iostat_count(c, true, q->bytes);
     gp_put_u64(&rep->w, q->size);
 out_free:
     io_free(q);
@@ -776,6 +777,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     rc = gsrv_fork_get(fkid, &q->f);
     if (rc)
         goto out_free;
+    gsrv_iostat_count(c, false, q->bytes);
     pthread_rwlock_rdlock(&q->f->rw);
     q->locked = true;
     q->size = gsrv_fork_size(q->f);

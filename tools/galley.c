@@ -50,13 +50,17 @@ static const char usage_text[] =
     "  stat NAME                     subfiles, servers, layout, forks, sizes\n"
     "  rm NAME                       delete a file and all its forks\n"
     "  create NAME [-n NSUB] [-s S0,S1,..] [-u UNIT] [-F FORK] [-p]\n"
+    "         [-L local|template:NAME]\n"
     "                                create a striped file (-p: plain file,\n"
     "                                no striped layout and no forks)\n"
     "  put LOCAL NAME [-f] [-n NSUB] [-s S0,S1,..] [-u UNIT] [-F FORK]\n"
+    "         [-L local|template:NAME]\n"
     "                                copy a local file ('-' = stdin) into a\n"
     "                                new striped file (-f replaces NAME)\n"
     "  get NAME LOCAL                copy a striped file out ('-' = stdout)\n"
     "  df                            per-server space, records, cache\n"
+    "  iostat                        per-server data bytes for clients on\n"
+    "                                the server's own host and on others\n"
     "  fork create NAME SUBFILE FORK\n"
     "  fork ls NAME [SUBFILE]\n"
     "  fork rm NAME SUBFILE FORK\n"
@@ -85,6 +89,9 @@ static const char usage_text[] =
     "  -s LIST    comma-separated server numbers, one per subfile\n"
     "  -u UNIT    stripe unit in bytes, K/M/G suffixes allowed (default 64K)\n"
     "  -F FORK    fork that holds the striped data (default \"data\")\n"
+    "  -L LAYOUT  striped (default), local (each block on the server of\n"
+    "             the host that first writes it; -u is the block size) or\n"
+    "             template:NAME (local, placed like local file NAME)\n"
     "  -f         put: replace an existing file\n"
     "\n"
     "Exit status: 0 success, 1 an operation failed, 2 bad usage.\n";
@@ -136,6 +143,7 @@ typedef struct opts {
     const char *fork; /* -F */
     bool force;       /* -f */
     bool plain;       /* -p */
+    const char *layout; /* -L */
     int npos;
     const char *pos[MAX_POS];
 } opts;
@@ -227,7 +235,7 @@ static int parse_args(int argc, char **argv, const char *allowed, opts *o)
         if (!strchr("ct", c) && !strchr(allowed, c))
             return bad_usage("unknown option '%s' for this command", a);
         const char *val = NULL;
-        if (strchr("ctnsuF", c)) {
+        if (strchr("ctnsuFL", c)) {
             if (a[2])
                 val = a + 2;
             else if (i + 1 < argc)
@@ -266,6 +274,9 @@ static int parse_args(int argc, char **argv, const char *allowed, opts *o)
             break;
         case 'f':
             o->force = true;
+            break;
+        case 'L':
+            o->layout = val;
             break;
         case 'p':
             o->plain = true;
@@ -578,6 +589,50 @@ static int print_fork(const char *name, uint64_t size, void *arg)
     return 0;
 }
 
+/* For a local-layout file: its blocks per server.  0 when printed or not
+ * a local file, -1 on error. */
+static int stat_local_blocks(int sid)
+{
+    gfs_local_stat ls;
+    int rc = gfs_striped_local_stat(sid, &ls);
+    if (rc == -EINVAL)
+        return 0;
+    if (rc < 0) {
+        printf("blocks:    unknown (%s)\n", gfs_strerror(rc));
+        return -1;
+    }
+    printf("blocks:    %" PRId64 " of %" PRId64 " bytes\n", ls.total_blocks,
+           ls.block_size);
+    for (int i = 0; i < ls.nsubfiles; i++)
+        printf("  server %d (%s): %" PRId64 " blocks\n", ls.servers[i],
+               addr_of(ls.servers[i]), ls.blocks[i]);
+    return 0;
+}
+
+static int cmd_iostat(opts *o)
+{
+    (void)o;
+    int n = gfs_num_servers();
+    if (n < 0)
+        return fail(n, "cannot count servers", NULL);
+    int bad = 0;
+    printf("%-6s %-22s %16s %16s %16s %16s\n", "SERVER", "ADDRESS",
+           "WRITTEN_LOCAL", "WRITTEN_REMOTE", "READ_LOCAL", "READ_REMOTE");
+    for (int i = 0; i < n; i++) {
+        gfs_server_io st;
+        int rc = gfs_server_io_stats(i, &st);
+        if (rc < 0) {
+            printf("%-6d %-22s ERROR: %s\n", i, addr_of(i), gfs_strerror(rc));
+            bad++;
+            continue;
+        }
+        printf("%-6d %-22s %16" PRIu64 " %16" PRIu64 " %16" PRIu64
+               " %16" PRIu64 "\n", i, addr_of(i), st.written_local,
+               st.written_remote, st.read_local, st.read_remote);
+    }
+    return bad ? EXIT_FAIL : EXIT_OK;
+}
+
 static int cmd_stat(opts *o)
 {
     const char *name = o->pos[0];
@@ -597,8 +652,11 @@ static int cmd_stat(opts *o)
     char unit[1024], fork[1024];
     int ru = gfs_get_attr(fid, "galley.stripe_unit", unit, sizeof(unit));
     int rf = gfs_get_attr(fid, "galley.stripe_fork", fork, sizeof(fork));
+    char lay[32];
+    if (gfs_get_attr(fid, "galley.layout", lay, sizeof(lay)) < 0)
+        strcpy(lay, "striped");
     if (ru >= 0 || rf >= 0) {
-        printf("layout:    striped, unit %s, fork %s\n",
+        printf("layout:    %s, unit %s, fork %s\n", lay,
                ru >= 0 ? unit : "(missing)", rf >= 0 ? fork : "(missing)");
         int sid = gfs_striped_open(name);
         if (sid < 0) {
@@ -614,6 +672,8 @@ static int cmd_stat(opts *o)
                 human((uint64_t)sz, h, sizeof(h));
                 printf("size:      %" PRId64 " bytes (%s, logical)\n", sz, h);
             }
+            if (stat_local_blocks(sid) < 0)
+                ret = EXIT_FAIL;
             gfs_striped_close(sid);
         }
     } else if (ru != -ENOENT && ru < 0) {
@@ -694,6 +754,9 @@ static int cmd_create(opts *o)
         if (o->unit || o->fork)
             return bad_usage("%s", "-p (plain) excludes -u and -F");
         rc = gfs_create_file(name, nsub, servers);
+    } else if (o->layout) {
+        rc = gfs_create_layout(name, nsub, servers, o->unit, o->fork,
+                               o->layout);
     } else {
         rc = gfs_create_striped(name, nsub, servers,
                                 o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
@@ -741,7 +804,10 @@ static int cmd_put(opts *o)
         goto out_free;
     }
 
-    int rc = gfs_create_striped(name, nsub, servers,
+    int rc = o->layout
+                 ? gfs_create_layout(name, nsub, servers, o->unit, o->fork,
+                                     o->layout)
+                 : gfs_create_striped(name, nsub, servers,
                                 o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
                                 o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK);
     if (rc < 0) {
@@ -1110,10 +1176,11 @@ static const command commands[] = {
     {"ls", "", 0, 1, cmd_ls},
     {"stat", "", 1, 1, cmd_stat},
     {"rm", "", 1, 1, cmd_rm},
-    {"create", "nsuFp", 1, 1, cmd_create},
-    {"put", "nsuFf", 2, 2, cmd_put},
+    {"create", "nsuFpL", 1, 1, cmd_create},
+    {"put", "nsuFfL", 2, 2, cmd_put},
     {"get", "", 2, 2, cmd_get},
     {"df", "", 0, 0, cmd_df},
+    {"iostat", "", 0, 0, cmd_iostat},
 };
 
 /* "fork X": positional counts include the word X itself. */

@@ -25,6 +25,10 @@
  *
  * -p runs only the rows whose "pattern record mode" contains SUBSTRING
  * (e.g. -p "16 B indep"), for profiling one row.
+ *
+ * -l LAYOUT creates the -g target's files with hint galley_layout=LAYOUT
+ * (e.g. local); with -u galley:/OTHER the baseline is then Galley's default
+ * striped layout on the same servers, in the same run.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -37,6 +41,19 @@ static int rank, nprocs;
 static long long per_rank = 4 << 20;
 static int repeats = 3;
 static const char *only;
+static const char *layout, *gal_target; /* -l, and the file it applies to */
+
+/* Hints of a file of this run: galley_cb, and -l for the -g target. */
+static MPI_Info target_info(const char *path, const char *cb)
+{
+    MPI_Info info;
+    MPI_Info_create(&info);
+    if (cb)
+        MPI_Info_set(info, "galley_cb", (char *)cb);
+    if (layout && path == gal_target)
+        MPI_Info_set(info, "galley_layout", (char *)layout);
+    return info;
+}
 
 typedef struct result {
     double wr, rd; /* MB/s, best of repeats */
@@ -75,10 +92,7 @@ static result run(const char *path, int coll, long long rec, view_fn view,
     char *wbuf = malloc(per_rank), *rbuf = malloc(per_rank);
     fill(wbuf, per_rank, rank);
     for (int r = 0; r < repeats; r++) {
-        MPI_Info info;
-        MPI_Info_create(&info);
-        if (cb)
-            MPI_Info_set(info, "galley_cb", (char *)cb);
+        MPI_Info info = target_info(path, cb);
         MPI_File fh;
         if (rank == 0)
             MPI_File_delete(path, MPI_INFO_NULL);
@@ -222,9 +236,11 @@ static result run_calls(const char *base, int fpp, long long blk,
         if (fpp || rank == 0)
             MPI_File_delete(path, MPI_INFO_NULL);
         MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Info info = target_info(base, NULL);
         CHECK(MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
-                            MPI_INFO_NULL, &fh),
+                            info, &fh),
               "open");
+        MPI_Info_free(&info);
         MPI_Barrier(MPI_COMM_WORLD);
         double tw = timed_calls(fh, 1, seg, wbuf, blk, nblk);
         memset(rbuf, 0, bytes);
@@ -297,7 +313,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     const char *gal = "galley:/bench", *ufs = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "g:u:s:r:p:")) != -1) {
+    while ((opt = getopt(argc, argv, "g:u:s:r:p:l:")) != -1) {
         switch (opt) {
         case 'g':
             gal = optarg;
@@ -314,10 +330,14 @@ int main(int argc, char **argv)
         case 'p':
             only = optarg;
             break;
+        case 'l':
+            layout = optarg;
+            break;
         default:
             if (rank == 0)
                 fprintf(stderr, "usage: %s -g galley:/NAME -u ufs:/PATH "
-                                "[-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING]\n",
+                                "[-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING] "
+                                "[-l LAYOUT]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;
@@ -330,6 +350,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    gal_target = gal;
     per_rank -= per_rank % 65536; /* a whole number of every record size */
     if (per_rank <= 0)
         per_rank = 65536;
@@ -337,8 +358,12 @@ int main(int argc, char **argv)
         printf("mpiio_bench: %d ranks, %lld bytes per rank (%.1f MB in all), "
                "best of %d\n",
                nprocs, per_rank, per_rank * nprocs / 1e6, repeats);
-        printf("galley target: %s   baseline: %s (ROMIO ufs, same run)\n",
-               gal, ufs);
+        if (layout)
+            printf("galley target: %s (galley_layout=%s)   baseline: %s "
+                   "(same run)\n", gal, layout, ufs);
+        else
+            printf("galley target: %s   baseline: %s (ROMIO ufs, same run)\n",
+                   gal, ufs);
         printf("%-13s %7s %-11s | %9s %9s %7s | %9s %9s %7s\n", "pattern",
                "record", "mode", "galley W", "ufs W", "ratio", "galley R",
                "ufs R", "ratio");

@@ -1,0 +1,914 @@
+/*
+ * local_layout.c -- the locality layout ("local"): variable data
+ * distribution after the TreadMarks parallel file subsystem.
+ *
+ * A `local` file is a linear byte stream cut into blocks of B bytes (the
+ * layout's block size, attribute galley.stripe_unit).  Block g lives on
+ * the server of the host of the process that first wrote it, and stays
+ * there when rewritten.  Each subfile keeps, beside its data fork FORK, the
+ * paper's block map as a fork FORK.map: slot k of the map (16 bytes at
+ * offset 16 k: u64 g + 1, u64 bytes of the block written so far) says that
+ * the data fork's bytes [k B, (k + 1) B) hold block g.  The map's number
+ * of slots is the paper's "local count"; the slots of all maps together
+ * give the total.  The next free slot of a subfile is the FETCH_ADD
+ * counter "galley.local.slots" of its header, so processes sharing a
+ * server never take the same slot.  Map and data are forks, so they are
+ * durable exactly like every other fork (written through, fsync on sync).
+ *
+ * Clients read every map at open and keep a hash of block -> (subfile,
+ * slot, length); a block missing from it makes the client read the maps'
+ * new slots again before it concludes the block is a hole (zeros).
+ *
+ * First write of a block.  The block must get exactly one home even when
+ * processes on two hosts write parts of it at once, so claims are
+ * serialised by an exclusive lock at the file's home server (subfile 0)
+ * over the claimed block numbers (in a lock range far above any byte
+ * offset, CLAIM_BASE + g): under the lock the client reads the maps' new
+ * slots again, and only blocks still nobody's are claimed, on its own
+ * server.  Rewrites of known blocks take no lock and no extra request,
+ * except to raise a block's recorded length (one small write to the map
+ * of the block's own server).
+ *
+ * Which server is "mine": a server is on this host when the connection to
+ * it is the same-host socket or a TCP connection whose two ends have the
+ * same address.  With several on this host, the process takes the one at
+ * its node-local rank modulo their number (GALLEY_LOCAL_RANK, else
+ * MPI_LOCALRANKID from MPICH's hydra, OMPI_COMM_WORLD_LOCAL_RANK,
+ * SLURM_LOCALID; default 0).  A process with no server on its host places
+ * new blocks round robin by block number, as striping would.
+ *
+ * Templates: gfs_create_layout(..., "template:NAME") creates a local file
+ * whose maps are NAME's with every length 0: each block is placed where
+ * NAME has it before anything is written (the paper's reuse of a learned
+ * distribution).
+ *
+ * Threads: any; one mutex per open local file (gc_local.lock) is held
+ * across the whole of a request's preparation, network calls included
+ * (claims must see one consistent map).  It never nests inside st_lock.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAP_SUFFIX ".map"
+#define SLOT_BYTES 16
+#define SLOTS_KEY "galley.local.slots"
+#define TOMBSTONE UINT64_MAX /* a slot given up by truncate */
+#define CLAIM_BASE (GP_MAX_OFFSET / 2)
+#define READ_CHUNK (1 << 20)
+#define MAP_CHUNK (16 << 10) /* bytes of one map read in a refresh */
+
+typedef struct blk {
+    uint64_t key;  /* g + 1; 0 = empty hash cell */
+    int sub;
+    uint64_t slot;
+    uint64_t len;
+} blk;
+
+struct gc_local {
+    pthread_mutex_t lock;
+    int nsub;
+    uint64_t bsize;
+    int me;                           /* subfile of my server, or -1 */
+    int servers[GFS_MAX_SUBFILES];
+    uint64_t hids[GFS_MAX_SUBFILES];
+    int mkids[GFS_MAX_SUBFILES];      /* map forks */
+    uint64_t scanned[GFS_MAX_SUBFILES]; /* slots read up to the first gap */
+    blk *tab;
+    size_t cap, used;
+    uint64_t maxend;                  /* logical end known so far */
+};
+
+/* --------------------------------------------------------- the hash ---- */
+
+static size_t hash_of(uint64_t key, size_t cap)
+{
+    key ^= key >> 33;
+    key *= UINT64_C(0xff51afd7ed558ccd);
+    key ^= key >> 33;
+    return (size_t)key & (cap - 1);
+}
+
+static blk *find(gc_local *l, uint64_t g)
+{
+    if (!l->cap)
+        return NULL;
+    for (size_t i = hash_of(g + 1, l->cap);; i = (i + 1) & (l->cap - 1)) {
+        if (l->tab[i].key == g + 1)
+            return &l->tab[i];
+        if (!l->tab[i].key)
+            return NULL;
+    }
+}
+
+static int grow(gc_local *l)
+{
+    size_t cap = l->cap ? l->cap * 2 : 1024;
+    blk *nt = calloc(cap, sizeof(*nt));
+    if (!nt)
+        return -ENOMEM;
+    for (size_t i = 0; i < l->cap; i++)
+        if (l->tab[i].key) {
+            size_t j = hash_of(l->tab[i].key, cap);
+            while (nt[j].key)
+                j = (j + 1) & (cap - 1);
+            nt[j] = l->tab[i];
+        }
+    free(l->tab);
+    l->tab = nt;
+    l->cap = cap;
+    return 0;
+}
+
+/* Record block g at (sub, slot).  A block already known elsewhere keeps
+ * its first home (claims are serialised, so this only guards against a
+ * damaged map). */
+static int insert(gc_local *l, uint64_t g, int sub, uint64_t slot,
+                  uint64_t len)
+{
+    blk *b = find(l, g);
+    if (!b) {
+        if ((l->used + 1) * 2 > l->cap) {
+            int rc = grow(l);
+            if (rc)
+                return rc;
+        }
+        size_t i = hash_of(g + 1, l->cap);
+        while (l->tab[i].key)
+            i = (i + 1) & (l->cap - 1);
+        b = &l->tab[i];
+        *b = (blk){g + 1, sub, slot, len};
+        l->used++;
+    } else if (b->sub == sub && b->slot == slot && len > b->len) {
+        b->len = len;
+    }
+    if (b->sub == sub && b->slot == slot && b->len &&
+        g * l->bsize + b->len > l->maxend)
+        l->maxend = g * l->bsize + b->len;
+    return 0;
+}
+
+/* ------------------------------------------------------- the maps ------ */
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/*
+ * Read the maps' slots from where each was last read without a gap (all
+ * of every map when `full`, forgetting what was known: truncate may have
+ * given blocks up).  A slot still zero was taken by a writer that has not
+ * filled it in yet: reading resumes there next time.
+ */
+static int refresh(gc_local *l, bool full)
+{
+    if (full) {
+        if (l->tab)
+            memset(l->tab, 0, sizeof(*l->tab) * l->cap);
+        l->used = 0;
+        l->maxend = 0;
+        memset(l->scanned, 0, sizeof(l->scanned));
+    }
+    /* every map at once: one round trip per MAP_CHUNK of new slots, not
+     * one per map (a claim does this under its lock) */
+    int n = l->nsub, rc = 0;
+    uint8_t *buf = malloc((size_t)n * MAP_CHUNK);
+    uint64_t *slot = malloc(sizeof(*slot) * (size_t)n);
+    bool *gap = calloc((size_t)n, sizeof(*gap));
+    bool *more = malloc(sizeof(*more) * (size_t)n);
+    gfs_handle *h = malloc(sizeof(*h) * (size_t)n);
+    if (!buf || !slot || !gap || !more || !h)
+        rc = -ENOMEM;
+    for (int s = 0; s < n && !rc; s++) {
+        slot[s] = l->scanned[s];
+        more[s] = true;
+    }
+    for (bool any = !rc; any && !rc;) {
+        any = false;
+        for (int s = 0; s < n; s++) {
+            h[s] = -1;
+            if (!more[s] || rc)
+                continue;
+            h[s] = gfs_new_handle();
+            int k = h[s] < 0 ? h[s]
+                             : gfs_nb_read(h[s], l->mkids[s],
+                                           (int64_t)(slot[s] * SLOT_BYTES),
+                                           buf + (size_t)s * MAP_CHUNK,
+                                           MAP_CHUNK);
+            if (k < 0) {
+                rc = k;
+                h[s] = -1;
+            }
+        }
+        for (int s = 0; s < n; s++) {
+            if (h[s] < 0)
+                continue;
+            int64_t got = gfs_wait(h[s]);
+            if (got < 0) {
+                if (!rc)
+                    rc = (int)got;
+                continue;
+            }
+            more[s] = got == MAP_CHUNK;
+            any |= more[s];
+            const uint8_t *b = buf + (size_t)s * MAP_CHUNK;
+            for (int64_t k = 0; k + SLOT_BYTES <= got && !rc;
+                 k += SLOT_BYTES, slot[s]++) {
+                uint64_t key = get_le64(b + k);
+                if (key == 0) {
+                    gap[s] = true;
+                    continue;
+                }
+                if (!gap[s])
+                    l->scanned[s] = slot[s] + 1;
+                if (key != TOMBSTONE)
+                    rc = insert(l, key - 1, s, slot[s], get_le64(b + k + 8));
+            }
+        }
+    }
+    free(buf);
+    free(slot);
+    free(gap);
+    free(more);
+    free(h);
+    return rc;
+}
+
+/* FETCH_ADD on subfile s's header (its own server). */
+static int64_t slot_add(gc_local *l, int s, const char *key, int64_t delta)
+{
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_u64(&w, l->hids[s]);
+    gp_put_str(&w, key);
+    gp_put_u64(&w, (uint64_t)delta);
+    gc_req q;
+    int rc = gc_call(gc_server_conn(l->servers[s]), GP_OP_FETCH_ADD, &w, &q);
+    gp_wbuf_free(&w);
+    int64_t old = rc;
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        uint64_t v = gp_get_u64(&r);
+        old = gp_done(&r) && v <= INT64_MAX ? (int64_t)v : GFS_EPROTO;
+    }
+    gc_req_release(&q);
+    return old;
+}
+
+/* ------------------------------------------------------ open / close --- */
+
+static int local_rank(void)
+{
+    static const char *vars[] = {"GALLEY_LOCAL_RANK", "MPI_LOCALRANKID",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK",
+                                 "SLURM_LOCALID"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        if (v && *v) {
+            long r = strtol(v, &end, 10);
+            if (!*end && r >= 0 && r < (1L << 30))
+                return (int)r;
+        }
+    }
+    return 0;
+}
+
+bool gc_is_local_layout(int fid)
+{
+    char v[32];
+    return gfs_get_attr(fid, "galley.layout", v, sizeof(v)) > 0 &&
+           strcmp(v, "local") == 0;
+}
+
+int gc_local_open(int fid, const gfs_layout *lay, gc_local **out)
+{
+    *out = NULL;
+    if (!gc_is_local_layout(fid))
+        return 0;
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (rc)
+        return rc;
+    gc_local *l = calloc(1, sizeof(*l));
+    if (!l)
+        return -ENOMEM;
+    pthread_mutex_init(&l->lock, NULL);
+    l->nsub = lay->nsubfiles;
+    l->bsize = (uint64_t)lay->unit;
+    char mapfork[GFS_FORK_NAME_MAX + 1];
+    if (snprintf(mapfork, sizeof(mapfork), "%s" MAP_SUFFIX, lay->fork) >=
+        (int)sizeof(mapfork)) {
+        rc = -ENAMETOOLONG;
+        goto out_free;
+    }
+    int nlocal = 0, locals[GFS_MAX_SUBFILES];
+    for (int s = 0; s < l->nsub; s++) {
+        l->servers[s] = (int)f.rec.server[s];
+        l->hids[s] = f.rec.hid[s];
+        if (gc_conn_same_host(gc_server_conn(l->servers[s])))
+            locals[nlocal++] = s;
+    }
+    l->me = nlocal ? locals[local_rank() % nlocal] : -1;
+    rc = gfs_all_open(fid, mapfork, l->mkids);
+    if (rc)
+        goto out_free;
+    rc = refresh(l, true);
+    if (rc) {
+        gfs_all_close(l->nsub, l->mkids);
+        goto out_free;
+    }
+    *out = l;
+    return 0;
+out_free:
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+    return rc;
+}
+
+void gc_local_free(gc_local *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_destroy(&l->lock);
+    free(l->tab);
+    free(l);
+}
+
+/* ---------------------------------------------------------- claims ----- */
+
+typedef struct want {
+    uint64_t g;
+    uint64_t end; /* bytes of the block this request writes up to */
+} want;
+
+static int want_cmp(const void *a, const void *b)
+{
+    const want *x = a, *y = b;
+    return x->g < y->g ? -1 : x->g > y->g;
+}
+
+/* Give blocks w[0..n) (sorted, distinct, not yet known) a home. */
+static int claim(gc_local *l, int sid, want *w, size_t n)
+{
+    uint64_t lo = w[0].g, hi = w[n - 1].g;
+    int rc = gfs_striped_lock(sid, (int64_t)(CLAIM_BASE + lo),
+                              (int64_t)(hi - lo + 1), 1);
+    if (rc)
+        return rc;
+    rc = refresh(l, false); /* someone may have claimed them meanwhile */
+    uint64_t *count = calloc((size_t)l->nsub, sizeof(*count));
+    uint8_t *ent = malloc(n * SLOT_BYTES);
+    int *dest = malloc(n * sizeof(*dest));
+    if (!rc && (!count || !ent || !dest))
+        rc = -ENOMEM;
+    for (size_t i = 0; i < n && !rc; i++) {
+        dest[i] = -1;
+        if (find(l, w[i].g))
+            continue;
+        dest[i] = l->me >= 0 ? l->me : (int)(w[i].g % (uint64_t)l->nsub);
+        count[dest[i]]++;
+    }
+    for (int s = 0; s < l->nsub && !rc; s++) {
+        if (!count[s])
+            continue;
+        int64_t base = slot_add(l, s, SLOTS_KEY, (int64_t)count[s]);
+        if (base < 0) {
+            rc = (int)base;
+            break;
+        }
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (dest[i] == s) {
+                put_le64(ent + m * SLOT_BYTES, w[i].g + 1);
+                put_le64(ent + m * SLOT_BYTES + 8, w[i].end);
+                m++;
+            }
+        int64_t wr = gfs_write(l->mkids[s], base * SLOT_BYTES, ent,
+                               (int64_t)(m * SLOT_BYTES));
+        if (wr < 0) {
+            rc = (int)wr;
+            break;
+        }
+        m = 0;
+        for (size_t i = 0; i < n && !rc; i++)
+            if (dest[i] == s)
+                rc = insert(l, w[i].g, s, (uint64_t)base + m++, w[i].end);
+    }
+    free(count);
+    free(ent);
+    free(dest);
+    int urc = gfs_striped_unlock(sid, (int64_t)(CLAIM_BASE + lo),
+                                 (int64_t)(hi - lo + 1));
+    return rc ? rc : urc;
+}
+
+/* Must this write record that it extends block w?  Only the last block's
+ * length says anything (the logical size); a block below one known to
+ * hold bytes is left alone, which spares small appending writes a map
+ * update each.  (Truncate sets the new last block's length itself.) */
+static bool must_raise(const gc_local *l, const blk *b, const want *w)
+{
+    return b && w->end > b->len && l->maxend <= (w->g + 1) * l->bsize;
+}
+
+/* Raise the recorded lengths of known blocks this write extends: one small
+ * list write per owning subfile. */
+static int raise_lengths(gc_local *l, const want *w, size_t n)
+{
+    gfs_list_entry *le = malloc(sizeof(*le) * (n ? n : 1));
+    uint8_t *val = malloc(8 * (n ? n : 1));
+    int rc = le && val ? 0 : -ENOMEM;
+    for (int s = 0; s < l->nsub && !rc; s++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            blk *b = find(l, w[i].g);
+            if (b && b->sub == s && must_raise(l, b, &w[i])) {
+                put_le64(val + 8 * m, w[i].end);
+                le[m] = (gfs_list_entry){(int64_t)(b->slot * SLOT_BYTES + 8),
+                                         (int64_t)(8 * m), 8};
+                m++;
+            }
+        }
+        if (m) {
+            int64_t r = gfs_listio(l->mkids[s], GFS_WRITE, (int64_t)m, le,
+                                   val);
+            if (r < 0)
+                rc = (int)r;
+        }
+    }
+    for (size_t i = n; i-- > 0 && !rc;) { /* highest first, as decided */
+        blk *b = find(l, w[i].g);
+        if (must_raise(l, b, &w[i])) {
+            b->len = w[i].end;
+            if (w[i].g * l->bsize + b->len > l->maxend)
+                l->maxend = w[i].g * l->bsize + b->len;
+        }
+    }
+    free(le);
+    free(val);
+    return rc;
+}
+
+/* ------------------------------------------------------- requests ------ */
+
+typedef struct lfrag {
+    uint64_t g, within, len;
+    char *mem;
+} lfrag;
+
+int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
+                const gfs_list_entry *entries, void *buf, const int *kids)
+{
+    if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
+        return -EINVAL;
+    uint64_t B = l->bsize;
+    lfrag *fr = NULL;
+    size_t nfr = 0, capfr = 0;
+    int64_t total = 0;
+    int rc = 0;
+    for (int64_t i = 0; i < n && !rc; i++) {
+        const gfs_list_entry *e = &entries[i];
+        if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
+            (uint64_t)e->file_offset > CLAIM_BASE / 2 ||
+            (uint64_t)e->size > CLAIM_BASE / 2 - (uint64_t)e->file_offset ||
+            (e->size && !buf)) {
+            rc = -EINVAL;
+            break;
+        }
+        uint64_t x = (uint64_t)e->file_offset, left = (uint64_t)e->size;
+        char *mem = (char *)buf + e->mem_offset;
+        while (left > 0) {
+            if (nfr == capfr) {
+                capfr = capfr ? capfr * 2 : 64;
+                lfrag *nf = realloc(fr, sizeof(*nf) * capfr);
+                if (!nf) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                fr = nf;
+            }
+            uint64_t within = x % B;
+            uint64_t len = B - within < left ? B - within : left;
+            fr[nfr++] = (lfrag){x / B, within, len, mem};
+            x += len;
+            mem += len;
+            left -= len;
+        }
+        total += e->size;
+    }
+    /* the distinct blocks touched, with how far each is written */
+    want *w = rc ? NULL : malloc(sizeof(*w) * (nfr ? nfr : 1));
+    if (!rc && !w)
+        rc = -ENOMEM;
+    size_t nw = 0;
+    if (!rc) {
+        for (size_t i = 0; i < nfr; i++)
+            w[i] = (want){fr[i].g, fr[i].within + fr[i].len};
+        qsort(w, nfr, sizeof(*w), want_cmp);
+        for (size_t i = 0; i < nfr; i++) {
+            if (nw && w[nw - 1].g == w[i].g) {
+                if (w[i].end > w[nw - 1].end)
+                    w[nw - 1].end = w[i].end;
+            } else {
+                w[nw++] = w[i];
+            }
+        }
+    }
+
+    pthread_mutex_lock(&l->lock);
+    size_t nmiss = 0;
+    for (size_t i = 0; i < nw && !rc; i++)
+        if (!find(l, w[i].g))
+            nmiss++;
+    /* a miss: the maps may have grown (a write's claim reads them again
+     * under its lock, so only a read does it here) */
+    if (nmiss && !rc && op == GFS_READ)
+        rc = refresh(l, false);
+    if (op == GFS_WRITE && !rc) {
+        want *miss = malloc(sizeof(*miss) * (nw ? nw : 1));
+        size_t k = 0;
+        if (!miss)
+            rc = -ENOMEM;
+        for (size_t i = 0; i < nw && !rc; i++)
+            if (!find(l, w[i].g))
+                miss[k++] = w[i];
+        if (k && !rc)
+            rc = claim(l, sid, miss, k);
+        free(miss);
+        if (!rc)
+            rc = raise_lengths(l, w, nw);
+    }
+
+    /* per subfile, in list order: fork offset = slot * B + within */
+    gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
+    if (o) {
+        o->x = calloc((size_t)l->nsub, sizeof(gc_xfer));
+        o->store = malloc(sizeof(gc_piece) * (nfr ? nfr : 1));
+    }
+    if (!rc && (!o || !o->x || !o->store))
+        rc = -ENOMEM;
+    int *subof = rc ? NULL : malloc(sizeof(*subof) * (nfr ? nfr : 1));
+    if (!rc && !subof)
+        rc = -ENOMEM;
+    for (size_t i = 0; i < nfr && !rc; i++) {
+        blk *b = find(l, fr[i].g);
+        subof[i] = b ? b->sub : -1;
+        if (b)
+            fr[i].within += b->slot * B; /* now the fork offset */
+        else
+            memset(fr[i].mem, 0, fr[i].len); /* a hole reads as zeros */
+    }
+    pthread_mutex_unlock(&l->lock);
+    size_t at = 0;
+    for (int s = 0; s < l->nsub && !rc; s++) {
+        size_t first = at;
+        for (size_t i = 0; i < nfr; i++)
+            if (subof[i] == s)
+                o->store[at++] = (gc_piece){fr[i].within, fr[i].len,
+                                            fr[i].mem};
+        if (at == first)
+            continue;
+        gc_fork k;
+        rc = gc_fork_get(kids[s], &k);
+        if (rc)
+            break;
+        o->x[o->nx++] = (gc_xfer){.server = k.server, .fkid = k.fkid,
+                                  .pieces = o->store + first,
+                                  .n = at - first};
+    }
+    free(subof);
+    free(fr);
+    free(w);
+    if (rc) {
+        gc_op_free(o);
+        return rc;
+    }
+    o->op = op;
+    o->total = total;
+    o->sid = sid;
+    o->fin = GC_FIN_TOTAL;
+    if (op == GFS_READ && n == 1) {
+        o->fin = GC_FIN_STRIPED_READ;
+        o->off = entries[0].file_offset;
+    }
+    *out = o;
+    return 0;
+}
+
+int64_t gc_local_size(gc_local *l)
+{
+    pthread_mutex_lock(&l->lock);
+    int rc = refresh(l, true);
+    int64_t size = rc ? rc : (int64_t)l->maxend;
+    pthread_mutex_unlock(&l->lock);
+    return size;
+}
+
+int64_t gc_local_read_result(gc_local *l, gc_op *o)
+{
+    int64_t end = o->off + o->total;
+    pthread_mutex_lock(&l->lock);
+    int64_t lower = (int64_t)l->maxend;
+    pthread_mutex_unlock(&l->lock);
+    if (lower < end) {
+        lower = gc_local_size(l);
+        if (lower < 0)
+            return lower;
+    }
+    if (lower <= o->off)
+        return 0;
+    return lower < end ? lower - o->off : o->total;
+}
+
+/*
+ * Shrink: blocks wholly past `size` give their slots up (tombstones; the
+ * space is not reused) and the block holding `size` is cut there and its
+ * tail zeroed, so growing again reads zeros.  Grow: one zero byte at
+ * size - 1, written like any other byte.
+ */
+int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
+{
+    if (size < 0)
+        return -EINVAL;
+    int64_t cur = gc_local_size(l);
+    if (cur < 0)
+        return (int)cur;
+    if (size > cur) {
+        char zero = 0;
+        gfs_list_entry e = {size - 1, 0, 1};
+        gc_op *o;
+        int rc = gc_local_op(l, sid, &o, GFS_WRITE, 1, &e, &zero, kids);
+        if (rc)
+            return rc;
+        int64_t r = gc_op_run(o);
+        return r < 0 ? (int)r : 0;
+    }
+    uint64_t B = l->bsize, keep = ((uint64_t)size + B - 1) / B;
+    int rc = 0;
+    uint8_t tomb[SLOT_BYTES];
+    put_le64(tomb, TOMBSTONE);
+    put_le64(tomb + 8, 0);
+    char *zeros = calloc(1, B);
+    if (!zeros)
+        return -ENOMEM;
+    pthread_mutex_lock(&l->lock);
+    for (size_t i = 0; i < l->cap && !rc; i++) {
+        blk *b = &l->tab[i];
+        if (!b->key)
+            continue;
+        uint64_t g = b->key - 1;
+        int64_t r = 0;
+        if (g >= keep) {
+            r = gfs_write(l->mkids[b->sub], (int64_t)(b->slot * SLOT_BYTES),
+                          tomb, SLOT_BYTES);
+        } else if (g == keep - 1 && (uint64_t)size % B &&
+                   b->len > (uint64_t)size % B) {
+            uint64_t cut = (uint64_t)size % B;
+            uint8_t v[8];
+            put_le64(v, cut);
+            r = gfs_write(kids[b->sub], (int64_t)(b->slot * B + cut),
+                          zeros, (int64_t)(B - cut));
+            if (r >= 0)
+                r = gfs_write(l->mkids[b->sub],
+                              (int64_t)(b->slot * SLOT_BYTES + 8), v, 8);
+        }
+        if (r < 0)
+            rc = (int)r;
+    }
+    if (!rc)
+        rc = refresh(l, true);
+    /* the new last block records exactly where the file ends now (its
+     * length may have been left lower by must_raise) */
+    bool absent = false;
+    if (!rc && size > 0) {
+        uint64_t g = ((uint64_t)size - 1) / B;
+        blk *b = find(l, g);
+        if (b && b->len != (uint64_t)size - g * B) {
+            uint8_t v[8];
+            put_le64(v, (uint64_t)size - g * B);
+            int64_t r = gfs_write(l->mkids[b->sub],
+                                  (int64_t)(b->slot * SLOT_BYTES + 8), v, 8);
+            if (r < 0)
+                rc = (int)r;
+            else
+                rc = refresh(l, true);
+        }
+        absent = !b;
+    }
+    pthread_mutex_unlock(&l->lock);
+    free(zeros);
+    if (!rc && absent) {
+        /* a hole at the new end: one zero byte there claims the block */
+        char zero = 0;
+        gfs_list_entry e = {size - 1, 0, 1};
+        gc_op *o;
+        rc = gc_local_op(l, sid, &o, GFS_WRITE, 1, &e, &zero, kids);
+        if (!rc) {
+            int64_t r = gc_op_run(o);
+            rc = r < 0 ? (int)r : 0;
+        }
+    }
+    return rc;
+}
+
+int gc_local_sync(gc_local *l)
+{
+    int rc = 0;
+    for (int s = 0; s < l->nsub; s++) {
+        int k = gfs_sync(l->mkids[s]);
+        if (k && !rc)
+            rc = k;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------- public API ---- */
+
+int gc_local_stat(gc_local *l, gfs_local_stat *st)
+{
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&l->lock);
+    int rc = refresh(l, true);
+    if (!rc) {
+        st->nsubfiles = l->nsub;
+        st->block_size = (int64_t)l->bsize;
+        st->me = l->me;
+        st->size = (int64_t)l->maxend;
+        for (int s = 0; s < l->nsub; s++)
+            st->servers[s] = l->servers[s];
+        for (size_t i = 0; i < l->cap; i++)
+            if (l->tab[i].key) {
+                st->blocks[l->tab[i].sub]++;
+                st->total_blocks++;
+            }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return rc;
+}
+
+int gfs_server_io_stats(int server, gfs_server_io *st)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    if (!st || server < 0 || server >= gfs_num_servers())
+        return -EINVAL;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gc_req q;
+    rc = gc_call(gc_server_conn(server), GP_OP_IO_STATS, &w, &q);
+    gp_wbuf_free(&w);
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        st->written_local = gp_get_u64(&r);
+        st->written_remote = gp_get_u64(&r);
+        st->read_local = gp_get_u64(&r);
+        st->read_remote = gp_get_u64(&r);
+        rc = gp_done(&r) ? 0 : GFS_EPROTO;
+    }
+    gc_req_release(&q);
+    return rc;
+}
+
+/* Copy template `tname`'s placement into the new local file `name`
+ * (created with the same servers and block size by the caller). */
+static int apply_template(const char *name, int tsid)
+{
+    int sid = gfs_striped_open(name);
+    if (sid < 0)
+        return sid;
+    gc_local *t = gc_striped_local(tsid), *l = gc_striped_local(sid);
+    int rc = t && l ? 0 : GFS_ELAYOUT;
+    uint8_t *buf = rc ? NULL : malloc(READ_CHUNK);
+    if (!rc && !buf)
+        rc = -ENOMEM;
+    for (int s = 0; !rc && s < t->nsub; s++) {
+        int64_t slots = slot_add(t, s, SLOTS_KEY, 0);
+        if (slots < 0) {
+            rc = (int)slots;
+            break;
+        }
+        for (int64_t off = 0; off < slots * SLOT_BYTES && !rc;
+             off += READ_CHUNK) {
+            int64_t got = gfs_read(t->mkids[s], off, buf, READ_CHUNK);
+            if (got < 0) {
+                rc = (int)got;
+                break;
+            }
+            for (int64_t k = 0; k + SLOT_BYTES <= got; k += SLOT_BYTES)
+                put_le64(buf + k + 8, 0); /* placed, nothing written */
+            if (got > 0) {
+                int64_t wr = gfs_write(l->mkids[s], off, buf, got);
+                if (wr < 0)
+                    rc = (int)wr;
+            }
+            if (got < READ_CHUNK)
+                break;
+        }
+        if (!rc && slots > 0) {
+            int64_t old = slot_add(l, s, SLOTS_KEY, slots);
+            if (old < 0)
+                rc = (int)old;
+        }
+    }
+    free(buf);
+    gfs_striped_close(sid);
+    return rc;
+}
+
+int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
+                      int64_t unit, const char *fork, const char *layout)
+{
+    if (!layout || !*layout || strcmp(layout, "striped") == 0)
+        return gfs_create_striped(name, nsubfiles, servers, unit, fork);
+    int tsid = -1, rc = 0;
+    int tservers[GFS_MAX_SUBFILES];
+    gfs_layout tl;
+    if (strncmp(layout, "template:", 9) == 0) {
+        tsid = gfs_striped_open(layout + 9);
+        if (tsid < 0)
+            return tsid;
+        gfs_local_stat ts;
+        rc = gfs_striped_local_stat(tsid, &ts);
+        if (rc == -EINVAL)
+            rc = GFS_ELAYOUT; /* the template is not a local file */
+        if (rc)
+            goto out_close;
+        nsubfiles = ts.nsubfiles;
+        memcpy(tservers, ts.servers, sizeof(int) * (size_t)ts.nsubfiles);
+        servers = tservers;
+        unit = ts.block_size;
+        if (!fork) {
+            gfs_striped_layout(tsid, &tl);
+            fork = tl.fork;
+        }
+    } else if (strcmp(layout, "local") != 0) {
+        return -EINVAL;
+    }
+    if (!fork)
+        fork = GFS_DEFAULT_STRIPE_FORK;
+    if (unit <= 0)
+        unit = GFS_DEFAULT_STRIPE_UNIT;
+    char mapfork[GFS_FORK_NAME_MAX + 1];
+    rc = gc_check_name(fork, GFS_FORK_NAME_MAX);
+    if (!rc && snprintf(mapfork, sizeof(mapfork), "%s" MAP_SUFFIX, fork) >=
+                   (int)sizeof(mapfork))
+        rc = -ENAMETOOLONG;
+    if (!rc && (strchr(fork, '\n') || unit > (INT64_C(1) << 40)))
+        rc = -EINVAL;
+    if (rc)
+        goto out_close;
+    char attrs[512];
+    snprintf(attrs, sizeof(attrs),
+             "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n"
+             "galley.layout=local\n", unit, fork);
+    rc = gc_create_file(name, nsubfiles, servers, attrs);
+    if (rc)
+        goto out_close;
+    int fid = gfs_open_file(name);
+    if (fid < 0) {
+        rc = fid;
+        goto out_delete;
+    }
+    rc = gfs_all_create(fid, fork);
+    if (!rc)
+        rc = gfs_all_create(fid, mapfork);
+    gfs_close_file(fid);
+    if (!rc && tsid >= 0)
+        rc = apply_template(name, tsid);
+    if (!rc)
+        goto out_close;
+out_delete:
+    gfs_delete_file(name);
+out_close:
+    if (tsid >= 0)
+        gfs_striped_close(tsid);
+    return rc;
+}
+
+int gfs_striped_local_stat(int sid, gfs_local_stat *st)
+{
+    gc_local *l = gc_striped_local(sid);
+    if (!l) {
+        int rc = gfs_striped_kid(sid, 0);
+        return rc < 0 ? rc : -EINVAL; /* open, but striped */
+    }
+    return st ? gc_local_stat(l, st) : 0;
+}

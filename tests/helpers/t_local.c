@@ -1,0 +1,135 @@
+/*
+ * t_local.c -- the locality layout ("local") from one process's view; run
+ * by tests/test_local_layout.py, several copies at once for the races.
+ *
+ *   t_local create NAME LAYOUT UNIT      create (LAYOUT local|template:X)
+ *   t_local write NAME TOTAL PIECE W K   writer K of W: pieces K, K+W, ...
+ *                                        of PIECE bytes of [0, TOTAL)
+ *   t_local verify NAME TOTAL            every byte of [0, TOTAL) is the
+ *                                        pattern; size is TOTAL; a read
+ *                                        past the end is short
+ *   t_local stat NAME                    "me S" "blocks B0 B1 .." "size N"
+ *   t_local truncate NAME SIZE
+ *   t_local hole NAME                    a block never written reads zeros
+ *
+ * The pattern: byte x of the file is pat(x), whatever wrote it.  Exit 0
+ * when every check held (thelp.h).
+ */
+#include "thelp.h"
+
+static uint8_t pat(int64_t x)
+{
+    uint64_t v = (uint64_t)x * UINT64_C(2654435761);
+    return (uint8_t)(v >> 11) ^ (uint8_t)x;
+}
+
+static int open_or_die(const char *name)
+{
+    int sid = gfs_striped_open(name);
+    if (sid < 0) {
+        printf("FAIL open %s: %s\n", name, gfs_strerror(sid));
+        exit(1);
+    }
+    return sid;
+}
+
+static int do_write(const char *name, int64_t total, int64_t piece, int w,
+                    int k)
+{
+    int sid = open_or_die(name);
+    char *buf = malloc((size_t)piece);
+    for (int64_t p = k; p * piece < total; p += w) {
+        int64_t off = p * piece, n = total - off < piece ? total - off : piece;
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = (char)pat(off + i);
+        EXPECT_EQ(gfs_striped_write(sid, off, buf, n), n);
+    }
+    free(buf);
+    EXPECT_EQ(gfs_striped_close(sid), 0);
+    return t_finish();
+}
+
+static int do_verify(const char *name, int64_t total)
+{
+    int sid = open_or_die(name);
+    char *buf = malloc((size_t)total + 100);
+    EXPECT_EQ(gfs_striped_size(sid), total);
+    EXPECT_EQ(gfs_striped_read(sid, 0, buf, total + 100), total);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < total; i++)
+        if ((uint8_t)buf[i] != pat(i) && bad++ < 5)
+            printf("FAIL byte %" PRId64 ": %u, expected %u\n", i,
+                   (uint8_t)buf[i], pat(i));
+    EXPECT_EQ(bad, 0);
+    free(buf);
+    EXPECT_EQ(gfs_striped_close(sid), 0);
+    return t_finish();
+}
+
+static int do_stat(const char *name)
+{
+    int sid = open_or_die(name);
+    gfs_local_stat st;
+    EXPECT_EQ(gfs_striped_local_stat(sid, &st), 0);
+    printf("me %d\nblocks", st.me);
+    for (int i = 0; i < st.nsubfiles; i++)
+        printf(" %" PRId64, st.blocks[i]);
+    printf("\ntotal %" PRId64 "\nsize %" PRId64 "\n", st.total_blocks, st.size);
+    EXPECT_EQ(gfs_striped_close(sid), 0);
+    return t_finish();
+}
+
+static int do_hole(const char *name)
+{
+    int sid = open_or_die(name);
+    gfs_layout lay;
+    EXPECT_EQ(gfs_striped_layout(sid, &lay), 0);
+    int64_t u = lay.unit;
+    char *buf = malloc((size_t)u);
+    memset(buf, 'x', (size_t)u);
+    /* blocks 0 and 2 written, 1 never */
+    EXPECT_EQ(gfs_striped_write(sid, 0, buf, u), u);
+    EXPECT_EQ(gfs_striped_write(sid, 2 * u, buf, u), u);
+    memset(buf, 7, (size_t)u);
+    EXPECT_EQ(gfs_striped_read(sid, u, buf, u), u);
+    int64_t nz = 0;
+    for (int64_t i = 0; i < u; i++)
+        nz += buf[i] != 0;
+    EXPECT_EQ(nz, 0);
+    EXPECT_EQ(gfs_striped_size(sid), 3 * u);
+    free(buf);
+    EXPECT_EQ(gfs_striped_close(sid), 0);
+    return t_finish();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: see the top of t_local.c\n");
+        return 2;
+    }
+    EXPECT_EQ(gfs_init(NULL), 0);
+    const char *cmd = argv[1], *name = argv[2];
+    int rc = 2;
+    if (!strcmp(cmd, "create") && argc == 5) {
+        EXPECT_EQ(gfs_create_layout(name, 0 + gfs_num_servers(), NULL,
+                               atoll(argv[4]), NULL, argv[3]), 0);
+        rc = t_finish();
+    } else if (!strcmp(cmd, "write") && argc == 7) {
+        rc = do_write(name, atoll(argv[3]), atoll(argv[4]), atoi(argv[5]),
+                      atoi(argv[6]));
+    } else if (!strcmp(cmd, "verify") && argc == 4) {
+        rc = do_verify(name, atoll(argv[3]));
+    } else if (!strcmp(cmd, "stat")) {
+        rc = do_stat(name);
+    } else if (!strcmp(cmd, "truncate") && argc == 4) {
+        int sid = open_or_die(name);
+        EXPECT_EQ(gfs_striped_truncate(sid, atoll(argv[3])), 0);
+        EXPECT_EQ(gfs_striped_close(sid), 0);
+        rc = t_finish();
+    } else if (!strcmp(cmd, "hole")) {
+        rc = do_hole(name);
+    }
+    gfs_finalize();
+    return rc;
+}

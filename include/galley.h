@@ -56,7 +56,10 @@ extern "C" {
     X(GFS_ESTALE, -1009, "fork or file was removed on the server")             \
     X(GFS_ETOOBIG, -1010, "request larger than the server accepts")            \
     X(GFS_ELAYOUT, -1011, "file has no (or an invalid) striped layout")        \
-    X(GFS_EBUSY, -1012, "resource busy (name being created or deleted)")
+    X(GFS_EBUSY, -1012, "resource busy (name being created or deleted)")   \
+    X(GFS_EAUTH, -1020, "cluster secret missing or wrong (the key file "      \
+                        "beside the cluster file, or GALLEY_KEY)")             \
+    X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")
 
 enum gfs_error {
 #define GFS_X_ENUM(name, value, msg) name = value,

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GP_MAGIC 0x59414c47u /* "GLAY" little-endian */
-#define GP_VERSION 2
+#define GP_VERSION 3
 #define GP_HDR_SIZE 24
 
 /* Hard ceiling on any payload; servers advertise a lower limit in PING. */
@@ -41,6 +41,10 @@
 #define GP_MAX_PIECES (1u << 24)    /* pieces after expanding strides     */
 #define GP_MAX_LEVELS 8             /* nesting levels of a strided segment */
 #define GP_MAX_NAMES 1000000        /* names in a list reply               */
+/* A data request expands into at most data_limit / GP_PIECE_DIVISOR
+ * pieces that move bytes (clients split by it): the server's memory for a
+ * request stays within its data limit whatever the pieces' sizes. */
+#define GP_PIECE_DIVISOR 32
 
 /*
  * Every message, once: X(name, opcode, request payload -> reply payload).
@@ -78,11 +82,29 @@
  * between that memory and its cache, then replies; the client must keep
  * the memory valid until the reply.  On TCP connections these three
  * opcodes answer -EOPNOTSUPP.
+ *
+ * The cluster secret (gauth.h).  A server that has a key answers every
+ * request but AUTH and AUTH_PROVE with GFS_EAUTH until the connection has
+ * proven it knows the key; a wrong proof is answered GFS_EAUTH and the
+ * connection is closed.  A server without a key answers AUTH GFS_EAUTH
+ * and serves everyone.
+ *
+ * Server resources (galleyd options): a frame's payload may be at most
+ * twice the data limit plus GP_FRAME_SLACK (the description of a data
+ * request is no larger than its data; clients split by both); larger ones
+ * get GFS_ETOOBIG and are discarded.  A frame, once begun, must keep
+ * arriving: a connection that sends part of a frame and then nothing for
+ * the frame timeout is closed, and so is one that has not authenticated
+ * within it.  Connections past the server's cap get GFS_ECONNLIMIT to
+ * their first request and are closed.
  */
+#define GP_FRAME_SLACK (64u << 10)
 #define GP_OPCODES(X)                                                          \
     X(PING, 1, "-> u16 version, u64 data_limit, u64 pid")                     \
     X(STATFS, 2, "-> 8 x u64 (see gfs_server_stat)")                           \
     X(CMA_PROBE, 3, "u64 src, u64 dst -> - (local: 8 bytes src -> dst)")       \
+    X(AUTH, 4, "blob cnonce -> blob snonce (gauth.h)")                         \
+    X(AUTH_PROVE, 5, "blob client mac -> blob server mac (gauth.h)")           \
     X(NS_RESERVE, 10, "str name -> -")                                         \
     X(NS_COMMIT, 11, "str name, rec -> -")                                     \
     X(NS_RELEASE, 12, "str name -> -")                                         \

@@ -111,7 +111,14 @@ typedef struct gsrv_globals {
     int verbose;
     unsigned spin_us;    /* local connections: poll this long before recv */
     volatile int stopping; /* set once on SIGTERM/SIGINT               */
+    unsigned max_conns;  /* connections served at once (--max-conns)    */
+    int frame_timeout_ms; /* a begun frame or an unauthenticated
+                           * connection may stall this long (--frame-timeout) */
 } gsrv_globals;
+
+#define GSRV_DEFAULT_MAX_CONNS 1024
+#define GSRV_DEFAULT_FRAME_TIMEOUT_S 30
+#define GSRV_OVERCAP_HANDLERS 16 /* refusals answered at once past the cap */
 
 extern gsrv_globals gsrv_g;
 
@@ -150,7 +157,26 @@ typedef struct gsrv_conn {
     uint8_t *stage;
     struct gsrv_out *out; /* reply batch, allocated on first use */
     struct gsrv_conn *prev, *next; /* registry in galleyd.c */
+    /* the cluster secret (auth.c) */
+    uint8_t auth_state;
+    bool auth_failed;     /* a wrong proof: close after the reply */
+    bool over_cap;        /* past --max-conns: answer GFS_ECONNLIMIT, close */
+    uint8_t auth_cnonce[32], auth_snonce[32];
 } gsrv_conn;
+
+/* The cluster secret (auth.c).  gsrv_auth_init runs once on the main
+ * thread after the data directory is open: key_path is --key or NULL;
+ * 0, or a negative error after printing why. */
+int gsrv_auth_init(const char *key_path);
+bool gsrv_auth_required(void);
+/* May connection c send a request with this opcode now? */
+bool gsrv_auth_allows(const gsrv_conn *c, unsigned opcode);
+
+/* Largest frame payload a connection may send (gproto.h). */
+static inline uint64_t gsrv_frame_limit(void)
+{
+    return 2 * gsrv_g.data_limit + GP_FRAME_SLACK;
+}
 
 /* Thread body of a handler; takes ownership of c (frees it at the end). */
 void *gsrv_handler_main(void *c);

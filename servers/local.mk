@@ -12,5 +12,6 @@ servers_galleyd_SOURCES = \
 	servers/disk.c \
 	servers/rangelock.c \
 	servers/meta.c \
-	servers/cma.c
+	servers/cma.c \
+	servers/auth.c
 servers_galleyd_LDADD = proto/libgproto.la -lpthread

@@ -32,7 +32,9 @@
  * flag), then remove whatever nobody has open; a fork still open leaves
  * the table and its data file is unlinked at its last close, and a marked
  * subfile's header disappears with its last fork.  Marks left by a crash
- * are completed at startup.
+ * are completed at startup.  On a full disk (no room for the mark) a
+ * subfile nobody has open is removed at once, unmarked, so that deleting
+ * always frees space.
  */
 #include "gsrv_internal.h"
 
@@ -652,6 +654,28 @@ out_free_sub:
     return rc;
 }
 
+/* A full disk has no room for the deletion mark.  When nobody has a fork
+ * of s open there is nothing to defer, so no mark is needed: s goes at
+ * once (its header's unlink is the commit point) and frees its space.
+ * Otherwise the mark's error stands.  subtab.meta held. */
+static int delete_without_mark(gsrv_sub *s, int err, gsrv_fork **reaplist)
+{
+    pthread_mutex_lock(&subtab.lock);
+    bool open = false;
+    for (size_t i = 0; i < s->nforks; i++)
+        open |= s->forks[i]->opens > 0;
+    if (!open) {
+        s->deleted = true;
+        for (size_t i = 0; i < s->nforks; i++)
+            s->forks[i]->deleted = true;
+    }
+    pthread_mutex_unlock(&subtab.lock);
+    if (open)
+        return err;
+    gsrv_log(1, "sub/%" PRIu64 ": disk full, removed without a mark", s->hid);
+    return sub_destroy(s, reaplist);
+}
+
 int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     uint64_t hid = gp_get_u64(req);
@@ -676,6 +700,10 @@ int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         v[i].deleted = true;
     rc = write_header(s, true, s->next_fork, v, n);
     free(v);
+    if (rc == -ENOSPC || rc == -EDQUOT) {
+        rc = delete_without_mark(s, rc, &reaplist);
+        goto out_unlock_meta;
+    }
     if (rc)
         goto out_unlock_meta;
     pthread_mutex_lock(&subtab.lock);

@@ -433,8 +433,14 @@ int gfs_striped_import(const void *buf, size_t len);
 int gfs_striped_lock(int sid, int64_t offset, int64_t len, int exclusive);
 int gfs_striped_unlock(int sid, int64_t offset, int64_t len);
 /* Atomically add delta to counter `key` (created as 0); returns the old
- * value (>= 0) or a negative error. */
+ * value (>= 0) or a negative error.  A counter stays within 0 ..
+ * INT64_MAX: an add that would leave it answers -ERANGE and changes
+ * nothing. */
 int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta);
+/* Atomically replace counter `key` by value (>= 0, else -ERANGE); returns
+ * the old value (0 for a new key) or a negative error.  One request: a
+ * reset that concurrent adds and sets cannot tear. */
+int64_t gfs_striped_fetch_set(int sid, const char *key, int64_t value);
 
 /* Pure layout arithmetic (no servers needed). */
 /* Bytes of logical range [0, size) that subfile `subfile` holds. */

@@ -55,6 +55,11 @@
  * Limits: a frame's payload is at most GP_MAX_PAYLOAD; the data bytes of
  * one IO request at most the data limit the server gave in PING (clients
  * split larger requests; GFS_ETOOBIG otherwise).
+ * FETCH_ADD's delta is a two's-complement int64; a counter holds 0 ..
+ * INT64_MAX, and an add that would leave that range answers -ERANGE and
+ * changes nothing.  FETCH_SET replaces the value (0 .. INT64_MAX, else
+ * -ERANGE) and returns the old one, atomically (a shared file pointer's
+ * reset in one request).
  * LOCK covers [off, off + len) of the subfile's lock space (len 0: to the
  * end); shared locks share, an exclusive lock excludes other connections'
  * overlapping locks; a connection's own locks never conflict.  The server
@@ -129,7 +134,8 @@
     X(IO_WRITEV, 43, "u64 fkid, segs, mem -> u64 fork size (local, CMA)")      \
     X(FETCH_ADD, 50, "u64 hid, str key, u64 delta -> u64 old")                 \
     X(LOCK, 51, "u64 hid, u64 off, u64 len, u8 excl -> -")                     \
-    X(UNLOCK, 52, "u64 hid, u64 off, u64 len -> -")
+    X(UNLOCK, 52, "u64 hid, u64 off, u64 len -> -")                           \
+    X(FETCH_SET, 53, "u64 hid, str key, u64 value -> u64 old")
 
 enum gp_opcode {
 #define GP_X_ENUM(name, code, doc) GP_OP_##name = code,

@@ -1032,13 +1032,29 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return rc;
 }
 
+/* FETCH_ADD (set false: add delta) and FETCH_SET (set: replace by delta),
+ * one body: counters hold 0 .. INT64_MAX (gproto.h). */
+static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set);
+
 int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return fetch_op(req, rep, false);
+}
+
+int gsrv_op_FETCH_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return fetch_op(req, rep, true);
+}
+
+static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
 {
     char key[GFS_NAME_MAX + 1];
     uint64_t hid = gp_get_u64(req);
     gp_get_str(req, key, GFS_NAME_MAX);
     uint64_t delta = gp_get_u64(req);
     int rc = gsrv_decoded(req);
+    if (!rc && set && delta > (uint64_t)INT64_MAX)
+        rc = -ERANGE;
     if (!rc && !key[0])
         rc = -EINVAL;
     if (rc)
@@ -1079,7 +1095,19 @@ int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         s->nctr++;
     }
     old = s->ctr[i].value;
-    s->ctr[i].value = old + delta; /* modulo 2^64 */
+    if (set) {
+        s->ctr[i].value = delta;
+    } else {
+        /* stay within 0 .. INT64_MAX (a value from an older server past
+         * it is left alone: only adds that bring it back are taken) */
+        int64_t d = (int64_t)delta;
+        if (d < 0 ? old < (uint64_t)-(d + 1) + 1
+                  : old > (uint64_t)INT64_MAX - (uint64_t)d) {
+            rc = -ERANGE;
+            goto out_unlock_meta;
+        }
+        s->ctr[i].value = old + delta; /* in range: no wrap */
+    }
     rc = write_counters(s, s->ctr, s->nctr);
     if (rc)
         s->ctr[i].value = old; /* a new key stays at 0: same meaning */

@@ -573,3 +573,65 @@ def test_fuzz_live_server_while_a_client_works(make_cluster, tmp_path):
     for i in range(c.n):
         assert c.alive(i), c.log(i)[-3000:]
     assert c.galley("ping").returncode == 0
+
+
+# ---------------------------------------------------- shared-pointer counters ----
+
+FETCH_SET = 53
+ERANGE = -34
+
+
+def test_counters_stay_in_range_and_reset_atomically(cluster):
+    """FETCH_ADD never takes a counter below 0 or past INT64_MAX (-ERANGE,
+    nothing changed; the key keeps working); FETCH_SET replaces a value in
+    one request; threads mixing resets and adds never see an error."""
+    name = "ctr/f%d" % os.getpid()
+    assert cluster.galley("create", name, "-n", "1").returncode == 0
+    (server, hid), = find_record(cluster, name)
+    c = Conn(cluster.addr(server))
+
+    def add(key, d):
+        status, p = c.call(OP["FETCH_ADD"], u64(hid) + s16(key) +
+                           struct.pack("<q", d))
+        return status if status else struct.unpack("<Q", p)[0]
+
+    def fset(key, v):
+        status, p = c.call(FETCH_SET, u64(hid) + s16(key) + u64(v))
+        return status if status else struct.unpack("<Q", p)[0]
+
+    assert add("k", -5) == ERANGE  # a fresh key is 0: stays 0
+    assert add("k", 3) == 0
+    assert add("k", -4) == ERANGE
+    assert add("k", -3) == 3
+    assert add("k", 0) == 0
+    assert fset("k", 7) == 0
+    assert add("k", (1 << 63) - 1) == ERANGE
+    assert fset("k", 1 << 63) == ERANGE
+    assert fset("k", (1 << 63) - 1) == 7
+    assert add("k", 1) == ERANGE
+    assert fset("fresh", 5) == 0 and add("fresh", 0) == 5
+    c.close()
+
+    errors = []
+
+    def worker(seed):
+        k = Conn(cluster.addr(server))
+        rnd = random.Random(seed)
+        try:
+            for _ in range(150):
+                if rnd.random() < 0.3:
+                    st, p = k.call(FETCH_SET, u64(hid) + s16("fp") + u64(0))
+                else:
+                    st, p = k.call(OP["FETCH_ADD"], u64(hid) + s16("fp") +
+                                   u64(rnd.randrange(1, 100)))
+                if st or struct.unpack("<Q", p)[0] >= 1 << 63:
+                    errors.append((st, p))
+        finally:
+            k.close()
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert not errors, errors[:5]

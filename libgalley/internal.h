@@ -62,6 +62,11 @@ void gc_conn_free(gc_conn *c);
 typedef int (*gc_auth_call)(void *arg, uint16_t op, const gp_wbuf *w,
                             uint8_t *out, size_t outmax, uint32_t *outlen);
 void gc_auth_load(const char *cluster_path);
+/* Lock leases (lease.c): count locks this process holds on server
+ * (delta +1 after LOCK, -1 after UNLOCK); while any are held a thread
+ * renews them.  gc_lease_stop ends it (gfs_finalize). */
+void gc_lease_hold(int server, int delta);
+void gc_lease_stop(void);
 void gc_auth_unload(void);
 int gc_auth_handshake(gc_auth_call call, void *arg);
 

@@ -237,8 +237,13 @@ static int lock_call(int sid, uint16_t op, int64_t offset, int64_t len,
         gp_wbuf_free(&w);
         /* The server answers -EAGAIN after waiting a while, so a long
          * wait for a lock never looks like a dead server: ask again. */
-        if (rc != -EAGAIN)
+        if (rc != -EAGAIN) {
+            if (op == GP_OP_LOCK && rc == 0)
+                gc_lease_hold(server, 1); /* renewed meanwhile (lease.c) */
+            else if (op == GP_OP_UNLOCK && (rc == 0 || rc == -ENOLCK))
+                gc_lease_hold(server, -1);
             return rc;
+        }
     }
 }
 

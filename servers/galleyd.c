@@ -4,7 +4,7 @@
  *   galleyd --data DIR [--listen HOST:PORT] [--cache-mb N]
  *           [--data-limit BYTES] [--port-file FILE] [--no-local]
  *           [--spin-us N] [--key FILE] [--max-conns N]
- *           [--frame-timeout SEC] [-v]
+ *           [--frame-timeout SEC] [--lock-lease SEC] [-v]
  *
  * Threads: main() runs here: it parses arguments, sets up DIR, starts the
  * DiskManager and CacheManager threads, loads the metadata, listens, and
@@ -54,7 +54,8 @@
 gsrv_globals gsrv_g = {.dfd = -1, .data_limit = GP_DEFAULT_DATA_LIMIT,
                        .spin_us = 50, .max_conns = GSRV_DEFAULT_MAX_CONNS,
                        .frame_timeout_ms =
-                           GSRV_DEFAULT_FRAME_TIMEOUT_S * 1000};
+                           GSRV_DEFAULT_FRAME_TIMEOUT_S * 1000,
+                       .lock_lease_ms = GSRV_DEFAULT_LOCK_LEASE_S * 1000};
 
 static struct {
     pthread_mutex_t lock;
@@ -184,13 +185,19 @@ static void usage(FILE *f)
             "                     request, or does not authenticate, for "
             "SEC seconds\n"
             "                     (default %d)\n"
+            "  --lock-lease SEC   a byte-range lock whose holder sends "
+            "nothing for SEC\n"
+            "                     seconds may be taken over (default %d; "
+            "libgalley\n"
+            "                     renews its locks every second)\n"
             "  -v, --verbose      log connections (-vv: also failed "
             "requests,\n"
             "                     -vvv: every request)\n"
             "\n"
             "Prints \"listening HOST:PORT\" on stdout once ready.\n",
             GSRV_DEFAULT_CACHE_MB, (unsigned)GP_DEFAULT_DATA_LIMIT,
-            GSRV_DEFAULT_MAX_CONNS, GSRV_DEFAULT_FRAME_TIMEOUT_S);
+            GSRV_DEFAULT_MAX_CONNS, GSRV_DEFAULT_FRAME_TIMEOUT_S,
+            GSRV_DEFAULT_LOCK_LEASE_S);
 }
 
 static bool parse_size(const char *s, uint64_t *out)
@@ -538,6 +545,7 @@ int main(int argc, char **argv)
         {"key", required_argument, NULL, 'K'},
         {"max-conns", required_argument, NULL, 'M'},
         {"frame-timeout", required_argument, NULL, 'T'},
+        {"lock-lease", required_argument, NULL, 'E'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -609,6 +617,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             gsrv_g.frame_timeout_ms = (int)v * 1000;
+            break;
+        }
+        case 'E': {
+            uint64_t v;
+            if (!parse_size(optarg, &v) || v < 3 || v > 86400) {
+                fprintf(stderr, "galleyd: --lock-lease: 3..86400 seconds\n");
+                return 2;
+            }
+            gsrv_g.lock_lease_ms = (int)v * 1000;
             break;
         }
         case 'v':

@@ -114,10 +114,12 @@ typedef struct gsrv_globals {
     unsigned max_conns;  /* connections served at once (--max-conns)    */
     int frame_timeout_ms; /* a begun frame or an unauthenticated
                            * connection may stall this long (--frame-timeout) */
+    int lock_lease_ms;   /* a lock's holder must show life this often */
 } gsrv_globals;
 
 #define GSRV_DEFAULT_MAX_CONNS 1024
 #define GSRV_DEFAULT_FRAME_TIMEOUT_S 30
+#define GSRV_DEFAULT_LOCK_LEASE_S 30
 #define GSRV_OVERCAP_HANDLERS 16 /* refusals answered at once past the cap */
 
 extern gsrv_globals gsrv_g;
@@ -161,6 +163,7 @@ typedef struct gsrv_conn {
     uint8_t auth_state;
     bool auth_failed;     /* a wrong proof: close after the reply */
     bool over_cap;        /* past --max-conns: answer GFS_ECONNLIMIT, close */
+    bool holds_locks;     /* has taken a byte-range lock (lease renewals) */
     uint8_t auth_cnonce[32], auth_snonce[32];
 } gsrv_conn;
 
@@ -465,5 +468,7 @@ size_t gsrv_cache_window(void);
  * ------------------------------------------------------------------------ */
 void gsrv_locks_drop_conn(uint64_t conn_id);
 void gsrv_locks_wake_all(void); /* on shutdown */
+/* A sign of life from connection conn_id: renew its locks' leases. */
+void gsrv_locks_renew(uint64_t conn_id);
 
 #endif /* GSRV_INTERNAL_H */

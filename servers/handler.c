@@ -545,6 +545,8 @@ void *gsrv_handler_main(void *arg)
                          gsrv_g.frame_timeout_ms);
             break; /* truncated or stalled payload */
         }
+        if (c->holds_locks)
+            gsrv_locks_renew(c->id); /* any request is a sign of life */
         if (handle(c, &h))
             break;
         if (c->bufcap > KEEP_BUF) {

@@ -635,3 +635,94 @@ def test_counters_stay_in_range_and_reset_atomically(cluster):
     for t in ts:
         t.join(60)
     assert not errors, errors[:5]
+
+
+# ------------------------------------------------------------- lock leases ----
+
+LOCKER = r"""
+import ctypes, sys, time
+g = ctypes.CDLL(sys.argv[1])
+assert g.gfs_init(sys.argv[2].encode()) == 0
+sid = g.gfs_striped_open(sys.argv[3].encode())
+assert sid >= 0, sid
+print("locking", flush=True)
+rc = g.gfs_striped_lock(sid, ctypes.c_int64(0), ctypes.c_int64(100), 1)
+print("locked %d" % rc, flush=True)
+time.sleep(float(sys.argv[4]))  # computing, or stopped by SIGSTOP
+rc = g.gfs_striped_unlock(sid, ctypes.c_int64(0), ctypes.c_int64(100))
+print("unlocked %d" % rc, flush=True)
+g.gfs_finalize()
+"""
+
+
+def libgalley_so():
+    from conftest import BUILD  # noqa: the build tree the suite uses
+    for p in (BUILD / "libgalley" / ".libs" / "libgalley.so",):
+        if p.exists():
+            return str(p)
+    pytest.skip("no libgalley.so in the build tree")
+
+
+def test_lock_leases(tmp_path):
+    """A lock whose holder is stopped (SIGSTOP) expires after --lock-lease
+    (3 s here) and a waiter gets it; a holder that keeps running but sends
+    nothing of its own for three leases keeps its lock (libgalley renews
+    it), and the waiter gets it only at the holder's unlock."""
+    p, addr, cf = hand_server(tmp_path, "--lock-lease", "3")
+    so = libgalley_so()
+    try:
+        cp = galley(cf, "create", "lk/f", "-n", "1", "-u", "4096")
+        assert cp.returncode == 0, describe(cp)
+        script = tmp_path / "locker.py"
+        script.write_text(LOCKER)
+        env = base_env({"GALLEY_TIMEOUT": "30"})
+
+        def locker(hold):
+            q = subprocess.Popen([os.sys.executable, str(script), so, str(cf),
+                                  "lk/f", str(hold)], env=env, text=True,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+            line = q.stdout.readline()
+            assert line == "locking\n", (line, q.stderr.read())
+            return q
+
+        def wait_locked(q, timeout):
+            """Seconds until q printed "locked 0", or None after timeout."""
+            t0 = time.monotonic()
+            got = []
+            t = threading.Thread(target=lambda: got.append(q.stdout.readline()))
+            t.daemon = True
+            t.start()
+            t.join(timeout)
+            if not got:
+                return None
+            assert got[0] == "locked 0\n", (got, q.stderr.read())
+            return time.monotonic() - t0
+
+        # a running holder: 9 s (three leases) with the lock, never stolen
+        holder = locker(9)
+        assert wait_locked(holder, 10) is not None
+        waiter = locker(0)
+        took = wait_locked(waiter, 20)
+        out = holder.communicate(timeout=20)[0]
+        assert "unlocked 0" in out, out  # it still held it at the end
+        assert took is not None and took > 7, took
+        waiter.communicate(timeout=20)
+
+        # a stopped holder: its lock expires after the lease
+        holder = locker(60)
+        assert wait_locked(holder, 10) is not None
+        os.kill(holder.pid, 19)  # SIGSTOP
+        try:
+            waiter = locker(0)
+            took = wait_locked(waiter, 20)
+            assert took is not None and 2 < took < 12, took
+            assert "unlocked 0" in waiter.communicate(timeout=20)[0]
+        finally:
+            holder.kill()
+            holder.wait()
+        log = (tmp_path / "hand" / "log").read_text()
+        assert "lock lease expired" in log, log[-2000:]
+    finally:
+        p.terminate()
+        p.wait(10)

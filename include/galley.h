@@ -450,6 +450,40 @@ int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile,
 int64_t gfs_layout_logical_size(int nsub, int64_t unit,
                                 const int64_t *fsizes);
 
+/* ------------------------------------------------------------------------
+ * Consistency check (galley fsck)
+ * ------------------------------------------------------------------------ */
+
+enum {
+    GFS_FSCK_ORPHAN = 1,       /* a subfile header no record names (an rm
+                                * interrupted by a dead server)          */
+    GFS_FSCK_DANGLING = 2,     /* a record names a header its server lacks */
+    GFS_FSCK_MISMATCH = 3,     /* the header names another file or index */
+    GFS_FSCK_UNREACHABLE = 4,  /* a server did not answer (status)       */
+    GFS_FSCK_REPAIRED = 5,     /* an orphan was removed (not a problem)  */
+    GFS_FSCK_NOT_REPAIRED = 6, /* removing an orphan failed (status)     */
+};
+
+typedef struct gfs_fsck_item {
+    int kind;      /* GFS_FSCK_* */
+    int server;
+    uint64_t hid;  /* the subfile header id on that server */
+    char name[GFS_NAME_MAX + 1]; /* the file it belongs (or belonged) to */
+    uint32_t subfile;
+    int status;    /* UNREACHABLE, NOT_REPAIRED: the error */
+} gfs_fsck_item;
+
+typedef void (*gfs_fsck_fn)(const gfs_fsck_item *item, void *arg);
+
+/*
+ * Compare every server's file records with every server's subfile
+ * headers; call fn for each finding.  repair != 0 removes orphans (never
+ * while some server does not answer; a file being created is never taken
+ * for one).  Returns the number of problems found (repaired orphans
+ * included, GFS_FSCK_REPAIRED items not counted), or a negative error.
+ */
+int gfs_fsck(int repair, gfs_fsck_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -119,6 +119,8 @@
     X(NS_SETATTR, 16, "str name, blob attrs -> -")                             \
     X(SUB_CREATE, 20, "str filename, u32 subfile -> u64 hid")                  \
     X(SUB_DELETE, 21, "u64 hid -> -")                                          \
+    X(SUB_LIST, 22, "u64 after -> u32 n, n x (u64 hid, str file, u32 subfile,"\
+                    " u8 deleted) (hid > after, sorted, <= 4096)")             \
     X(FORK_CREATE, 30, "u64 hid, str fork -> -")                               \
     X(FORK_OPEN, 31, "u64 hid, str fork -> u64 fkid, u64 size")                \
     X(FORK_CLOSE, 32, "u64 fkid -> -")                                         \

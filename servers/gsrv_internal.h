@@ -365,6 +365,18 @@ void gsrv_fork_close(uint64_t fkid, uint32_t count);
 /* True when hid names a subfile that is not deleted. */
 bool gsrv_sub_exists(uint64_t hid);
 
+/* fsck (fsck.c): up to max subfiles with hid > after, sorted by hid,
+ * live and marked; free with gsrv_sub_info_free. */
+typedef struct gsrv_sub_info {
+    uint64_t hid;
+    char *filename;
+    uint32_t subidx;
+    bool deleted;
+} gsrv_sub_info;
+int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out,
+                  size_t *n);
+void gsrv_sub_info_free(gsrv_sub_info *v, size_t n);
+
 /* For STATFS. */
 void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks,
                     uint64_t *bytes_used);

@@ -1473,3 +1473,51 @@ void gsrv_sub_fini(void)
     subtab.nbuckets = 0;
     subtab.nsubs = 0;
 }
+
+/* ------------------------------------------------------------ fsck ---- */
+
+static int cmp_info_hid(const void *a, const void *b)
+{
+    const gsrv_sub_info *x = a, *y = b;
+    return x->hid < y->hid ? -1 : x->hid > y->hid;
+}
+
+int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out,
+                  size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&subtab.lock);
+    size_t cap = subtab.nsubs ? subtab.nsubs : 1, k = 0;
+    gsrv_sub_info *v = malloc(cap * sizeof(*v));
+    for (size_t i = 0; v && i < subtab.nbuckets; i++)
+        for (gsrv_sub *s = subtab.bucket[i]; s && k < cap; s = s->hnext)
+            if (s->hid > after)
+                v[k++] = (gsrv_sub_info){.hid = s->hid,
+                                         .subidx = s->subidx,
+                                         .deleted = s->deleted,
+                                         .filename = strdup(s->filename)};
+    pthread_mutex_unlock(&subtab.lock);
+    if (!v)
+        return -ENOMEM;
+    qsort(v, k, sizeof(*v), cmp_info_hid);
+    for (size_t i = max; i < k; i++)
+        free(v[i].filename);
+    if (k > max)
+        k = max;
+    for (size_t i = 0; i < k; i++)
+        if (!v[i].filename) {
+            gsrv_sub_info_free(v, k);
+            return -ENOMEM;
+        }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+void gsrv_sub_info_free(gsrv_sub_info *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].filename);
+    free(v);
+}

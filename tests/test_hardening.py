@@ -726,3 +726,60 @@ def test_lock_leases(tmp_path):
     finally:
         p.terminate()
         p.wait(10)
+
+
+# -------------------------------------------------------------------- fsck ----
+
+def test_fsck_finds_and_repairs_the_orphans_of_an_interrupted_rm(
+        fresh_cluster, tmp_path):
+    """A server is killed in the middle of `galley rm` (stopped while the
+    rm waits on it, then SIGKILLed): the record is gone but that server
+    keeps the file's subfile.  `galley fsck` reports exactly that orphan,
+    `--repair` removes it (its directory leaves the server's disk), other
+    files are untouched, and fsck is clean afterwards."""
+    c = fresh_cluster
+    src = tmp_path / "data"
+    src.write_bytes(os.urandom(1 * MB))
+    for name in ("keep/a", "doomed/b"):
+        cp = c.galley("put", src, name)
+        assert cp.returncode == 0, describe(cp)
+    cp = c.galley("fsck")
+    assert cp.returncode == 0 and "0 orphan(s)" in cp.stdout, describe(cp)
+
+    subs = find_record(c, "doomed/b")
+    victim, hid = [(s, h) for s, h in subs if s != 0][-1]
+    pid = c.pid(victim)
+    os.kill(pid, 19)  # SIGSTOP: the rm will wait on it
+    rm = subprocess.Popen([galley_path(), "-c", str(c.cluster_file), "rm",
+                           "doomed/b"], env=dict(c.env, GALLEY_TIMEOUT="20"),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    time.sleep(1.0)
+    c.kill(victim)  # SIGKILL mid-rm
+    t0 = time.monotonic()
+    out, err = rm.communicate(timeout=60)
+    print("rm after the kill: %.1f s" % (time.monotonic() - t0))
+    assert rm.returncode != 0, (out, err)
+    t0 = time.monotonic()
+    c.restart(victim)
+    print("restart: %.1f s" % (time.monotonic() - t0))
+    assert "doomed/b" not in c.galley("ls").stdout.split()
+    subdir = c.dir / ("server%d" % victim) / "sub" / str(hid)
+    assert subdir.is_dir()
+
+    cp = c.galley("fsck")
+    assert cp.returncode == 1, describe(cp)
+    orphans = [l for l in cp.stdout.splitlines() if l.startswith("orphan")]
+    assert orphans == ["orphan      server %d sub %d of 'doomed/b' subfile "
+                       "%d: no record names it" % (
+                           victim, hid, [s for s, _ in subs].index(victim))
+                       ], cp.stdout
+    cp = c.galley("fsck", "--repair")
+    assert cp.returncode == 0, describe(cp)
+    assert "repaired    server %d sub %d" % (victim, hid) in cp.stdout
+    assert not subdir.exists()
+    cp = c.galley("fsck")
+    assert cp.returncode == 0 and "0 orphan(s)" in cp.stdout, describe(cp)
+    cp = c.galley("get", "keep/a", tmp_path / "back")
+    assert cp.returncode == 0
+    assert (tmp_path / "back").read_bytes() == src.read_bytes()

@@ -55,6 +55,9 @@ static const char usage_text[] =
     "                                new striped file (-f replaces NAME)\n"
     "  get NAME LOCAL                copy a striped file out ('-' = stdout)\n"
     "  df                            per-server space, records, cache\n"
+    "  fsck [--repair]               check records against subfile headers;\n"
+    "                                --repair removes orphans (left by an rm\n"
+    "                                while a server was down)\n"
     "  fork create NAME SUBFILE FORK\n"
     "  fork ls NAME [SUBFILE]\n"
     "  fork rm NAME SUBFILE FORK\n"
@@ -76,6 +79,9 @@ static const char usage_text[] =
     "  -f         put: replace an existing file\n"
     "\n"
     "Exit status: 0 success, 1 an operation failed, 2 bad usage.\n";
+
+/* `galley fsck [--repair]` (tools/fsck.c). */
+int galley_fsck(int argc, char **argv, const char *cluster, int timeout_s);
 
 static void usage(FILE *f)
 {
@@ -1185,6 +1191,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
+    if (strcmp(cmd, "fsck") == 0) /* tools/fsck.c */
+        return galley_fsck(argc - i, argv + i, o.cluster, o.timeout_s);
     if (strcmp(cmd, "fork") == 0) {
         if (i >= argc)
             return bad_usage("%s", "'fork' needs a subcommand "

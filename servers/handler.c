@@ -18,7 +18,8 @@
  *   - a frame begun but not continued for the frame timeout (--frame-
  *     timeout), or no authenticated request within it: close;
  *   - before a connection has proven the cluster secret (auth.c): every
- *     request but AUTH / AUTH_PROVE gets GFS_EAUTH; a wrong proof: close;
+ *     request but AUTH / AUTH_PROVE gets GFS_EAUTH, a frame over
+ *     GP_FRAME_SLACK bytes GFS_EAUTH and a close; a wrong proof: close;
  *   - a connection past --max-conns: GFS_ECONNLIMIT, then close;
  *   - a truncated frame (peer gone mid-frame): close;
  *   - non-zero status in a request, malformed payload, trailing bytes:
@@ -518,6 +519,11 @@ void *gsrv_handler_main(void *arg)
             gsrv_log(1, "%s: protocol version %u, closing", c->peer,
                      h.version);
             send_reply(c, &h, GFS_EVERSION, NULL);
+            break;
+        }
+        if (h.length > GP_FRAME_SLACK && !gsrv_auth_allows(c, GP_OP_PING)) {
+            /* nobody we know: no large buffers, no draining */
+            send_reply(c, &h, GFS_EAUTH, NULL);
             break;
         }
         if (h.length > GP_MAX_PAYLOAD || h.length > gsrv_frame_limit()) {

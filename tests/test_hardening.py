@@ -302,6 +302,13 @@ def test_cluster_secret(fresh_cluster, tmp_path):
                         ("NS_REMOVE", s16("s/secret"))):
         status, _ = raw.call(OP[op], payload)
         assert status == GFS_EAUTH, (op, status)
+    # no large frames before AUTH: refused and closed, nothing buffered
+    big = Conn(addr, auth=False)
+    big.send(frame(OP["IO_WRITE"], length=1 << 20, reqid=9))
+    h, _ = big.reply()
+    assert h[3] == 9 and h[4] == GFS_EAUTH
+    assert big.reply() is None
+    big.close()
     status, p = raw.call(OP["AUTH"], u32(32) + os.urandom(32))
     assert status == 0 and len(p) == 36
     status, _ = raw.call(OP["AUTH_PROVE"], u32(32) + b"\0" * 32)

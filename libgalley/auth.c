@@ -1,15 +1,20 @@
 /*
  * auth.c -- the cluster secret on the client side (proto/gauth.h).
  *
- * The key is looked for once, by gfs_init: $GALLEY_KEY when set, else the
- * cluster file's name with ".key" appended (galley-cluster writes
- * DIR/cluster.key beside DIR/cluster), so every program that finds its
- * cluster finds its key too.  Having no key is not an error: a server
- * without a secret serves anyone, and one with a secret answers
- * GFS_EAUTH.  Having a key, the client proves it to every server and
- * requires each server to prove it back (conn.c calls gc_auth_handshake on
- * every new connection), so a process on a port the client expects its
- * cluster on cannot pose as one of its servers.
+ * The key is looked for once, by gfs_init: the file $GALLEY_KEY names
+ * when it is set, else the cluster file's name with ".key" appended
+ * (galley-cluster writes DIR/cluster.key beside DIR/cluster), else the
+ * user's key ~/.galley/key (galley-cluster copies it into every cluster it
+ * makes, so a cluster file put together from several clusters' lines needs
+ * no key of its own).  Every program that finds its cluster finds its key.
+ *
+ * Having no key is not an error: a server without a secret serves anyone,
+ * and one with a secret answers GFS_EAUTH.  Having a key, the client
+ * proves it to every server that has one.  A key tied to the cluster (the
+ * first two) is strict: every server must prove it back, so a process on a
+ * port the cluster used cannot pose as one of its servers.  The user's
+ * key is a fallback: a server without a secret (started by hand, with its
+ * own cluster file) is still used.
  *
  * Threads: gc_auth_load / gc_auth_unload run under gc_g.lock in gfs_init /
  * gfs_finalize, before any connection exists and after the last is gone;
@@ -26,28 +31,45 @@
 
 static struct {
     bool have;
+    bool strict; /* the key is the cluster's: servers must prove it too */
     uint8_t key[GP_KEY_BYTES];
 } auth;
 
-void gc_auth_load(const char *cluster_path)
+static int load(const char *path)
 {
-    char buf[4096];
-    const char *path = getenv("GALLEY_KEY");
-    if (!path || !path[0]) {
-        if (!cluster_path ||
-            snprintf(buf, sizeof(buf), "%s.key", cluster_path) >=
-                (int)sizeof(buf))
-            return;
-        path = buf;
-    }
     int rc = gp_key_load(path, auth.key);
-    auth.have = rc == 0;
     if (rc && rc != -ENOENT)
         fprintf(stderr, "galley: ignoring the key file %s: %s\n", path,
                 rc == -EACCES ? "readable or writable by group or others "
                                 "(chmod 600 it)"
                 : rc == -EINVAL ? "not a key (64 hex digits expected)"
                                 : strerror(-rc));
+    auth.have = rc == 0;
+    return rc;
+}
+
+void gc_auth_load(const char *cluster_path)
+{
+    char buf[4096];
+    auth.have = false;
+    auth.strict = true;
+    const char *env = getenv("GALLEY_KEY");
+    if (env && env[0]) {
+        load(env);
+        return;
+    }
+    if (cluster_path &&
+        snprintf(buf, sizeof(buf), "%s.key", cluster_path) <
+            (int)sizeof(buf) &&
+        load(buf) != -ENOENT)
+        return;
+    const char *home = getenv("HOME");
+    if (home && home[0] &&
+        snprintf(buf, sizeof(buf), "%s/.galley/key", home) <
+            (int)sizeof(buf)) {
+        auth.strict = false;
+        load(buf);
+    }
 }
 
 void gc_auth_unload(void)
@@ -83,6 +105,12 @@ int gc_auth_handshake(gc_auth_call call, void *arg)
     gp_put_blob(&w, cn, sizeof(cn));
     int rc = w.err ? w.err : call(arg, GP_OP_AUTH, &w, out, sizeof(out),
                                   &outlen);
+    if (rc == -EOPNOTSUPP) {
+        /* a server without a secret: fine for the user's key, not for
+         * the cluster's (that server is not the cluster's) */
+        gp_wbuf_free(&w);
+        return auth.strict ? GFS_EAUTH : 0;
+    }
     if (!rc)
         rc = take32(out, outlen, sn);
     if (!rc) {

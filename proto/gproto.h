@@ -91,7 +91,7 @@
  * The cluster secret (gauth.h).  A server that has a key answers every
  * request but AUTH and AUTH_PROVE with GFS_EAUTH until the connection has
  * proven it knows the key; a wrong proof is answered GFS_EAUTH and the
- * connection is closed.  A server without a key answers AUTH GFS_EAUTH
+ * connection is closed.  A server without a key answers AUTH -EOPNOTSUPP
  * and serves everyone.
  *
  * Server resources (galleyd options): a frame's payload may be at most

@@ -134,7 +134,7 @@ int gsrv_op_AUTH(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (n != GP_NONCE_BYTES)
         return GFS_EPROTO;
     if (!auth.on)
-        return GFS_EAUTH; /* no secret here: nothing to prove */
+        return -EOPNOTSUPP; /* no secret here: nothing to prove */
     if (c->auth_state == AUTH_DONE)
         return -EALREADY;
     memcpy(c->auth_cnonce, cn, GP_NONCE_BYTES);

@@ -270,13 +270,15 @@ def test_cluster_secret(fresh_cluster, tmp_path):
     src.write_bytes(b"not for other users\n" * 100)
     assert c.galley("put", src, "s/secret").returncode == 0
 
-    # the same cluster file elsewhere, without its key
+    # another user: the same cluster file, but neither its key nor ours
+    # (~/.galley/key, which galley-cluster copied into the cluster's)
     other = tmp_path / "other"
     other.mkdir()
     (other / "cluster").write_text(c.cluster_file.read_text())
+    stranger = base_env({"HOME": str(other)})
     for args in (("ls",), ("get", "s/secret", "-"), ("rm", "s/secret")):
         cp = run([galley_path(), "-c", str(other / "cluster")] + list(args),
-                 env=base_env())
+                 env=stranger)
         assert cp.returncode != 0
         assert "cluster secret missing or wrong" in cp.stderr, describe(cp)
     # a wrong key (GALLEY_KEY overrides the file beside the cluster file)
@@ -289,11 +291,11 @@ def test_cluster_secret(fresh_cluster, tmp_path):
     (other / "cluster.key").write_text(key.read_text())
     (other / "cluster.key").chmod(0o644)
     cp = run([galley_path(), "-c", str(other / "cluster"), "ls"],
-             env=base_env())
+             env=stranger)
     assert cp.returncode != 0 and "chmod 600" in cp.stderr, describe(cp)
     (other / "cluster.key").chmod(0o600)
     cp = run([galley_path(), "-c", str(other / "cluster"), "ls"],
-             env=base_env())
+             env=stranger)
     assert cp.returncode == 0 and "s/secret" in cp.stdout, describe(cp)
 
     addr = c.addr(0)
@@ -334,13 +336,39 @@ def test_cluster_secret(fresh_cluster, tmp_path):
                 assert m == 0o600, (root, f, oct(m))
 
 
+def test_cluster_file_from_several_clusters(make_cluster, tmp_path):
+    """Clusters started one per host (as a multi-host harness does) share
+    the user's key: a cluster file made of their lines, with no key beside
+    it, works through ~/.galley/key; without that key it is refused."""
+    a = make_cluster(n=1, name="hostA")
+    b = make_cluster(n=1, name="hostB")
+    assert (a.dir / "cluster.key").read_text() == \
+        (b.dir / "cluster.key").read_text()
+    both = tmp_path / "both"
+    both.mkdir()
+    cf = both / "cluster"
+    cf.write_text(a.cluster_file.read_text() + b.cluster_file.read_text())
+    src = tmp_path / "x"
+    src.write_bytes(os.urandom(300000))
+    cp = galley(cf, "put", src, "multi/x")
+    assert cp.returncode == 0, describe(cp)
+    cp = galley(cf, "get", "multi/x", tmp_path / "y")
+    assert cp.returncode == 0 and (tmp_path / "y").read_bytes() == \
+        src.read_bytes()
+    cp = run([galley_path(), "-c", str(cf), "ls"],
+             env=base_env({"HOME": str(both)}))
+    assert cp.returncode != 0 and "cluster secret" in cp.stderr, describe(cp)
+
+
 def test_server_must_prove_the_secret_too(tmp_path):
-    """A client with a key refuses a server that does not know it (one
-    started without --key on a port the client expects its cluster on);
-    a server restarted by hand on its data directory keeps its key."""
+    """A client with its cluster's key refuses a server that does not know
+    it (one started without --key on a port the cluster used); a server
+    restarted by hand on its data directory keeps its key.  A hand-made
+    cluster without a key is served to anyone."""
     p, addr, cf = hand_server(tmp_path, key=False)
     try:
-        assert galley(cf, "ping").returncode == 0  # no key anywhere: open
+        cp = galley(cf, "ping")  # no key beside: open (user key or none)
+        assert cp.returncode == 0, describe(cp)
         kf = tmp_path / "hand" / "cluster.key"
         kf.write_text(os.urandom(32).hex() + "\n")
         kf.chmod(0o600)

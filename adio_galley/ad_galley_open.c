@@ -91,9 +91,8 @@ void ADIOI_GALLEY_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_c
         rc = fs ? open_here(fd, fs) : -ENOMEM;
         if (!rc) {
             /* a fresh open starts the shared file pointer at zero */
-            int64_t old = gfs_striped_fetch_add(fs->sid, SHARED_FP_KEY, 0);
-            if (old > 0)
-                old = gfs_striped_fetch_add(fs->sid, SHARED_FP_KEY, -old);
+            /* one atomic request: concurrent opens cannot tear it */
+            int64_t old = gfs_striped_fetch_set(fs->sid, SHARED_FP_KEY, 0);
             rc = old < 0 ? (int) old : 0;
         }
         if (!rc) {

@@ -56,7 +56,10 @@ extern "C" {
     X(GFS_ESTALE, -1009, "fork or file was removed on the server")             \
     X(GFS_ETOOBIG, -1010, "request larger than the server accepts")            \
     X(GFS_ELAYOUT, -1011, "file has no (or an invalid) striped layout")        \
-    X(GFS_EBUSY, -1012, "resource busy (name being created or deleted)")
+    X(GFS_EBUSY, -1012, "resource busy (name being created or deleted)")   \
+    X(GFS_EAUTH, -1020, "cluster secret missing or wrong (the key file "      \
+                        "beside the cluster file, or GALLEY_KEY)")             \
+    X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")
 
 enum gfs_error {
 #define GFS_X_ENUM(name, value, msg) name = value,
@@ -430,8 +433,14 @@ int gfs_striped_import(const void *buf, size_t len);
 int gfs_striped_lock(int sid, int64_t offset, int64_t len, int exclusive);
 int gfs_striped_unlock(int sid, int64_t offset, int64_t len);
 /* Atomically add delta to counter `key` (created as 0); returns the old
- * value (>= 0) or a negative error. */
+ * value (>= 0) or a negative error.  A counter stays within 0 ..
+ * INT64_MAX: an add that would leave it answers -ERANGE and changes
+ * nothing. */
 int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta);
+/* Atomically replace counter `key` by value (>= 0, else -ERANGE); returns
+ * the old value (0 for a new key) or a negative error.  One request: a
+ * reset that concurrent adds and sets cannot tear. */
+int64_t gfs_striped_fetch_set(int sid, const char *key, int64_t value);
 
 /* Pure layout arithmetic (no servers needed). */
 /* Bytes of logical range [0, size) that subfile `subfile` holds. */
@@ -490,6 +499,40 @@ typedef struct gfs_server_io {
 } gfs_server_io;
 
 int gfs_server_io_stats(int server, gfs_server_io *st);
+
+/* ------------------------------------------------------------------------
+ * Consistency check (galley fsck)
+ * ------------------------------------------------------------------------ */
+
+enum {
+    GFS_FSCK_ORPHAN = 1,       /* a subfile header no record names (an rm
+                                * interrupted by a dead server)          */
+    GFS_FSCK_DANGLING = 2,     /* a record names a header its server lacks */
+    GFS_FSCK_MISMATCH = 3,     /* the header names another file or index */
+    GFS_FSCK_UNREACHABLE = 4,  /* a server did not answer (status)       */
+    GFS_FSCK_REPAIRED = 5,     /* an orphan was removed (not a problem)  */
+    GFS_FSCK_NOT_REPAIRED = 6, /* removing an orphan failed (status)     */
+};
+
+typedef struct gfs_fsck_item {
+    int kind;      /* GFS_FSCK_* */
+    int server;
+    uint64_t hid;  /* the subfile header id on that server */
+    char name[GFS_NAME_MAX + 1]; /* the file it belongs (or belonged) to */
+    uint32_t subfile;
+    int status;    /* UNREACHABLE, NOT_REPAIRED: the error */
+} gfs_fsck_item;
+
+typedef void (*gfs_fsck_fn)(const gfs_fsck_item *item, void *arg);
+
+/*
+ * Compare every server's file records with every server's subfile
+ * headers; call fn for each finding.  repair != 0 removes orphans (never
+ * while some server does not answer; a file being created is never taken
+ * for one).  Returns the number of problems found (repaired orphans
+ * included, GFS_FSCK_REPAIRED items not counted), or a negative error.
+ */
+int gfs_fsck(int repair, gfs_fsck_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

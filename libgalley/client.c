@@ -204,6 +204,7 @@ int gfs_init(const char *cluster_file)
     gc_g.transport = transport;
     gc_g.spin_us = env_spin_us();
     gc_g.refs = 1;
+    gc_auth_load(path);
 out_free_names:
     for (int i = 0; i < n; i++) {
         free(hosts[i]);
@@ -233,6 +234,7 @@ int gfs_finalize(void)
 
     /* Let queued non-blocking requests finish, then stop the workers. */
     gc_nb_shutdown();
+    gc_lease_stop();
 
     /* Close forks still open (best effort: servers also close a dropped
      * connection's opens). */
@@ -243,6 +245,7 @@ int gfs_finalize(void)
     gc_g.refs = 0;
     for (int i = 0; i < gc_g.nservers; i++)
         gc_conn_free(gc_g.conns[i]);
+    gc_auth_unload();
     free(gc_g.conns);
     free(gc_g.files);
     free(gc_g.forks);

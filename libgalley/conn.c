@@ -525,6 +525,12 @@ static int handshake_call(gc_conn *c, uint16_t op, const gp_wbuf *w,
     return h.status;
 }
 
+static int auth_call(void *arg, uint16_t op, const gp_wbuf *w, uint8_t *out,
+                     size_t outmax, uint32_t *outlen)
+{
+    return handshake_call(arg, op, w, out, outmax, outlen);
+}
+
 /* Connect, check the version, learn the data limit, re-register the
  * client's open forks on this server.  Called with send_lock held and the
  * reader stopped. */
@@ -546,7 +552,9 @@ static int connect_locked(gc_conn *c)
     uint32_t outlen = 0;
     gp_wbuf w;
     gp_wbuf_init(&w);
-    rc = handshake_call(c, GP_OP_PING, &w, out, sizeof(out), &outlen);
+    rc = gc_auth_handshake(auth_call, c); /* the cluster secret (auth.c) */
+    if (!rc)
+        rc = handshake_call(c, GP_OP_PING, &w, out, sizeof(out), &outlen);
     if (rc)
         goto out_close;
     gp_rbuf r;

@@ -53,6 +53,23 @@ typedef struct gc_req {
 /* Connection to server i (created at init, connected lazily). */
 gc_conn *gc_conn_new(int server, const char *host, const char *port);
 void gc_conn_free(gc_conn *c);
+/* The cluster secret (auth.c): gc_auth_load finds the key for the cluster
+ * file at cluster_path (or $GALLEY_KEY) in gfs_init; gc_auth_unload
+ * forgets it in gfs_finalize.  gc_auth_handshake runs the AUTH exchange
+ * (gauth.h) on a new connection through call (conn.c's synchronous
+ * request): 0 when authenticated or when we have no key; GFS_EAUTH when
+ * the server is not ours; a transport error otherwise. */
+typedef int (*gc_auth_call)(void *arg, uint16_t op, const gp_wbuf *w,
+                            uint8_t *out, size_t outmax, uint32_t *outlen);
+void gc_auth_load(const char *cluster_path);
+/* Lock leases (lease.c): count locks this process holds on server
+ * (delta +1 after LOCK, -1 after UNLOCK); while any are held a thread
+ * renews them.  gc_lease_stop ends it (gfs_finalize). */
+void gc_lease_hold(int server, int delta);
+void gc_lease_stop(void);
+void gc_auth_unload(void);
+int gc_auth_handshake(gc_auth_call call, void *arg);
+
 /* Data limit the server advertised (connects if needed); *cma (if not
  * NULL): the data of requests may go by cross-memory attach (IO_READV /
  * IO_WRITEV) on this connection. */

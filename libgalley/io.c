@@ -119,6 +119,7 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     size_t cap = 16;
     c->iov = malloc(sizeof(*c->iov) * cap);
     uint32_t nseg = 0;
+    uint64_t npieces = 0; /* at most limit / GP_PIECE_DIVISOR (gproto.h) */
     bool have = false;
     run r = {0};
 
@@ -129,7 +130,7 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
             continue;
         }
         uint64_t room = cur->limit - c->bytes;
-        if (room == 0)
+        if (room == 0 || npieces++ == cur->limit / GP_PIECE_DIVISOR)
             break;
         uint64_t off = p->off + cur->done;
         uint64_t take = p->len - cur->done;

@@ -16,7 +16,10 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/nb.c \
 	libgalley/sfio.c \
 	libgalley/structured.c \
-	libgalley/striped.c
+	libgalley/striped.c \
+	libgalley/auth.c \
+	libgalley/lease.c \
+	libgalley/fsck.c
 
 libgalley_libgalley_la_LIBADD = proto/libgproto.la
 libgalley_libgalley_la_LDFLAGS = -version-info $(GALLEY_SO_VERSION) \

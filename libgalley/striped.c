@@ -242,8 +242,13 @@ static int lock_call(int sid, uint16_t op, int64_t offset, int64_t len,
         gp_wbuf_free(&w);
         /* The server answers -EAGAIN after waiting a while, so a long
          * wait for a lock never looks like a dead server: ask again. */
-        if (rc != -EAGAIN)
+        if (rc != -EAGAIN) {
+            if (op == GP_OP_LOCK && rc == 0)
+                gc_lease_hold(server, 1); /* renewed meanwhile (lease.c) */
+            else if (op == GP_OP_UNLOCK && (rc == 0 || rc == -ENOLCK))
+                gc_lease_hold(server, -1);
             return rc;
+        }
     }
 }
 
@@ -257,7 +262,24 @@ int gfs_striped_unlock(int sid, int64_t offset, int64_t len)
     return lock_call(sid, GP_OP_UNLOCK, offset, len, 0);
 }
 
+/* FETCH_ADD or FETCH_SET of counter key on the file's home server. */
+static int64_t counter_call(int sid, const char *key, uint16_t op,
+                            int64_t delta);
+
 int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta)
+{
+    return counter_call(sid, key, GP_OP_FETCH_ADD, delta);
+}
+
+int64_t gfs_striped_fetch_set(int sid, const char *key, int64_t value)
+{
+    if (value < 0)
+        return -ERANGE;
+    return counter_call(sid, key, GP_OP_FETCH_SET, value);
+}
+
+static int64_t counter_call(int sid, const char *key, uint16_t op,
+                            int64_t delta)
 {
     gc_striped s;
     int rc = st_get(sid, &s);
@@ -277,7 +299,7 @@ int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta)
     gp_put_str(&w, key);
     gp_put_u64(&w, (uint64_t)delta);
     gc_req q;
-    rc = gc_call(gc_server_conn(server), GP_OP_FETCH_ADD, &w, &q);
+    rc = gc_call(gc_server_conn(server), op, &w, &q);
     gp_wbuf_free(&w);
     int64_t old = rc;
     if (!rc) {

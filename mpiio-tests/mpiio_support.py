@@ -189,6 +189,7 @@ PROGRAMS = {
     "contig": [], "noncontig": ["cases.c"], "views": [], "coll": ["cases.c"],
     "nonblock": ["cases.c"], "sharedfp": [], "atomicity": [], "sizes": [], "hints": [],
     "errors": [], "identity": [], "abi": [], "finalize": [],
+    "sharedfp_open": [],
 }
 
 

@@ -60,6 +60,7 @@ for n in (1, 4):
     RUNS.append(("errors-np%d" % n, "errors", n, [], 300))
 RUNS.append(("nonblock-many-np8", "nonblock", 8, ["-many-only"], 600))
 RUNS.append(("abi-ourmpicc-np2", "abi", 2, [], 300))
+RUNS.append(("sharedfp-open-np4", "sharedfp_open", 4, [], 300))
 
 
 @pytest.mark.parametrize("prog,n,args,timeout", [r[1:] for r in RUNS],

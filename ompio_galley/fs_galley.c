@@ -140,10 +140,9 @@ static int fs_galley_open(struct ompi_communicator_t *comm, const char *filename
         if (!rc)
             rc = open_here(name, amode, info, gf);
         if (!rc) {
-            /* a fresh open starts the shared file pointer at zero */
-            int64_t old = gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, 0);
-            if (old > 0)
-                old = gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, -old);
+            /* a fresh open starts the shared file pointer at zero: one
+             * atomic request, so concurrent opens cannot drive it below */
+            int64_t old = gfs_striped_fetch_set(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, 0);
             rc = old < 0 ? (int) old : 0;
         }
         if (!rc) {

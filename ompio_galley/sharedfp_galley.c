@@ -100,8 +100,7 @@ static int sfp_seek(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE offset, int whence)
             if (rc == OMPI_SUCCESS && target < 0)
                 rc = MPI_ERR_ARG;
             if (rc == OMPI_SUCCESS && target != now) {
-                int64_t old = gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY,
-                                                    target - now);
+                int64_t old = gfs_striped_fetch_set(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, target);
                 if (old < 0)
                     rc = ompio_galley_err((int) old);
             }

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GP_MAGIC 0x59414c47u /* "GLAY" little-endian */
-#define GP_VERSION 2
+#define GP_VERSION 3
 #define GP_HDR_SIZE 24
 
 /* Hard ceiling on any payload; servers advertise a lower limit in PING. */
@@ -41,6 +41,10 @@
 #define GP_MAX_PIECES (1u << 24)    /* pieces after expanding strides     */
 #define GP_MAX_LEVELS 8             /* nesting levels of a strided segment */
 #define GP_MAX_NAMES 1000000        /* names in a list reply               */
+/* A data request expands into at most data_limit / GP_PIECE_DIVISOR
+ * pieces that move bytes (clients split by it): the server's memory for a
+ * request stays within its data limit whatever the pieces' sizes. */
+#define GP_PIECE_DIVISOR 32
 
 /*
  * Every message, once: X(name, opcode, request payload -> reply payload).
@@ -51,6 +55,11 @@
  * Limits: a frame's payload is at most GP_MAX_PAYLOAD; the data bytes of
  * one IO request at most the data limit the server gave in PING (clients
  * split larger requests; GFS_ETOOBIG otherwise).
+ * FETCH_ADD's delta is a two's-complement int64; a counter holds 0 ..
+ * INT64_MAX, and an add that would leave that range answers -ERANGE and
+ * changes nothing.  FETCH_SET replaces the value (0 .. INT64_MAX, else
+ * -ERANGE) and returns the old one, atomically (a shared file pointer's
+ * reset in one request).
  * LOCK covers [off, off + len) of the subfile's lock space (len 0: to the
  * end); shared locks share, an exclusive lock excludes other connections'
  * overlapping locks; a connection's own locks never conflict.  The server
@@ -78,11 +87,29 @@
  * between that memory and its cache, then replies; the client must keep
  * the memory valid until the reply.  On TCP connections these three
  * opcodes answer -EOPNOTSUPP.
+ *
+ * The cluster secret (gauth.h).  A server that has a key answers every
+ * request but AUTH and AUTH_PROVE with GFS_EAUTH until the connection has
+ * proven it knows the key; a wrong proof is answered GFS_EAUTH and the
+ * connection is closed.  A server without a key answers AUTH -EOPNOTSUPP
+ * and serves everyone.
+ *
+ * Server resources (galleyd options): a frame's payload may be at most
+ * twice the data limit plus GP_FRAME_SLACK (the description of a data
+ * request is no larger than its data; clients split by both); larger ones
+ * get GFS_ETOOBIG and are discarded.  A frame, once begun, must keep
+ * arriving: a connection that sends part of a frame and then nothing for
+ * the frame timeout is closed, and so is one that has not authenticated
+ * within it.  Connections past the server's cap get GFS_ECONNLIMIT to
+ * their first request and are closed.
  */
+#define GP_FRAME_SLACK (64u << 10)
 #define GP_OPCODES(X)                                                          \
     X(PING, 1, "-> u16 version, u64 data_limit, u64 pid")                     \
     X(STATFS, 2, "-> 8 x u64 (see gfs_server_stat)")                           \
     X(CMA_PROBE, 3, "u64 src, u64 dst -> - (local: 8 bytes src -> dst)")       \
+    X(AUTH, 4, "blob cnonce -> blob snonce (gauth.h)")                         \
+    X(AUTH_PROVE, 5, "blob client mac -> blob server mac (gauth.h)")           \
     X(NS_RESERVE, 10, "str name -> -")                                         \
     X(NS_COMMIT, 11, "str name, rec -> -")                                     \
     X(NS_RELEASE, 12, "str name -> -")                                         \
@@ -92,6 +119,8 @@
     X(NS_SETATTR, 16, "str name, blob attrs -> -")                             \
     X(SUB_CREATE, 20, "str filename, u32 subfile -> u64 hid")                  \
     X(SUB_DELETE, 21, "u64 hid -> -")                                          \
+    X(SUB_LIST, 22, "u64 after -> u32 n, n x (u64 hid, str file, u32 subfile,"\
+                    " u8 deleted) (hid > after, sorted, <= 4096)")             \
     X(FORK_CREATE, 30, "u64 hid, str fork -> -")                               \
     X(FORK_OPEN, 31, "u64 hid, str fork -> u64 fkid, u64 size")                \
     X(FORK_CLOSE, 32, "u64 fkid -> -")                                         \
@@ -105,10 +134,11 @@
     X(IO_WRITE, 41, "u64 fkid, segs, data -> u64 fork size")                   \
     X(IO_READV, 42, "u64 fkid, segs, mem -> u64 fork size (local, CMA)")       \
     X(IO_WRITEV, 43, "u64 fkid, segs, mem -> u64 fork size (local, CMA)")      \
+    X(IO_STATS, 44, "-> 4 x u64 (see gfs_server_io)")                          \
     X(FETCH_ADD, 50, "u64 hid, str key, u64 delta -> u64 old")                 \
     X(LOCK, 51, "u64 hid, u64 off, u64 len, u8 excl -> -")                     \
     X(UNLOCK, 52, "u64 hid, u64 off, u64 len -> -")                            \
-    X(IO_STATS, 53, "-> 4 x u64 (see gfs_server_io)")
+    X(FETCH_SET, 53, "u64 hid, str key, u64 value -> u64 old")
 
 enum gp_opcode {
 #define GP_X_ENUM(name, code, doc) GP_OP_##name = code,

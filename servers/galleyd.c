@@ -3,7 +3,8 @@
  *
  *   galleyd --data DIR [--listen HOST:PORT] [--cache-mb N]
  *           [--data-limit BYTES] [--port-file FILE] [--no-local]
- *           [--spin-us N] [-v]
+ *           [--spin-us N] [--key FILE] [--max-conns N]
+ *           [--frame-timeout SEC] [--lock-lease SEC] [-v]
  *
  * Threads: main() runs here: it parses arguments, sets up DIR, starts the
  * DiskManager and CacheManager threads, loads the metadata, listens, and
@@ -51,7 +52,10 @@
 #include <unistd.h>
 
 gsrv_globals gsrv_g = {.dfd = -1, .data_limit = GP_DEFAULT_DATA_LIMIT,
-                       .spin_us = 50};
+                       .spin_us = 50, .max_conns = GSRV_DEFAULT_MAX_CONNS,
+                       .frame_timeout_ms =
+                           GSRV_DEFAULT_FRAME_TIMEOUT_S * 1000,
+                       .lock_lease_ms = GSRV_DEFAULT_LOCK_LEASE_S * 1000};
 
 static struct {
     pthread_mutex_t lock;
@@ -168,12 +172,32 @@ static void usage(FILE *f)
             "the next\n"
             "                     request before sleeping (default 50; 0 "
             "never)\n"
+            "  --key FILE         the cluster secret (galley-cluster's "
+            "DIR/cluster.key):\n"
+            "                     only clients that prove they know it are "
+            "served; kept\n"
+            "                     in DIR/key for later starts without "
+            "--key\n"
+            "  --max-conns N      clients served at once; more get an "
+            "error (default %d)\n"
+            "  --frame-timeout SEC  close a connection that stops in the "
+            "middle of a\n"
+            "                     request, or does not authenticate, for "
+            "SEC seconds\n"
+            "                     (default %d)\n"
+            "  --lock-lease SEC   a byte-range lock whose holder sends "
+            "nothing for SEC\n"
+            "                     seconds may be taken over (default %d; "
+            "libgalley\n"
+            "                     renews its locks every second)\n"
             "  -v, --verbose      log connections (-vv: also failed "
             "requests,\n"
             "                     -vvv: every request)\n"
             "\n"
             "Prints \"listening HOST:PORT\" on stdout once ready.\n",
-            GSRV_DEFAULT_CACHE_MB, (unsigned)GP_DEFAULT_DATA_LIMIT);
+            GSRV_DEFAULT_CACHE_MB, (unsigned)GP_DEFAULT_DATA_LIMIT,
+            GSRV_DEFAULT_MAX_CONNS, GSRV_DEFAULT_FRAME_TIMEOUT_S,
+            GSRV_DEFAULT_LOCK_LEASE_S);
 }
 
 static bool parse_size(const char *s, uint64_t *out)
@@ -307,6 +331,9 @@ static int open_data_dir(const char *dir, int *lockfd)
         fprintf(stderr, "galleyd: cannot open %s: %s\n", dir, strerror(e));
         return -e;
     }
+    /* only its owner may read a server's data (older ones were 0755) */
+    if (fchmod(gsrv_g.dfd, 0700) < 0)
+        gsrv_log(0, "cannot make %s private: %s", dir, strerror(errno));
     *lockfd = openat(gsrv_g.dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (*lockfd < 0 || flock(*lockfd, LOCK_EX | LOCK_NB) < 0) {
         int e = errno;
@@ -453,12 +480,26 @@ static void accept_one(int lfd, bool local)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
     }
+    /* Past the cap a connection is answered GFS_ECONNLIMIT by a short-lived
+     * handler; past the cap plus a few such handlers it is just closed. */
+    pthread_mutex_lock(&conns.lock);
+    size_t live = conns.n;
+    pthread_mutex_unlock(&conns.lock);
+    if (live >= (size_t)gsrv_g.max_conns + GSRV_OVERCAP_HANDLERS) {
+        close(fd);
+        return;
+    }
     gsrv_conn *c = calloc(1, sizeof(*c));
     if (!c) {
         close(fd);
         return;
     }
     c->fd = fd;
+    if (live >= gsrv_g.max_conns) {
+        c->over_cap = true;
+        gsrv_log(1, "connection cap (%u) reached: refusing a client",
+                 gsrv_g.max_conns);
+    }
     char h[NI_MAXHOST], p[NI_MAXSERV];
     struct ucred cred;
     socklen_t cl = sizeof(cred);
@@ -501,12 +542,17 @@ int main(int argc, char **argv)
         {"port-file", required_argument, NULL, 'p'},
         {"no-local", no_argument, NULL, 'N'},
         {"spin-us", required_argument, NULL, 'S'},
+        {"key", required_argument, NULL, 'K'},
+        {"max-conns", required_argument, NULL, 'M'},
+        {"frame-timeout", required_argument, NULL, 'T'},
+        {"lock-lease", required_argument, NULL, 'E'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL, *listen_arg = "127.0.0.1:0", *port_file = NULL;
+    const char *key_path = NULL;
     uint64_t cache_mb = GSRV_DEFAULT_CACHE_MB;
     int opt, lockfd = -1, lfd = -1, ufd = -1, status = 1;
     bool no_local = false;
@@ -551,6 +597,37 @@ int main(int argc, char **argv)
             gsrv_g.spin_us = (unsigned)v;
             break;
         }
+        case 'K':
+            key_path = optarg;
+            break;
+        case 'M': {
+            uint64_t v;
+            if (!parse_size(optarg, &v) || v < 1 || v > 1000000) {
+                fprintf(stderr, "galleyd: --max-conns: 1..1000000\n");
+                return 2;
+            }
+            gsrv_g.max_conns = (unsigned)v;
+            break;
+        }
+        case 'T': {
+            uint64_t v;
+            if (!parse_size(optarg, &v) || v < 1 || v > 86400) {
+                fprintf(stderr, "galleyd: --frame-timeout: 1..86400 "
+                                "seconds\n");
+                return 2;
+            }
+            gsrv_g.frame_timeout_ms = (int)v * 1000;
+            break;
+        }
+        case 'E': {
+            uint64_t v;
+            if (!parse_size(optarg, &v) || v < 3 || v > 86400) {
+                fprintf(stderr, "galleyd: --lock-lease: 3..86400 seconds\n");
+                return 2;
+            }
+            gsrv_g.lock_lease_ms = (int)v * 1000;
+            break;
+        }
         case 'v':
             gsrv_g.verbose++;
             break;
@@ -579,7 +656,10 @@ int main(int argc, char **argv)
     if (setup_signals())
         return 1;
     raise_nofile();
+    umask(077); /* data files 0600, directories 0700 */
     if (open_data_dir(dir, &lockfd))
+        goto out_close_dir;
+    if (gsrv_auth_init(key_path))
         goto out_close_dir;
     int rc = start_units((size_t)cache_mb);
     if (rc) {

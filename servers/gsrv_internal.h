@@ -111,7 +111,16 @@ typedef struct gsrv_globals {
     int verbose;
     unsigned spin_us;    /* local connections: poll this long before recv */
     volatile int stopping; /* set once on SIGTERM/SIGINT               */
+    unsigned max_conns;  /* connections served at once (--max-conns)    */
+    int frame_timeout_ms; /* a begun frame or an unauthenticated
+                           * connection may stall this long (--frame-timeout) */
+    int lock_lease_ms;   /* a lock's holder must show life this often */
 } gsrv_globals;
+
+#define GSRV_DEFAULT_MAX_CONNS 1024
+#define GSRV_DEFAULT_FRAME_TIMEOUT_S 30
+#define GSRV_DEFAULT_LOCK_LEASE_S 30
+#define GSRV_OVERCAP_HANDLERS 16 /* refusals answered at once past the cap */
 
 extern gsrv_globals gsrv_g;
 
@@ -150,7 +159,27 @@ typedef struct gsrv_conn {
     uint8_t *stage;
     struct gsrv_out *out; /* reply batch, allocated on first use */
     struct gsrv_conn *prev, *next; /* registry in galleyd.c */
+    /* the cluster secret (auth.c) */
+    uint8_t auth_state;
+    bool auth_failed;     /* a wrong proof: close after the reply */
+    bool over_cap;        /* past --max-conns: answer GFS_ECONNLIMIT, close */
+    bool holds_locks;     /* has taken a byte-range lock (lease renewals) */
+    uint8_t auth_cnonce[32], auth_snonce[32];
 } gsrv_conn;
+
+/* The cluster secret (auth.c).  gsrv_auth_init runs once on the main
+ * thread after the data directory is open: key_path is --key or NULL;
+ * 0, or a negative error after printing why. */
+int gsrv_auth_init(const char *key_path);
+bool gsrv_auth_required(void);
+/* May connection c send a request with this opcode now? */
+bool gsrv_auth_allows(const gsrv_conn *c, unsigned opcode);
+
+/* Largest frame payload a connection may send (gproto.h). */
+static inline uint64_t gsrv_frame_limit(void)
+{
+    return 2 * gsrv_g.data_limit + GP_FRAME_SLACK;
+}
 
 /* Thread body of a handler; takes ownership of c (frees it at the end). */
 void *gsrv_handler_main(void *c);
@@ -336,6 +365,18 @@ void gsrv_fork_close(uint64_t fkid, uint32_t count);
 /* True when hid names a subfile that is not deleted. */
 bool gsrv_sub_exists(uint64_t hid);
 
+/* fsck (fsck.c): up to max subfiles with hid > after, sorted by hid,
+ * live and marked; free with gsrv_sub_info_free. */
+typedef struct gsrv_sub_info {
+    uint64_t hid;
+    char *filename;
+    uint32_t subidx;
+    bool deleted;
+} gsrv_sub_info;
+int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out,
+                  size_t *n);
+void gsrv_sub_info_free(gsrv_sub_info *v, size_t n);
+
 /* For STATFS. */
 void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks,
                     uint64_t *bytes_used);
@@ -439,6 +480,8 @@ size_t gsrv_cache_window(void);
  * ------------------------------------------------------------------------ */
 void gsrv_locks_drop_conn(uint64_t conn_id);
 void gsrv_locks_wake_all(void); /* on shutdown */
+/* A sign of life from connection conn_id: renew its locks' leases. */
+void gsrv_locks_renew(uint64_t conn_id);
 
 /* ------------------------------------------------------------------------
  * Data counters by where the client is (iostats.c)

@@ -12,8 +12,15 @@
  * Framing defences (never a crash, never a partial request applied):
  *   - bad magic: the stream cannot be trusted, the connection is closed;
  *   - other protocol version: GFS_EVERSION reply, then close;
- *   - payload longer than GP_MAX_PAYLOAD: GFS_ETOOBIG reply, the payload is
- *     read and discarded, the connection goes on;
+ *   - payload longer than the frame limit (twice the data limit plus
+ *     GP_FRAME_SLACK, at most GP_MAX_PAYLOAD): GFS_ETOOBIG reply, the
+ *     payload is read and discarded, the connection goes on;
+ *   - a frame begun but not continued for the frame timeout (--frame-
+ *     timeout), or no authenticated request within it: close;
+ *   - before a connection has proven the cluster secret (auth.c): every
+ *     request but AUTH / AUTH_PROVE gets GFS_EAUTH, a frame over
+ *     GP_FRAME_SLACK bytes GFS_EAUTH and a close; a wrong proof: close;
+ *   - a connection past --max-conns: GFS_ECONNLIMIT, then close;
  *   - a truncated frame (peer gone mid-frame): close;
  *   - non-zero status in a request, malformed payload, trailing bytes:
  *     GFS_EPROTO (or the decoder's code, e.g. -ENAMETOOLONG);
@@ -185,13 +192,24 @@ static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
 
 /* ---------------------------------------------------------- receiving ---- */
 
-/* Read exactly n bytes.  0: done; 1: clean end of stream before the first
- * byte; negative: error or end of stream in the middle. */
-static int recv_all(int fd, void *buf, size_t n)
+/* Read exactly n bytes, waiting at most first_ms for the first byte and
+ * rest_ms for each later one (-1: forever).  0: done; 1: clean end of
+ * stream before the first byte; -ETIMEDOUT when a wait passes; other
+ * negative: error or end of stream in the middle. */
+static int recv_timed(int fd, void *buf, size_t n, int first_ms, int rest_ms)
 {
     uint8_t *p = buf;
     size_t got = 0;
     while (got < n) {
+        int ms = got ? rest_ms : first_ms;
+        if (ms >= 0) {
+            struct pollfd pf = {.fd = fd, .events = POLLIN};
+            int k = poll(&pf, 1, ms);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k == 0)
+                return -ETIMEDOUT;
+        }
         ssize_t r = recv(fd, p + got, n - got, 0);
         if (r < 0) {
             if (errno == EINTR)
@@ -230,7 +248,8 @@ static int drain(int fd, uint64_t n)
     uint8_t scratch[16384];
     while (n) {
         size_t k = n < sizeof(scratch) ? (size_t)n : sizeof(scratch);
-        int rc = recv_all(fd, scratch, k);
+        int rc = recv_timed(fd, scratch, k, gsrv_g.frame_timeout_ms,
+                            gsrv_g.frame_timeout_ms);
         if (rc)
             return rc < 0 ? rc : -ECONNRESET;
         n -= k;
@@ -388,7 +407,11 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int status;
-    if (h->status != 0)
+    if (c->over_cap)
+        status = GFS_ECONNLIMIT;
+    else if (!gsrv_auth_allows(c, h->opcode))
+        status = GFS_EAUTH;
+    else if (h->status != 0)
         status = GFS_EPROTO;
     else if (h->opcode >= NOPS || !optab[h->opcode].fn)
         status = -ENOSYS;
@@ -417,6 +440,8 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
         gsrv_log(0, "%s: slow request: %s took %ld ms (status %d)", c->peer,
                  optab_name(h->opcode), ms, status);
     gp_wbuf_free(&rep.w);
+    if (!rc && (c->over_cap || c->auth_failed))
+        rc = -EACCES; /* answered; now close */
     return rc;
 }
 
@@ -467,9 +492,23 @@ void *gsrv_handler_main(void *arg)
     for (;;) {
         if (c->local && gsrv_g.spin_us)
             spin_for_input(c->fd);
-        int rc = recv_all(c->fd, hb, sizeof(hb));
-        if (rc)
-            break; /* closed, or truncated header */
+        /* between frames a client may idle as long as it likes, once it
+         * has authenticated; within a frame it must keep sending */
+        int idle_ms = -1;
+        if (c->over_cap)
+            idle_ms = 1000;
+        else if (!gsrv_auth_allows(c, GP_OP_PING))
+            idle_ms = gsrv_g.frame_timeout_ms;
+        int rc = recv_timed(c->fd, hb, sizeof(hb), idle_ms,
+                            gsrv_g.frame_timeout_ms);
+        if (rc) {
+            if (rc == -ETIMEDOUT)
+                gsrv_log(1, "%s: %s for %d ms, closing", c->peer,
+                         idle_ms >= 0 ? "no authenticated request"
+                                      : "half a frame header",
+                         gsrv_g.frame_timeout_ms);
+            break; /* closed, truncated header, or stalled */
+        }
         gp_hdr h;
         gp_hdr_decode(hb, &h);
         if (h.magic != GP_MAGIC) {
@@ -482,7 +521,12 @@ void *gsrv_handler_main(void *arg)
             send_reply(c, &h, GFS_EVERSION, NULL);
             break;
         }
-        if (h.length > GP_MAX_PAYLOAD) {
+        if (h.length > GP_FRAME_SLACK && !gsrv_auth_allows(c, GP_OP_PING)) {
+            /* nobody we know: no large buffers, no draining */
+            send_reply(c, &h, GFS_EAUTH, NULL);
+            break;
+        }
+        if (h.length > GP_MAX_PAYLOAD || h.length > gsrv_frame_limit()) {
             if (send_reply(c, &h, GFS_ETOOBIG, NULL) || drain(c->fd, h.length))
                 break;
             continue;
@@ -499,8 +543,16 @@ void *gsrv_handler_main(void *arg)
             }
             c->bufcap = h.length;
         }
-        if (h.length && recv_all(c->fd, c->buf, h.length))
-            break; /* truncated payload */
+        if (h.length && (rc = recv_timed(c->fd, c->buf, h.length,
+                                          gsrv_g.frame_timeout_ms,
+                                          gsrv_g.frame_timeout_ms))) {
+            if (rc == -ETIMEDOUT)
+                gsrv_log(1, "%s: half a frame for %d ms, closing", c->peer,
+                         gsrv_g.frame_timeout_ms);
+            break; /* truncated or stalled payload */
+        }
+        if (c->holds_locks)
+            gsrv_locks_renew(c->id); /* any request is a sign of life */
         if (handle(c, &h))
             break;
         if (c->bufcap > KEEP_BUF) {

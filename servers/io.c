@@ -12,7 +12,10 @@
  *
  * 1. Decode: every segment is decoded and measured (gp_seg_measure) before
  *    anything is allocated; limits: GP_MAX_SEGMENTS, GP_MAX_PIECES, data
- *    bytes <= the advertised data limit (else GFS_ETOOBIG), and for a write
+ *    bytes <= the advertised data limit and non-empty pieces <= data limit
+ *    / GP_PIECE_DIVISOR (else GFS_ETOOBIG), so a request's memory is
+ *    bounded by its frame plus 16 bytes per piece; segments that move no
+ *    bytes are never expanded (2^24 empty pieces cost nothing), and for a write
  *    the data must be exactly the rest of the payload (else GFS_EPROTO).
  * 2. Expand (gp_seg_expand) into pieces in list order; zero-length pieces
  *    are dropped (they move nothing).  A piece is kept in 16 bytes: offset,
@@ -132,6 +135,8 @@ static int decode(gp_rbuf *r, io_req *q)
             badoff = true; /* decode the rest: malformed beats too large */
             continue;
         }
+        if (b == 0)
+            continue; /* moves nothing: neither counted nor expanded */
         npieces += p;
         if (npieces > GP_MAX_PIECES)
             return GFS_EPROTO;
@@ -153,7 +158,8 @@ static int decode(gp_rbuf *r, io_req *q)
         return rc;
     if (badoff)
         return -EFBIG; /* offsets beyond GP_MAX_OFFSET or overflowing */
-    if (bytes > gsrv_g.data_limit)
+    if (bytes > gsrv_g.data_limit ||
+        npieces > gsrv_g.data_limit / GP_PIECE_DIVISOR)
         return GFS_ETOOBIG;
     q->bytes = bytes;
     if (npieces == 0)
@@ -169,8 +175,10 @@ static int decode(gp_rbuf *r, io_req *q)
     uint64_t k = 0;
     for (uint32_t i = 0; i < nseg; i++) {
         gp_seg s;
+        uint64_t p, b;
         gp_get_seg(&r2, &s);
-        gp_seg_expand(&s, pc, &k);
+        if (gp_seg_measure(&s, &p, &b) && b)
+            gp_seg_expand(&s, pc, &k);
     }
     uint8_t *mem = (uint8_t *)pc;
     size_t n = 0;

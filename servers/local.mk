@@ -13,5 +13,7 @@ servers_galleyd_SOURCES = \
 	servers/rangelock.c \
 	servers/meta.c \
 	servers/cma.c \
-	servers/iostats.c
+	servers/iostats.c \
+	servers/auth.c \
+	servers/fsck.c
 servers_galleyd_LDADD = proto/libgproto.la -lpthread

@@ -26,6 +26,16 @@
  *   - LOCK on a subfile that does not exist (or is deleted) gives
  *     GFS_ESTALE; -ENOLCK past GSRV_MAX_LOCKS_PER_CONN locks.
  *
+ * Leases: a lock lives as long as its holder shows signs of life.  Every
+ * request a connection sends renews the leases of all its locks
+ * (gsrv_locks_renew, from the handler), and libgalley sends one a second
+ * to each server where it holds locks (libgalley/lease.c), so a running
+ * client -- even one that computes for an hour between LOCK and UNLOCK --
+ * keeps them.  A holder that sends nothing for --lock-lease seconds
+ * (default 30: stopped, swapped out, hung) loses them when another
+ * connection waits for a conflicting lock: that waiter removes the expired
+ * locks (logged) and proceeds; the holder's later UNLOCK answers -ENOLCK.
+ *
  * Since one handler thread serves a connection in order, a LOCK that waits
  * also holds up the connection's later requests (for at most LOCK_WAIT_MS
  * per attempt).
@@ -45,6 +55,7 @@ typedef struct rlock {
     uint64_t hid;
     uint64_t start, end; /* end == UINT64_MAX: to the end */
     bool excl;
+    uint64_t renewed_ns; /* the holder's last request (monotonic) */
 } rlock;
 
 static struct {
@@ -100,6 +111,50 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
            (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Remove the locks whose holders have sent nothing for the lease, except
+ * conn's own (locktab.lock held).  True when some went. */
+static bool expire_locks(uint64_t conn)
+{
+    uint64_t lease = (uint64_t)gsrv_g.lock_lease_ms * 1000000ull;
+    uint64_t now = now_ns();
+    bool any = false;
+    rlock **pp = &locktab.head;
+    while (*pp) {
+        rlock *l = *pp;
+        if (l->conn != conn && now - l->renewed_ns > lease) {
+            gsrv_log(0, "lock lease expired: connection %llu held "
+                     "[%llu, %llu) of sub/%llu without a sign of life for "
+                     "%d s", (unsigned long long)l->conn,
+                     (unsigned long long)l->start,
+                     (unsigned long long)l->end, (unsigned long long)l->hid,
+                     gsrv_g.lock_lease_ms / 1000);
+            *pp = l->next;
+            free(l);
+            any = true;
+        } else {
+            pp = &l->next;
+        }
+    }
+    return any;
+}
+
+void gsrv_locks_renew(uint64_t conn_id)
+{
+    uint64_t now = now_ns();
+    pthread_mutex_lock(&locktab.lock);
+    for (rlock *l = locktab.head; l; l = l->next)
+        if (l->conn == conn_id)
+            l->renewed_ns = now;
+    pthread_mutex_unlock(&locktab.lock);
+}
+
 static size_t count_conn(uint64_t conn)
 {
     size_t n = 0;
@@ -139,7 +194,9 @@ int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = -ENOLCK;
         goto out_unlock;
     }
-    while (conflicts(c->id, hid, l->start, l->end, l->excl)) {
+    while (conflicts(c->id, hid, l->start, l->end, l->excl) &&
+           !(expire_locks(c->id) &&
+             !conflicts(c->id, hid, l->start, l->end, l->excl))) {
         if (gsrv_g.stopping) {
             rc = GFS_ESERVERDOWN;
             goto out_unlock;
@@ -159,9 +216,11 @@ int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
             ts = deadline;
         pthread_cond_timedwait(&locktab.cond, &locktab.lock, &ts);
     }
+    l->renewed_ns = now_ns();
     l->next = locktab.head;
     locktab.head = l;
     l = NULL;
+    c->holds_locks = true;
 out_unlock:
     pthread_mutex_unlock(&locktab.lock);
     free(l);

@@ -32,7 +32,9 @@
  * flag), then remove whatever nobody has open; a fork still open leaves
  * the table and its data file is unlinked at its last close, and a marked
  * subfile's header disappears with its last fork.  Marks left by a crash
- * are completed at startup.
+ * are completed at startup.  On a full disk (no room for the mark) a
+ * subfile nobody has open is removed at once, unmarked, so that deleting
+ * always frees space.
  */
 #include "gsrv_internal.h"
 
@@ -652,6 +654,28 @@ out_free_sub:
     return rc;
 }
 
+/* A full disk has no room for the deletion mark.  When nobody has a fork
+ * of s open there is nothing to defer, so no mark is needed: s goes at
+ * once (its header's unlink is the commit point) and frees its space.
+ * Otherwise the mark's error stands.  subtab.meta held. */
+static int delete_without_mark(gsrv_sub *s, int err, gsrv_fork **reaplist)
+{
+    pthread_mutex_lock(&subtab.lock);
+    bool open = false;
+    for (size_t i = 0; i < s->nforks; i++)
+        open |= s->forks[i]->opens > 0;
+    if (!open) {
+        s->deleted = true;
+        for (size_t i = 0; i < s->nforks; i++)
+            s->forks[i]->deleted = true;
+    }
+    pthread_mutex_unlock(&subtab.lock);
+    if (open)
+        return err;
+    gsrv_log(1, "sub/%" PRIu64 ": disk full, removed without a mark", s->hid);
+    return sub_destroy(s, reaplist);
+}
+
 int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     uint64_t hid = gp_get_u64(req);
@@ -676,6 +700,10 @@ int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         v[i].deleted = true;
     rc = write_header(s, true, s->next_fork, v, n);
     free(v);
+    if (rc == -ENOSPC || rc == -EDQUOT) {
+        rc = delete_without_mark(s, rc, &reaplist);
+        goto out_unlock_meta;
+    }
     if (rc)
         goto out_unlock_meta;
     pthread_mutex_lock(&subtab.lock);
@@ -1004,13 +1032,29 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return rc;
 }
 
+/* FETCH_ADD (set false: add delta) and FETCH_SET (set: replace by delta),
+ * one body: counters hold 0 .. INT64_MAX (gproto.h). */
+static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set);
+
 int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return fetch_op(req, rep, false);
+}
+
+int gsrv_op_FETCH_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return fetch_op(req, rep, true);
+}
+
+static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
 {
     char key[GFS_NAME_MAX + 1];
     uint64_t hid = gp_get_u64(req);
     gp_get_str(req, key, GFS_NAME_MAX);
     uint64_t delta = gp_get_u64(req);
     int rc = gsrv_decoded(req);
+    if (!rc && set && delta > (uint64_t)INT64_MAX)
+        rc = -ERANGE;
     if (!rc && !key[0])
         rc = -EINVAL;
     if (rc)
@@ -1051,7 +1095,19 @@ int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         s->nctr++;
     }
     old = s->ctr[i].value;
-    s->ctr[i].value = old + delta; /* modulo 2^64 */
+    if (set) {
+        s->ctr[i].value = delta;
+    } else {
+        /* stay within 0 .. INT64_MAX (a value from an older server past
+         * it is left alone: only adds that bring it back are taken) */
+        int64_t d = (int64_t)delta;
+        if (d < 0 ? old < (uint64_t)-(d + 1) + 1
+                  : old > (uint64_t)INT64_MAX - (uint64_t)d) {
+            rc = -ERANGE;
+            goto out_unlock_meta;
+        }
+        s->ctr[i].value = old + delta; /* in range: no wrap */
+    }
     rc = write_counters(s, s->ctr, s->nctr);
     if (rc)
         s->ctr[i].value = old; /* a new key stays at 0: same meaning */
@@ -1416,4 +1472,52 @@ void gsrv_sub_fini(void)
     subtab.bucket = NULL;
     subtab.nbuckets = 0;
     subtab.nsubs = 0;
+}
+
+/* ------------------------------------------------------------ fsck ---- */
+
+static int cmp_info_hid(const void *a, const void *b)
+{
+    const gsrv_sub_info *x = a, *y = b;
+    return x->hid < y->hid ? -1 : x->hid > y->hid;
+}
+
+int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out,
+                  size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&subtab.lock);
+    size_t cap = subtab.nsubs ? subtab.nsubs : 1, k = 0;
+    gsrv_sub_info *v = malloc(cap * sizeof(*v));
+    for (size_t i = 0; v && i < subtab.nbuckets; i++)
+        for (gsrv_sub *s = subtab.bucket[i]; s && k < cap; s = s->hnext)
+            if (s->hid > after)
+                v[k++] = (gsrv_sub_info){.hid = s->hid,
+                                         .subidx = s->subidx,
+                                         .deleted = s->deleted,
+                                         .filename = strdup(s->filename)};
+    pthread_mutex_unlock(&subtab.lock);
+    if (!v)
+        return -ENOMEM;
+    qsort(v, k, sizeof(*v), cmp_info_hid);
+    for (size_t i = max; i < k; i++)
+        free(v[i].filename);
+    if (k > max)
+        k = max;
+    for (size_t i = 0; i < k; i++)
+        if (!v[i].filename) {
+            gsrv_sub_info_free(v, k);
+            return -ENOMEM;
+        }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+void gsrv_sub_info_free(gsrv_sub_info *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].filename);
+    free(v);
 }

@@ -16,12 +16,15 @@ and galley-cluster (c.ctl(...)); c.kill(i), c.restart(i), c.stop(),
 c.start() act on its servers.
 """
 
+import hashlib
+import hmac
 import os
 import queue
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -112,6 +115,32 @@ def assert_helper_ok(cp):
         re.search(r"^PASS \d+ checks$", cp.stdout, re.M), describe(cp)
 
 
+# The cluster secret of every server a Cluster started, by (host, port):
+# raw-protocol tests authenticate with it (authenticate below), as
+# libgalley does with the key beside the cluster file.
+CLUSTER_KEYS = {}
+
+
+def cluster_key(addr):
+    """The key (bytes) of the server at (host, port), or None."""
+    return CLUSTER_KEYS.get((addr[0], int(addr[1])))
+
+
+def authenticate(call, key):
+    """The AUTH exchange of proto/gauth.h over call(opcode, payload) ->
+    (status, payload); checks the server's proof too."""
+    blob = lambda b: struct.pack("<I", len(b)) + b
+    cn = os.urandom(32)
+    status, p = call(4, blob(cn))  # AUTH
+    assert status == 0 and len(p) == 36, (status, p)
+    sn = p[4:]
+    mac = hmac.new(key, b"galley-client" + cn + sn, hashlib.sha256).digest()
+    status, p = call(5, blob(mac))  # AUTH_PROVE
+    assert status == 0 and len(p) == 36, (status, p)
+    assert p[4:] == hmac.new(key, b"galley-server" + sn + cn,
+                             hashlib.sha256).digest(), "server's proof"
+
+
 class Cluster:
     """A set of galleyd servers in `dir`, run through galley-cluster."""
 
@@ -136,6 +165,9 @@ class Cluster:
     def start(self):
         self.ctl("start", "-n", str(self.n), *self.start_args)
         self.expect_dead.clear()
+        key = bytes.fromhex((self.dir / "cluster.key").read_text().strip())
+        for i in range(self.n):
+            CLUSTER_KEYS[self.addr(i)] = key
         return self
 
     def stop(self):

@@ -25,5 +25,5 @@ tests_helpers_t_local_LDADD = libgalley/libgalley.la
 EXTRA_DIST += tests/conftest.py tests/test_cluster_script.py \
 	tests/test_cli.py tests/test_filemodel.py tests/test_listio.py \
 	tests/test_striped.py tests/test_errors.py tests/test_failures.py \
-	tests/test_protocol.py tests/test_structured.py \
+	tests/test_protocol.py tests/test_structured.py tests/test_hardening.py \
 	tests/test_local_layout.py

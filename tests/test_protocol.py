@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from conftest import describe
+from conftest import authenticate, cluster_key, describe
 
 MAGIC = 0x59414C47
-VERSION = 2
+VERSION = 3
 HDR = struct.Struct("<IHHQiI")  # magic, version, opcode, reqid, status, length
 assert HDR.size == 24
 
-OP = dict(PING=1, STATFS=2, CMA_PROBE=3, NS_RESERVE=10, NS_COMMIT=11, NS_RELEASE=12,
+OP = dict(PING=1, STATFS=2, CMA_PROBE=3, AUTH=4, AUTH_PROVE=5, NS_RESERVE=10, NS_COMMIT=11, NS_RELEASE=12,
           NS_LOOKUP=13, NS_REMOVE=14, NS_LIST=15, NS_SETATTR=16,
           SUB_CREATE=20, SUB_DELETE=21, FORK_CREATE=30, FORK_OPEN=31,
           FORK_CLOSE=32, FORK_DELETE=33, FORK_LIST=34, FORK_SIZE=35,
@@ -26,6 +26,7 @@ OP = dict(PING=1, STATFS=2, CMA_PROBE=3, NS_RESERVE=10, NS_COMMIT=11, NS_RELEASE
 
 GFS_EPROTO = -1006
 GFS_EBADID = -1008
+GFS_EAUTH = -1020
 
 
 def frame(op, payload=b"", reqid=1, magic=MAGIC, version=VERSION,
@@ -61,9 +62,17 @@ def strided(off, size, levels):
 class Conn:
     """A raw client connection."""
 
-    def __init__(self, addr, timeout=10):
+    def __init__(self, addr, timeout=10, auth=True):
         self.s = socket.create_connection(addr, timeout=timeout)
         self.buf = b""
+        if auth:
+            self.authenticate(addr)
+
+    def authenticate(self, addr):
+        """Prove the cluster secret (if the server has one we know)."""
+        key = cluster_key(addr)
+        if key:
+            authenticate(lambda op, p: self.call(op, p, reqid=3), key)
 
     def close(self):
         self.s.close()

@@ -193,6 +193,7 @@ class LocalConn(Conn):
         self.s.settimeout(timeout)
         self.s.connect("\0galleyd@%s:%d" % addr)
         self.buf = b""
+        self.authenticate(addr)
 
 
 def mem(*bufs):

@@ -61,6 +61,9 @@ static const char usage_text[] =
     "  df                            per-server space, records, cache\n"
     "  iostat                        per-server data bytes for clients on\n"
     "                                the server's own host and on others\n"
+    "  fsck [--repair]               check records against subfile headers;\n"
+    "                                --repair removes orphans (left by an rm\n"
+    "                                while a server was down)\n"
     "  fork create NAME SUBFILE FORK\n"
     "  fork ls NAME [SUBFILE]\n"
     "  fork rm NAME SUBFILE FORK\n"
@@ -95,6 +98,9 @@ static const char usage_text[] =
     "  -f         put: replace an existing file\n"
     "\n"
     "Exit status: 0 success, 1 an operation failed, 2 bad usage.\n";
+
+/* `galley fsck [--repair]` (tools/fsck.c). */
+int galley_fsck(int argc, char **argv, const char *cluster, int timeout_s);
 
 static void usage(FILE *f)
 {
@@ -1270,6 +1276,8 @@ int main(int argc, char **argv)
         return galley_mount(o.cluster, o.timeout_s, argc - i, argv + i);
     if (strcmp(cmd, "umount") == 0)
         return galley_umount(argc - i, argv + i);
+    if (strcmp(cmd, "fsck") == 0) /* tools/fsck.c */
+        return galley_fsck(argc - i, argv + i, o.cluster, o.timeout_s);
     if (strcmp(cmd, "fork") == 0) {
         if (i >= argc)
             return bad_usage("%s", "'fork' needs a subcommand "

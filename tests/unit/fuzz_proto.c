@@ -29,6 +29,10 @@
 #include "galley.h"
 #include "gproto.h"
 
+#ifndef GALLEY_FUZZ_DEFAULT_ITERS
+#define GALLEY_FUZZ_DEFAULT_ITERS 200000
+#endif
+
 #define MAX_EXPAND 4096 /* expand only segments up to this many pieces */
 #define MAX_SEGS 4096
 
@@ -495,7 +499,7 @@ int main(int argc, char **argv)
         return rc;
     }
     const char *e = getenv("GALLEY_FUZZ_ITERS");
-    long iters = e ? atol(e) : 200000;
+    long iters = e ? atol(e) : GALLEY_FUZZ_DEFAULT_ITERS;
     e = getenv("GALLEY_FUZZ_SEED");
     uint64_t seed = e ? strtoull(e, NULL, 0) : 0x5EEDC0DEu;
     rng = seed ? seed : 1;

@@ -6,8 +6,11 @@
 #   fuzz_proto   the protocol fuzz target driven by generated inputs
 #                (GALLEY_FUZZ_ITERS, GALLEY_FUZZ_SEED; see the file to build
 #                it as a libFuzzer target instead)
+#   fuzz_proto_asan  the same target built with AddressSanitizer and
+#                UndefinedBehaviorSanitizer (any finding aborts), over 50000
+#                inputs unless GALLEY_FUZZ_ITERS says otherwise
 UNIT_TESTS = tests/unit/test_proto tests/unit/test_layout \
-	tests/unit/test_cma tests/unit/fuzz_proto
+	tests/unit/test_cma tests/unit/fuzz_proto tests/unit/fuzz_proto_asan
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -24,3 +27,10 @@ tests_unit_test_cma_LDADD = proto/libgproto.la
 
 tests_unit_fuzz_proto_SOURCES = tests/unit/fuzz_proto.c
 tests_unit_fuzz_proto_LDADD = proto/libgproto.la
+
+SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+tests_unit_fuzz_proto_asan_SOURCES = tests/unit/fuzz_proto.c proto/gproto.c
+tests_unit_fuzz_proto_asan_CFLAGS = $(AM_CFLAGS) -g -O1 $(SANITIZE) \
+	-DGALLEY_FUZZ_DEFAULT_ITERS=50000
+tests_unit_fuzz_proto_asan_LDFLAGS = $(SANITIZE)

@@ -1,0 +1,305 @@
+/*
+ * fsck.c -- gfs_fsck: compare every server's file records with every
+ * server's subfile headers (galley.h).
+ *
+ *   1. every record of every server (NS_LIST, NS_LOOKUP on that server)
+ *      names (server, hid) for each of its subfiles;
+ *   2. every server lists the headers it holds (SUB_LIST);
+ *   3. a record's subfile with no header on its server is dangling; a
+ *      header whose file name or subfile index differs from the record
+ *      that names it is a mismatch; a live header no record names is an
+ *      orphan -- what an rm leaves on a server that was down (the record
+ *      goes first, then each server's header).
+ *
+ * Repair removes orphans only, each under a reservation of its file's
+ * name on the name's metadata server: a create in progress holds that
+ * reservation (its headers exist before its record), so it is never
+ * taken for orphans; and a record committed since the scan is looked up
+ * again before anything goes.  Nothing is repaired while a server does
+ * not answer (its records might name the "orphans").
+ *
+ * Threads: the calling thread only; requests go through the ordinary
+ * connections.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ref {
+    uint32_t server;
+    uint64_t hid;
+    uint32_t subidx;
+    char *name;
+    bool seen; /* a header exists */
+} ref;
+
+typedef struct fsck {
+    ref *refs;
+    size_t nrefs, caprefs;
+    gfs_fsck_fn fn;
+    void *arg;
+    int problems;
+} fsck;
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const ref *x = a, *y = b;
+    if (x->server != y->server)
+        return x->server < y->server ? -1 : 1;
+    return x->hid < y->hid ? -1 : x->hid > y->hid;
+}
+
+static void report(fsck *f, int kind, int server, uint64_t hid,
+                   const char *name, uint32_t subidx, int status)
+{
+    gfs_fsck_item it = {.kind = kind, .server = server, .hid = hid,
+                        .subfile = subidx, .status = status};
+    snprintf(it.name, sizeof(it.name), "%s", name ? name : "");
+    if (kind != GFS_FSCK_REPAIRED)
+        f->problems++;
+    if (f->fn)
+        f->fn(&it, f->arg);
+}
+
+static int add_ref(fsck *f, uint32_t server, uint64_t hid, uint32_t subidx,
+                   const char *name)
+{
+    if (f->nrefs == f->caprefs) {
+        size_t cap = f->caprefs ? 2 * f->caprefs : 256;
+        ref *p = realloc(f->refs, cap * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        f->refs = p;
+        f->caprefs = cap;
+    }
+    char *n = strdup(name);
+    if (!n)
+        return -ENOMEM;
+    f->refs[f->nrefs++] = (ref){server, hid, subidx, n, false};
+    return 0;
+}
+
+static int call_str(int server, uint16_t op, const char *s, gc_req *q)
+{
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_str(&w, s);
+    int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, q);
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+static int call_u64(int server, uint16_t op, uint64_t v, gc_req *q)
+{
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_put_u64(&w, v);
+    int rc = gc_call(gc_server_conn(server), op, &w, q);
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+static int lookup(int server, const char *name, gp_record *rec)
+{
+    gc_req q;
+    int rc = call_str(server, GP_OP_NS_LOOKUP, name, &q);
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        gp_get_record(&r, rec);
+        if (!gp_done(&r))
+            rc = GFS_EPROTO;
+    }
+    gc_req_release(&q);
+    return rc;
+}
+
+/* Step 1 for one server: the records it keeps. */
+static int scan_records(fsck *f, int server, gp_record *rec)
+{
+    gc_req q;
+    int rc = call_str(server, GP_OP_NS_LIST, "", &q);
+    if (rc) {
+        gc_req_release(&q);
+        return rc;
+    }
+    gp_rbuf r;
+    gp_rbuf_init(&r, q.reply, q.replylen);
+    uint32_t n = gp_get_u32(&r);
+    char name[GFS_NAME_MAX + 1];
+    for (uint32_t i = 0; !rc && !r.err && i < n; i++) {
+        gp_get_str(&r, name, GFS_NAME_MAX);
+        if (r.err)
+            break;
+        int k = lookup(server, name, rec);
+        if (k == -ENOENT)
+            continue; /* removed since the listing */
+        if (k) {
+            rc = k;
+            break;
+        }
+        for (uint32_t s = 0; !rc && s < rec->nsub; s++)
+            rc = add_ref(f, rec->server[s], rec->hid[s], s, name);
+    }
+    if (!rc && r.err)
+        rc = GFS_EPROTO;
+    gc_req_release(&q);
+    return rc;
+}
+
+static ref *find_ref(fsck *f, uint32_t server, uint64_t hid)
+{
+    ref key = {.server = server, .hid = hid};
+    return bsearch(&key, f->refs, f->nrefs, sizeof(ref), cmp_ref);
+}
+
+/* Is (server, hid), a header of `name`, named by name's record now? */
+static bool named_now(int server, uint64_t hid, const char *name,
+                      gp_record *rec)
+{
+    if (lookup(gc_meta_server(name), name, rec) != 0)
+        return false;
+    for (uint32_t s = 0; s < rec->nsub; s++)
+        if (rec->server[s] == (uint32_t)server && rec->hid[s] == hid)
+            return true;
+    return false;
+}
+
+/* Remove orphan (server, hid) of `name` under a reservation of the name. */
+static int reclaim(int server, uint64_t hid, const char *name, gp_record *rec)
+{
+    int meta = gc_meta_server(name);
+    gc_req q;
+    int rc = call_str(meta, GP_OP_NS_RESERVE, name, &q);
+    gc_req_release(&q);
+    bool reserved = rc == 0;
+    if (rc == -EEXIST) {
+        /* a record (committed since the scan?) or a create in progress */
+        if (named_now(server, hid, name, rec))
+            return -EEXIST; /* not an orphan after all */
+        gp_record *tmp = rec;
+        if (lookup(meta, name, tmp) == -ENOENT)
+            return GFS_EBUSY; /* being created: leave it */
+        rc = 0;
+    }
+    if (rc)
+        return rc;
+    rc = call_u64(server, GP_OP_SUB_DELETE, hid, &q);
+    gc_req_release(&q);
+    if (reserved) {
+        call_str(meta, GP_OP_NS_RELEASE, name, &q);
+        gc_req_release(&q);
+    }
+    return rc;
+}
+
+/* Steps 2 and 3 for one server's headers. */
+static int scan_headers(fsck *f, int server, bool repair, gp_record *rec)
+{
+    uint64_t after = 0;
+    char name[GFS_NAME_MAX + 1];
+    for (;;) {
+        gc_req q;
+        int rc = call_u64(server, GP_OP_SUB_LIST, after, &q);
+        if (rc) {
+            gc_req_release(&q);
+            return rc;
+        }
+        gp_rbuf r;
+        gp_rbuf_init(&r, q.reply, q.replylen);
+        uint32_t n = gp_get_u32(&r);
+        for (uint32_t i = 0; !r.err && i < n; i++) {
+            uint64_t hid = gp_get_u64(&r);
+            gp_get_str(&r, name, GFS_NAME_MAX);
+            uint32_t subidx = gp_get_u32(&r);
+            bool deleted = gp_get_u8(&r);
+            if (r.err)
+                break;
+            after = hid;
+            ref *x = find_ref(f, (uint32_t)server, hid);
+            if (x) {
+                x->seen = true;
+                if (strcmp(x->name, name) != 0 || x->subidx != subidx)
+                    report(f, GFS_FSCK_MISMATCH, server, hid, x->name,
+                           x->subidx, 0);
+                continue;
+            }
+            if (deleted)
+                continue; /* removal pending (a fork still open) */
+            if (named_now(server, hid, name, rec))
+                continue; /* committed since the scan */
+            report(f, GFS_FSCK_ORPHAN, server, hid, name, subidx, 0);
+            if (repair) {
+                int k = reclaim(server, hid, name, rec);
+                if (k == 0 || k == GFS_ESTALE)
+                    report(f, GFS_FSCK_REPAIRED, server, hid, name, subidx,
+                           0);
+                else if (k != -EEXIST)
+                    report(f, GFS_FSCK_NOT_REPAIRED, server, hid, name,
+                           subidx, k);
+            }
+        }
+        int err = r.err ? GFS_EPROTO : 0;
+        gc_req_release(&q);
+        if (err)
+            return err;
+        if (n == 0)
+            return 0;
+    }
+}
+
+int gfs_fsck(int repair, gfs_fsck_fn fn, void *arg)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    fsck f = {.fn = fn, .arg = arg};
+    gp_record *rec = malloc(sizeof(*rec));
+    int n = gc_g.nservers;
+    bool *down = calloc((size_t)n, sizeof(*down));
+    if (!rec || !down) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    for (int s = 0; s < n; s++) {
+        int k = scan_records(&f, s, rec);
+        if (k == -ENOMEM) {
+            rc = k;
+            goto out_free;
+        }
+        if (k) {
+            down[s] = true;
+            report(&f, GFS_FSCK_UNREACHABLE, s, 0, NULL, 0, k);
+        }
+    }
+    qsort(f.refs, f.nrefs, sizeof(ref), cmp_ref);
+    bool complete = true;
+    for (int s = 0; s < n; s++)
+        complete &= !down[s];
+    for (int s = 0; s < n; s++) {
+        if (down[s])
+            continue;
+        int k = scan_headers(&f, s, repair && complete, rec);
+        if (k) {
+            down[s] = true;
+            report(&f, GFS_FSCK_UNREACHABLE, s, 0, NULL, 0, k);
+        }
+    }
+    for (size_t i = 0; i < f.nrefs; i++) {
+        ref *x = &f.refs[i];
+        if (!x->seen && x->server < (uint32_t)n && !down[x->server])
+            report(&f, GFS_FSCK_DANGLING, (int)x->server, x->hid, x->name,
+                   x->subidx, 0);
+    }
+    rc = f.problems;
+out_free:
+    for (size_t i = 0; i < f.nrefs; i++)
+        free(f.refs[i].name);
+    free(f.refs);
+    free(rec);
+    free(down);
+    return rc;
+}

@@ -1,0 +1,131 @@
+/*
+ * lease.c -- keeping byte-range locks alive (servers/rangelock.c).
+ *
+ * A server lets another client take over a lock whose holder has sent it
+ * nothing for its lock lease (galleyd --lock-lease, default 30 s).  Any
+ * request renews; so that a process that holds a lock while it computes
+ * never loses it, a renewal thread sends a PING every
+ * GALLEY_LOCK_RENEW_MS (default 1000) milliseconds to each server where
+ * this process holds locks.  A process that is stopped or hung sends
+ * nothing, and its locks expire.
+ *
+ * Threads: gc_lease_hold is called by any application thread after LOCK /
+ * UNLOCK; it starts the (detached) renewal thread on the first lock held,
+ * and the thread exits when none are.  gc_lease_stop (gfs_finalize, before
+ * the connections go) waits until it has.
+ * Locks: lease.lock guards everything here; it is never held across a
+ * request.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    int *held;     /* locks held per server */
+    int nheld;
+    long total;
+    bool running, stop;
+    pthread_t thread;
+} lease = {.lock = PTHREAD_MUTEX_INITIALIZER,
+           .cv = PTHREAD_COND_INITIALIZER};
+
+static long renew_ms(void)
+{
+    const char *e = getenv("GALLEY_LOCK_RENEW_MS");
+    long v = e ? atol(e) : 1000;
+    return v >= 10 && v <= 600000 ? v : 1000;
+}
+
+static void *renewer(void *arg)
+{
+    long ms = renew_ms();
+    pthread_mutex_lock(&lease.lock);
+    while (!lease.stop && lease.total > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&lease.cv, &lease.lock, &ts);
+        if (lease.stop || lease.total == 0)
+            break;
+        int n = lease.nheld;
+        int *which = malloc(sizeof(int) * (size_t)(n ? n : 1));
+        int k = 0;
+        for (int i = 0; which && i < n; i++)
+            if (lease.held[i] > 0)
+                which[k++] = i;
+        pthread_mutex_unlock(&lease.lock);
+        for (int i = 0; i < k; i++) {
+            gc_conn *c = gc_server_conn(which[i]);
+            if (!c)
+                continue;
+            gp_wbuf w;
+            gp_wbuf_init(&w);
+            gc_req q;
+            gc_call(c, GP_OP_PING, &w, &q); /* errors: the next try */
+            gc_req_release(&q);
+            gp_wbuf_free(&w);
+        }
+        free(which);
+        pthread_mutex_lock(&lease.lock);
+    }
+    lease.running = false;
+    pthread_cond_broadcast(&lease.cv);
+    pthread_mutex_unlock(&lease.lock);
+    return NULL;
+}
+
+void gc_lease_hold(int server, int delta)
+{
+    if (server < 0)
+        return;
+    pthread_mutex_lock(&lease.lock);
+    if (server >= lease.nheld) {
+        int n = server + 1;
+        int *p = realloc(lease.held, sizeof(int) * (size_t)n);
+        if (!p) {
+            pthread_mutex_unlock(&lease.lock);
+            return; /* no renewals: the lock still works within a lease */
+        }
+        memset(p + lease.nheld, 0, sizeof(int) * (size_t)(n - lease.nheld));
+        lease.held = p;
+        lease.nheld = n;
+    }
+    if (delta < 0 && lease.held[server] + delta < 0)
+        delta = -lease.held[server];
+    lease.held[server] += delta;
+    lease.total += delta;
+    if (lease.total > 0 && !lease.running) {
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        lease.stop = false;
+        lease.running = pthread_create(&lease.thread, &at, renewer, NULL) == 0;
+        pthread_attr_destroy(&at);
+    }
+    pthread_mutex_unlock(&lease.lock);
+}
+
+void gc_lease_stop(void)
+{
+    pthread_mutex_lock(&lease.lock);
+    lease.stop = true;
+    pthread_cond_broadcast(&lease.cv);
+    while (lease.running)
+        pthread_cond_wait(&lease.cv, &lease.lock);
+    free(lease.held);
+    lease.held = NULL;
+    lease.nheld = 0;
+    lease.total = 0;
+    lease.stop = false;
+    pthread_mutex_unlock(&lease.lock);
+}

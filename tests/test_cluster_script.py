@@ -206,3 +206,25 @@ def test_launcher_mode_runs_ranks_locally(tmp_path):
     st = script("status", "--dir", d)
     assert st.returncode == 1
     assert processes_mentioning(str(d)) == []
+
+
+def test_launcher_mode_binds_the_published_address(tmp_path):
+    """Without --bind, a launched server listens on the address its
+    published name resolves to, not on every interface."""
+    d = tmp_path / "lb"
+    env = {"GALLEYD": galleyd_path()}
+    cp = script("start", "-n", "2", "--dir", d, "--launcher", "local",
+                "--data-root", tmp_path / "lb-data", "--advertise", "127.0.0.1",
+                env=env)
+    try:
+        assert cp.returncode == 0, describe(cp)
+        for i in range(2):
+            bound = list((d / ("server%d" % i)).glob("port.*"))
+            assert len(bound) == 1, bound
+            assert bound[0].read_text().startswith("127.0.0.1:"), bound[0].read_text()
+        c = Cluster(d, n=2)
+        cp2 = c.galley("ping")
+        assert cp2.returncode == 0, describe(cp2)
+    finally:
+        stop = script("stop", "--dir", d)
+    assert stop.returncode == 0, describe(stop)

@@ -56,7 +56,8 @@ typedef struct result {
 static void die(const char *what, int rc)
 {
     if (me == 0)
-        fprintf(stderr, "bench_arrays: %s: %s: %s\n", what, ga_strerror(rc), ga_errmsg());
+        fprintf(stderr, "bench_arrays: %s: %s: %s\n", what, ga_strerror(rc),
+                ga_errmsg());
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -165,7 +166,8 @@ static result run_array(const char *path, int64_t rows, int64_t cols,
         buf[i] = (double)(me * 1000003 + i);
     MPI_Info info = hints(0, 0); /* the library adds the striping itself */
     ga_group *g;
-    rc = ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, GA_CREATE, info, &g);
+    rc =
+        ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, GA_CREATE, info, &g);
     if (!rc)
         rc = ga_group_insert(g, a);
     if (!rc)
@@ -221,7 +223,8 @@ static result run_segmented(const char *path, int64_t total, int nserv)
     if (me == 0)
         MPI_File_delete(path, MPI_INFO_NULL);
     MPI_Barrier(MPI_COMM_WORLD);
-    int e = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+    int e = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                          info, &fh);
     if (e != MPI_SUCCESS)
         die("open segmented", GA_EMPI);
     double tw[64] = {0}, tr[64] = {0}, mb = (double)total / 1048576.0;
@@ -229,7 +232,8 @@ static result run_segmented(const char *path, int64_t total, int nserv)
         MPI_Offset off = (MPI_Offset)i * total + (MPI_Offset)me * seg;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        e = MPI_File_write_at_all(fh, off, buf, (int)seg, MPI_BYTE, MPI_STATUS_IGNORE);
+        e = MPI_File_write_at_all(fh, off, buf, (int)seg, MPI_BYTE,
+                                  MPI_STATUS_IGNORE);
         MPI_Barrier(MPI_COMM_WORLD);
         tw[i] = MPI_Wtime() - t0;
         if (e != MPI_SUCCESS)
@@ -239,7 +243,8 @@ static result run_segmented(const char *path, int64_t total, int nserv)
         MPI_Offset off = (MPI_Offset)i * total + (MPI_Offset)me * seg;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        e = MPI_File_read_at_all(fh, off, buf, (int)seg, MPI_BYTE, MPI_STATUS_IGNORE);
+        e = MPI_File_read_at_all(fh, off, buf, (int)seg, MPI_BYTE,
+                                 MPI_STATUS_IGNORE);
         MPI_Barrier(MPI_COMM_WORLD);
         tr[i] = MPI_Wtime() - t0;
         if (e != MPI_SUCCESS)
@@ -270,7 +275,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     const char *gbase = "/bench_arrays", *ldir = getenv("TMPDIR");
     const char *dists_text = "*,*;BLOCK,*;*,BLOCK;BLOCK,BLOCK";
-    int sizes[MAXL] = {16, 64}, nsizes = 2, servers[MAXL] = {1, 2, 3, 4}, nservers = 4;
+    int sizes[MAXL] = {16, 64}, nsizes = 2, servers[MAXL] = {1, 2, 3, 4},
+        nservers = 4;
     if (!ldir)
         ldir = "/tmp";
     for (int i = 1; i < argc; i++) {
@@ -293,8 +299,10 @@ int main(int argc, char **argv)
             hint_kv[nhints++] = argv[++i];
         else {
             if (me == 0)
-                fprintf(stderr, "bench_arrays: unknown option %s (see the source "
-                                "header for usage)\n", a);
+                fprintf(stderr,
+                        "bench_arrays: unknown option %s (see the source "
+                        "header for usage)\n",
+                        a);
             MPI_Finalize();
             return 2;
         }
@@ -316,8 +324,10 @@ int main(int argc, char **argv)
     int galley = strcmp(gbase, "-") != 0;
 
     if (me == 0) {
-        printf("bench_arrays: %d processes, 2-D arrays of 8-byte elements (rows 2048), "
-               "one timestep, %d repetitions\n", nprocs, reps);
+        printf("bench_arrays: %d processes, 2-D arrays of 8-byte elements "
+               "(rows 2048), "
+               "one timestep, %d repetitions\n",
+               nprocs, reps);
         printf("  memory distributions:");
         for (int d = 0; d < ndists; d++)
             printf(" (%s)", dists[d]);
@@ -326,22 +336,26 @@ int main(int argc, char **argv)
         printf("  galley hints (the library's defaults unless --hint/--cb): "
                "romio_cb_write=disable romio_cb_read=disable cb_nodes=S "
                "cb_config_list=*:*\n");
-        printf("  galley: %s (galley_cb %s); ufs baseline: ufs:%s (disk (BLOCK,*) "
-               "over 4 chunks)\n", galley ? gbase : "skipped", cb ? cb : "default",
-               ldir);
+        printf(
+            "  galley: %s (galley_cb %s); ufs baseline: ufs:%s (disk (BLOCK,*) "
+            "over 4 chunks)\n",
+            galley ? gbase : "skipped", cb ? cb : "default", ldir);
         for (int i = 0; i < nhints; i++)
             printf("  hint %s\n", hint_kv[i]);
         printf("  segmented: each process one contiguous size/%d segment, "
                "MPI_File_write_at_all/read_at_all on galley:, same striping\n",
                nprocs);
-        printf("  MB/s = size / mean time between barriers; (coef) = (max-min)/mean; "
+        printf("  MB/s = size / mean time between barriers; (coef) = "
+               "(max-min)/mean; "
                "caches not flushed\n");
         fflush(stdout);
     }
 
-    result res[MAXL][9][MAXL + 1]; /* size x (dists + segmented) x (servers + ufs) */
+    result res[MAXL][9]
+              [MAXL + 1]; /* size x (dists + segmented) x (servers + ufs) */
     for (int si = 0; si < nsizes; si++) {
-        int64_t rows = 2048, cols = (int64_t)sizes[si] * 64; /* 8-byte elements */
+        int64_t rows = 2048,
+                cols = (int64_t)sizes[si] * 64; /* 8-byte elements */
         for (int d = 0; d <= ndists; d++)
             for (int k = 0; k <= nservers; k++)
                 res[si][d][k].w = res[si][d][k].r = -1;
@@ -349,26 +363,31 @@ int main(int argc, char **argv)
         for (int d = 0; d < ndists; d++) {
             if (galley)
                 for (int k = 0; k < nservers; k++) {
-                    snprintf(path, sizeof(path), "galley:%s.%d.%d.%d", gbase, sizes[si],
-                             d, servers[k]);
-                    res[si][d][k] = run_array(path, rows, cols, dists[d], servers[k]);
+                    snprintf(path, sizeof(path), "galley:%s.%d.%d.%d", gbase,
+                             sizes[si], d, servers[k]);
+                    res[si][d][k] =
+                        run_array(path, rows, cols, dists[d], servers[k]);
                 }
-            snprintf(path, sizeof(path), "ufs:%s/bench_arrays.%d.%d", ldir, sizes[si], d);
+            snprintf(path, sizeof(path), "ufs:%s/bench_arrays.%d.%d", ldir,
+                     sizes[si], d);
             res[si][d][nservers] = run_array(path, rows, cols, dists[d], 0);
         }
         if (galley)
             for (int k = 0; k < nservers; k++) {
-                snprintf(path, sizeof(path), "galley:%s.seg.%d.%d", gbase, sizes[si],
-                         servers[k]);
-                res[si][ndists][k] = run_segmented(path, rows * cols * 8, servers[k]);
+                snprintf(path, sizeof(path), "galley:%s.seg.%d.%d", gbase,
+                         sizes[si], servers[k]);
+                res[si][ndists][k] =
+                    run_segmented(path, rows * cols * 8, servers[k]);
             }
-        snprintf(path, sizeof(path), "ufs:%s/bench_arrays.seg.%d", ldir, sizes[si]);
+        snprintf(path, sizeof(path), "ufs:%s/bench_arrays.seg.%d", ldir,
+                 sizes[si]);
         res[si][ndists][nservers] = run_segmented(path, rows * cols * 8, 0);
     }
 
     if (me == 0) {
         for (int pass = 0; pass < 2; pass++) {
-            printf("\n%s MB/s\n%-8s %-14s", pass ? "read" : "write", "size MB", "memory");
+            printf("\n%s MB/s\n%-8s %-14s", pass ? "read" : "write", "size MB",
+                   "memory");
             for (int k = 0; k < nservers; k++)
                 printf("    galley S=%d", servers[k]);
             printf(" %15s\n", "ufs");
@@ -392,7 +411,8 @@ int main(int argc, char **argv)
             if (!strcasecmp(dists[d], "BLOCK,BLOCK"))
                 bb = d;
         if (bb >= 0 && galley) {
-            printf("\n(BLOCK,BLOCK) / segmented on galley (target >= 0.8)\n%-8s %-6s",
+            printf("\n(BLOCK,BLOCK) / segmented on galley (target >= "
+                   "0.8)\n%-8s %-6s",
                    "size MB", "");
             for (int k = 0; k < nservers; k++)
                 printf("  S=%d  ", servers[k]);

@@ -119,7 +119,8 @@ static int read_small(const char *path, char **buf, size_t *len, bool *missing)
     *buf = NULL;
     *len = 0;
     *missing = false;
-    int m = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+    int m =
+        MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
     if (m != MPI_SUCCESS) {
         if (err_class(m) == MPI_ERR_NO_SUCH_FILE) {
             *missing = true;
@@ -292,8 +293,8 @@ int64_t ga_array_global_index(const ga_array *a, int dim, int64_t i)
         return -1;
     int c[GA_MAX_RANK];
     ga_unit_coords(&a->mem, a->rank, c);
-    return ga_dim_global(&a->mem.dist[dim], a->shape.dims[dim], a->mem.grid[dim],
-                         c[dim], i);
+    return ga_dim_global(&a->mem.dist[dim], a->shape.dims[dim],
+                         a->mem.grid[dim], c[dim], i);
 }
 
 const ga_layout *ga_array_mem_layout(const ga_array *a)
@@ -318,12 +319,13 @@ int ga_array_export(ga_array *a, const char *path, MPI_Info info)
     if (!rc && a->bytes && !a->base)
         rc = ga_fail(GA_ESTATE, "array %s: no memory bound", a->name);
     if (!rc)
-        rc = ga_types_build(a, &whole, ga_slot_bytes(&whole, &a->shape), &ft, &mt,
-                            &bytes);
+        rc = ga_types_build(a, &whole, ga_slot_bytes(&whole, &a->shape), &ft,
+                            &mt, &bytes);
     rc = agree(a->comm, rc);
     if (rc)
         return rc;
-    int m = MPI_File_open(a->comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
+    int m = MPI_File_open(a->comm, path, MPI_MODE_CREATE | MPI_MODE_WRONLY,
+                          info, &fh);
     if (m != MPI_SUCCESS) {
         rc = agree(a->comm, ga_mpi_fail(m, "open", path));
         ga_types_free(&ft, &mt);
@@ -331,8 +333,8 @@ int ga_array_export(ga_array *a, const char *path, MPI_Info info)
     }
     if ((m = MPI_File_set_size(fh, 0)) != MPI_SUCCESS)
         rc = ga_mpi_fail(m, "truncate", path);
-    if (!rc && (m = MPI_File_set_view(fh, 0, MPI_BYTE, ft, "native", MPI_INFO_NULL)) !=
-                   MPI_SUCCESS)
+    if (!rc && (m = MPI_File_set_view(fh, 0, MPI_BYTE, ft, "native",
+                                      MPI_INFO_NULL)) != MPI_SUCCESS)
         rc = ga_mpi_fail(m, "set view of", path);
     /* collective only when everyone holds data (see open_group) */
     int full = bytes > 0, all_full = 0;
@@ -342,8 +344,8 @@ int ga_array_export(ga_array *a, const char *path, MPI_Info info)
             MPI_SUCCESS)
         rc = ga_mpi_fail(m, "write", path);
     else if (!rc && !all_full && bytes &&
-             (m = MPI_File_write_at(fh, 0, a->base, 1, mt, MPI_STATUS_IGNORE)) !=
-                 MPI_SUCCESS)
+             (m = MPI_File_write_at(fh, 0, a->base, 1, mt,
+                                    MPI_STATUS_IGNORE)) != MPI_SUCCESS)
         rc = ga_mpi_fail(m, "write", path);
     if ((m = MPI_File_close(&fh)) != MPI_SUCCESS && !rc)
         rc = ga_mpi_fail(m, "close", path);
@@ -355,12 +357,12 @@ int ga_array_export(ga_array *a, const char *path, MPI_Info info)
 
 typedef struct member {
     ga_array *a;
-    ga_layout disk;   /* the group's disk layout for this array */
+    ga_layout disk; /* the group's disk layout for this array */
     int64_t slot;
     MPI_Datatype ftype, mtype;
     int64_t bytes;
-    bool coll;        /* every process holds part of it: collective I/O */
-    MPI_File fh[2];   /* timestep file, or checkpoint copies 0 and 1 */
+    bool coll;      /* every process holds part of it: collective I/O */
+    MPI_File fh[2]; /* timestep file, or checkpoint copies 0 and 1 */
 } member;
 
 struct ga_group {
@@ -372,21 +374,21 @@ struct ga_group {
     MPI_Info info;
     int nmem;
     member *mem;
-    bool opened;       /* types built, schema written/checked */
-    bool have_schema;  /* a stored schema was read */
+    bool opened;      /* types built, schema written/checked */
+    bool have_schema; /* a stored schema was read */
     ga_schema schema;
     /* timesteps (every process) */
     int nsteps, stepcap;
     int64_t *steps;
     /* checkpoints (every process) */
-    int last_copy;     /* newest complete copy, -1 none */
+    int last_copy; /* newest complete copy, -1 none */
     int64_t last_seq, last_step;
     int ncheckpoints;
     /* rank 0 only */
     MPI_File fschema, fcopy;
     int64_t schema_end;
     /* crash hook */
-    int crash_kind;    /* 0 none, 1 data, 2 copynum */
+    int crash_kind; /* 0 none, 1 data, 2 copynum */
     int crash_at;
 };
 
@@ -477,11 +479,14 @@ static void parse_crash_hook(ga_group *g)
 
 static void crash_point(ga_group *g, int kind)
 {
-    if (g->crash_kind == kind && g->ncheckpoints + 1 == g->crash_at && g->rank == 0) {
-        fprintf(stderr, "ga: GALLEY_ARRAY_CRASH: rank 0 exits in checkpoint %d "
-                        "(%s)\n",
-                g->ncheckpoints + 1, kind == 1 ? "after data of the first array"
-                                               : "before the copynum record");
+    if (g->crash_kind == kind && g->ncheckpoints + 1 == g->crash_at &&
+        g->rank == 0) {
+        fprintf(stderr,
+                "ga: GALLEY_ARRAY_CRASH: rank 0 exits in checkpoint %d "
+                "(%s)\n",
+                g->ncheckpoints + 1,
+                kind == 1 ? "after data of the first array"
+                          : "before the copynum record");
         fflush(stderr);
         _exit(99);
     }
@@ -528,10 +533,10 @@ static int load_stored(ga_group *g)
             g->have_schema = true;
             int want = g->kind == GA_TIMESTEP ? GA_TIMESTEP : GA_CHECKPOINT;
             if (g->schema.kind != want)
-                rc = ga_fail(GA_ESCHEMA, "%s holds a %s group, not a %s group",
-                             spath,
-                             g->schema.kind == GA_TIMESTEP ? "timestep" : "checkpoint",
-                             want == GA_TIMESTEP ? "timestep" : "checkpoint");
+                rc = ga_fail(
+                    GA_ESCHEMA, "%s holds a %s group, not a %s group", spath,
+                    g->schema.kind == GA_TIMESTEP ? "timestep" : "checkpoint",
+                    want == GA_TIMESTEP ? "timestep" : "checkpoint");
         }
         if (!rc && g->kind == GA_TIMESTEP && g->schema.nsteps) {
             g->steps = malloc(sizeof(int64_t) * (size_t)g->schema.nsteps);
@@ -559,8 +564,8 @@ static int load_stored(ga_group *g)
     return rc;
 }
 
-int ga_group_create(MPI_Comm comm, ga_group_kind kind, const char *path, int flags,
-                    MPI_Info info, ga_group **out)
+int ga_group_create(MPI_Comm comm, ga_group_kind kind, const char *path,
+                    int flags, MPI_Info info, ga_group **out)
 {
     int rc = 0;
     *out = NULL;
@@ -585,7 +590,8 @@ int ga_group_create(MPI_Comm comm, ga_group_kind kind, const char *path, int fla
         rc = ga_fail(-EINVAL, "bad group path");
     if (!rc && !(g->path = strdup(path)))
         rc = ga_fail(-ENOMEM, "out of memory");
-    if (!rc && info != MPI_INFO_NULL && MPI_Info_dup(info, &g->info) != MPI_SUCCESS)
+    if (!rc && info != MPI_INFO_NULL &&
+        MPI_Info_dup(info, &g->info) != MPI_SUCCESS)
         rc = ga_fail(GA_EMPI, "MPI_Info_dup failed");
     rc = agree(comm, rc); /* before the collective dup */
     if (!rc && MPI_Comm_dup(comm, &g->comm) != MPI_SUCCESS)
@@ -611,14 +617,16 @@ static int check_against_schema(const ga_group *g, const ga_array *a,
     if (!s)
         return ga_fail(GA_EMISMATCH, "%s: array %s is not in the stored schema",
                        g->path, a->name);
-    bool same = s->shape.rank == a->shape.rank && s->shape.esize == a->shape.esize;
+    bool same =
+        s->shape.rank == a->shape.rank && s->shape.esize == a->shape.esize;
     for (int d = 0; same && d < a->shape.rank; d++)
         same = s->shape.dims[d] == a->shape.dims[d];
     if (!same)
-        return ga_fail(GA_EMISMATCH,
-                       "%s: array %s differs from the stored one (rank, extents "
-                       "or element size)",
-                       g->path, a->name);
+        return ga_fail(
+            GA_EMISMATCH,
+            "%s: array %s differs from the stored one (rank, extents "
+            "or element size)",
+            g->path, a->name);
     return 0;
 }
 
@@ -632,10 +640,12 @@ int ga_group_insert(ga_group *g, ga_array *a)
     int cmp;
     MPI_Comm_compare(g->comm, a->comm, &cmp);
     if (cmp != MPI_IDENT && cmp != MPI_CONGRUENT)
-        return ga_fail(-EINVAL, "array %s lives on another communicator", a->name);
+        return ga_fail(-EINVAL, "array %s lives on another communicator",
+                       a->name);
     for (int i = 0; i < g->nmem; i++)
         if (!strcmp(g->mem[i].a->name, a->name))
-            return ga_fail(-EEXIST, "%s: array %s inserted twice", g->path, a->name);
+            return ga_fail(-EEXIST, "%s: array %s inserted twice", g->path,
+                           a->name);
     member m;
     memset(&m, 0, sizeof(m));
     m.a = a;
@@ -727,7 +737,8 @@ static int io_all(ga_group *g, int c, int op, int64_t index, bool crash_hook)
                 MPI_Abort(g->comm, 1);
             }
             if (!rc)
-                rc = ga_fail(GA_ESTATE, "array %s: no memory bound (ga_array_bind)",
+                rc = ga_fail(GA_ESTATE,
+                             "array %s: no memory bound (ga_array_bind)",
                              m->a->name);
         }
         MPI_Offset off = (MPI_Offset)index * m->bytes;
@@ -739,11 +750,14 @@ static int io_all(ga_group *g, int c, int op, int64_t index, bool crash_hook)
             e = MPI_File_read_at_all(m->fh[c], off, base, 1, m->mtype,
                                      MPI_STATUS_IGNORE);
         else if (m->bytes && op == IO_WRITE)
-            e = MPI_File_write_at(m->fh[c], off, base, 1, m->mtype, MPI_STATUS_IGNORE);
+            e = MPI_File_write_at(m->fh[c], off, base, 1, m->mtype,
+                                  MPI_STATUS_IGNORE);
         else if (m->bytes)
-            e = MPI_File_read_at(m->fh[c], off, base, 1, m->mtype, MPI_STATUS_IGNORE);
+            e = MPI_File_read_at(m->fh[c], off, base, 1, m->mtype,
+                                 MPI_STATUS_IGNORE);
         if (e != MPI_SUCCESS && !rc)
-            rc = ga_mpi_fail(e, op == IO_WRITE ? "write to" : "read from", g->path);
+            rc = ga_mpi_fail(e, op == IO_WRITE ? "write to" : "read from",
+                             g->path);
         free(scratch);
         if (crash_hook && i == 0)
             crash_point(g, 1);
@@ -764,10 +778,12 @@ static int open_group(ga_group *g)
     if (g->opened)
         return 0;
     if (g->nmem == 0)
-        return agree(g->comm, ga_fail(GA_ESTATE, "%s: group has no arrays", g->path));
+        return agree(g->comm,
+                     ga_fail(GA_ESTATE, "%s: group has no arrays", g->path));
     for (int i = 0; i < g->nmem && !rc; i++) {
         member *m = &g->mem[i];
-        rc = ga_types_build(m->a, &m->disk, m->slot, &m->ftype, &m->mtype, &m->bytes);
+        rc = ga_types_build(m->a, &m->disk, m->slot, &m->ftype, &m->mtype,
+                            &m->bytes);
     }
     /* Collective I/O when every process holds part of an array; when some
      * hold nothing (all '*' in memory: rank 0 has everything, or a grid
@@ -818,15 +834,17 @@ static int open_group(ga_group *g)
             char lay[MPI_MAX_INFO_VAL + 1];
             int flag = 0;
             if (g->info != MPI_INFO_NULL)
-                MPI_Info_get(g->info, "galley_layout", MPI_MAX_INFO_VAL, lay, &flag);
-            if (flag && (strcmp(lay, "local") == 0 || strncmp(lay, "template:", 9) == 0))
+                MPI_Info_get(g->info, "galley_layout", MPI_MAX_INFO_VAL, lay,
+                             &flag);
+            if (flag && (strcmp(lay, "local") == 0 ||
+                         strncmp(lay, "template:", 9) == 0))
                 MPI_Info_set(sinfo, "galley_layout", "local");
             else
                 MPI_Info_set(sinfo, "striping_factor", "1");
             MPI_Info_set(sinfo, "galley_fork", "schema");
         }
-        e = MPI_File_open(MPI_COMM_SELF, spath, MPI_MODE_RDWR | MPI_MODE_CREATE, sinfo,
-                          &g->fschema);
+        e = MPI_File_open(MPI_COMM_SELF, spath, MPI_MODE_RDWR | MPI_MODE_CREATE,
+                          sinfo, &g->fschema);
         if (e != MPI_SUCCESS) {
             g->fschema = MPI_FILE_NULL;
             rc = ga_mpi_fail(e, "open", spath);
@@ -855,8 +873,9 @@ static int open_group(ga_group *g)
                 rc = ga_schema_format(&s, &text, &len);
             if (!rc && (e = MPI_File_set_size(g->fschema, 0)) != MPI_SUCCESS)
                 rc = ga_mpi_fail(e, "truncate", spath);
-            if (!rc && (e = MPI_File_write_at(g->fschema, 0, text, (int)len, MPI_BYTE,
-                                              MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+            if (!rc &&
+                (e = MPI_File_write_at(g->fschema, 0, text, (int)len, MPI_BYTE,
+                                       MPI_STATUS_IGNORE)) != MPI_SUCCESS)
                 rc = ga_mpi_fail(e, "write", spath);
             g->schema_end = (int64_t)len;
             free(text);
@@ -866,15 +885,18 @@ static int open_group(ga_group *g)
             g->schema_end = (int64_t)g->schema.header_len;
             char line[64];
             for (int i = 0; i < g->nsteps; i++)
-                g->schema_end += ga_schema_step_line(i, g->steps[i], line, sizeof(line));
-            if ((e = MPI_File_set_size(g->fschema, g->schema_end)) != MPI_SUCCESS)
+                g->schema_end +=
+                    ga_schema_step_line(i, g->steps[i], line, sizeof(line));
+            if ((e = MPI_File_set_size(g->fschema, g->schema_end)) !=
+                MPI_SUCCESS)
                 rc = ga_mpi_fail(e, "truncate", spath);
         }
         if (!rc && g->kind == GA_CHECKPOINT) {
             if (is_galley(g->path))
                 MPI_Info_set(sinfo, "galley_fork", "copynum");
-            e = MPI_File_open(MPI_COMM_SELF, cpath, MPI_MODE_RDWR | MPI_MODE_CREATE,
-                              sinfo, &g->fcopy);
+            e = MPI_File_open(MPI_COMM_SELF, cpath,
+                              MPI_MODE_RDWR | MPI_MODE_CREATE, sinfo,
+                              &g->fcopy);
             if (e != MPI_SUCCESS) {
                 g->fcopy = MPI_FILE_NULL;
                 rc = ga_mpi_fail(e, "open", cpath);
@@ -950,7 +972,8 @@ int ga_timestep(ga_group *g, int64_t step)
         return rc;
     int idx = g->nsteps;
     if (idx >= GA_MAX_STEPS) /* the same on every process */
-        return ga_fail(-EFBIG, "%s: more than %d timesteps", g->path, GA_MAX_STEPS);
+        return ga_fail(-EFBIG, "%s: more than %d timesteps", g->path,
+                       GA_MAX_STEPS);
     if (g->nsteps == g->stepcap) {
         int nc = g->stepcap ? g->stepcap * 2 : 64;
         int64_t *t = realloc(g->steps, sizeof(*t) * (size_t)nc);
@@ -999,8 +1022,8 @@ int ga_timestep_read(ga_group *g, int index, int64_t *step)
     if (rc)
         return rc;
     if (index < 0 || index >= g->nsteps) /* the same on every process */
-        return ga_fail(GA_ENOSTEP, "%s: no timestep %d (%d stored)", g->path, index,
-                       g->nsteps);
+        return ga_fail(GA_ENOSTEP, "%s: no timestep %d (%d stored)", g->path,
+                       index, g->nsteps);
     rc = open_all(g, 0);
     if (!rc)
         rc = agree(g->comm, io_all(g, 0, IO_READ, index, false));
@@ -1092,7 +1115,8 @@ int ga_checkpoint(ga_group *g, int64_t step)
 int ga_restart(ga_group *g, int64_t *step)
 {
     if (!g || (g->kind != GA_RESTART && g->kind != GA_CHECKPOINT))
-        return ga_fail(GA_ESTATE, "ga_restart needs a restart or checkpoint group");
+        return ga_fail(GA_ESTATE,
+                       "ga_restart needs a restart or checkpoint group");
     if (!g->have_schema || g->last_copy < 0)
         return ga_fail(GA_ENOCKPT, "%s: no complete checkpoint", g->path);
     int rc = open_group(g);

@@ -18,13 +18,13 @@
 #define GA_HIDDEN __attribute__((visibility("hidden")))
 
 /* Limits checked before anything is allocated from a schema. */
-#define GA_MAX_ARRAYS 1024          /* arrays in one group            */
-#define GA_MAX_STEPS (1 << 24)      /* timesteps in one group         */
+#define GA_MAX_ARRAYS 1024     /* arrays in one group            */
+#define GA_MAX_STEPS (1 << 24) /* timesteps in one group         */
 #define GA_MAX_EXTENT (INT64_C(1) << 48)
 #define GA_MAX_ESIZE (1 << 24)
-#define GA_MAX_UNITS (1 << 20)      /* processes or chunks in a grid  */
-#define GA_SCHEMA_MAX (64 << 20)    /* bytes of a schema file         */
-#define GA_COPY_RECORD 128          /* bytes of one copynum record    */
+#define GA_MAX_UNITS (1 << 20)   /* processes or chunks in a grid  */
+#define GA_SCHEMA_MAX (64 << 20) /* bytes of a schema file         */
+#define GA_COPY_RECORD 128       /* bytes of one copynum record    */
 
 /* ---------------------------------------------------------------- errors */
 
@@ -105,19 +105,19 @@ GA_HIDDEN int64_t ga_disk_offset(const ga_layout *disk, const ga_shape *s,
 typedef struct ga_schema_array {
     char name[GA_NAME_MAX + 1];
     ga_shape shape;
-    ga_layout mem;   /* of the writer (informational) */
-    ga_layout disk;  /* how the data files are laid out */
+    ga_layout mem;  /* of the writer (informational) */
+    ga_layout disk; /* how the data files are laid out */
     int chunks;
     int64_t slot;
 } ga_schema_array;
 
 typedef struct ga_schema {
-    int kind;                 /* GA_TIMESTEP or GA_CHECKPOINT */
+    int kind; /* GA_TIMESTEP or GA_CHECKPOINT */
     int narrays;
-    ga_schema_array *arrays;  /* malloc'ed */
-    int nsteps;               /* timestep records */
-    int64_t *steps;           /* step number of each timestep (malloc'ed) */
-    size_t header_len;        /* bytes up to and including "end\n" */
+    ga_schema_array *arrays; /* malloc'ed */
+    int nsteps;              /* timestep records */
+    int64_t *steps;          /* step number of each timestep (malloc'ed) */
+    size_t header_len;       /* bytes up to and including "end\n" */
 } ga_schema;
 
 /* Header text (up to "end\n"); *text is malloc'ed.  Returns 0 or -ENOMEM. */
@@ -138,7 +138,7 @@ GA_HIDDEN const ga_schema_array *ga_schema_find(const ga_schema *s,
 /* copynum records: two of GA_COPY_RECORD bytes, record c for copy c. */
 typedef struct ga_copy_rec {
     int copy;
-    int64_t seq;   /* 1, 2, ... in checkpoint order */
+    int64_t seq; /* 1, 2, ... in checkpoint order */
     int64_t step;
 } ga_copy_rec;
 
@@ -164,10 +164,10 @@ struct ga_array {
     ga_layout mem, disk;
     int ghost[GA_MAX_RANK];
     int64_t count[GA_MAX_RANK], alloc[GA_MAX_RANK];
-    int64_t bytes;         /* owned bytes */
-    void *base;            /* bound local block */
-    void *owned;           /* allocated by ga_array_alloc */
-    int groups;            /* groups holding it */
+    int64_t bytes; /* owned bytes */
+    void *base;    /* bound local block */
+    void *owned;   /* allocated by ga_array_alloc */
+    int groups;    /* groups holding it */
 };
 
 /*

@@ -103,9 +103,9 @@ int ga_layout_parse(const char *text, ga_layout *out)
                 p = end + 1;
             }
         } else {
-            return ga_fail(-EINVAL,
-                           "layout '%s': expected *, BLOCK or CYCLIC(k) at '%s'",
-                           text, p);
+            return ga_fail(
+                -EINVAL, "layout '%s': expected *, BLOCK or CYCLIC(k) at '%s'",
+                text, p);
         }
         l.rank++;
         p = skip_ws(p);
@@ -165,7 +165,8 @@ int ga_layout_format(const ga_layout *l, char *buf, size_t len)
             snprintf(tmp, sizeof(tmp), "BLOCK");
         else
             snprintf(tmp, sizeof(tmp), "CYCLIC(%lld)", (long long)x->k);
-        n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s", d ? "," : "", tmp);
+        n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s", d ? "," : "",
+                              tmp);
     }
     bool any = false;
     for (int d = 0; d < l->rank; d++)
@@ -221,7 +222,8 @@ int ga_layout_resolve(ga_layout *l, const ga_shape *s, int default_units,
         if (x->kind != GA_CYCLIC)
             x->k = 0;
         if (l->grid[d] < 0 || l->grid[d] > GA_MAX_UNITS)
-            return ga_fail(GA_ELAYOUT, "grid extent %d out of range", l->grid[d]);
+            return ga_fail(GA_ELAYOUT, "grid extent %d out of range",
+                           l->grid[d]);
         if (x->kind == GA_STAR) {
             if (l->grid[d] > 1)
                 return ga_fail(GA_ELAYOUT,
@@ -359,7 +361,7 @@ typedef struct ivl_iter {
     const ga_dist *d;
     int64_t n;
     int P, c;
-    int64_t next_blk;   /* CYCLIC: next global block index */
+    int64_t next_blk; /* CYCLIC: next global block index */
     bool done;
 } ivl_iter;
 

@@ -6,11 +6,11 @@
  *   galley-array 1
  *   kind checkpoint
  *   arrays 2
- *   array T rank 2 esize 8 dims 256 256 mem BLOCK,BLOCK@2x2 disk BLOCK,*@4x1 chunks 4 slot 131072
- *   array K rank 2 esize 4 dims 256 256 mem BLOCK,BLOCK@2x2 disk BLOCK,*@4x1 chunks 4 slot 65536
- *   end
- *   step 0 10            <- timestep groups: "step INDEX STEPNUMBER",
- *   step 1 20               appended after the step's data is written
+ *   array T rank 2 esize 8 dims 256 256 mem BLOCK,BLOCK@2x2 disk BLOCK,*@4x1
+ * chunks 4 slot 131072 array K rank 2 esize 4 dims 256 256 mem BLOCK,BLOCK@2x2
+ * disk BLOCK,*@4x1 chunks 4 slot 65536 end step 0 10            <- timestep
+ * groups: "step INDEX STEPNUMBER", step 1 20               appended after the
+ * step's data is written
  *
  * PATH.copynum (checkpoints) holds two records of GA_COPY_RECORD bytes,
  * record c for copy c: "copynum C seq S step N crc XXXXXXXX\n" NUL-padded,
@@ -39,10 +39,10 @@ int ga_schema_format(const ga_schema *s, char **text, size_t *len)
     char *t = malloc(cap);
     if (!t)
         return ga_fail(-ENOMEM, "out of memory (schema)");
-    n += (size_t)snprintf(t + n, cap - n, "galley-array %d\nkind %s\narrays %d\n",
-                          GA_SCHEMA_VERSION,
-                          s->kind == GA_TIMESTEP ? "timestep" : "checkpoint",
-                          s->narrays);
+    n += (size_t)snprintf(
+        t + n, cap - n, "galley-array %d\nkind %s\narrays %d\n",
+        GA_SCHEMA_VERSION, s->kind == GA_TIMESTEP ? "timestep" : "checkpoint",
+        s->narrays);
     for (int i = 0; i < s->narrays; i++) {
         const ga_schema_array *a = &s->arrays[i];
         char mem[256], disk[256];
@@ -51,10 +51,11 @@ int ga_schema_format(const ga_schema *s, char **text, size_t *len)
         n += (size_t)snprintf(t + n, cap - n, "array %s rank %d esize %d dims",
                               a->name, a->shape.rank, a->shape.esize);
         for (int d = 0; d < a->shape.rank; d++)
-            n += (size_t)snprintf(t + n, cap - n, " %" PRId64, a->shape.dims[d]);
+            n +=
+                (size_t)snprintf(t + n, cap - n, " %" PRId64, a->shape.dims[d]);
         n += (size_t)snprintf(t + n, cap - n,
-                              " mem %s disk %s chunks %d slot %" PRId64 "\n", mem,
-                              disk, a->chunks, a->slot);
+                              " mem %s disk %s chunks %d slot %" PRId64 "\n",
+                              mem, disk, a->chunks, a->slot);
     }
     n += (size_t)snprintf(t + n, cap - n, "end\n");
     *text = t;
@@ -179,7 +180,8 @@ int ga_schema_parse(const char *text, size_t len, ga_schema *out)
     memset(&s, 0, sizeof(s));
     memset(out, 0, sizeof(*out));
     if (len > GA_SCHEMA_MAX)
-        return ga_fail(GA_ESCHEMA, "schema larger than %d bytes", GA_SCHEMA_MAX);
+        return ga_fail(GA_ESCHEMA, "schema larger than %d bytes",
+                       GA_SCHEMA_MAX);
     char *buf = malloc(len + 1);
     if (!buf)
         return ga_fail(-ENOMEM, "out of memory (schema)");
@@ -209,7 +211,8 @@ int ga_schema_parse(const char *text, size_t len, ga_schema *out)
                 goto out;
             }
             if (v != GA_SCHEMA_VERSION) {
-                ga_fail(GA_ESCHEMA, "schema version %lld, this library reads %d",
+                ga_fail(GA_ESCHEMA,
+                        "schema version %lld, this library reads %d",
                         (long long)v, GA_SCHEMA_VERSION);
                 goto out;
             }
@@ -294,8 +297,9 @@ uint32_t ga_crc32(const void *data, size_t len)
 void ga_copy_encode(const ga_copy_rec *r, char *rec)
 {
     char body[80]; /* at most 56 bytes: two int64 and the words */
-    int n = snprintf(body, sizeof(body), "copynum %d seq %" PRId64 " step %" PRId64,
-                     r->copy, r->seq, r->step);
+    int n =
+        snprintf(body, sizeof(body), "copynum %d seq %" PRId64 " step %" PRId64,
+                 r->copy, r->seq, r->step);
     memset(rec, 0, GA_COPY_RECORD);
     snprintf(rec, GA_COPY_RECORD, "%s crc %08x\n", body,
              ga_crc32(body, (size_t)n));

@@ -35,8 +35,8 @@ int ga_mpi_fail(int mpi_err, const char *what, const char *path)
     int n = 0;
     msg[0] = 0;
     MPI_Error_string(mpi_err, msg, &n);
-    return ga_fail(GA_EMPI, "%s%s%s: %s", what, path ? " " : "", path ? path : "",
-                   msg);
+    return ga_fail(GA_EMPI, "%s%s%s: %s", what, path ? " " : "",
+                   path ? path : "", msg);
 }
 
 #define MPI_TRY(call, what)                                                    \
@@ -104,8 +104,9 @@ static int nested(const ga_shape *s, int d, ga_run *const *runs,
         goto out;
     }
     for (; made < n; made++)
-        MPI_TRY(MPI_Type_create_hvector(lens[made], 1, stride, inner, &parts[made]),
-                "MPI_Type_create_hvector");
+        MPI_TRY(
+            MPI_Type_create_hvector(lens[made], 1, stride, inner, &parts[made]),
+            "MPI_Type_create_hvector");
     for (int64_t i = 0; i < n; i++)
         lens[i] = 1;
     MPI_TRY(MPI_Type_create_struct((int)n, lens, disps, parts, out),
@@ -152,7 +153,9 @@ static int block_mtype(const ga_array *a, MPI_Datatype elem, MPI_Datatype *out)
     }
     int mrc = MPI_Type_create_subarray(a->shape.rank, sizes, sub, start,
                                        MPI_ORDER_C, elem, out);
-    return mrc == MPI_SUCCESS ? 0 : ga_mpi_fail(mrc, "MPI_Type_create_subarray", NULL);
+    return mrc == MPI_SUCCESS
+               ? 0
+               : ga_mpi_fail(mrc, "MPI_Type_create_subarray", NULL);
 }
 
 /* Extents must fit the int arguments of subarray/darray. */
@@ -183,11 +186,13 @@ int ga_types_build(const ga_array *a, const ga_layout *disk, int64_t slot,
 
     int mc[GA_MAX_RANK];
     ga_unit_coords(&a->mem, me, mc);
-    MPI_TRY(MPI_Type_contiguous(s->esize, MPI_BYTE, &elem), "MPI_Type_contiguous");
+    MPI_TRY(MPI_Type_contiguous(s->esize, MPI_BYTE, &elem),
+            "MPI_Type_contiguous");
 
     /* one chunk: darray of the memory layout is the whole file type */
     if (Q == 1 && fits_int(a)) {
-        int gs[GA_MAX_RANK], dist[GA_MAX_RANK], darg[GA_MAX_RANK], ps[GA_MAX_RANK];
+        int gs[GA_MAX_RANK], dist[GA_MAX_RANK], darg[GA_MAX_RANK],
+            ps[GA_MAX_RANK];
         bool ok = true;
         for (int d = 0; d < s->rank; d++) {
             gs[d] = (int)s->dims[d];
@@ -225,8 +230,9 @@ int ga_types_build(const ga_array *a, const ga_layout *disk, int64_t slot,
         for (int d = 0; d < s->rank; d++) {
             free(runs[d]);
             runs[d] = NULL;
-            rc = ga_dim_runs(&a->mem.dist[d], a->mem.grid[d], mc[d], &disk->dist[d],
-                             disk->grid[d], dc[d], s->dims[d], &runs[d], &nruns[d]);
+            rc = ga_dim_runs(&a->mem.dist[d], a->mem.grid[d], mc[d],
+                             &disk->dist[d], disk->grid[d], dc[d], s->dims[d],
+                             &runs[d], &nruns[d]);
             if (rc)
                 goto out;
             empty |= nruns[d] == 0;
@@ -280,7 +286,8 @@ commit:
         MPI_Type_size_x(*ftype, &fsz);
         MPI_Type_size_x(*mtype, &msz);
         if (fsz != msz || fsz != a->bytes) {
-            rc = ga_fail(GA_ELAYOUT, "internal: datatype sizes %lld/%lld for %lld bytes",
+            rc = ga_fail(GA_ELAYOUT,
+                         "internal: datatype sizes %lld/%lld for %lld bytes",
                          (long long)fsz, (long long)msz, (long long)a->bytes);
             goto out;
         }
@@ -292,9 +299,10 @@ commit:
             blk *= a->alloc[d];
         MPI_Type_get_true_extent_x(*mtype, &tlb, &text);
         if (tlb < 0 || tlb + text > blk) {
-            rc = ga_fail(GA_ELAYOUT,
-                         "internal: memory type spans [%lld, %lld) of a %lld-byte block",
-                         (long long)tlb, (long long)(tlb + text), (long long)blk);
+            rc = ga_fail(
+                GA_ELAYOUT,
+                "internal: memory type spans [%lld, %lld) of a %lld-byte block",
+                (long long)tlb, (long long)(tlb + text), (long long)blk);
             goto out;
         }
     }

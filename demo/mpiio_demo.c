@@ -113,8 +113,7 @@ int main(int argc, char **argv)
                factor, unit, (long long)size);
         printf("  collective subarray write: %.1f MB/s; strided read of every "
                "7th row: %.1f MB/s (rank 0)\n",
-               (double)n * n * 4 / 1e6 / tw,
-               (double)nrows * n * 4 / 1e6 / tr);
+               (double)n * n * 4 / 1e6 / tw, (double)nrows * n * 4 / 1e6 / tr);
         printf(total ? "  %d wrong values\n" : "  No Errors\n", total);
     }
     MPI_Info_free(&info);

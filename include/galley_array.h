@@ -38,9 +38,9 @@
  * The library is plain MPI-IO (file views built from subarray, darray and
  * hindexed datatypes; collective MPI_File_write_at_all/read_at_all, or
  * independent I/O by the holders when some processes hold nothing of an
- * array), so it works on any ROMIO file system.  On "galley:" names it adds the Galley
- * hints striping_factor (= chunks), striping_unit (= slot) and galley_fork
- * unless the caller's MPI_Info already sets them.
+ * array), so it works on any ROMIO file system.  On "galley:" names it adds the
+ * Galley hints striping_factor (= chunks), striping_unit (= slot) and
+ * galley_fork unless the caller's MPI_Info already sets them.
  *
  * Conventions: functions return 0 (or a count) on success and a negative
  * error code on failure: a negative errno value or one of GA_E* below;
@@ -73,18 +73,18 @@ extern "C" {
 #define GA_API
 #endif
 
-#define GA_MAX_RANK 8      /* dimensions of an array                */
-#define GA_NAME_MAX 63     /* bytes of an array name, [A-Za-z0-9_.-] */
+#define GA_MAX_RANK 8  /* dimensions of an array                */
+#define GA_NAME_MAX 63 /* bytes of an array name, [A-Za-z0-9_.-] */
 #define GA_SCHEMA_VERSION 1
 
 /* Project error codes: X(name, value, message). */
 #define GA_ERROR_TABLE(X)                                                      \
-    X(GA_ELAYOUT, -2001, "invalid layout or layout does not fit the array")   \
-    X(GA_ESCHEMA, -2002, "malformed or unsupported schema record")            \
-    X(GA_EMISMATCH, -2003, "array does not match the stored schema")          \
-    X(GA_ENOCKPT, -2004, "no complete checkpoint to restart from")            \
-    X(GA_EMPI, -2005, "an MPI-IO call failed (see ga_errmsg)")                \
-    X(GA_ESTATE, -2006, "operation not valid for this group or array state")  \
+    X(GA_ELAYOUT, -2001, "invalid layout or layout does not fit the array")    \
+    X(GA_ESCHEMA, -2002, "malformed or unsupported schema record")             \
+    X(GA_EMISMATCH, -2003, "array does not match the stored schema")           \
+    X(GA_ENOCKPT, -2004, "no complete checkpoint to restart from")             \
+    X(GA_EMPI, -2005, "an MPI-IO call failed (see ga_errmsg)")                 \
+    X(GA_ESTATE, -2006, "operation not valid for this group or array state")   \
     X(GA_ENOSTEP, -2007, "no such timestep")
 
 enum ga_error {
@@ -104,14 +104,14 @@ GA_API const char *ga_errmsg(void);
  * ------------------------------------------------------------------------ */
 
 enum ga_dist_kind {
-    GA_STAR = 0,   /* '*': the dimension is not distributed             */
-    GA_BLOCK = 1,  /* HPF BLOCK: blocks of ceil(n / P)                  */
-    GA_CYCLIC = 2  /* HPF CYCLIC(k): blocks of k dealt round robin      */
+    GA_STAR = 0,  /* '*': the dimension is not distributed             */
+    GA_BLOCK = 1, /* HPF BLOCK: blocks of ceil(n / P)                  */
+    GA_CYCLIC = 2 /* HPF CYCLIC(k): blocks of k dealt round robin      */
 };
 
 typedef struct ga_dist {
-    int kind;      /* enum ga_dist_kind */
-    int64_t k;     /* CYCLIC block size (>= 1); ignored otherwise */
+    int kind;  /* enum ga_dist_kind */
+    int64_t k; /* CYCLIC block size (>= 1); ignored otherwise */
 } ga_dist;
 
 /*
@@ -196,7 +196,8 @@ GA_API void *ga_array_alloc(ga_array *a);
  * (count + 2 * ghost) per dimension; returns the bytes owned (0 if none).
  * Either pointer may be NULL.
  */
-GA_API int64_t ga_array_local(const ga_array *a, int64_t *count, int64_t *alloc);
+GA_API int64_t ga_array_local(const ga_array *a, int64_t *count,
+                              int64_t *alloc);
 
 /* Global index of local index i (0 <= i < count[dim], ghosts excluded) in
  * dimension dim; -1 if out of range. */
@@ -219,8 +220,9 @@ GA_API int ga_array_export(ga_array *a, const char *path, MPI_Info info);
 
 /* ga_group_create flags */
 #define GA_CREATE 0x1 /* start afresh: the first write deletes old files   */
-#define GA_APPEND 0x2 /* keep what PATH holds: continue its timesteps or
-                         checkpoint copies (the stored disk layouts win)   */
+#define GA_APPEND                                                              \
+    0x2 /* keep what PATH holds: continue its timesteps or                     \
+           checkpoint copies (the stored disk layouts win)   */
 
 typedef struct ga_group ga_group;
 
@@ -233,9 +235,8 @@ typedef struct ga_group ga_group;
  * over the library's.  Undo with ga_group_free.
  * Errors: -EINVAL, GA_ESCHEMA, GA_EMPI, -ENOMEM.
  */
-GA_API int ga_group_create(MPI_Comm comm, ga_group_kind kind,
-                           const char *path, int flags, MPI_Info info,
-                           ga_group **out);
+GA_API int ga_group_create(MPI_Comm comm, ga_group_kind kind, const char *path,
+                           int flags, MPI_Info info, ga_group **out);
 
 /* Add an array (before the first write or read).  With a stored schema the
  * array must match it by name, rank, extents and element size.

@@ -6,7 +6,8 @@
  * one ghost cell on each side for the halo exchange; a static conductivity
  * field K (4-byte floats) is checkpointed with it.  Each step:
  *
- *   T'(i,j) = T + 0.2 * K(i,j) * (T(i-1,j) + T(i+1,j) + T(i,j-1) + T(i,j+1) - 4 T)
+ *   T'(i,j) = T + 0.2 * K(i,j) * (T(i-1,j) + T(i+1,j) + T(i,j-1) + T(i,j+1) - 4
+ * T)
  *
  * with fixed boundary values outside the grid (a sine profile on the top
  * edge, 0 elsewhere).  Every point is computed by the same expression in
@@ -56,7 +57,8 @@ static int me, nprocs;
 static void die(const char *what, int rc)
 {
     if (me == 0)
-        fprintf(stderr, "heat: %s: %s: %s\n", what, ga_strerror(rc), ga_errmsg());
+        fprintf(stderr, "heat: %s: %s: %s\n", what, ga_strerror(rc),
+                ga_errmsg());
     MPI_Finalize();
     exit(1);
 }
@@ -64,11 +66,12 @@ static void die(const char *what, int rc)
 static void usage(const char *msg)
 {
     if (me == 0)
-        fprintf(stderr,
-                "heat: %s\nusage: heat --path P [-n N] [--steps S] "
-                "[--ckpt-every K] [--ts-every T] [--restart] [--grid PxQ] "
-                "[--disk LAYOUT] [--hint KEY=VALUE] [--dump FILE] [--delay MS]\n",
-                msg);
+        fprintf(
+            stderr,
+            "heat: %s\nusage: heat --path P [-n N] [--steps S] "
+            "[--ckpt-every K] [--ts-every T] [--restart] [--grid PxQ] "
+            "[--disk LAYOUT] [--hint KEY=VALUE] [--dump FILE] [--delay MS]\n",
+            msg);
     MPI_Finalize();
     exit(2);
 }
@@ -89,10 +92,10 @@ static double top_edge(int64_t j, int64_t n)
 }
 
 typedef struct field {
-    int64_t n;          /* global extent */
-    int64_t r0, c0;     /* global index of the first owned row / column */
-    int64_t nr, nc;     /* owned rows / columns */
-    int64_t ld;         /* row length with ghosts: nc + 2 */
+    int64_t n;      /* global extent */
+    int64_t r0, c0; /* global index of the first owned row / column */
+    int64_t nr, nc; /* owned rows / columns */
+    int64_t ld;     /* row length with ghosts: nc + 2 */
     int up, down, left, right;
     MPI_Datatype column;
 } field;
@@ -124,12 +127,13 @@ static void exchange(double *u, const field *f)
                  &AT(u, f, f->nr, 0), (int)f->nc, MPI_DOUBLE, f->down, 1,
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Sendrecv(&AT(u, f, f->nr - 1, 0), (int)f->nc, MPI_DOUBLE, f->down, 2,
-                 &AT(u, f, -1, 0), (int)f->nc, MPI_DOUBLE, f->up, 2, MPI_COMM_WORLD,
+                 &AT(u, f, -1, 0), (int)f->nc, MPI_DOUBLE, f->up, 2,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&AT(u, f, 0, 0), 1, f->column, f->left, 3, &AT(u, f, 0, f->nc),
+                 1, f->column, f->right, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&AT(u, f, 0, f->nc - 1), 1, f->column, f->right, 4,
+                 &AT(u, f, 0, -1), 1, f->column, f->left, 4, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
-    MPI_Sendrecv(&AT(u, f, 0, 0), 1, f->column, f->left, 3, &AT(u, f, 0, f->nc), 1,
-                 f->column, f->right, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Sendrecv(&AT(u, f, 0, f->nc - 1), 1, f->column, f->right, 4, &AT(u, f, 0, -1),
-                 1, f->column, f->left, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 static void step(const double *u, double *v, const float *k, const field *f)
@@ -137,8 +141,8 @@ static void step(const double *u, double *v, const float *k, const field *f)
     for (int64_t i = 0; i < f->nr; i++)
         for (int64_t j = 0; j < f->nc; j++) {
             double c = AT(u, f, i, j);
-            double lap = AT(u, f, i - 1, j) + AT(u, f, i + 1, j) + AT(u, f, i, j - 1) +
-                         AT(u, f, i, j + 1) - 4.0 * c;
+            double lap = AT(u, f, i - 1, j) + AT(u, f, i + 1, j) +
+                         AT(u, f, i, j - 1) + AT(u, f, i, j + 1) - 4.0 * c;
             AT(v, f, i, j) = c + 0.2 * (double)AT(k, f, i, j) * lap;
         }
 }
@@ -166,7 +170,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 
-    const char *path = NULL, *grid = NULL, *disk_text = "BLOCK,*@4", *dump = NULL;
+    const char *path = NULL, *grid = NULL, *disk_text = "BLOCK,*@4",
+               *dump = NULL;
     int64_t n = 256, steps = 100, ckpt_every = 20, ts_every = 10;
     int do_restart = 0, delay_ms = 0;
     MPI_Info info;
@@ -251,7 +256,8 @@ int main(int argc, char **argv)
     const ga_layout *ml = ga_array_mem_layout(T);
     if (ml->units != nprocs) {
         if (me == 0)
-            fprintf(stderr, "heat: the process grid %dx%d must use all %d processes\n",
+            fprintf(stderr,
+                    "heat: the process grid %dx%d must use all %d processes\n",
                     ml->grid[0], ml->grid[1], nprocs);
         MPI_Finalize();
         return 2;
@@ -265,8 +271,9 @@ int main(int argc, char **argv)
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (anybad) {
         if (me == 0)
-            fprintf(stderr, "heat: grid %dx%d leaves a process without points of "
-                            "the %lldx%lld field\n",
+            fprintf(stderr,
+                    "heat: grid %dx%d leaves a process without points of "
+                    "the %lldx%lld field\n",
                     ml->grid[0], ml->grid[1], (long long)n, (long long)n);
         MPI_Finalize();
         return 2;
@@ -286,7 +293,8 @@ int main(int argc, char **argv)
     MPI_Type_commit(&f.column);
 
     size_t cells = (size_t)alloc[0] * (size_t)alloc[1];
-    double *u = calloc(cells, sizeof(double)), *v = calloc(cells, sizeof(double));
+    double *u = calloc(cells, sizeof(double)),
+           *v = calloc(cells, sizeof(double));
     float *k = ga_array_alloc(K);
     if (!u || !v || !k) {
         fprintf(stderr, "heat: out of memory\n");
@@ -296,12 +304,14 @@ int main(int argc, char **argv)
         for (int64_t j = 0; j < f.nc; j++) {
             uint64_t lin = (uint64_t)((f.r0 + i) * n + f.c0 + j);
             AT(u, &f, i, j) = hash01(lin);
-            AT(k, &f, i, j) = (float)(0.5 + 0.5 * hash01(lin ^ 0x5555555555555555ull));
+            AT(k, &f, i, j) =
+                (float)(0.5 + 0.5 * hash01(lin ^ 0x5555555555555555ull));
         }
 
     char dl[128];
     ga_layout_format(ga_array_disk_layout(T), dl, sizeof(dl));
-    SAY("heat: %lldx%lld grid on %d processes (%dx%d), %lld steps, checkpoint every "
+    SAY("heat: %lldx%lld grid on %d processes (%dx%d), %lld steps, checkpoint "
+        "every "
         "%lld, timestep every %lld\n",
         (long long)n, (long long)n, nprocs, P, Q, (long long)steps,
         (long long)ckpt_every, (long long)ts_every);
@@ -315,7 +325,8 @@ int main(int argc, char **argv)
     int64_t start = 0;
     int flags = do_restart ? GA_APPEND : GA_CREATE;
     if (ckpt_every > 0 || do_restart) {
-        rc = ga_group_create(MPI_COMM_WORLD, GA_CHECKPOINT, ckp, flags, info, &ck);
+        rc = ga_group_create(MPI_COMM_WORLD, GA_CHECKPOINT, ckp, flags, info,
+                             &ck);
         if (rc)
             die("checkpoint group", rc);
         if ((rc = ga_group_insert(ck, T)) || (rc = ga_group_insert(ck, K)))
@@ -334,7 +345,8 @@ int main(int argc, char **argv)
         }
     }
     if (ts_every > 0) {
-        rc = ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, tsp, flags, info, &ts);
+        rc =
+            ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, tsp, flags, info, &ts);
         if (rc)
             die("timestep group", rc);
         if ((rc = ga_group_insert(ts, T)))
@@ -368,10 +380,12 @@ int main(int argc, char **argv)
             rc = ga_checkpoint(ck, done);
             if (rc < 0)
                 die("checkpoint", rc);
-            SAY("checkpoint written at step %lld (copy %d)\n", (long long)done, rc);
+            SAY("checkpoint written at step %lld (copy %d)\n", (long long)done,
+                rc);
         }
         if (delay_ms) {
-            struct timespec ts_ = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+            struct timespec ts_ = {delay_ms / 1000,
+                                   (long)(delay_ms % 1000) * 1000000L};
             nanosleep(&ts_, NULL);
         }
     }
@@ -385,8 +399,8 @@ int main(int argc, char **argv)
             die("dump", rc);
         SAY("final field written to %s\n", dump);
     }
-    SAY("final checksum %016llx after %lld steps (%.2f s)\n", (unsigned long long)sum,
-        (long long)steps, t1 - t0);
+    SAY("final checksum %016llx after %lld steps (%.2f s)\n",
+        (unsigned long long)sum, (long long)steps, t1 - t0);
 
     if ((rc = ga_group_free(ts)) || (rc = ga_group_free(ck)))
         die("close", rc);

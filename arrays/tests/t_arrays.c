@@ -44,7 +44,7 @@ static int me, nprocs, checks, failures;
 #define OK(call)                                                               \
     do {                                                                       \
         int rc_ = (call);                                                      \
-        CHECK(rc_ >= 0, "%s -> %d %s: %s", #call, rc_, ga_strerror(rc_),      \
+        CHECK(rc_ >= 0, "%s -> %d %s: %s", #call, rc_, ga_strerror(rc_),       \
               ga_errmsg());                                                    \
         if (rc_ < 0)                                                           \
             finish();                                                          \
@@ -95,8 +95,10 @@ static int parse_dims(const char *s, int64_t *dims)
 
 static uint8_t value(int array, int64_t lin, int b, int64_t step)
 {
-    uint64_t z = (uint64_t)lin * 0x9e3779b97f4a7c15ull + (uint64_t)b * 0xbf58476d1ce4e5b9ull +
-                 (uint64_t)step * 0x94d049bb133111ebull + (uint64_t)array * 0x2545f4914f6cdd1dull;
+    uint64_t z = (uint64_t)lin * 0x9e3779b97f4a7c15ull +
+                 (uint64_t)b * 0xbf58476d1ce4e5b9ull +
+                 (uint64_t)step * 0x94d049bb133111ebull +
+                 (uint64_t)array * 0x2545f4914f6cdd1dull;
     z ^= z >> 31;
     z *= 0xd6e8feb86cd762b5ull;
     z ^= z >> 29;
@@ -115,7 +117,8 @@ typedef struct arr {
 #define GHOST_FILL 0xEE
 
 /* Visit every owned element: fn(lin global index, pointer to element). */
-static void each(arr *x, void (*fn)(arr *, int64_t, uint8_t *, int64_t), int64_t step)
+static void each(arr *x, void (*fn)(arr *, int64_t, uint8_t *, int64_t),
+                 int64_t step)
 {
     int r = x->rank;
     int64_t total = 1;
@@ -186,8 +189,9 @@ static void verify(arr *x, int64_t step)
           (long long)nonghost);
 }
 
-static void make(arr *x, int id, const char *name, int rank, const int64_t *dims,
-                 int esize, const char *mem, const char *disk, int ghost)
+static void make(arr *x, int id, const char *name, int rank,
+                 const int64_t *dims, int esize, const char *mem,
+                 const char *disk, int ghost)
 {
     ga_layout lm, ld;
     ga_array_spec spec = {name, rank, dims, esize, NULL, NULL, NULL};
@@ -240,7 +244,8 @@ static void raw_check(arr *x, const char *file, const ga_layout *disk_in,
     int64_t slot = ga_slot_bytes(&disk, &s), span = slot * disk.units;
     uint8_t *data = malloc((size_t)span);
     MPI_File fh;
-    int e = MPI_File_open(MPI_COMM_SELF, file, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+    int e =
+        MPI_File_open(MPI_COMM_SELF, file, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
     CHECK(e == MPI_SUCCESS, "raw open %s", file);
     if (e != MPI_SUCCESS) {
         free(data);
@@ -294,7 +299,8 @@ static void write_ts(int argc, char **argv)
     make(&A, 1, "A", rank, dims, esize, mem, disk, ghost);
     make(&B, 2, "B", 1, BDIMS, 4, "BLOCK", "BLOCK@3", 0);
     ga_group *g;
-    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, GA_CREATE, MPI_INFO_NULL, &g));
+    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, GA_CREATE,
+                       MPI_INFO_NULL, &g));
     OK(ga_group_insert(g, A.a));
     OK(ga_group_insert(g, B.a));
     for (int i = 0; i < steps; i++) {
@@ -337,11 +343,12 @@ static void read_ts(int argc, char **argv)
     make(&A, 1, "A", rank, dims, esize, mem, NULL, ghost);
     make(&B, 2, "B", 1, BDIMS, 4, "CYCLIC(7)", NULL, 0);
     ga_group *g;
-    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, GA_APPEND, MPI_INFO_NULL, &g));
+    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, GA_APPEND,
+                       MPI_INFO_NULL, &g));
     OK(ga_group_insert(g, A.a));
     OK(ga_group_insert(g, B.a));
-    CHECK(ga_timestep_count(g) == steps, "count %d want %d", ga_timestep_count(g),
-          steps);
+    CHECK(ga_timestep_count(g) == steps, "count %d want %d",
+          ga_timestep_count(g), steps);
     for (int i = steps - 1; i >= 0; i--) {
         int64_t step = -1;
         fill(&A, -1);
@@ -354,7 +361,8 @@ static void read_ts(int argc, char **argv)
     /* append one more step in this layout, then rewind it away again */
     fill(&A, 10 * steps);
     fill(&B, 10 * steps);
-    CHECK(ga_timestep(g, 10 * steps) == steps, "append after reopen: %s", ga_errmsg());
+    CHECK(ga_timestep(g, 10 * steps) == steps, "append after reopen: %s",
+          ga_errmsg());
     CHECK(ga_timestep_count(g) == steps + 1, "count after append");
     fill(&A, -1);
     OK(ga_timestep_read(g, steps, NULL));
@@ -363,7 +371,8 @@ static void read_ts(int argc, char **argv)
     CHECK(ga_timestep_read(g, steps, NULL) == GA_ENOSTEP, "rewound step gone");
     OK(ga_group_free(g));
     /* reopen: the rewound step stays gone */
-    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, GA_APPEND, MPI_INFO_NULL, &g));
+    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, GA_APPEND,
+                       MPI_INFO_NULL, &g));
     OK(ga_group_insert(g, A.a));
     OK(ga_group_insert(g, B.a));
     CHECK(ga_timestep_count(g) == steps, "count after rewind and reopen");
@@ -387,8 +396,8 @@ static void write_ckpt(int argc, char **argv)
     make(&A, 1, "A", rank, dims, esize, mem, disk, 0);
     make(&B, 2, "B", 1, BDIMS, 4, "BLOCK", "BLOCK@2", 0);
     ga_group *g;
-    OK(ga_group_create(MPI_COMM_WORLD, GA_CHECKPOINT, path, append ? GA_APPEND : GA_CREATE,
-                       MPI_INFO_NULL, &g));
+    OK(ga_group_create(MPI_COMM_WORLD, GA_CHECKPOINT, path,
+                       append ? GA_APPEND : GA_CREATE, MPI_INFO_NULL, &g));
     OK(ga_group_insert(g, A.a));
     OK(ga_group_insert(g, B.a));
     for (int i = 0; i < count; i++) {
@@ -482,14 +491,15 @@ static void errors(int argc, char **argv)
     OK(ga_group_free(g));
 
     /* bad arguments */
-    CHECK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, 0, MPI_INFO_NULL, &g) ==
-              -EINVAL,
+    CHECK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, path, 0, MPI_INFO_NULL,
+                          &g) == -EINVAL,
           "no flags");
     ga_layout l;
     CHECK(ga_layout_parse("BLOCK,BLOCK@3x3", &l) == 0, "parse");
     ga_array *bad;
     ga_array_spec spec = {"bad", 2, dims, 8, &l, NULL, NULL};
-    CHECK(ga_array_create(MPI_COMM_WORLD, &spec, &bad) == GA_ELAYOUT || nprocs >= 9,
+    CHECK(ga_array_create(MPI_COMM_WORLD, &spec, &bad) == GA_ELAYOUT ||
+              nprocs >= 9,
           "9-process grid on %d", nprocs);
     spec.mem = NULL;
     spec.name = "bad name";
@@ -497,7 +507,8 @@ static void errors(int argc, char **argv)
 
     /* a timestep group, then opened with the wrong kind or wrong arrays */
     snprintf(p, sizeof(p), "%s.ts", path);
-    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, p, GA_CREATE, MPI_INFO_NULL, &g));
+    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, p, GA_CREATE, MPI_INFO_NULL,
+                       &g));
     OK(ga_group_insert(g, A.a));
     CHECK(ga_group_insert(g, A.a) == -EEXIST, "double insert");
     CHECK(ga_checkpoint(g, 1) == GA_ESTATE, "checkpoint on a timestep group");
@@ -506,14 +517,16 @@ static void errors(int argc, char **argv)
     CHECK(ga_timestep_read(g, 5, NULL) == GA_ENOSTEP, "no step 5");
     CHECK(ga_group_insert(g, A.a) == GA_ESTATE, "insert after write");
     OK(ga_group_free(g));
-    int rc = ga_group_create(MPI_COMM_WORLD, GA_RESTART, p, 0, MPI_INFO_NULL, &g);
+    int rc =
+        ga_group_create(MPI_COMM_WORLD, GA_RESTART, p, 0, MPI_INFO_NULL, &g);
     CHECK(rc == GA_ESCHEMA, "timestep schema opened for restart: %d", rc);
     if (me == 0)
         printf("message: %s\n", ga_errmsg());
     int64_t other[2] = {16, 17};
     arr C;
     make(&C, 1, "A", 2, other, 8, "BLOCK,*", NULL, 0);
-    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, p, GA_APPEND, MPI_INFO_NULL, &g));
+    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, p, GA_APPEND, MPI_INFO_NULL,
+                       &g));
     CHECK(ga_group_insert(g, C.a) == GA_EMISMATCH, "different extents");
     OK(ga_group_free(g));
     drop(&C);
@@ -523,12 +536,14 @@ static void errors(int argc, char **argv)
         MPI_File fh;
         snprintf(p, sizeof(p), "%s.ts.schema", path);
         MPI_File_open(MPI_COMM_SELF, p, MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
-        MPI_File_write_at(fh, 40, "\x01garbage", 8, MPI_BYTE, MPI_STATUS_IGNORE);
+        MPI_File_write_at(fh, 40, "\x01garbage", 8, MPI_BYTE,
+                          MPI_STATUS_IGNORE);
         MPI_File_close(&fh);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     snprintf(p, sizeof(p), "%s.ts", path);
-    rc = ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, p, GA_APPEND, MPI_INFO_NULL, &g);
+    rc = ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, p, GA_APPEND,
+                         MPI_INFO_NULL, &g);
     CHECK(rc == GA_ESCHEMA, "corrupt schema: %d", rc);
     if (me == 0)
         printf("message: %s\n", ga_errmsg());
@@ -537,7 +552,8 @@ static void errors(int argc, char **argv)
     spec.name = "nb";
     OK(ga_array_create(MPI_COMM_WORLD, &spec, &nb));
     snprintf(p, sizeof(p), "%s.nb", path);
-    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, p, GA_CREATE, MPI_INFO_NULL, &g));
+    OK(ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, p, GA_CREATE, MPI_INFO_NULL,
+                       &g));
     OK(ga_group_insert(g, nb));
     CHECK(ga_timestep(g, 0) == GA_ESTATE, "unbound memory");
     OK(ga_group_free(g));

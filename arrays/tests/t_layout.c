@@ -51,8 +51,10 @@ static void test_parse(void)
         CHECK(ga_layout_parse(buf, &l2) == 0 && !memcmp(&l, &l2, sizeof(l)),
               "round trip of '%s'", buf);
     }
-    static const char *bad[] = {"", "BLOK", "BLOCK,", "CYCLIC(0)", "CYCLIC(x)",
-                                "(BLOCK", "BLOCK@2x2", "BLOCK,*@2x2x2",
+    static const char *bad[] = {"",           "BLOK",
+                                "BLOCK,",     "CYCLIC(0)",
+                                "CYCLIC(x)",  "(BLOCK",
+                                "BLOCK@2x2",  "BLOCK,*@2x2x2",
                                 "BLOCK junk", "*,*,*,*,*,*,*,*,*"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ga_layout l;
@@ -103,7 +105,10 @@ static void test_resolve(void)
 /* Count/owner/global agree with each other for every index. */
 static void test_dims(void)
 {
-    ga_dist ds[] = {{GA_STAR, 0}, {GA_BLOCK, 0}, {GA_CYCLIC, 1}, {GA_CYCLIC, 3},
+    ga_dist ds[] = {{GA_STAR, 0},
+                    {GA_BLOCK, 0},
+                    {GA_CYCLIC, 1},
+                    {GA_CYCLIC, 3},
                     {GA_CYCLIC, 7}};
     int64_t ns[] = {1, 5, 9, 10, 16, 33};
     for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
@@ -130,15 +135,18 @@ static void test_dims(void)
                     if (seen[c] > seen[0])
                         bad++;
                 }
-                CHECK(!bad && total == n, "kind %d k %lld n %lld P %d", ds[i].kind,
-                      (long long)ds[i].k, (long long)n, P);
+                CHECK(!bad && total == n, "kind %d k %lld n %lld P %d",
+                      ds[i].kind, (long long)ds[i].k, (long long)n, P);
             }
 }
 
 /* Runs equal the brute-force intersection, with the right local indices. */
 static void test_runs(void)
 {
-    ga_dist ds[] = {{GA_STAR, 0}, {GA_BLOCK, 0}, {GA_CYCLIC, 1}, {GA_CYCLIC, 2},
+    ga_dist ds[] = {{GA_STAR, 0},
+                    {GA_BLOCK, 0},
+                    {GA_CYCLIC, 1},
+                    {GA_CYCLIC, 2},
                     {GA_CYCLIC, 5}};
     int64_t n = 23;
     int nd = (int)(sizeof(ds) / sizeof(ds[0]));
@@ -153,14 +161,15 @@ static void test_runs(void)
                         for (int cb = 0; cb < Pb; cb++) {
                             ga_run *r;
                             int64_t nr;
-                            int bad = ga_dim_runs(&ds[a], Pa, ca, &ds[b], Pb, cb, n,
-                                                  &r, &nr) != 0;
+                            int bad = ga_dim_runs(&ds[a], Pa, ca, &ds[b], Pb,
+                                                  cb, n, &r, &nr) != 0;
                             int64_t k = 0, g = 0;
                             char own[64] = {0};
                             for (int64_t x = 0; x < n; x++) {
                                 int64_t l1, l2;
-                                own[x] = ga_dim_owner(&ds[a], n, Pa, x, &l1) == ca &&
-                                         ga_dim_owner(&ds[b], n, Pb, x, &l2) == cb;
+                                own[x] =
+                                    ga_dim_owner(&ds[a], n, Pa, x, &l1) == ca &&
+                                    ga_dim_owner(&ds[b], n, Pb, x, &l2) == cb;
                             }
                             for (int64_t i = 0; i < nr && !bad; i++) {
                                 if (r[i].g < g || r[i].len < 1)
@@ -169,9 +178,12 @@ static void test_runs(void)
                                     bad += own[x];
                                 for (int64_t x = 0; x < r[i].len; x++) {
                                     int64_t l1, l2;
-                                    ga_dim_owner(&ds[a], n, Pa, r[i].g + x, &l1);
-                                    ga_dim_owner(&ds[b], n, Pb, r[i].g + x, &l2);
-                                    bad += !own[r[i].g + x] || l1 != r[i].la + x ||
+                                    ga_dim_owner(&ds[a], n, Pa, r[i].g + x,
+                                                 &l1);
+                                    ga_dim_owner(&ds[b], n, Pb, r[i].g + x,
+                                                 &l2);
+                                    bad += !own[r[i].g + x] ||
+                                           l1 != r[i].la + x ||
                                            l2 != r[i].lb + x;
                                 }
                                 g = r[i].g + r[i].len;
@@ -180,8 +192,8 @@ static void test_runs(void)
                             for (int64_t x = g; x < n; x++)
                                 bad += own[x];
                             free(r);
-                            CHECK(!bad, "runs %d/%d P %d/%d c %d/%d", a, b, Pa, Pb,
-                                  ca, cb);
+                            CHECK(!bad, "runs %d/%d P %d/%d c %d/%d", a, b, Pa,
+                                  Pb, ca, cb);
                         }
                 }
 }
@@ -190,8 +202,9 @@ static void test_runs(void)
  * and in row-major order inside the chunk. */
 static void test_offsets(void)
 {
-    static const char *disks[] = {"*,*",          "BLOCK,*@4",      "*,BLOCK@3",
-                                  "BLOCK,BLOCK@2x2", "CYCLIC(2),*@3", "CYCLIC,CYCLIC@2x2"};
+    static const char *disks[] = {"*,*",           "BLOCK,*@4",
+                                  "*,BLOCK@3",     "BLOCK,BLOCK@2x2",
+                                  "CYCLIC(2),*@3", "CYCLIC,CYCLIC@2x2"};
     ga_shape s = shape2(7, 10, 3);
     for (size_t i = 0; i < sizeof(disks) / sizeof(disks[0]); i++) {
         ga_layout l;
@@ -299,7 +312,8 @@ static void test_schema(void)
     CHECK(ga_schema_parse(bad, strlen(bad), &p) == GA_ESCHEMA, "wrong chunks");
     strcpy(bad, full);
     memcpy(strstr(bad, "step 1"), "step 7", 6);
-    CHECK(ga_schema_parse(bad, strlen(bad), &p) == GA_ESCHEMA, "step index gap");
+    CHECK(ga_schema_parse(bad, strlen(bad), &p) == GA_ESCHEMA,
+          "step index gap");
     strcpy(bad, full);
     memcpy(strstr(bad, "arrays 2"), "arrays 9", 8);
     CHECK(ga_schema_parse(bad, strlen(bad), &p) == GA_ESCHEMA, "array count");
@@ -307,7 +321,8 @@ static void test_schema(void)
     CHECK(ga_schema_parse("garbage\n", 8, &p) == GA_ESCHEMA, "garbage");
     strcpy(bad, full);
     memcpy(strstr(bad, "dims 64"), "dims -4", 7);
-    CHECK(ga_schema_parse(bad, strlen(bad), &p) == GA_ESCHEMA, "negative extent");
+    CHECK(ga_schema_parse(bad, strlen(bad), &p) == GA_ESCHEMA,
+          "negative extent");
     free(text);
     ga_schema_clear(&s);
 }
@@ -332,11 +347,13 @@ static void test_copynum(void)
           "pending copy 1 is skipped");
     ga_copy_encode(&r1, file + GA_COPY_RECORD);
     file[GA_COPY_RECORD + 20] ^= 1; /* torn/corrupt record */
-    CHECK(ga_copy_newest(file, sizeof(file), &got) == 0, "corrupt record skipped");
+    CHECK(ga_copy_newest(file, sizeof(file), &got) == 0,
+          "corrupt record skipped");
     /* a record in the wrong slot is not trusted */
     ga_copy_encode(&r0, file + GA_COPY_RECORD);
     memset(file, 0, GA_COPY_RECORD);
-    CHECK(ga_copy_newest(file, sizeof(file), &got) == -1, "record in wrong slot");
+    CHECK(ga_copy_newest(file, sizeof(file), &got) == -1,
+          "record in wrong slot");
 }
 
 int main(void)

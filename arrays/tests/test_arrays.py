@@ -9,7 +9,8 @@ errors), and the heat solver (killed mid-run and mid-checkpoint, restarted
 with the same and with other process counts, final field compared bit for
 bit with an uninterrupted run).
 
-The programs are built first with `make -C arrays` (our mpicc).  The
+The programs are brought up to date first in the configured build
+(GALLEY_BUILD/arrays, compiled by our mpicc; see arrays/Makefile.am).  The
 module is skipped, saying why, only when our MPICH is not built and
 GALLEY_REQUIRE_MPI is unset; with GALLEY_REQUIRE_MPI set it fails instead.
 """
@@ -87,15 +88,20 @@ def mpi_env(cluster=None, extra=None):
 
 @pytest.fixture(scope="module")
 def built():
-    """Build arrays/ with our mpicc (quick when up to date)."""
-    env = dict(os.environ)
-    env.pop("MPICC", None)
-    env["MPICC"] = str(MPICH / "bin" / "mpicc")
-    env["LD_LIBRARY_PATH"] = str(PREFIX / "lib")
-    cp = subprocess.run(["make", "-s", "-C", str(REPO / "arrays")], env=env,
-                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                        text=True, timeout=600)
-    assert cp.returncode == 0, "make -C arrays failed:\n" + cp.stdout
+    """Bring the configured build of arrays/ up to date (quick when it is):
+    the MPI programs in GALLEY_BUILD/arrays, built with our mpicc, and the
+    unit test t_layout of the top-level build."""
+    for cmd in (["make", "-s", "-C", str(BUILD), "arrays/t_layout"],
+                ["make", "-s", "-C", str(ABUILD)]):
+        cp = subprocess.run(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=600)
+        assert cp.returncode == 0, "%s failed:\n%s" % (" ".join(cmd),
+                                                        cp.stdout)
+    missing = [p for p in ("heat", "t_arrays", "t_layout")
+               if not (ABUILD / p).is_file()]
+    assert not missing, (
+        "%s not built in %s: configure found no mpicc of our MPICH "
+        "(./quickstart build configures it)" % (", ".join(missing), ABUILD))
     return ABUILD
 
 
@@ -470,3 +476,30 @@ def test_heat_restart_without_checkpoint(built, cluster, reference, tmp_path):
                 cluster=cluster)
     assert "no checkpoint found: starting at step 0" in cp.stdout
     assert final_checksum(cp.stdout) == reference[0]
+
+
+# ------------------------------------------------- the installed library --
+def test_installed_library_via_pkg_config(cluster, name, tmp_path):
+    """A user's program (installed_ckpt.c) compiled against the INSTALLED
+    libgalley_array with nothing but `pkg-config galley_array` and our
+    mpicc, then run: checkpoint on 2 processes, restart another way."""
+    pc_env = dict(os.environ)
+    pc_env["PKG_CONFIG_PATH"] = str(PREFIX / "lib" / "pkgconfig")
+    pc = subprocess.run(["pkg-config", "--cflags", "--libs", "galley_array"],
+                        env=pc_env, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert pc.returncode == 0, "pkg-config galley_array: " + pc.stdout
+    flags = pc.stdout.split()
+    assert "-I%s" % (PREFIX / "include") in flags, flags
+    assert "-L%s" % (PREFIX / "lib") in flags, flags
+    assert "-lgalley_array" in flags, flags
+    exe = tmp_path / "installed_ckpt"
+    cc = [str(MPICH / "bin" / "mpicc"), str(HERE / "installed_ckpt.c"),
+          "-o", str(exe)] + flags + ["-Wl,-rpath-link,%s" % (PREFIX / "lib")]
+    cp = gfix.run(cc, env=mpi_env())
+    assert cp.returncode == 0, gfix.describe(cp)
+    # It uses the shared library of the prefix, not a copy of the objects.
+    dyn = gfix.run(["readelf", "-d", str(exe)])
+    assert "[libgalley_array.so.0]" in dyn.stdout, dyn.stdout
+    cp = mpirun(2, exe, "galley:%s/installed" % name, cluster=cluster)
+    assert "installed_ckpt: ok 1920 elements" in cp.stdout, gfix.describe(cp)

@@ -109,8 +109,7 @@ static result run(const char *path, int coll, long long rec, view_fn view,
             CHECK(MPI_File_write_all(fh, wbuf, mc, mt, MPI_STATUS_IGNORE),
                   "write_all");
         else
-            CHECK(MPI_File_write(fh, wbuf, mc, mt, MPI_STATUS_IGNORE),
-                  "write");
+            CHECK(MPI_File_write(fh, wbuf, mc, mt, MPI_STATUS_IGNORE), "write");
         MPI_Barrier(MPI_COMM_WORLD);
         double tw = MPI_Wtime() - t0;
         MPI_File_seek(fh, 0, MPI_SEEK_SET);
@@ -148,8 +147,7 @@ static result run(const char *path, int coll, long long rec, view_fn view,
 }
 
 /* N-1 strided: records of rec bytes, rank r owns records r, r+P, ... */
-static void view_strided(MPI_File fh, long long rec, MPI_Datatype *mt,
-                         int *mc)
+static void view_strided(MPI_File fh, long long rec, MPI_Datatype *mt, int *mc)
 {
     MPI_Datatype ft, rt;
     MPI_Type_contiguous((int)rec, MPI_BYTE, &rt);
@@ -169,8 +167,7 @@ static void view_segmented(MPI_File fh, long long rec, MPI_Datatype *mt,
 }
 
 /* (BLOCK,BLOCK) subarray of doubles on a px x py grid. */
-static void view_block2d(MPI_File fh, long long rec, MPI_Datatype *mt,
-                         int *mc)
+static void view_block2d(MPI_File fh, long long rec, MPI_Datatype *mt, int *mc)
 {
     int dims[2] = {0, 0};
     MPI_Dims_create(nprocs, 2, dims);
@@ -182,8 +179,8 @@ static void view_block2d(MPI_File fh, long long rec, MPI_Datatype *mt,
     int lsizes[2] = {side, side};
     int starts[2] = {(rank / dims[1]) * side, (rank % dims[1]) * side};
     MPI_Datatype ft;
-    MPI_Type_create_subarray(2, gsizes, lsizes, starts, MPI_ORDER_C,
-                             MPI_DOUBLE, &ft);
+    MPI_Type_create_subarray(2, gsizes, lsizes, starts, MPI_ORDER_C, MPI_DOUBLE,
+                             &ft);
     MPI_Type_commit(&ft);
     MPI_File_set_view(fh, 0, MPI_DOUBLE, ft, "native", MPI_INFO_NULL);
     MPI_Type_free(&ft);
@@ -199,8 +196,8 @@ static double timed_calls(MPI_File fh, int write, MPI_Offset seg, char *buf,
     double t0 = MPI_Wtime();
     for (long long i = 0; i < nblk; i++) {
         if (write)
-            CHECK(MPI_File_write_at(fh, seg + i * blk, buf + i * blk,
-                                    (int)blk, MPI_BYTE, MPI_STATUS_IGNORE),
+            CHECK(MPI_File_write_at(fh, seg + i * blk, buf + i * blk, (int)blk,
+                                    MPI_BYTE, MPI_STATUS_IGNORE),
                   "write_at");
         else
             CHECK(MPI_File_read_at(fh, seg + i * blk, buf + i * blk, (int)blk,
@@ -237,8 +234,8 @@ static result run_calls(const char *base, int fpp, long long blk,
             MPI_File_delete(path, MPI_INFO_NULL);
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Info info = target_info(base, NULL);
-        CHECK(MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_RDWR,
-                            info, &fh),
+        CHECK(MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info,
+                            &fh),
               "open");
         MPI_Info_free(&info);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -284,8 +281,8 @@ static int wanted(const char *pattern, long long rec, const char *mode)
     return strstr(line, only) != NULL;
 }
 
-static void row(const char *pattern, long long rec, const char *mode,
-                result g, result u)
+static void row(const char *pattern, long long rec, const char *mode, result g,
+                result u)
 {
     if (rank != 0)
         return;
@@ -335,9 +332,10 @@ int main(int argc, char **argv)
             break;
         default:
             if (rank == 0)
-                fprintf(stderr, "usage: %s -g galley:/NAME -u ufs:/PATH "
-                                "[-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING] "
-                                "[-l LAYOUT]\n",
+                fprintf(stderr,
+                        "usage: %s -g galley:/NAME -u ufs:/PATH "
+                        "[-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING] "
+                        "[-l LAYOUT]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;
@@ -360,7 +358,8 @@ int main(int argc, char **argv)
                nprocs, per_rank, per_rank * nprocs / 1e6, repeats);
         if (layout)
             printf("galley target: %s (galley_layout=%s)   baseline: %s "
-                   "(same run)\n", gal, layout, ufs);
+                   "(same run)\n",
+                   gal, layout, ufs);
         else
             printf("galley target: %s   baseline: %s (ROMIO ufs, same run)\n",
                    gal, ufs);
@@ -386,11 +385,9 @@ int main(int argc, char **argv)
             run(ufs, 1, rec, view_strided, NULL));
         per_rank = save;
     }
-    ROW("N-1 segmented", 0, "independent",
-        run(gal, 0, 0, view_segmented, NULL),
+    ROW("N-1 segmented", 0, "independent", run(gal, 0, 0, view_segmented, NULL),
         run(ufs, 0, 0, view_segmented, NULL));
-    ROW("N-1 segmented", 0, "collective",
-        run(gal, 1, 0, view_segmented, NULL),
+    ROW("N-1 segmented", 0, "collective", run(gal, 1, 0, view_segmented, NULL),
         run(ufs, 1, 0, view_segmented, NULL));
     ROW("2-D subarray", 8, "collective", run(gal, 1, 0, view_block2d, NULL),
         run(ufs, 1, 0, view_block2d, NULL));
@@ -404,8 +401,8 @@ int main(int argc, char **argv)
         run_calls(gal, 1, 1 << 20, per_rank >> 20),
         run_calls(ufs, 1, 1 << 20, per_rank >> 20));
     long long hard = per_rank / 47008 ? per_rank / 47008 : 1;
-    ROW("IO500 hard", 47008, "independent",
-        run_calls(gal, 0, 47008, hard), run_calls(ufs, 0, 47008, hard));
+    ROW("IO500 hard", 47008, "independent", run_calls(gal, 0, 47008, hard),
+        run_calls(ufs, 0, 47008, hard));
     MPI_Finalize();
     return 0;
 }

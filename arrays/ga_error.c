@@ -4,6 +4,7 @@
  * Threads: the message buffer is thread-local; nothing else is shared.
  */
 #include "ga_internal.h"
+#include "gerror.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,19 +12,11 @@
 
 static _Thread_local char last_msg[512] = "no error";
 
+/* The one lookup for every project code is proto/gerror.c, compiled into
+ * this library (see the Makefile); GA_ERROR_TABLE declares our range. */
 const char *ga_strerror(int err)
 {
-    switch (err) {
-#define GA_X_CASE(name, value, msg)                                            \
-    case name:                                                                 \
-        return msg;
-        GA_ERROR_TABLE(GA_X_CASE)
-#undef GA_X_CASE
-    case 0:
-        return "success";
-    default:
-        return err < 0 ? strerror(-err) : "unknown error";
-    }
+    return gp_strerror(err);
 }
 
 const char *ga_errmsg(void)

@@ -7,6 +7,7 @@
  * while reconnecting, which takes gc_g.lock briefly).
  */
 #include "internal.h"
+#include "gerror.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,22 +19,10 @@ gc_client gc_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ------------------------------------------------------------ errors --- */
 
+/* The one lookup lives in proto/gerror.c (the array library uses it too). */
 const char *gfs_strerror(int err)
 {
-    switch (err) {
-    case 0:
-        return "success";
-#define GFS_X_MSG(name, value, msg)                                            \
-    case value:                                                                \
-        return msg;
-        GFS_ERROR_TABLE(GFS_X_MSG)
-#undef GFS_X_MSG
-    default:
-        break;
-    }
-    if (err < 0 && err > -4096)
-        return strerror(-err);
-    return "unknown error";
+    return gp_strerror(err);
 }
 
 /* ------------------------------------------------------ cluster file --- */

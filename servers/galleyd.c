@@ -85,19 +85,6 @@ void gsrv_log(int level, const char *fmt, ...)
     fprintf(stderr, "galleyd[%ld]: %s\n", (long)getpid(), msg);
 }
 
-const char *gsrv_strerror(int err)
-{
-    switch (err) {
-#define GSRV_X_MSG(name, value, msg)                                           \
-    case value:                                                                \
-        return msg;
-        GFS_ERROR_TABLE(GSRV_X_MSG)
-#undef GSRV_X_MSG
-    default:
-        return strerror(err < 0 ? -err : err);
-    }
-}
-
 /* ------------------------------------------------------- connections ---- */
 
 void gsrv_conn_register(gsrv_conn *c)

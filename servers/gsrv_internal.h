@@ -71,6 +71,7 @@
 
 #include "galley.h"
 #include "gproto.h"
+#include "gerror.h"
 
 /* ------------------------------------------------------------------------
  * Limits and constants
@@ -129,9 +130,9 @@ extern gsrv_globals gsrv_g;
 void gsrv_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Message for a galley.h error code or a negative errno (the server does
- * not link libgalley, which owns gfs_strerror). */
-const char *gsrv_strerror(int err);
+/* Message for a galley.h error code or a negative errno: the one lookup in
+ * proto/gerror.c, the same text the client's gfs_strerror gives. */
+#define gsrv_strerror(err) gp_strerror(err)
 
 /* ------------------------------------------------------------------------
  * Connections (handler.c)

@@ -6,3 +6,8 @@ proto_libgproto_la_SOURCES = proto/gproto.c proto/gproto.h \
 # the cluster secret's MAC and random numbers come from libsodium
 proto_libgproto_la_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 proto_libgproto_la_LIBADD = $(SODIUM_LIBS)
+
+# The Python tests' constants are generated from the headers and checked in;
+# `make check` fails while they are out of date.
+TESTS += proto/check-pyconst
+EXTRA_DIST += proto/check-pyconst proto/gen_pyconst.py tests/gproto_const.py

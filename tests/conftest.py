@@ -34,6 +34,16 @@ from pathlib import Path
 
 import pytest
 
+try:
+    from gproto_const import OP
+except ImportError:  # other suites load this file by path, without tests/
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location(
+        "gproto_const", Path(__file__).resolve().parent / "gproto_const.py")
+    _gc = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_gc)
+    OP = _gc.OP
+
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("GALLEY_BUILD", REPO / "_build"))
 CLUSTER_SCRIPT = REPO / "tools" / "galley-cluster"
@@ -131,11 +141,11 @@ def authenticate(call, key):
     (status, payload); checks the server's proof too."""
     blob = lambda b: struct.pack("<I", len(b)) + b
     cn = os.urandom(32)
-    status, p = call(4, blob(cn))  # AUTH
+    status, p = call(OP["AUTH"], blob(cn))
     assert status == 0 and len(p) == 36, (status, p)
     sn = p[4:]
     mac = hmac.new(key, b"galley-client" + cn + sn, hashlib.sha256).digest()
-    status, p = call(5, blob(mac))  # AUTH_PROVE
+    status, p = call(OP["AUTH_PROVE"], blob(mac))
     assert status == 0 and len(p) == 36, (status, p)
     assert p[4:] == hmac.new(key, b"galley-server" + sn + cn,
                              hashlib.sha256).digest(), "server's proof"

@@ -28,12 +28,11 @@ import pytest
 
 from conftest import (CLUSTER_KEYS, base_env, describe, galley_path,
                       galleyd_path, run)
+from gproto_const import GFS_EAUTH, GFS_ECONNLIMIT, GFS_ETOOBIG
+from gproto_const import OP as ALL_OPS
 from test_protocol import (OP, VERSION, Conn, extent, find_record, frame,
                            s16, strided, u32, u64)
 
-GFS_ETOOBIG = -1010
-GFS_EAUTH = -1020
-GFS_ECONNLIMIT = -1021
 MB = 1 << 20
 
 
@@ -612,7 +611,7 @@ def test_fuzz_live_server_while_a_client_works(make_cluster, tmp_path):
 
 # ---------------------------------------------------- shared-pointer counters ----
 
-FETCH_SET = 53
+FETCH_SET = ALL_OPS["FETCH_SET"]
 ERANGE = -34
 
 

@@ -11,22 +11,23 @@ import pytest
 
 from conftest import authenticate, cluster_key, describe
 
-MAGIC = 0x59414C47
-VERSION = 3
+from gproto_const import GFS_EAUTH, GFS_EBADID, GFS_EPROTO, GP_MAGIC, GP_VERSION
+from gproto_const import OP as ALL_OPS
+
+MAGIC = GP_MAGIC
+VERSION = GP_VERSION
 HDR = struct.Struct("<IHHQiI")  # magic, version, opcode, reqid, status, length
 assert HDR.size == 24
 
-OP = dict(PING=1, STATFS=2, CMA_PROBE=3, AUTH=4, AUTH_PROVE=5, NS_RESERVE=10, NS_COMMIT=11, NS_RELEASE=12,
-          NS_LOOKUP=13, NS_REMOVE=14, NS_LIST=15, NS_SETATTR=16,
-          SUB_CREATE=20, SUB_DELETE=21, FORK_CREATE=30, FORK_OPEN=31,
-          FORK_CLOSE=32, FORK_DELETE=33, FORK_LIST=34, FORK_SIZE=35,
-          FORK_TRUNCATE=36, FORK_SYNC=37, FORK_REOPEN=38, IO_READ=40,
-          IO_WRITE=41, IO_READV=42, IO_WRITEV=43, FETCH_ADD=50, LOCK=51,
-          UNLOCK=52)
-
-GFS_EPROTO = -1006
-GFS_EBADID = -1008
-GFS_EAUTH = -1020
+# The opcodes these tests send, in this order (test_random_frames draws from
+# it with a fixed seed); the numbers come from proto/gproto.h.
+OP = {name: ALL_OPS[name] for name in (
+    "PING", "STATFS", "CMA_PROBE", "AUTH", "AUTH_PROVE", "NS_RESERVE",
+    "NS_COMMIT", "NS_RELEASE", "NS_LOOKUP", "NS_REMOVE", "NS_LIST",
+    "NS_SETATTR", "SUB_CREATE", "SUB_DELETE", "FORK_CREATE", "FORK_OPEN",
+    "FORK_CLOSE", "FORK_DELETE", "FORK_LIST", "FORK_SIZE", "FORK_TRUNCATE",
+    "FORK_SYNC", "FORK_REOPEN", "IO_READ", "IO_WRITE", "IO_READV",
+    "IO_WRITEV", "FETCH_ADD", "LOCK", "UNLOCK")}
 
 
 def frame(op, payload=b"", reqid=1, magic=MAGIC, version=VERSION,

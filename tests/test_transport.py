@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from conftest import base_env, describe, galley_path, galleyd_path, run
+from gproto_const import GFS_EPROTO
 from test_protocol import (OP, Conn, extent, find_record, ping, s16, strided,
                            u32, u64)
 
-OP_CMA = dict(CMA_PROBE=3, IO_READV=42, IO_WRITEV=43)
+OP_CMA = {n: OP[n] for n in ("CMA_PROBE", "IO_READV", "IO_WRITEV")}
 EOPNOTSUPP, EFAULT = -95, -14
-GFS_EPROTO = -1006
 
 
 def transports(cp):

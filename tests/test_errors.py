@@ -1,13 +1,14 @@
 """Bad arguments and unreachable servers: documented errors, no hangs."""
 
+import ctypes
 import socket
 import time
 
 import pytest
 
-from conftest import (assert_helper_ok, base_env, describe, free_port,
+from conftest import (BUILD, assert_helper_ok, base_env, describe, free_port,
                       galley_path, helper_path, run)
-from gproto_const import GFS_ESERVERDOWN, GFS_ETIMEDOUT
+from gproto_const import ERRMSG, GFS_ESERVERDOWN, GFS_ETIMEDOUT
 
 
 @pytest.mark.parametrize("scenario", [
@@ -25,6 +26,19 @@ def test_calls_before_init():
 def test_error_messages():
     cp = run([helper_path("t_errors"), "strerror"], env=base_env())
     assert_helper_ok(cp)
+
+
+def test_one_message_table():
+    """gfs_strerror gives, for every code of both ranges (the client's and
+    the array library's), the message of the one table in the headers."""
+    lib = ctypes.CDLL(str(BUILD / "libgalley" / ".libs" / "libgalley.so"))
+    lib.gfs_strerror.restype = ctypes.c_char_p
+    lib.gfs_strerror.argtypes = [ctypes.c_int]
+    assert len(ERRMSG) >= 21
+    for code, msg in ERRMSG.items():
+        assert lib.gfs_strerror(code).decode() == msg, code
+    assert lib.gfs_strerror(0) == b"success"
+    assert lib.gfs_strerror(12345) == b"unknown error"
 
 
 def test_bad_cluster_files(tmp_path):

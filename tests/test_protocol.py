@@ -10,8 +10,8 @@ import time
 import pytest
 
 from conftest import authenticate, cluster_key, describe
-
-from gproto_const import GFS_EAUTH, GFS_EBADID, GFS_EPROTO, GP_MAGIC, GP_VERSION
+from gproto_const import (GFS_EAUTH, GFS_EBADID, GFS_EPROTO, GP_MAGIC,
+                          GP_VERSION)
 from gproto_const import OP as ALL_OPS
 
 MAGIC = GP_MAGIC

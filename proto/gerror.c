@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "galley.h"
+#ifndef GA_NO_MPI
 #define GA_NO_MPI /* only the error table: no MPI here */
+#endif
 #include "galley_array.h"
 
 const char *gp_strerror(int err)

@@ -14,13 +14,12 @@
 
 /* ------------------------------------------------------ small calls --- */
 
-static int name_call(int server, uint16_t op, const char *name,
-                     gc_req *q)
+int gc_name_call(int server, uint16_t op, const char *name, gc_req *q)
 {
     gp_wbuf w;
     gp_wbuf_init(&w);
     gp_put_str(&w, name);
-    int rc = gc_call(gc_server_conn(server), op, &w, q);
+    int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, q);
     gp_wbuf_free(&w);
     return rc;
 }
@@ -37,10 +36,10 @@ static int hid_call(int server, uint16_t op, uint64_t hid)
     return rc;
 }
 
-static int lookup_record(const char *name, uint16_t op, gp_record *rec)
+int gc_record_call(int server, uint16_t op, const char *name, gp_record *rec)
 {
     gc_req q;
-    int rc = name_call(gc_meta_server(name), op, name, &q);
+    int rc = gc_name_call(server, op, name, &q);
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
@@ -107,7 +106,7 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
     /* Step 1: reserve the name at its metadata server. */
     int meta = gc_meta_server(name);
     gc_req q;
-    rc = name_call(meta, GP_OP_NS_RESERVE, name, &q);
+    rc = gc_name_call(meta, GP_OP_NS_RESERVE, name, &q);
     gc_req_release(&q);
     if (rc)
         goto out_free;
@@ -149,7 +148,7 @@ out_release:
     /* Undo in reverse: subfile headers, then the reservation. */
     for (int i = made - 1; i >= 0; i--)
         hid_call((int)rec->server[i], GP_OP_SUB_DELETE, rec->hid[i]);
-    name_call(meta, GP_OP_NS_RELEASE, name, &q);
+    gc_name_call(meta, GP_OP_NS_RELEASE, name, &q);
     gc_req_release(&q);
 out_free:
     free(rec);
@@ -207,7 +206,7 @@ int gfs_open_file(const char *name)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = lookup_record(name, GP_OP_NS_LOOKUP, rec);
+    rc = gc_record_call(gc_meta_server(name), GP_OP_NS_LOOKUP, name, rec);
     if (!rc)
         rc = gc_file_register(name, rec);
     free(rec);
@@ -252,7 +251,7 @@ int gfs_delete_file(const char *name)
     /* The record goes first (the name is free at once); subfile headers
      * follow.  A subfile on a dead server is reported, and stays behind
      * as an orphan on that server rather than blocking the delete. */
-    rc = lookup_record(name, GP_OP_NS_REMOVE, rec);
+    rc = gc_record_call(gc_meta_server(name), GP_OP_NS_REMOVE, name, rec);
     if (rc)
         goto out_free;
     for (uint32_t i = 0; i < rec->nsub; i++) {
@@ -306,7 +305,7 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
     char name[GFS_NAME_MAX + 1];
     for (int s = 0; s < gc_g.nservers && !rc; s++) {
         gc_req q;
-        rc = name_call(s, GP_OP_NS_LIST, prefix, &q);
+        rc = gc_name_call(s, GP_OP_NS_LIST, prefix, &q);
         if (rc) {
             gc_req_release(&q);
             break;
@@ -418,7 +417,7 @@ int gfs_set_attr(int fid, const char *key, const char *value)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = lookup_record(f.name, GP_OP_NS_LOOKUP, rec);
+    rc = gc_record_call(gc_meta_server(f.name), GP_OP_NS_LOOKUP, f.name, rec);
     if (rc)
         goto out_free;
     char *text = malloc(GP_ATTR_MAX + 1);

@@ -82,16 +82,6 @@ static int add_ref(fsck *f, uint32_t server, uint64_t hid, uint32_t subidx,
     return 0;
 }
 
-static int call_str(int server, uint16_t op, const char *s, gc_req *q)
-{
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_put_str(&w, s);
-    int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, q);
-    gp_wbuf_free(&w);
-    return rc;
-}
-
 static int call_u64(int server, uint16_t op, uint64_t v, gc_req *q)
 {
     gp_wbuf w;
@@ -102,26 +92,11 @@ static int call_u64(int server, uint16_t op, uint64_t v, gc_req *q)
     return rc;
 }
 
-static int lookup(int server, const char *name, gp_record *rec)
-{
-    gc_req q;
-    int rc = call_str(server, GP_OP_NS_LOOKUP, name, &q);
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_get_record(&r, rec);
-        if (!gp_done(&r))
-            rc = GFS_EPROTO;
-    }
-    gc_req_release(&q);
-    return rc;
-}
-
 /* Step 1 for one server: the records it keeps. */
 static int scan_records(fsck *f, int server, gp_record *rec)
 {
     gc_req q;
-    int rc = call_str(server, GP_OP_NS_LIST, "", &q);
+    int rc = gc_name_call(server, GP_OP_NS_LIST, "", &q);
     if (rc) {
         gc_req_release(&q);
         return rc;
@@ -134,7 +109,7 @@ static int scan_records(fsck *f, int server, gp_record *rec)
         gp_get_str(&r, name, GFS_NAME_MAX);
         if (r.err)
             break;
-        int k = lookup(server, name, rec);
+        int k = gc_record_call(server, GP_OP_NS_LOOKUP, name, rec);
         if (k == -ENOENT)
             continue; /* removed since the listing */
         if (k) {
@@ -160,7 +135,7 @@ static ref *find_ref(fsck *f, uint32_t server, uint64_t hid)
 static bool named_now(int server, uint64_t hid, const char *name,
                       gp_record *rec)
 {
-    if (lookup(gc_meta_server(name), name, rec) != 0)
+    if (gc_record_call(gc_meta_server(name), GP_OP_NS_LOOKUP, name, rec) != 0)
         return false;
     for (uint32_t s = 0; s < rec->nsub; s++)
         if (rec->server[s] == (uint32_t)server && rec->hid[s] == hid)
@@ -173,7 +148,7 @@ static int reclaim(int server, uint64_t hid, const char *name, gp_record *rec)
 {
     int meta = gc_meta_server(name);
     gc_req q;
-    int rc = call_str(meta, GP_OP_NS_RESERVE, name, &q);
+    int rc = gc_name_call(meta, GP_OP_NS_RESERVE, name, &q);
     gc_req_release(&q);
     bool reserved = rc == 0;
     if (rc == -EEXIST) {
@@ -181,7 +156,7 @@ static int reclaim(int server, uint64_t hid, const char *name, gp_record *rec)
         if (named_now(server, hid, name, rec))
             return -EEXIST; /* not an orphan after all */
         gp_record *tmp = rec;
-        if (lookup(meta, name, tmp) == -ENOENT)
+        if (gc_record_call(meta, GP_OP_NS_LOOKUP, name, tmp) == -ENOENT)
             return GFS_EBUSY; /* being created: leave it */
         rc = 0;
     }
@@ -190,7 +165,7 @@ static int reclaim(int server, uint64_t hid, const char *name, gp_record *rec)
     rc = call_u64(server, GP_OP_SUB_DELETE, hid, &q);
     gc_req_release(&q);
     if (reserved) {
-        call_str(meta, GP_OP_NS_RELEASE, name, &q);
+        gc_name_call(meta, GP_OP_NS_RELEASE, name, &q);
         gc_req_release(&q);
     }
     return rc;

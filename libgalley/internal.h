@@ -140,6 +140,12 @@ uint64_t gc_now_ns(void);
 /* Metadata server of a name (hash of the name). */
 int gc_meta_server(const char *name);
 
+/* Name-service calls (files.c): `op` with a name as its body, sent to
+ * `server`; gc_record_call also decodes the file record of the reply
+ * (NS_LOOKUP, NS_REMOVE). */
+int gc_name_call(int server, uint16_t op, const char *name, gc_req *q);
+int gc_record_call(int server, uint16_t op, const char *name, gp_record *rec);
+
 /* Table helpers (lock held by caller unless noted). */
 int gc_file_get(int fid, gc_file *out);   /* copies under the lock */
 int gc_fork_get(int kid, gc_fork *out);   /* copies under the lock */

@@ -1,7 +1,10 @@
 /*
  * ga_internal.h -- private to arrays/: layout arithmetic and schema records
- * (pure C, no MPI: unit-tested by tests/t_layout.c), then the MPI-side
- * structures shared by ga_types.c and ga_array.c.
+ * (pure C, no MPI: unit-tested by tests/t_layout.c), then the MPI side:
+ * arrays and datatypes (ga_array.c, ga_types.c), agreement between
+ * processes (ga_comm.c), groups (ga_group.c, with ga_hints.c for the
+ * files' MPI_Info, ga_timestep.c, ga_checkpoint.c) and the crash points of
+ * the test build (ga_crash.c).
  *
  * Threads: none of this code starts threads or takes locks; the one
  * process-wide state is the last-error message (ga_error.c).
@@ -185,6 +188,165 @@ GA_HIDDEN void ga_types_free(MPI_Datatype *ftype, MPI_Datatype *mtype);
 
 /* An MPI error code as GA_EMPI with "what: MPI message" in ga_errmsg. */
 GA_HIDDEN int ga_mpi_fail(int mpi_err, const char *what, const char *path);
+
+/* ------------------------------------------------ agreement: ga_comm.c */
+
+/*
+ * Every public call on a communicator ends by agreeing on one code: the
+ * most negative over the processes (MINLOC), with the failing process's
+ * ga_errmsg() broadcast to all.  ga_agree does it in one call
+ * (collective).
+ */
+GA_HIDDEN int ga_agree(MPI_Comm comm, int rc);
+
+/*
+ * The two halves of ga_agree with work for rank 0 in between, for calls
+ * whose last step is rank 0's (a step record, a copynum record): rank 0
+ * learns the lowest code and who has it (one reduce; the others do not
+ * wait for each other), does its part if everything went well, then
+ * ga_share_status shares the outcome (one broadcast, a second one with the
+ * message on failure).  Both collective.
+ */
+typedef struct ga_status {
+    int rc, rank;
+} ga_status;
+GA_HIDDEN ga_status ga_gather_status(MPI_Comm comm, int rc);
+GA_HIDDEN int ga_share_status(MPI_Comm comm, ga_status st);
+
+/* a, b and c (may be NULL) joined; malloc'ed, NULL when out of memory. */
+GA_HIDDEN char *ga_join(const char *a, const char *b, const char *c);
+
+/* Read a whole small file on this process (rank 0, MPI_COMM_SELF); *buf
+ * is malloc'ed and NUL-terminated.  *missing is set (and 0 returned) if
+ * it does not exist.  Returns 0, GA_EMPI, GA_ESCHEMA (too large) or
+ * -ENOMEM. */
+GA_HIDDEN int ga_read_small(const char *path, char **buf, size_t *len,
+                            bool *missing);
+
+/* Broadcast rank 0's code rc, then (when it is 0) its buffer: length, then
+ * bytes; the others get a malloc'ed, NUL-terminated copy.  Collective. */
+GA_HIDDEN int ga_bcast_buf(MPI_Comm comm, int rank, char **buf, size_t *len,
+                           int rc);
+
+/* ------------------------------------------------------------- groups */
+
+/* An array in a group, with what the group needs to move it. */
+typedef struct ga_member {
+    ga_array *a;
+    ga_layout disk; /* the group's disk layout for this array */
+    int64_t slot;
+    MPI_Datatype ftype, mtype;
+    int64_t bytes;
+    bool coll;      /* every process holds part of it: collective I/O */
+    MPI_File fh[2]; /* timestep file, or checkpoint copies 0 and 1 */
+} ga_member;
+
+struct ga_group {
+    MPI_Comm comm;
+    int rank, nprocs;
+    ga_group_kind kind;
+    int flags;
+    char *path;
+    MPI_Info info;
+    int nmem;
+    ga_member *mem;
+    bool opened;      /* types built, schema written/checked */
+    bool have_schema; /* a stored schema was read */
+    ga_schema schema;
+    /* timesteps (every process) */
+    int nsteps, stepcap;
+    int64_t *steps;
+    /* checkpoints (every process) */
+    int last_copy; /* newest complete copy, -1 none */
+    int64_t last_seq, last_step;
+    int ncheckpoints;
+    /* rank 0 only */
+    MPI_File fschema, fcopy;
+    int64_t schema_end;
+#ifdef GA_TEST_HOOKS
+    /* crash points (ga_crash.c) */
+    int crash_kind; /* 0 none, else a ga_crash_kind */
+    int crash_at;   /* in this checkpoint of the run (1, 2, ...) */
 #endif
+};
+
+enum { GA_IO_READ, GA_IO_WRITE };
+
+/* First write or read of a group (ga_group.c): datatypes, then the schema
+ * side of the files (a fresh group deletes old files and writes its
+ * schema; an appended one checks it).  Collective; every process returns
+ * the same code.  Does nothing the second time. */
+GA_HIDDEN int ga_group_setup(ga_group *g);
+
+/* Open (collectively) the data file of member m for copy c and set its
+ * view; does nothing when it is open.  Every process returns the same
+ * code. */
+GA_HIDDEN int ga_open_data(ga_group *g, ga_member *m, int c);
+
+/* ga_open_data for copy c of every member. */
+GA_HIDDEN int ga_open_all(ga_group *g, int c);
+
+/*
+ * One access (op: GA_IO_READ or GA_IO_WRITE) per array of the group on
+ * copy c (timestep files: c = 0) at timestep `index`; the files must be
+ * open (ga_open_all).  Every process makes the same sequence of collective
+ * calls whatever fails on the way, so nothing needs agreeing in between;
+ * the caller agrees once at the end.  With crash_hook, the crash point
+ * GA_CRASH_DATA follows the first array (test build only).
+ */
+GA_HIDDEN int ga_io_all(ga_group *g, int c, int op, int64_t index,
+                        bool crash_hook);
+
+/* ------------------------------------------------- hints: ga_hints.c */
+
+/* A "galley:" name: the group adds Galley's striping and fork hints. */
+GA_HIDDEN bool ga_is_galley(const char *path);
+
+/* PATH.NAME (timesteps) or PATH.NAME.C (checkpoint copy C); malloc'ed,
+ * NULL when out of memory. */
+GA_HIDDEN char *ga_data_name(const ga_group *g, const ga_member *m, int copy);
+
+/* Hints for a data file: the caller's first, then ours where unset.  Free
+ * with MPI_Info_free. */
+GA_HIDDEN MPI_Info ga_data_info(const ga_group *g, const ga_member *m,
+                                int copy);
+
+/* Hints for the record file whose Galley fork is `fork` ("schema" or
+ * "copynum"), written by rank 0 alone.  Free with MPI_Info_free. */
+GA_HIDDEN MPI_Info ga_record_info(const ga_group *g, const char *fork);
+
+/* ------------------------------------------ crash points: ga_crash.c */
+
+/*
+ * Crash points for the crash tests: GALLEY_ARRAY_CRASH=data:N or
+ * copynum:N makes rank 0 _exit(99) inside the N-th checkpoint of the run,
+ * after the first array's data (GA_CRASH_DATA) or just before the copynum
+ * record (GA_CRASH_COPYNUM).  Only in the test build of the library
+ * (libga, compiled with -DGA_TEST_HOOKS, linked into the programs of
+ * _build/arrays/); the installed libgalley_array has no crash points and
+ * ignores the variable.
+ */
+typedef enum ga_crash_kind {
+    GA_CRASH_DATA = 1,
+    GA_CRASH_COPYNUM = 2
+} ga_crash_kind;
+
+#ifdef GA_TEST_HOOKS
+/* Read GALLEY_ARRAY_CRASH into g (at group creation). */
+GA_HIDDEN void ga_crash_init(ga_group *g);
+/* Exit here if g's crash point is this one. */
+GA_HIDDEN void ga_crash_point(const ga_group *g, ga_crash_kind kind);
+#else
+static inline void ga_crash_init(ga_group *g)
+{
+    (void)g;
+}
+static inline void ga_crash_point(const ga_group *g, ga_crash_kind kind)
+{
+    (void)g;
+    (void)kind;
+}
+#endif
+#endif /* GA_NO_MPI */
 
 #endif /* GA_INTERNAL_H */

@@ -167,166 +167,220 @@ static bool fits_int(const ga_array *a)
     return true;
 }
 
+/* One chunk: the darray of the memory layout is the whole file type, the
+ * owned block the memory type.  Returns 1 when made, 0 when a
+ * distribution does not fit darray's arguments, or a negative code. */
+static int darray_types(const ga_array *a, MPI_Datatype elem,
+                        MPI_Datatype *ftype, MPI_Datatype *mtype)
+{
+    const ga_shape *s = &a->shape;
+    int gs[GA_MAX_RANK], dist[GA_MAX_RANK], darg[GA_MAX_RANK], ps[GA_MAX_RANK];
+    for (int d = 0; d < s->rank; d++) {
+        gs[d] = (int)s->dims[d];
+        ps[d] = a->mem.grid[d];
+        if (darray_kind(&a->mem.dist[d], &dist[d], &darg[d]) != 0)
+            return 0;
+    }
+    int mrc = MPI_Type_create_darray(a->mem.units, a->rank, s->rank, gs, dist,
+                                     darg, ps, MPI_ORDER_C, elem, ftype);
+    if (mrc != MPI_SUCCESS)
+        return ga_mpi_fail(mrc, "MPI_Type_create_darray", NULL);
+    int rc = block_mtype(a, elem, mtype);
+    return rc ? rc : 1;
+}
+
+/* The per-chunk pieces of a file type and its memory type, joined at the
+ * end with a struct type; n counts the pieces made (cleanup frees them). */
+typedef struct pieces {
+    int n;
+    MPI_Datatype *f, *m;
+    MPI_Aint *fdisp, *mdisp;
+    int *ones;
+} pieces;
+
+static int pieces_alloc(pieces *p, int Q)
+{
+    p->f = calloc((size_t)Q, sizeof(*p->f));
+    p->m = calloc((size_t)Q, sizeof(*p->m));
+    p->fdisp = calloc((size_t)Q, sizeof(*p->fdisp));
+    p->mdisp = calloc((size_t)Q, sizeof(*p->mdisp));
+    p->ones = calloc((size_t)Q, sizeof(*p->ones));
+    if (!p->f || !p->m || !p->fdisp || !p->mdisp || !p->ones)
+        return ga_fail(-ENOMEM, "out of memory (datatypes)");
+    for (int q = 0; q < Q; q++)
+        p->f[q] = p->m[q] = MPI_DATATYPE_NULL;
+    return 0;
+}
+
+static void pieces_free(pieces *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        if (p->f[i] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&p->f[i]);
+        if (p->m[i] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&p->m[i]);
+    }
+    free(p->f);
+    free(p->m);
+    free(p->fdisp);
+    free(p->mdisp);
+    free(p->ones);
+}
+
+/* A box (one run in every dimension): subarrays on both sides. */
+static int box_piece(const ga_array *a, ga_run *const *runs,
+                     const int64_t *ccount, MPI_Datatype elem, pieces *p)
+{
+    const ga_shape *s = &a->shape;
+    int rc = 0;
+    int fs[GA_MAX_RANK], sub[GA_MAX_RANK], fst[GA_MAX_RANK];
+    int ms[GA_MAX_RANK], mst[GA_MAX_RANK];
+    for (int d = 0; d < s->rank; d++) {
+        fs[d] = (int)ccount[d];
+        sub[d] = (int)runs[d][0].len;
+        fst[d] = (int)runs[d][0].lb;
+        ms[d] = (int)a->alloc[d];
+        mst[d] = (int)runs[d][0].la + a->ghost[d];
+    }
+    MPI_TRY(MPI_Type_create_subarray(s->rank, fs, sub, fst, MPI_ORDER_C, elem,
+                                     &p->f[p->n]),
+            "MPI_Type_create_subarray");
+    p->n++; /* count it now so that cleanup frees it */
+    MPI_TRY(MPI_Type_create_subarray(s->rank, ms, sub, mst, MPI_ORDER_C, elem,
+                                     &p->m[p->n - 1]),
+            "MPI_Type_create_subarray");
+out:
+    return rc;
+}
+
+/* The piece of chunk q (nothing when process and chunk share no element):
+ * appended to p at displacement q * slot in the file. */
+static int chunk_piece(const ga_array *a, const ga_layout *disk, int q,
+                       int64_t slot, MPI_Datatype elem, pieces *p)
+{
+    const ga_shape *s = &a->shape;
+    int rc = 0, mc[GA_MAX_RANK], dc[GA_MAX_RANK];
+    ga_run *runs[GA_MAX_RANK] = {0};
+    int64_t nruns[GA_MAX_RANK], ccount[GA_MAX_RANK];
+    bool empty = false, box = fits_int(a);
+    ga_unit_coords(&a->mem, a->rank, mc);
+    ga_unit_coords(disk, q, dc);
+    ga_unit_count(disk, s, q, ccount);
+    for (int d = 0; d < s->rank; d++) {
+        rc = ga_dim_runs(&a->mem.dist[d], a->mem.grid[d], mc[d], &disk->dist[d],
+                         disk->grid[d], dc[d], s->dims[d], &runs[d], &nruns[d]);
+        if (rc)
+            goto out;
+        empty |= nruns[d] == 0;
+        box &= nruns[d] == 1;
+    }
+    if (empty)
+        goto out;
+    if (box) {
+        rc = box_piece(a, runs, ccount, elem, p);
+    } else {
+        rc = nested(s, 0, runs, nruns, ccount, a->ghost, true, elem,
+                    &p->f[p->n]);
+        if (rc)
+            goto out;
+        p->n++;
+        rc = nested(s, 0, runs, nruns, a->alloc, a->ghost, false, elem,
+                    &p->m[p->n - 1]);
+    }
+    if (rc)
+        goto out;
+    p->fdisp[p->n - 1] = (MPI_Aint)(q * slot);
+    p->mdisp[p->n - 1] = 0;
+    p->ones[p->n - 1] = 1;
+out:
+    for (int d = 0; d < GA_MAX_RANK; d++)
+        free(runs[d]);
+    return rc;
+}
+
+/* Several chunks: each chunk's piece, joined; the file type resized to
+ * one timestep (Q * slot). */
+static int chunk_types(const ga_array *a, const ga_layout *disk, int64_t slot,
+                       MPI_Datatype elem, MPI_Datatype *ftype,
+                       MPI_Datatype *mtype)
+{
+    int rc = 0, Q = ga_layout_units(disk);
+    MPI_Datatype joined = MPI_DATATYPE_NULL;
+    pieces p;
+    memset(&p, 0, sizeof(p));
+    rc = pieces_alloc(&p, Q);
+    for (int q = 0; q < Q && !rc; q++)
+        rc = chunk_piece(a, disk, q, slot, elem, &p);
+    if (rc)
+        goto out;
+    MPI_TRY(MPI_Type_create_struct(p.n, p.ones, p.fdisp, p.f, &joined),
+            "MPI_Type_create_struct");
+    MPI_TRY(MPI_Type_create_resized(joined, 0, (MPI_Aint)(Q * slot), ftype),
+            "MPI_Type_create_resized");
+    MPI_TRY(MPI_Type_create_struct(p.n, p.ones, p.mdisp, p.m, mtype),
+            "MPI_Type_create_struct");
+out:
+    pieces_free(&p);
+    if (joined != MPI_DATATYPE_NULL)
+        MPI_Type_free(&joined);
+    return rc;
+}
+
+/* Commit both types and check them: the same size as the owned bytes, and
+ * the memory type inside the local block. */
+static int commit_checked(const ga_array *a, MPI_Datatype *ftype,
+                          MPI_Datatype *mtype)
+{
+    int rc = 0;
+    MPI_TRY(MPI_Type_commit(ftype), "MPI_Type_commit");
+    MPI_TRY(MPI_Type_commit(mtype), "MPI_Type_commit");
+    MPI_Count fsz = 0, msz = 0;
+    MPI_Type_size_x(*ftype, &fsz);
+    MPI_Type_size_x(*mtype, &msz);
+    if (fsz != msz || fsz != a->bytes)
+        return ga_fail(GA_ELAYOUT,
+                       "internal: datatype sizes %lld/%lld for %lld bytes",
+                       (long long)fsz, (long long)msz, (long long)a->bytes);
+    /* the memory type must stay inside the local block */
+    MPI_Count tlb = 0, text = 0, blk = a->shape.esize;
+    for (int d = 0; d < a->shape.rank; d++)
+        blk *= a->alloc[d];
+    MPI_Type_get_true_extent_x(*mtype, &tlb, &text);
+    if (tlb < 0 || tlb + text > blk)
+        return ga_fail(
+            GA_ELAYOUT,
+            "internal: memory type spans [%lld, %lld) of a %lld-byte block",
+            (long long)tlb, (long long)(tlb + text), (long long)blk);
+out:
+    return rc;
+}
+
 int ga_types_build(const ga_array *a, const ga_layout *disk, int64_t slot,
                    MPI_Datatype *ftype, MPI_Datatype *mtype, int64_t *bytes)
 {
-    const ga_shape *s = &a->shape;
-    int rc = 0, Q = ga_layout_units(disk), me = a->rank;
-    MPI_Datatype elem = MPI_DATATYPE_NULL, joined = MPI_DATATYPE_NULL;
-    MPI_Datatype *fparts = NULL, *mparts = NULL;
-    MPI_Aint *fdisp = NULL, *mdisp = NULL;
-    int *ones = NULL, nparts = 0;
-    ga_run *runs[GA_MAX_RANK] = {0};
-    int64_t nruns[GA_MAX_RANK];
-
+    int rc = 0;
+    MPI_Datatype elem = MPI_DATATYPE_NULL;
     *ftype = *mtype = MPI_BYTE;
     *bytes = 0;
     if (a->bytes == 0)
         return 0;
-
-    int mc[GA_MAX_RANK];
-    ga_unit_coords(&a->mem, me, mc);
-    MPI_TRY(MPI_Type_contiguous(s->esize, MPI_BYTE, &elem),
+    MPI_TRY(MPI_Type_contiguous(a->shape.esize, MPI_BYTE, &elem),
             "MPI_Type_contiguous");
-
-    /* one chunk: darray of the memory layout is the whole file type */
-    if (Q == 1 && fits_int(a)) {
-        int gs[GA_MAX_RANK], dist[GA_MAX_RANK], darg[GA_MAX_RANK],
-            ps[GA_MAX_RANK];
-        bool ok = true;
-        for (int d = 0; d < s->rank; d++) {
-            gs[d] = (int)s->dims[d];
-            ps[d] = a->mem.grid[d];
-            ok &= darray_kind(&a->mem.dist[d], &dist[d], &darg[d]) == 0;
-        }
-        if (ok) {
-            MPI_TRY(MPI_Type_create_darray(a->mem.units, me, s->rank, gs, dist,
-                                           darg, ps, MPI_ORDER_C, elem, ftype),
-                    "MPI_Type_create_darray");
-            rc = block_mtype(a, elem, mtype);
-            if (rc)
-                goto out;
-            goto commit;
-        }
-    }
-
-    fparts = calloc((size_t)Q, sizeof(*fparts));
-    mparts = calloc((size_t)Q, sizeof(*mparts));
-    fdisp = calloc((size_t)Q, sizeof(*fdisp));
-    mdisp = calloc((size_t)Q, sizeof(*mdisp));
-    ones = calloc((size_t)Q, sizeof(*ones));
-    if (!fparts || !mparts || !fdisp || !mdisp || !ones) {
-        rc = ga_fail(-ENOMEM, "out of memory (datatypes)");
-        goto out;
-    }
-    for (int q = 0; q < Q; q++)
-        fparts[q] = mparts[q] = MPI_DATATYPE_NULL;
-    for (int q = 0; q < Q; q++) {
-        int dc[GA_MAX_RANK];
-        int64_t ccount[GA_MAX_RANK];
-        bool empty = false, box = fits_int(a);
-        ga_unit_coords(disk, q, dc);
-        ga_unit_count(disk, s, q, ccount);
-        for (int d = 0; d < s->rank; d++) {
-            free(runs[d]);
-            runs[d] = NULL;
-            rc = ga_dim_runs(&a->mem.dist[d], a->mem.grid[d], mc[d],
-                             &disk->dist[d], disk->grid[d], dc[d], s->dims[d],
-                             &runs[d], &nruns[d]);
-            if (rc)
-                goto out;
-            empty |= nruns[d] == 0;
-            box &= nruns[d] == 1;
-        }
-        if (empty)
-            continue;
-        MPI_Datatype *fp = &fparts[nparts], *mp = &mparts[nparts];
-        if (box) {
-            int fs[GA_MAX_RANK], sub[GA_MAX_RANK], fst[GA_MAX_RANK];
-            int ms[GA_MAX_RANK], mst[GA_MAX_RANK];
-            for (int d = 0; d < s->rank; d++) {
-                fs[d] = (int)ccount[d];
-                sub[d] = (int)runs[d][0].len;
-                fst[d] = (int)runs[d][0].lb;
-                ms[d] = (int)a->alloc[d];
-                mst[d] = (int)runs[d][0].la + a->ghost[d];
-            }
-            MPI_TRY(MPI_Type_create_subarray(s->rank, fs, sub, fst, MPI_ORDER_C,
-                                             elem, fp),
-                    "MPI_Type_create_subarray");
-            nparts++; /* count it now so that cleanup frees it */
-            MPI_TRY(MPI_Type_create_subarray(s->rank, ms, sub, mst, MPI_ORDER_C,
-                                             elem, mp),
-                    "MPI_Type_create_subarray");
-        } else {
-            rc = nested(s, 0, runs, nruns, ccount, a->ghost, true, elem, fp);
-            if (rc)
-                goto out;
-            nparts++;
-            rc = nested(s, 0, runs, nruns, a->alloc, a->ghost, false, elem, mp);
-            if (rc)
-                goto out;
-        }
-        fdisp[nparts - 1] = (MPI_Aint)(q * slot);
-        mdisp[nparts - 1] = 0;
-        ones[nparts - 1] = 1;
-    }
-    MPI_TRY(MPI_Type_create_struct(nparts, ones, fdisp, fparts, &joined),
-            "MPI_Type_create_struct");
-    MPI_TRY(MPI_Type_create_resized(joined, 0, (MPI_Aint)(Q * slot), ftype),
-            "MPI_Type_create_resized");
-    MPI_TRY(MPI_Type_create_struct(nparts, ones, mdisp, mparts, mtype),
-            "MPI_Type_create_struct");
-
-commit:
-    MPI_TRY(MPI_Type_commit(ftype), "MPI_Type_commit");
-    MPI_TRY(MPI_Type_commit(mtype), "MPI_Type_commit");
-    {
-        MPI_Count fsz = 0, msz = 0;
-        MPI_Type_size_x(*ftype, &fsz);
-        MPI_Type_size_x(*mtype, &msz);
-        if (fsz != msz || fsz != a->bytes) {
-            rc = ga_fail(GA_ELAYOUT,
-                         "internal: datatype sizes %lld/%lld for %lld bytes",
-                         (long long)fsz, (long long)msz, (long long)a->bytes);
-            goto out;
-        }
-    }
-    {
-        /* the memory type must stay inside the local block */
-        MPI_Count tlb = 0, text = 0, blk = a->shape.esize;
-        for (int d = 0; d < s->rank; d++)
-            blk *= a->alloc[d];
-        MPI_Type_get_true_extent_x(*mtype, &tlb, &text);
-        if (tlb < 0 || tlb + text > blk) {
-            rc = ga_fail(
-                GA_ELAYOUT,
-                "internal: memory type spans [%lld, %lld) of a %lld-byte block",
-                (long long)tlb, (long long)(tlb + text), (long long)blk);
-            goto out;
-        }
-    }
-    *bytes = a->bytes;
+    if (ga_layout_units(disk) == 1 && fits_int(a))
+        rc = darray_types(a, elem, ftype, mtype);
+    if (rc == 0)
+        rc = chunk_types(a, disk, slot, elem, ftype, mtype);
+    if (rc > 0)
+        rc = 0;
+    if (!rc)
+        rc = commit_checked(a, ftype, mtype);
+    if (!rc)
+        *bytes = a->bytes;
 out:
     if (rc) {
         ga_types_free(ftype, mtype);
         *ftype = *mtype = MPI_BYTE;
     }
-    for (int i = 0; i < nparts; i++) {
-        if (fparts[i] != MPI_DATATYPE_NULL)
-            MPI_Type_free(&fparts[i]);
-        if (mparts[i] != MPI_DATATYPE_NULL)
-            MPI_Type_free(&mparts[i]);
-    }
-    for (int d = 0; d < GA_MAX_RANK; d++)
-        free(runs[d]);
-    free(fparts);
-    free(mparts);
-    free(fdisp);
-    free(mdisp);
-    free(ones);
-    if (joined != MPI_DATATYPE_NULL)
-        MPI_Type_free(&joined);
     if (elem != MPI_DATATYPE_NULL)
         MPI_Type_free(&elem);
     return rc;

@@ -268,27 +268,49 @@ static void cell(double v, double c)
         printf(" %8.1f (%.2f)", v, c);
 }
 
-int main(int argc, char **argv)
+/* ------------------------------------------------------------- driver --- */
+
+typedef struct config {
+    const char *gbase, *ldir;
+    int sizes[MAXL], nsizes, servers[MAXL], nservers;
+    char dists[8][64];
+    int ndists;
+    int galley; /* galley runs wanted (--galley is not "-") */
+} config;
+
+/* Figures: size x (dists + segmented) x (servers + ufs). */
+typedef result table[MAXL][9][MAXL + 1];
+
+/* End the run before any measurement (bad usage). */
+static void quit(int status)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    const char *gbase = "/bench_arrays", *ldir = getenv("TMPDIR");
+    MPI_Finalize();
+    exit(status);
+}
+
+/* The command line into *c (and the globals reps, cb, hint_kv); a bad one
+ * ends the run with status 2. */
+static void parse_args(int argc, char **argv, config *c)
+{
     const char *dists_text = "*,*;BLOCK,*;*,BLOCK;BLOCK,BLOCK";
-    int sizes[MAXL] = {16, 64}, nsizes = 2, servers[MAXL] = {1, 2, 3, 4},
-        nservers = 4;
-    if (!ldir)
-        ldir = "/tmp";
+    *c = (config){.gbase = "/bench_arrays",
+                  .ldir = getenv("TMPDIR"),
+                  .sizes = {16, 64},
+                  .nsizes = 2,
+                  .servers = {1, 2, 3, 4},
+                  .nservers = 4};
+    if (!c->ldir)
+        c->ldir = "/tmp";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--galley"))
-            gbase = v, i++;
+            c->gbase = v, i++;
         else if (!strcmp(a, "--local"))
-            ldir = v, i++;
+            c->ldir = v, i++;
         else if (!strcmp(a, "--sizes"))
-            nsizes = parse_list(v, sizes), i++;
+            c->nsizes = parse_list(v, c->sizes), i++;
         else if (!strcmp(a, "--servers"))
-            nservers = parse_list(v, servers), i++;
+            c->nservers = parse_list(v, c->servers), i++;
         else if (!strcmp(a, "--reps"))
             reps = atoi(v), i++;
         else if (!strcmp(a, "--dists"))
@@ -303,130 +325,150 @@ int main(int argc, char **argv)
                         "bench_arrays: unknown option %s (see the source "
                         "header for usage)\n",
                         a);
-            MPI_Finalize();
-            return 2;
+            quit(2);
         }
     }
-    if (nsizes < 1 || nservers < 1 || reps < 1 || reps > 64) {
+    if (c->nsizes < 1 || c->nservers < 1 || reps < 1 || reps > 64) {
         if (me == 0)
             fprintf(stderr, "bench_arrays: bad --sizes, --servers or --reps\n");
-        MPI_Finalize();
-        return 2;
+        quit(2);
     }
-    char dists[8][64];
-    int ndists = 0;
-    {
-        char tmp[512];
-        snprintf(tmp, sizeof(tmp), "%s", dists_text);
-        for (char *t = strtok(tmp, ";"); t && ndists < 8; t = strtok(NULL, ";"))
-            snprintf(dists[ndists++], sizeof(dists[0]), "%s", t);
-    }
-    int galley = strcmp(gbase, "-") != 0;
+    char tmp[512];
+    snprintf(tmp, sizeof(tmp), "%s", dists_text);
+    for (char *t = strtok(tmp, ";"); t && c->ndists < 8; t = strtok(NULL, ";"))
+        snprintf(c->dists[c->ndists++], sizeof(c->dists[0]), "%s", t);
+    c->galley = strcmp(c->gbase, "-") != 0;
+}
 
-    if (me == 0) {
-        printf("bench_arrays: %d processes, 2-D arrays of 8-byte elements "
-               "(rows 2048), "
-               "one timestep, %d repetitions\n",
-               nprocs, reps);
-        printf("  memory distributions:");
-        for (int d = 0; d < ndists; d++)
-            printf(" (%s)", dists[d]);
-        printf("\n  disk distribution (BLOCK,*) over S chunks = S servers "
-               "(striping_factor S, striping_unit one chunk)\n");
-        printf("  galley hints (the library's defaults unless --hint/--cb): "
-               "romio_cb_write=disable romio_cb_read=disable cb_nodes=S "
-               "cb_config_list=*:*\n");
-        printf(
-            "  galley: %s (galley_cb %s); ufs baseline: ufs:%s (disk (BLOCK,*) "
-            "over 4 chunks)\n",
-            galley ? gbase : "skipped", cb ? cb : "default", ldir);
-        for (int i = 0; i < nhints; i++)
-            printf("  hint %s\n", hint_kv[i]);
-        printf("  segmented: each process one contiguous size/%d segment, "
-               "MPI_File_write_at_all/read_at_all on galley:, same striping\n",
-               nprocs);
-        printf("  MB/s = size / mean time between barriers; (coef) = "
-               "(max-min)/mean; "
-               "caches not flushed\n");
-        fflush(stdout);
-    }
+static void print_header(const config *c)
+{
+    printf("bench_arrays: %d processes, 2-D arrays of 8-byte elements "
+           "(rows 2048), "
+           "one timestep, %d repetitions\n",
+           nprocs, reps);
+    printf("  memory distributions:");
+    for (int d = 0; d < c->ndists; d++)
+        printf(" (%s)", c->dists[d]);
+    printf("\n  disk distribution (BLOCK,*) over S chunks = S servers "
+           "(striping_factor S, striping_unit one chunk)\n");
+    printf("  galley hints (the library's defaults unless --hint/--cb): "
+           "romio_cb_write=disable romio_cb_read=disable cb_nodes=S "
+           "cb_config_list=*:*\n");
+    printf("  galley: %s (galley_cb %s); ufs baseline: ufs:%s (disk (BLOCK,*) "
+           "over 4 chunks)\n",
+           c->galley ? c->gbase : "skipped", cb ? cb : "default", c->ldir);
+    for (int i = 0; i < nhints; i++)
+        printf("  hint %s\n", hint_kv[i]);
+    printf("  segmented: each process one contiguous size/%d segment, "
+           "MPI_File_write_at_all/read_at_all on galley:, same striping\n",
+           nprocs);
+    printf("  MB/s = size / mean time between barriers; (coef) = "
+           "(max-min)/mean; "
+           "caches not flushed\n");
+    fflush(stdout);
+}
 
-    result res[MAXL][9]
-              [MAXL + 1]; /* size x (dists + segmented) x (servers + ufs) */
-    for (int si = 0; si < nsizes; si++) {
-        int64_t rows = 2048,
-                cols = (int64_t)sizes[si] * 64; /* 8-byte elements */
-        for (int d = 0; d <= ndists; d++)
-            for (int k = 0; k <= nservers; k++)
-                res[si][d][k].w = res[si][d][k].r = -1;
-        char path[1024];
-        for (int d = 0; d < ndists; d++) {
-            if (galley)
-                for (int k = 0; k < nservers; k++) {
-                    snprintf(path, sizeof(path), "galley:%s.%d.%d.%d", gbase,
-                             sizes[si], d, servers[k]);
-                    res[si][d][k] =
-                        run_array(path, rows, cols, dists[d], servers[k]);
-                }
-            snprintf(path, sizeof(path), "ufs:%s/bench_arrays.%d.%d", ldir,
-                     sizes[si], d);
-            res[si][d][nservers] = run_array(path, rows, cols, dists[d], 0);
-        }
-        if (galley)
+/* Every run of one size (index si): the library per distribution on galley
+ * (each server count) and ufs, then the segmented baseline. */
+static void measure_size(const config *c, int si, table res)
+{
+    int64_t rows = 2048, cols = (int64_t)c->sizes[si] * 64; /* 8-byte elems */
+    int ndists = c->ndists, nservers = c->nservers;
+    for (int d = 0; d <= ndists; d++)
+        for (int k = 0; k <= nservers; k++)
+            res[si][d][k].w = res[si][d][k].r = -1;
+    char path[1024];
+    for (int d = 0; d < ndists; d++) {
+        if (c->galley)
             for (int k = 0; k < nservers; k++) {
-                snprintf(path, sizeof(path), "galley:%s.seg.%d.%d", gbase,
-                         sizes[si], servers[k]);
-                res[si][ndists][k] =
-                    run_segmented(path, rows * cols * 8, servers[k]);
+                snprintf(path, sizeof(path), "galley:%s.%d.%d.%d", c->gbase,
+                         c->sizes[si], d, c->servers[k]);
+                res[si][d][k] =
+                    run_array(path, rows, cols, c->dists[d], c->servers[k]);
             }
-        snprintf(path, sizeof(path), "ufs:%s/bench_arrays.seg.%d", ldir,
-                 sizes[si]);
-        res[si][ndists][nservers] = run_segmented(path, rows * cols * 8, 0);
+        snprintf(path, sizeof(path), "ufs:%s/bench_arrays.%d.%d", c->ldir,
+                 c->sizes[si], d);
+        res[si][d][nservers] = run_array(path, rows, cols, c->dists[d], 0);
     }
+    if (c->galley)
+        for (int k = 0; k < nservers; k++) {
+            snprintf(path, sizeof(path), "galley:%s.seg.%d.%d", c->gbase,
+                     c->sizes[si], c->servers[k]);
+            res[si][ndists][k] =
+                run_segmented(path, rows * cols * 8, c->servers[k]);
+        }
+    snprintf(path, sizeof(path), "ufs:%s/bench_arrays.seg.%d", c->ldir,
+             c->sizes[si]);
+    res[si][ndists][nservers] = run_segmented(path, rows * cols * 8, 0);
+}
 
-    if (me == 0) {
-        for (int pass = 0; pass < 2; pass++) {
-            printf("\n%s MB/s\n%-8s %-14s", pass ? "read" : "write", "size MB",
-                   "memory");
-            for (int k = 0; k < nservers; k++)
-                printf("    galley S=%d", servers[k]);
-            printf(" %15s\n", "ufs");
-            for (int si = 0; si < nsizes; si++)
-                for (int d = 0; d <= ndists; d++) {
-                    char name[80];
-                    if (d < ndists)
-                        snprintf(name, sizeof(name), "(%s)", dists[d]);
-                    else
-                        snprintf(name, sizeof(name), "segmented");
-                    printf("%-8d %-14s", sizes[si], name);
-                    for (int k = 0; k <= nservers; k++) {
-                        result *r = &res[si][d][k];
-                        cell(pass ? r->r : r->w, pass ? r->rc : r->wc);
-                    }
-                    printf("\n");
+/* The write and read tables (rank 0). */
+static void print_rates(const config *c, table res)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        printf("\n%s MB/s\n%-8s %-14s", pass ? "read" : "write", "size MB",
+               "memory");
+        for (int k = 0; k < c->nservers; k++)
+            printf("    galley S=%d", c->servers[k]);
+        printf(" %15s\n", "ufs");
+        for (int si = 0; si < c->nsizes; si++)
+            for (int d = 0; d <= c->ndists; d++) {
+                char name[80];
+                if (d < c->ndists)
+                    snprintf(name, sizeof(name), "(%s)", c->dists[d]);
+                else
+                    snprintf(name, sizeof(name), "segmented");
+                printf("%-8d %-14s", c->sizes[si], name);
+                for (int k = 0; k <= c->nservers; k++) {
+                    result *r = &res[si][d][k];
+                    cell(pass ? r->r : r->w, pass ? r->rc : r->wc);
                 }
-        }
-        int bb = -1;
-        for (int d = 0; d < ndists; d++)
-            if (!strcasecmp(dists[d], "BLOCK,BLOCK"))
-                bb = d;
-        if (bb >= 0 && galley) {
-            printf("\n(BLOCK,BLOCK) / segmented on galley (target >= "
-                   "0.8)\n%-8s %-6s",
-                   "size MB", "");
-            for (int k = 0; k < nservers; k++)
-                printf("  S=%d  ", servers[k]);
+                printf("\n");
+            }
+    }
+}
+
+/* (BLOCK,BLOCK) / segmented on galley, when both were run (rank 0). */
+static void print_ratios(const config *c, table res)
+{
+    int bb = -1;
+    for (int d = 0; d < c->ndists; d++)
+        if (!strcasecmp(c->dists[d], "BLOCK,BLOCK"))
+            bb = d;
+    if (bb < 0 || !c->galley)
+        return;
+    printf("\n(BLOCK,BLOCK) / segmented on galley (target >= "
+           "0.8)\n%-8s %-6s",
+           "size MB", "");
+    for (int k = 0; k < c->nservers; k++)
+        printf("  S=%d  ", c->servers[k]);
+    printf("\n");
+    for (int pass = 0; pass < 2; pass++)
+        for (int si = 0; si < c->nsizes; si++) {
+            printf("%-8d %-6s", c->sizes[si], pass ? "read" : "write");
+            for (int k = 0; k < c->nservers; k++) {
+                result *a = &res[si][bb][k], *s = &res[si][c->ndists][k];
+                printf("  %5.2f ", pass ? a->r / s->r : a->w / s->w);
+            }
             printf("\n");
-            for (int pass = 0; pass < 2; pass++)
-                for (int si = 0; si < nsizes; si++) {
-                    printf("%-8d %-6s", sizes[si], pass ? "read" : "write");
-                    for (int k = 0; k < nservers; k++) {
-                        result *a = &res[si][bb][k], *s = &res[si][ndists][k];
-                        printf("  %5.2f ", pass ? a->r / s->r : a->w / s->w);
-                    }
-                    printf("\n");
-                }
         }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    config c;
+    parse_args(argc, argv, &c);
+    if (me == 0)
+        print_header(&c);
+    table res;
+    for (int si = 0; si < c.nsizes; si++)
+        measure_size(&c, si, res);
+    if (me == 0) {
+        print_rates(&c, res);
+        print_ratios(&c, res);
         fflush(stdout);
     }
     MPI_Finalize();

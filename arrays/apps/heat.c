@@ -164,18 +164,36 @@ static uint64_t checksum(const double *u, const field *f)
     return all;
 }
 
-int main(int argc, char **argv)
-{
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+/* ------------------------------------------------------------ options --- */
 
-    const char *path = NULL, *grid = NULL, *disk_text = "BLOCK,*@4",
-               *dump = NULL;
-    int64_t n = 256, steps = 100, ckpt_every = 20, ts_every = 10;
-    int do_restart = 0, delay_ms = 0;
-    MPI_Info info;
-    MPI_Info_create(&info);
+typedef struct options {
+    const char *path, *grid, *disk_text, *dump;
+    int64_t n, steps, ckpt_every, ts_every;
+    int do_restart, delay_ms;
+    MPI_Info info; /* --hint: for the data files */
+} options;
+
+/* --hint KEY=VALUE into o->info. */
+static void add_hint(options *o, const char *v)
+{
+    char key[256];
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof(key))
+        usage("--hint wants KEY=VALUE");
+    memcpy(key, v, (size_t)(eq - v));
+    key[eq - v] = 0;
+    MPI_Info_set(o->info, key, eq + 1);
+}
+
+/* The command line into *o; a bad one ends the run (usage, status 2). */
+static void parse_args(int argc, char **argv, options *o)
+{
+    *o = (options){.disk_text = "BLOCK,*@4",
+                   .n = 256,
+                   .steps = 100,
+                   .ckpt_every = 20,
+                   .ts_every = 10};
+    MPI_Info_create(&o->info);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define VALUE()                                                                \
@@ -186,85 +204,89 @@ int main(int argc, char **argv)
     } while (0)
         if (!strcmp(a, "--path")) {
             VALUE();
-            path = v;
+            o->path = v;
         } else if (!strcmp(a, "-n")) {
             VALUE();
-            n = atoll(v);
+            o->n = atoll(v);
         } else if (!strcmp(a, "--steps")) {
             VALUE();
-            steps = atoll(v);
+            o->steps = atoll(v);
         } else if (!strcmp(a, "--ckpt-every")) {
             VALUE();
-            ckpt_every = atoll(v);
+            o->ckpt_every = atoll(v);
         } else if (!strcmp(a, "--ts-every")) {
             VALUE();
-            ts_every = atoll(v);
+            o->ts_every = atoll(v);
         } else if (!strcmp(a, "--restart")) {
-            do_restart = 1;
+            o->do_restart = 1;
         } else if (!strcmp(a, "--grid")) {
             VALUE();
-            grid = v;
+            o->grid = v;
         } else if (!strcmp(a, "--disk")) {
             VALUE();
-            disk_text = v;
+            o->disk_text = v;
         } else if (!strcmp(a, "--hint")) {
             VALUE();
-            char key[256];
-            const char *eq = strchr(v, '=');
-            if (!eq || eq == v || (size_t)(eq - v) >= sizeof(key))
-                usage("--hint wants KEY=VALUE");
-            memcpy(key, v, (size_t)(eq - v));
-            key[eq - v] = 0;
-            MPI_Info_set(info, key, eq + 1);
+            add_hint(o, v);
         } else if (!strcmp(a, "--dump")) {
             VALUE();
-            dump = v;
+            o->dump = v;
         } else if (!strcmp(a, "--delay")) {
             VALUE();
-            delay_ms = atoi(v);
+            o->delay_ms = atoi(v);
         } else {
             usage("unknown option");
         }
+#undef VALUE
     }
-    if (!path)
+    if (!o->path)
         usage("--path is required");
-    if (n < 2 || steps < 0 || ckpt_every < 0 || ts_every < 0 || delay_ms < 0)
+    if (o->n < 2 || o->steps < 0 || o->ckpt_every < 0 || o->ts_every < 0 ||
+        o->delay_ms < 0)
         usage("bad numeric option");
+}
 
-    /* layouts */
+/* ------------------------------------------------------------- set-up --- */
+
+/* The arrays T (doubles) and K (floats), (BLOCK,BLOCK) over every
+ * process with one ghost cell each side. */
+static void make_arrays(const options *o, ga_array **T, ga_array **K)
+{
     ga_layout mem, disk;
     char memtext[64];
-    if (grid)
-        snprintf(memtext, sizeof(memtext), "BLOCK,BLOCK@%s", grid);
+    if (o->grid)
+        snprintf(memtext, sizeof(memtext), "BLOCK,BLOCK@%s", o->grid);
     else
         snprintf(memtext, sizeof(memtext), "BLOCK,BLOCK");
     if (ga_layout_parse(memtext, &mem))
         usage("bad --grid");
-    if (ga_layout_parse(disk_text, &disk))
+    if (ga_layout_parse(o->disk_text, &disk))
         usage("bad --disk layout");
-    int64_t dims[2] = {n, n};
+    int64_t dims[2] = {o->n, o->n};
     int ghost[2] = {1, 1};
-    ga_array *T, *K;
     ga_array_spec st = {"T", 2, dims, sizeof(double), &mem, &disk, ghost};
     ga_array_spec sk = {"K", 2, dims, sizeof(float), &mem, &disk, ghost};
-    int rc = ga_array_create(MPI_COMM_WORLD, &st, &T);
+    int rc = ga_array_create(MPI_COMM_WORLD, &st, T);
     if (rc)
         die("array T", rc);
-    rc = ga_array_create(MPI_COMM_WORLD, &sk, &K);
+    rc = ga_array_create(MPI_COMM_WORLD, &sk, K);
     if (rc)
         die("array K", rc);
-    const ga_layout *ml = ga_array_mem_layout(T);
+    const ga_layout *ml = ga_array_mem_layout(*T);
     if (ml->units != nprocs) {
         if (me == 0)
             fprintf(stderr,
                     "heat: the process grid %dx%d must use all %d processes\n",
                     ml->grid[0], ml->grid[1], nprocs);
         MPI_Finalize();
-        return 2;
+        exit(2);
     }
+}
 
-    /* local block and neighbours */
-    field f;
+/* This process's block of T and its neighbours in the process grid. */
+static void setup_field(ga_array *T, int64_t n, field *f)
+{
+    const ga_layout *ml = ga_array_mem_layout(T);
     int64_t cnt[2], alloc[2];
     ga_array_local(T, cnt, alloc);
     int bad = cnt[0] < 1 || cnt[1] < 1, anybad;
@@ -276,65 +298,59 @@ int main(int argc, char **argv)
                     "the %lldx%lld field\n",
                     ml->grid[0], ml->grid[1], (long long)n, (long long)n);
         MPI_Finalize();
-        return 2;
+        exit(2);
     }
-    f.n = n;
-    f.nr = cnt[0];
-    f.nc = cnt[1];
-    f.ld = alloc[1];
-    f.r0 = ga_array_global_index(T, 0, 0);
-    f.c0 = ga_array_global_index(T, 1, 0);
+    f->n = n;
+    f->nr = cnt[0];
+    f->nc = cnt[1];
+    f->ld = alloc[1];
+    f->r0 = ga_array_global_index(T, 0, 0);
+    f->c0 = ga_array_global_index(T, 1, 0);
     int P = ml->grid[0], Q = ml->grid[1], pr = me / Q, pc = me % Q;
-    f.up = pr > 0 ? me - Q : MPI_PROC_NULL;
-    f.down = pr < P - 1 ? me + Q : MPI_PROC_NULL;
-    f.left = pc > 0 ? me - 1 : MPI_PROC_NULL;
-    f.right = pc < Q - 1 ? me + 1 : MPI_PROC_NULL;
-    MPI_Type_vector((int)f.nr, 1, (int)f.ld, MPI_DOUBLE, &f.column);
-    MPI_Type_commit(&f.column);
+    f->up = pr > 0 ? me - Q : MPI_PROC_NULL;
+    f->down = pr < P - 1 ? me + Q : MPI_PROC_NULL;
+    f->left = pc > 0 ? me - 1 : MPI_PROC_NULL;
+    f->right = pc < Q - 1 ? me + 1 : MPI_PROC_NULL;
+    MPI_Type_vector((int)f->nr, 1, (int)f->ld, MPI_DOUBLE, &f->column);
+    MPI_Type_commit(&f->column);
+}
 
-    size_t cells = (size_t)alloc[0] * (size_t)alloc[1];
-    double *u = calloc(cells, sizeof(double)),
-           *v = calloc(cells, sizeof(double));
-    float *k = ga_array_alloc(K);
-    if (!u || !v || !k) {
-        fprintf(stderr, "heat: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    for (int64_t i = 0; i < f.nr; i++)
-        for (int64_t j = 0; j < f.nc; j++) {
-            uint64_t lin = (uint64_t)((f.r0 + i) * n + f.c0 + j);
-            AT(u, &f, i, j) = hash01(lin);
-            AT(k, &f, i, j) =
+/* The initial field and the conductivity: functions of the global index
+ * only, so any decomposition starts from the same values. */
+static void init_values(double *u, float *k, const field *f)
+{
+    for (int64_t i = 0; i < f->nr; i++)
+        for (int64_t j = 0; j < f->nc; j++) {
+            uint64_t lin = (uint64_t)((f->r0 + i) * f->n + f->c0 + j);
+            AT(u, f, i, j) = hash01(lin);
+            AT(k, f, i, j) =
                 (float)(0.5 + 0.5 * hash01(lin ^ 0x5555555555555555ull));
         }
+}
 
-    char dl[128];
-    ga_layout_format(ga_array_disk_layout(T), dl, sizeof(dl));
-    SAY("heat: %lldx%lld grid on %d processes (%dx%d), %lld steps, checkpoint "
-        "every "
-        "%lld, timestep every %lld\n",
-        (long long)n, (long long)n, nprocs, P, Q, (long long)steps,
-        (long long)ckpt_every, (long long)ts_every);
-    SAY("heat: path %s, disk layout %s\n", path, dl);
-
-    /* groups */
-    char *tsp = malloc(strlen(path) + 8), *ckp = malloc(strlen(path) + 8);
-    sprintf(tsp, "%s.ts", path);
-    sprintf(ckp, "%s.ckpt", path);
-    ga_group *ts = NULL, *ck = NULL;
+/* The groups (PATH.ckpt with T and K, PATH.ts with T), restarting from
+ * the newest checkpoint into u (and k, bound to K) with --restart.
+ * Returns the step to start from. */
+static int64_t open_groups(const options *o, ga_array *T, ga_array *K,
+                           double *u, ga_group **ts, ga_group **ck)
+{
+    char *tsp = malloc(strlen(o->path) + 8), *ckp = malloc(strlen(o->path) + 8);
+    sprintf(tsp, "%s.ts", o->path);
+    sprintf(ckp, "%s.ckpt", o->path);
     int64_t start = 0;
-    int flags = do_restart ? GA_APPEND : GA_CREATE;
-    if (ckpt_every > 0 || do_restart) {
-        rc = ga_group_create(MPI_COMM_WORLD, GA_CHECKPOINT, ckp, flags, info,
-                             &ck);
+    int rc, flags = o->do_restart ? GA_APPEND : GA_CREATE;
+    *ts = *ck = NULL;
+    if (o->ckpt_every > 0 || o->do_restart) {
+        rc = ga_group_create(MPI_COMM_WORLD, GA_CHECKPOINT, ckp, flags, o->info,
+                             ck);
         if (rc)
             die("checkpoint group", rc);
-        if ((rc = ga_group_insert(ck, T)) || (rc = ga_group_insert(ck, K)))
+        if ((rc = ga_group_insert(*ck, T)) || (rc = ga_group_insert(*ck, K)))
             die("checkpoint group", rc);
     }
-    if (do_restart) {
+    if (o->do_restart) {
         ga_array_bind(T, u);
-        rc = ga_restart(ck, &start);
+        rc = ga_restart(*ck, &start);
         if (rc == GA_ENOCKPT) {
             SAY("no checkpoint found: starting at step 0\n");
             start = 0;
@@ -344,74 +360,124 @@ int main(int argc, char **argv)
             SAY("restart found at step %lld (copy %d)\n", (long long)start, rc);
         }
     }
-    if (ts_every > 0) {
-        rc =
-            ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, tsp, flags, info, &ts);
+    if (o->ts_every > 0) {
+        rc = ga_group_create(MPI_COMM_WORLD, GA_TIMESTEP, tsp, flags, o->info,
+                             ts);
         if (rc)
             die("timestep group", rc);
-        if ((rc = ga_group_insert(ts, T)))
+        if ((rc = ga_group_insert(*ts, T)))
             die("timestep group", rc);
-        if (do_restart) {
-            rc = ga_timestep_rewind(ts, start);
+        if (o->do_restart) {
+            rc = ga_timestep_rewind(*ts, start);
             if (rc < 0)
                 die("timestep rewind", rc);
         }
     }
+    free(tsp);
+    free(ckp);
+    return start;
+}
 
-    /* time loop */
-    set_boundary(u, &f);
-    set_boundary(v, &f);
+/* ---------------------------------------------------------- time loop --- */
+
+/* Steps start..steps-1, writing timesteps and checkpoints on the way; *u
+ * holds the newest field on return.  Returns the seconds taken. */
+static double run_steps(const options *o, const field *f, ga_array *T,
+                        ga_group *ts, ga_group *ck, int64_t start, double **u,
+                        double **v, const float *k)
+{
+    set_boundary(*u, f);
+    set_boundary(*v, f);
     double t0 = MPI_Wtime();
-    for (int64_t s = start; s < steps; s++) {
-        exchange(u, &f);
-        step(u, v, k, &f);
-        double *t = u;
-        u = v;
-        v = t;
+    for (int64_t s = start; s < o->steps; s++) {
+        exchange(*u, f);
+        step(*u, *v, k, f);
+        double *t = *u;
+        *u = *v;
+        *v = t;
         int64_t done = s + 1;
-        ga_array_bind(T, u);
-        if (ts && done % ts_every == 0) {
-            rc = ga_timestep(ts, done);
+        ga_array_bind(T, *u);
+        if (ts && done % o->ts_every == 0) {
+            int rc = ga_timestep(ts, done);
             if (rc < 0)
                 die("timestep", rc);
             SAY("step %lld: timestep %d written\n", (long long)done, rc);
         }
-        if (ck && ckpt_every > 0 && done % ckpt_every == 0) {
-            rc = ga_checkpoint(ck, done);
+        if (ck && o->ckpt_every > 0 && done % o->ckpt_every == 0) {
+            int rc = ga_checkpoint(ck, done);
             if (rc < 0)
                 die("checkpoint", rc);
             SAY("checkpoint written at step %lld (copy %d)\n", (long long)done,
                 rc);
         }
-        if (delay_ms) {
-            struct timespec ts_ = {delay_ms / 1000,
-                                   (long)(delay_ms % 1000) * 1000000L};
+        if (o->delay_ms) {
+            struct timespec ts_ = {o->delay_ms / 1000,
+                                   (long)(o->delay_ms % 1000) * 1000000L};
             nanosleep(&ts_, NULL);
         }
     }
-    double t1 = MPI_Wtime();
+    return MPI_Wtime() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+
+    options o;
+    parse_args(argc, argv, &o);
+    ga_array *T, *K;
+    make_arrays(&o, &T, &K);
+    field f;
+    setup_field(T, o.n, &f);
+
+    int64_t alloc[2];
+    ga_array_local(T, NULL, alloc);
+    size_t cells = (size_t)alloc[0] * (size_t)alloc[1];
+    double *u = calloc(cells, sizeof(double)),
+           *v = calloc(cells, sizeof(double));
+    float *k = ga_array_alloc(K);
+    if (!u || !v || !k) {
+        fprintf(stderr, "heat: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    init_values(u, k, &f);
+
+    const ga_layout *ml = ga_array_mem_layout(T);
+    char dl[128];
+    ga_layout_format(ga_array_disk_layout(T), dl, sizeof(dl));
+    SAY("heat: %lldx%lld grid on %d processes (%dx%d), %lld steps, checkpoint "
+        "every "
+        "%lld, timestep every %lld\n",
+        (long long)o.n, (long long)o.n, nprocs, ml->grid[0], ml->grid[1],
+        (long long)o.steps, (long long)o.ckpt_every, (long long)o.ts_every);
+    SAY("heat: path %s, disk layout %s\n", o.path, dl);
+
+    ga_group *ts, *ck;
+    int64_t start = open_groups(&o, T, K, u, &ts, &ck);
+    double secs = run_steps(&o, &f, T, ts, ck, start, &u, &v, k);
 
     uint64_t sum = checksum(u, &f);
-    if (dump) {
+    int rc;
+    if (o.dump) {
         ga_array_bind(T, u);
-        rc = ga_array_export(T, dump, MPI_INFO_NULL);
+        rc = ga_array_export(T, o.dump, MPI_INFO_NULL);
         if (rc)
             die("dump", rc);
-        SAY("final field written to %s\n", dump);
+        SAY("final field written to %s\n", o.dump);
     }
     SAY("final checksum %016llx after %lld steps (%.2f s)\n",
-        (unsigned long long)sum, (long long)steps, t1 - t0);
+        (unsigned long long)sum, (long long)o.steps, secs);
 
     if ((rc = ga_group_free(ts)) || (rc = ga_group_free(ck)))
         die("close", rc);
     ga_array_free(T);
     ga_array_free(K);
     MPI_Type_free(&f.column);
-    MPI_Info_free(&info);
+    MPI_Info_free(&o.info);
     free(u);
     free(v);
-    free(tsp);
-    free(ckp);
     MPI_Finalize();
     return 0;
 }

@@ -503,3 +503,33 @@ def test_installed_library_via_pkg_config(cluster, name, tmp_path):
     assert "[libgalley_array.so.0]" in dyn.stdout, dyn.stdout
     cp = mpirun(2, exe, "galley:%s/installed" % name, cluster=cluster)
     assert "installed_ckpt: ok 1920 elements" in cp.stdout, gfix.describe(cp)
+
+
+def test_installed_library_has_no_crash_points(built, cluster, name,
+                                               tmp_path):
+    """The crash points (GALLEY_ARRAY_CRASH) are compiled only into the
+    test build of the library (libga, -DGA_TEST_HOOKS) that heat and
+    t_arrays link: the installed libgalley_array does not contain them, and
+    a user's job run with the variable set checkpoints and restarts as
+    usual (the test build would exit inside that checkpoint)."""
+    assert b"GALLEY_ARRAY_CRASH" in (built / "heat").read_bytes()
+    lib = PREFIX / "lib" / "libgalley_array.so.0"
+    assert b"GALLEY_ARRAY_CRASH" not in lib.read_bytes(), lib
+    pc_env = dict(os.environ)
+    pc_env["PKG_CONFIG_PATH"] = str(PREFIX / "lib" / "pkgconfig")
+    pc = subprocess.run(["pkg-config", "--cflags", "--libs", "galley_array"],
+                        env=pc_env, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert pc.returncode == 0, "pkg-config galley_array: " + pc.stdout
+    exe = tmp_path / "installed_ckpt"
+    cc = [str(MPICH / "bin" / "mpicc"), str(HERE / "installed_ckpt.c"),
+          "-o", str(exe)] + pc.stdout.split() + \
+        ["-Wl,-rpath-link,%s" % (PREFIX / "lib")]
+    cp = gfix.run(cc, env=mpi_env())
+    assert cp.returncode == 0, gfix.describe(cp)
+    for point in ("data:1", "copynum:1"):
+        cp = mpirun(2, exe, "galley:%s/nocrash-%s" % (name, point[0]),
+                    cluster=cluster, env={"GALLEY_ARRAY_CRASH": point})
+        assert "installed_ckpt: ok 1920 elements" in cp.stdout, \
+            gfix.describe(cp)
+        assert "GALLEY_ARRAY_CRASH" not in cp.stderr, gfix.describe(cp)

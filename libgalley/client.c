@@ -227,6 +227,7 @@ int gfs_finalize(void)
     /* Let queued non-blocking requests finish, then stop the workers. */
     gc_nb_shutdown();
     gc_lease_stop();
+    gc_striped_shutdown();
 
     /* Close forks still open (best effort: servers also close a dropped
      * connection's opens). */

@@ -243,6 +243,8 @@ void gc_nb_shutdown(void);
 /* Prepare list I/O on a striped file. */
 int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
                   const gfs_list_entry *entries, void *buf);
+/* Forget every striped id (gfs_finalize; their forks close after). */
+void gc_striped_shutdown(void);
 /* Finish of striped single-range reads (striped.c). */
 int64_t gc_striped_read_result(gc_op *o);
 

@@ -32,6 +32,15 @@ static int st_get(int sid, gc_striped *out)
     return rc ? rc : gc_htab_get(&st_tab, sid, out);
 }
 
+void gc_striped_shutdown(void)
+{
+    pthread_mutex_lock(&st_lock);
+    for (int sid = -1; (sid = gc_htab_next(&st_tab, sid)) >= 0;)
+        gc_local_free(((gc_striped *)gc_htab_at(&st_tab, sid))->loc);
+    gc_htab_clear(&st_tab); /* ids from before stay unknown */
+    pthread_mutex_unlock(&st_lock);
+}
+
 /* ------------------------------------------------------ create / open -- */
 
 int gfs_create_striped(const char *name, int nsubfiles, const int *servers,

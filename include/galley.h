@@ -11,8 +11,11 @@
  *     count) on success and a negative error code on failure.  Error codes
  *     are negative errno values (-ENOENT, -EEXIST, ...) or the project codes
  *     below; gfs_strerror() turns either into a message.
- *   - Identifiers (file ids, fork ids, handles) are small non-negative ints,
- *     not pointers.
+ *   - Identifiers (file ids, fork ids, striped ids, handles) are
+ *     non-negative ints, not pointers.  Once closed (or released) an id
+ *     answers GFS_EBADID, also when a new object takes its place (until
+ *     that place has been reused 1024 times), and an id of one kind is
+ *     refused where another kind is expected.
  *   - Every function is thread-safe.  gfs_init/gfs_finalize are reference
  *     counted: each successful gfs_init needs one gfs_finalize.
  *   - A request to a dead or unreachable server fails with GFS_ETIMEDOUT or

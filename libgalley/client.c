@@ -15,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-gc_client gc_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+gc_client gc_g = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .files = GC_HTAB_INIT(&gc_g.lock, gc_file, GC_KIND_FILE, 16),
+    .forks = GC_HTAB_INIT(&gc_g.lock, gc_fork, GC_KIND_FORK, 64),
+};
 
 /* ------------------------------------------------------------ errors --- */
 
@@ -218,16 +222,17 @@ int gfs_finalize(void)
         pthread_mutex_unlock(&gc_g.lock);
         return 0;
     }
-    int nk = gc_g.nforks_cap;
     pthread_mutex_unlock(&gc_g.lock);
 
     /* Let queued non-blocking requests finish, then stop the workers. */
     gc_nb_shutdown();
     gc_lease_stop();
+    gc_striped_shutdown();
 
     /* Close forks still open (best effort: servers also close a dropped
      * connection's opens). */
-    for (int kid = 0; kid < nk; kid++)
+    gc_fork k;
+    for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
         gfs_close_fork(kid);
 
     pthread_mutex_lock(&gc_g.lock);
@@ -236,12 +241,10 @@ int gfs_finalize(void)
         gc_conn_free(gc_g.conns[i]);
     gc_auth_unload();
     free(gc_g.conns);
-    free(gc_g.files);
-    free(gc_g.forks);
+    /* The tables keep their generations: ids from before stay stale. */
+    gc_htab_clear(&gc_g.files);
+    gc_htab_clear(&gc_g.forks);
     gc_g.conns = NULL;
-    gc_g.files = NULL;
-    gc_g.forks = NULL;
-    gc_g.nfiles_cap = gc_g.nforks_cap = 0;
     gc_g.nservers = 0;
     pthread_mutex_unlock(&gc_g.lock);
     return 0;
@@ -326,14 +329,17 @@ int gc_check_name(const char *name, size_t max)
 
 /* ------------------------------------------------------------ tables --- */
 
+/* Ids are slots of handle.c's tables: a closed id, or one of another
+ * kind, is not found there, whatever object its slot holds now. */
 int gc_file_get(int fid, gc_file *out)
 {
     int rc = GFS_EBADID;
     pthread_mutex_lock(&gc_g.lock);
+    const gc_file *f = gc_htab_at(&gc_g.files, fid);
     if (gc_g.refs == 0)
         rc = GFS_ENOTINIT;
-    else if (fid >= 0 && fid < gc_g.nfiles_cap && gc_g.files[fid].used) {
-        *out = gc_g.files[fid];
+    else if (f) {
+        *out = *f;
         rc = 0;
     }
     pthread_mutex_unlock(&gc_g.lock);
@@ -344,10 +350,11 @@ int gc_fork_get(int kid, gc_fork *out)
 {
     int rc = GFS_EBADID;
     pthread_mutex_lock(&gc_g.lock);
+    const gc_fork *k = gc_htab_at(&gc_g.forks, kid);
     if (gc_g.refs == 0)
         rc = GFS_ENOTINIT;
-    else if (kid >= 0 && kid < gc_g.nforks_cap && gc_g.forks[kid].used) {
-        *out = gc_g.forks[kid];
+    else if (k) {
+        *out = *k;
         rc = 0;
     }
     pthread_mutex_unlock(&gc_g.lock);
@@ -356,56 +363,39 @@ int gc_fork_get(int kid, gc_fork *out)
 
 int gc_fork_register(const gc_fork *k)
 {
-    pthread_mutex_lock(&gc_g.lock);
-    int kid = -1;
-    for (int i = 0; i < gc_g.nforks_cap; i++)
-        if (!gc_g.forks[i].used) {
-            kid = i;
-            break;
-        }
-    if (kid < 0) {
-        int cap = gc_g.nforks_cap ? gc_g.nforks_cap * 2 : 64;
-        gc_fork *nf = realloc(gc_g.forks, sizeof(*nf) * (size_t)cap);
-        if (!nf) {
-            pthread_mutex_unlock(&gc_g.lock);
-            return -ENOMEM;
-        }
-        memset(nf + gc_g.nforks_cap, 0,
-               sizeof(*nf) * (size_t)(cap - gc_g.nforks_cap));
-        kid = gc_g.nforks_cap;
-        gc_g.forks = nf;
-        gc_g.nforks_cap = cap;
-    }
-    gc_g.forks[kid] = *k;
-    gc_g.forks[kid].used = true;
-    pthread_mutex_unlock(&gc_g.lock);
-    return kid;
+    return gc_htab_insert(&gc_g.forks, k);
 }
 
 void gc_fork_unregister(int kid)
 {
+    gc_htab_take(&gc_g.forks, kid, NULL);
+}
+
+int gc_fork_next(int kid, gc_fork *out)
+{
     pthread_mutex_lock(&gc_g.lock);
-    if (kid >= 0 && kid < gc_g.nforks_cap)
-        gc_g.forks[kid].used = false;
+    kid = gc_htab_next(&gc_g.forks, kid);
+    if (kid >= 0)
+        *out = *(const gc_fork *)gc_htab_at(&gc_g.forks, kid);
     pthread_mutex_unlock(&gc_g.lock);
+    return kid;
 }
 
 int gc_open_handles(int server, uint64_t **fkids, int *n)
 {
     pthread_mutex_lock(&gc_g.lock);
-    int cnt = 0;
-    for (int i = 0; i < gc_g.nforks_cap; i++)
-        if (gc_g.forks[i].used && gc_g.forks[i].server == server)
-            cnt++;
-    uint64_t *v = malloc(sizeof(*v) * (size_t)(cnt ? cnt : 1));
+    size_t nk = (size_t)gc_htab_count(&gc_g.forks);
+    uint64_t *v = malloc(sizeof(*v) * (nk ? nk : 1));
     if (!v) {
         pthread_mutex_unlock(&gc_g.lock);
         return -ENOMEM;
     }
-    cnt = 0;
-    for (int i = 0; i < gc_g.nforks_cap; i++)
-        if (gc_g.forks[i].used && gc_g.forks[i].server == server)
-            v[cnt++] = gc_g.forks[i].fkid;
+    int cnt = 0;
+    for (int kid = -1; (kid = gc_htab_next(&gc_g.forks, kid)) >= 0;) {
+        const gc_fork *k = gc_htab_at(&gc_g.forks, kid);
+        if (k->server == server)
+            v[cnt++] = k->fkid;
+    }
     pthread_mutex_unlock(&gc_g.lock);
     *fkids = v;
     *n = cnt;

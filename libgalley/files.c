@@ -167,31 +167,13 @@ int gc_file_register(const char *name, const gp_record *rec)
     for (uint32_t i = 0; i < rec->nsub; i++)
         if (rec->server[i] >= (uint32_t)gc_g.nservers)
             return GFS_EBADCLUSTER; /* record names a server we don't know */
-    pthread_mutex_lock(&gc_g.lock);
-    int fid = -1;
-    for (int i = 0; i < gc_g.nfiles_cap; i++)
-        if (!gc_g.files[i].used) {
-            fid = i;
-            break;
-        }
-    if (fid < 0) {
-        int cap = gc_g.nfiles_cap ? gc_g.nfiles_cap * 2 : 16;
-        gc_file *nf = realloc(gc_g.files, sizeof(*nf) * (size_t)cap);
-        if (!nf) {
-            pthread_mutex_unlock(&gc_g.lock);
-            return -ENOMEM;
-        }
-        memset(nf + gc_g.nfiles_cap, 0,
-               sizeof(*nf) * (size_t)(cap - gc_g.nfiles_cap));
-        fid = gc_g.nfiles_cap;
-        gc_g.files = nf;
-        gc_g.nfiles_cap = cap;
-    }
-    gc_file *f = &gc_g.files[fid];
-    f->used = true;
+    gc_file *f = malloc(sizeof(*f));
+    if (!f)
+        return -ENOMEM;
     snprintf(f->name, sizeof(f->name), "%s", name);
     f->rec = *rec;
-    pthread_mutex_unlock(&gc_g.lock);
+    int fid = gc_htab_insert(&gc_g.files, f);
+    free(f);
     return fid;
 }
 
@@ -218,20 +200,13 @@ int gfs_close_file(int fid)
     int rc = gc_check_init();
     if (rc)
         return rc;
-    pthread_mutex_lock(&gc_g.lock);
-    if (fid < 0 || fid >= gc_g.nfiles_cap || !gc_g.files[fid].used) {
-        pthread_mutex_unlock(&gc_g.lock);
+    if (gc_htab_take(&gc_g.files, fid, NULL))
         return GFS_EBADID;
-    }
-    gc_g.files[fid].used = false;
-    int nk = gc_g.nforks_cap;
-    pthread_mutex_unlock(&gc_g.lock);
     /* Forks opened through this file id go with it. */
-    for (int kid = 0; kid < nk; kid++) {
-        gc_fork k;
-        if (gc_fork_get(kid, &k) == 0 && k.fid == fid)
+    gc_fork k;
+    for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
+        if (k.fid == fid)
             gfs_close_fork(kid);
-    }
     return 0;
 }
 
@@ -457,10 +432,11 @@ int gfs_set_attr(int fid, const char *key, const char *value)
     gp_wbuf_free(&w);
     if (!rc) {
         pthread_mutex_lock(&gc_g.lock);
-        if (gc_g.files[fid].used) {
-            memcpy(gc_g.files[fid].rec.attrs, text, tl);
-            gc_g.files[fid].rec.attrs[tl] = '\0';
-            gc_g.files[fid].rec.attrlen = (uint32_t)tl;
+        gc_file *cached = gc_htab_at(&gc_g.files, fid);
+        if (cached) {
+            memcpy(cached->rec.attrs, text, tl);
+            cached->rec.attrs[tl] = '\0';
+            cached->rec.attrlen = (uint32_t)tl;
         }
         pthread_mutex_unlock(&gc_g.lock);
     }

@@ -19,6 +19,7 @@
 
 #include "galley.h"
 #include "gproto.h"
+#include "handle.h"
 
 /* ------------------------------------------------------------- conn.c -- */
 
@@ -97,7 +98,6 @@ int gc_call(gc_conn *c, uint16_t opcode, const gp_wbuf *desc, gc_req *req);
 /* ----------------------------------------------------------- client.c -- */
 
 typedef struct gc_fork {
-    bool used;
     int fid;        /* owning file id, or -1 */
     int subfile;
     int server;
@@ -105,7 +105,6 @@ typedef struct gc_fork {
 } gc_fork;
 
 typedef struct gc_file {
-    bool used;
     char name[GFS_NAME_MAX + 1];
     gp_record rec;
 } gc_file;
@@ -118,10 +117,8 @@ typedef struct gc_client {
     int timeout_ms;
     int transport;
     int spin_us;
-    gc_file *files;
-    int nfiles_cap;
-    gc_fork *forks;
-    int nforks_cap;
+    gc_htab files; /* gc_file by file id (handle.h), under lock */
+    gc_htab forks; /* gc_fork by fork id */
 } gc_client;
 
 extern gc_client gc_g;
@@ -151,6 +148,9 @@ int gc_file_get(int fid, gc_file *out);   /* copies under the lock */
 int gc_fork_get(int kid, gc_fork *out);   /* copies under the lock */
 int gc_fork_register(const gc_fork *k);   /* returns kid */
 void gc_fork_unregister(int kid);
+/* The first open fork after kid (-1: the first of all), copied to *out;
+ * its id, or -1 when there is none.  Takes the lock. */
+int gc_fork_next(int kid, gc_fork *out);
 
 /* For reconnects: every open fork handle on `server` (caller frees). */
 int gc_open_handles(int server, uint64_t **fkids, int *n);
@@ -243,6 +243,8 @@ void gc_nb_shutdown(void);
 /* Prepare list I/O on a striped file. */
 int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
                   const gfs_list_entry *entries, void *buf);
+/* Forget every striped id (gfs_finalize; their forks close after). */
+void gc_striped_shutdown(void);
 /* Finish of striped single-range reads (striped.c). */
 int64_t gc_striped_read_result(gc_op *o);
 

@@ -19,7 +19,9 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/striped.c \
 	libgalley/auth.c \
 	libgalley/lease.c \
-	libgalley/fsck.c
+	libgalley/fsck.c \
+	libgalley/handle.h \
+	libgalley/handle.c
 
 libgalley_libgalley_la_LIBADD = proto/libgproto.la
 libgalley_libgalley_la_LDFLAGS = -version-info $(GALLEY_SO_VERSION) \

@@ -9,8 +9,13 @@
  * requests in flight per server; with several workers, requests to
  * different servers and forks, and several to one server, proceed at once.
  *
+ * Handles are ids of a handle.c table: a released handle stays unknown
+ * after its slot serves a new one.  The queue links handles by id.
+ *
  * Threads: callers and workers.  nb_lock guards the handle table and the
- * queue; it is never held while an op runs.
+ * queue; it is never held while an op runs.  A pointer into the table is
+ * looked up again after every wait on a condition (another thread's
+ * gfs_new_handle may have moved the table meanwhile).
  */
 #include "internal.h"
 
@@ -18,20 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { H_FREE, H_NEW, H_QUEUED, H_DONE };
+enum { H_NEW = 1, H_QUEUED, H_DONE };
 
 typedef struct nb_handle {
     int state;
     int64_t result;
     gc_op *op;
-    int next; /* queue link, -1 = end */
+    int next; /* queue link (a handle), -1 = end */
 } nb_handle;
 
 static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t nb_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t nb_done = PTHREAD_COND_INITIALIZER;
-static nb_handle *nb_tab;
-static int nb_cap;
+static gc_htab nb_tab = GC_HTAB_INIT(&nb_lock, nb_handle, GC_KIND_NB, 64);
 static int q_head = -1, q_tail = -1;
 static pthread_t *nb_workers;
 static int nb_nworkers;
@@ -46,17 +50,20 @@ static void *worker_main(void *arg)
             pthread_cond_wait(&nb_work, &nb_lock);
         if (q_head < 0 && nb_stop)
             break;
+        /* A queued handle is not released before it is done. */
         int h = q_head;
-        q_head = nb_tab[h].next;
+        nb_handle *p = gc_htab_at(&nb_tab, h);
+        q_head = p->next;
         if (q_head < 0)
             q_tail = -1;
-        gc_op *o = nb_tab[h].op;
-        nb_tab[h].op = NULL;
+        gc_op *o = p->op;
+        p->op = NULL;
         pthread_mutex_unlock(&nb_lock);
         int64_t res = gc_op_run(o);
         pthread_mutex_lock(&nb_lock);
-        nb_tab[h].result = res;
-        nb_tab[h].state = H_DONE;
+        p = gc_htab_at(&nb_tab, h);
+        p->result = res;
+        p->state = H_DONE;
         pthread_cond_broadcast(&nb_done);
     }
     pthread_mutex_unlock(&nb_lock);
@@ -105,9 +112,7 @@ void gc_nb_shutdown(void)
         pthread_join(w[i], NULL);
     free(w);
     pthread_mutex_lock(&nb_lock);
-    free(nb_tab);
-    nb_tab = NULL;
-    nb_cap = 0;
+    gc_htab_clear(&nb_tab); /* handles from before stay unknown */
     q_head = q_tail = -1;
     pthread_mutex_unlock(&nb_lock);
 }
@@ -117,28 +122,8 @@ gfs_handle gfs_new_handle(void)
     int rc = gc_check_init();
     if (rc)
         return rc;
-    pthread_mutex_lock(&nb_lock);
-    int h = -1;
-    for (int i = 0; i < nb_cap; i++)
-        if (nb_tab[i].state == H_FREE) {
-            h = i;
-            break;
-        }
-    if (h < 0) {
-        int cap = nb_cap ? nb_cap * 2 : 64;
-        nb_handle *nt = realloc(nb_tab, sizeof(*nt) * (size_t)cap);
-        if (!nt) {
-            pthread_mutex_unlock(&nb_lock);
-            return -ENOMEM;
-        }
-        memset(nt + nb_cap, 0, sizeof(*nt) * (size_t)(cap - nb_cap));
-        h = nb_cap;
-        nb_tab = nt;
-        nb_cap = cap;
-    }
-    nb_tab[h] = (nb_handle){.state = H_NEW, .next = -1};
-    pthread_mutex_unlock(&nb_lock);
-    return h;
+    nb_handle nh = {.state = H_NEW, .next = -1};
+    return gc_htab_insert(&nb_tab, &nh);
 }
 
 /*
@@ -149,7 +134,8 @@ gfs_handle gfs_new_handle(void)
 int gc_nb_start(gfs_handle h, int rc, gc_op *o)
 {
     pthread_mutex_lock(&nb_lock);
-    if (h < 0 || h >= nb_cap || nb_tab[h].state != H_NEW) {
+    nb_handle *p = gc_htab_at(&nb_tab, h);
+    if (!p || p->state != H_NEW) {
         pthread_mutex_unlock(&nb_lock);
         if (!rc)
             gc_op_free(o);
@@ -160,16 +146,16 @@ int gc_nb_start(gfs_handle h, int rc, gc_op *o)
     if (rc) {
         if (o)
             gc_op_free(o);
-        nb_tab[h].state = H_DONE;
-        nb_tab[h].result = rc;
+        p->state = H_DONE;
+        p->result = rc;
         pthread_mutex_unlock(&nb_lock);
         return rc;
     }
-    nb_tab[h].state = H_QUEUED;
-    nb_tab[h].op = o;
-    nb_tab[h].next = -1;
+    p->state = H_QUEUED;
+    p->op = o;
+    p->next = -1;
     if (q_tail >= 0)
-        nb_tab[q_tail].next = h;
+        ((nb_handle *)gc_htab_at(&nb_tab, q_tail))->next = h;
     else
         q_head = h;
     q_tail = h;
@@ -183,20 +169,25 @@ int gc_nb_start(gfs_handle h, int rc, gc_op *o)
 int64_t gfs_wait(gfs_handle h)
 {
     pthread_mutex_lock(&nb_lock);
-    if (h < 0 || h >= nb_cap || nb_tab[h].state == H_FREE) {
+    nb_handle *p = gc_htab_at(&nb_tab, h);
+    if (!p) {
         pthread_mutex_unlock(&nb_lock);
         return GFS_EBADID;
     }
-    if (nb_tab[h].state == H_NEW) {
+    if (p->state == H_NEW) {
         /* never started: nothing to wait for */
-        nb_tab[h].state = H_FREE;
+        gc_htab_remove(&nb_tab, h);
         pthread_mutex_unlock(&nb_lock);
         return 0;
     }
-    while (nb_tab[h].state != H_DONE)
+    /* another thread waiting on h may release it first: then h is gone */
+    while (p && p->state != H_DONE) {
         pthread_cond_wait(&nb_done, &nb_lock);
-    int64_t res = nb_tab[h].result;
-    nb_tab[h].state = H_FREE;
+        p = gc_htab_at(&nb_tab, h);
+    }
+    int64_t res = p ? p->result : GFS_EBADID;
+    if (p)
+        gc_htab_remove(&nb_tab, h);
     pthread_mutex_unlock(&nb_lock);
     return res;
 }
@@ -204,15 +195,16 @@ int64_t gfs_wait(gfs_handle h)
 int gfs_test(gfs_handle h, int64_t *result)
 {
     pthread_mutex_lock(&nb_lock);
-    if (h < 0 || h >= nb_cap || nb_tab[h].state == H_FREE) {
+    nb_handle *p = gc_htab_at(&nb_tab, h);
+    if (!p) {
         pthread_mutex_unlock(&nb_lock);
         return GFS_EBADID;
     }
-    int done = nb_tab[h].state == H_DONE || nb_tab[h].state == H_NEW;
+    int done = p->state == H_DONE || p->state == H_NEW;
     if (done) {
         if (result)
-            *result = nb_tab[h].state == H_DONE ? nb_tab[h].result : 0;
-        nb_tab[h].state = H_FREE;
+            *result = p->state == H_DONE ? p->result : 0;
+        gc_htab_remove(&nb_tab, h);
     }
     pthread_mutex_unlock(&nb_lock);
     return done;

@@ -17,7 +17,6 @@
 #include <string.h>
 
 typedef struct gc_striped {
-    bool used;
     int fid;
     gfs_layout lay;
     int kids[GFS_MAX_SUBFILES];
@@ -25,22 +24,21 @@ typedef struct gc_striped {
 } gc_striped;
 
 static pthread_mutex_t st_lock = PTHREAD_MUTEX_INITIALIZER;
-static gc_striped *st_tab;
-static int st_cap;
+static gc_htab st_tab = GC_HTAB_INIT(&st_lock, gc_striped, GC_KIND_STRIPED, 8);
 
 static int st_get(int sid, gc_striped *out)
 {
     int rc = gc_check_init();
-    if (rc)
-        return rc;
-    rc = GFS_EBADID;
+    return rc ? rc : gc_htab_get(&st_tab, sid, out);
+}
+
+void gc_striped_shutdown(void)
+{
     pthread_mutex_lock(&st_lock);
-    if (sid >= 0 && sid < st_cap && st_tab[sid].used) {
-        *out = st_tab[sid];
-        rc = 0;
-    }
+    for (int sid = -1; (sid = gc_htab_next(&st_tab, sid)) >= 0;)
+        gc_local_free(((gc_striped *)gc_htab_at(&st_tab, sid))->loc);
+    gc_htab_clear(&st_tab); /* ids from before stay unknown */
     pthread_mutex_unlock(&st_lock);
-    return rc;
 }
 
 /* ------------------------------------------------------ create / open -- */
@@ -81,7 +79,7 @@ out_delete:
 /* Make a striped id for an open file id (taking ownership of fid). */
 static int striped_from_fid(int fid)
 {
-    gc_striped s = {.used = true, .fid = fid};
+    gc_striped s = {.fid = fid};
     char v[GFS_FORK_NAME_MAX + 1];
     int rc = gfs_get_attr(fid, "galley.stripe_unit", v, sizeof(v));
     if (rc < 0)
@@ -107,30 +105,13 @@ static int striped_from_fid(int fid)
     if (rc)
         goto out_close;
 
-    pthread_mutex_lock(&st_lock);
-    int sid = -1;
-    for (int i = 0; i < st_cap; i++)
-        if (!st_tab[i].used) {
-            sid = i;
-            break;
-        }
+    int sid = gc_htab_insert(&st_tab, &s);
     if (sid < 0) {
-        int cap = st_cap ? st_cap * 2 : 8;
-        gc_striped *nt = realloc(st_tab, sizeof(*nt) * (size_t)cap);
-        if (!nt) {
-            pthread_mutex_unlock(&st_lock);
-            gc_local_free(s.loc);
-            gfs_all_close(s.lay.nsubfiles, s.kids);
-            rc = -ENOMEM;
-            goto out_close;
-        }
-        memset(nt + st_cap, 0, sizeof(*nt) * (size_t)(cap - st_cap));
-        sid = st_cap;
-        st_tab = nt;
-        st_cap = cap;
+        gc_local_free(s.loc);
+        gfs_all_close(s.lay.nsubfiles, s.kids);
+        rc = sid;
+        goto out_close;
     }
-    st_tab[sid] = s;
-    pthread_mutex_unlock(&st_lock);
     return sid;
 
 out_layout:
@@ -315,12 +296,12 @@ static int64_t counter_call(int sid, const char *key, uint16_t op,
 int gfs_striped_close(int sid)
 {
     gc_striped s;
-    int rc = st_get(sid, &s);
+    int rc = gc_check_init();
     if (rc)
         return rc;
-    pthread_mutex_lock(&st_lock);
-    st_tab[sid].used = false;
-    pthread_mutex_unlock(&st_lock);
+    rc = gc_htab_take(&st_tab, sid, &s);
+    if (rc)
+        return rc;
     gc_local_free(s.loc);
     /* closing the file closes its forks */
     return gfs_close_file(s.fid);

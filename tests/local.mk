@@ -22,6 +22,14 @@ tests_helpers_t_structured_LDADD = libgalley/libgalley.la
 tests_helpers_t_local_SOURCES = tests/helpers/t_local.c tests/helpers/thelp.h
 tests_helpers_t_local_LDADD = libgalley/libgalley.la
 
+# t_ids: closed and wrong-kind ids of every kind (tests/test_ids.py); it
+# reads the id format of libgalley/handle.h to know when a slot is reused.
+noinst_PROGRAMS += tests/helpers/t_ids
+tests_helpers_t_ids_SOURCES = tests/helpers/t_ids.c tests/helpers/thelp.h
+tests_helpers_t_ids_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libgalley
+tests_helpers_t_ids_LDADD = libgalley/libgalley.la
+EXTRA_DIST += tests/test_ids.py
+
 EXTRA_DIST += tests/conftest.py tests/test_cluster_script.py \
 	tests/test_cli.py tests/test_filemodel.py tests/test_listio.py \
 	tests/test_striped.py tests/test_errors.py tests/test_failures.py \

@@ -25,6 +25,15 @@ tests_unit_test_cma_SOURCES = tests/unit/test_cma.c tests/unit/utest.h \
 tests_unit_test_cma_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/servers
 tests_unit_test_cma_LDADD = proto/libgproto.la
 
+# test_handle  the client's id table (libgalley/handle.c) on its own:
+#              stale and wrong-kind ids refused, slot reuse, growth, threads
+check_PROGRAMS += tests/unit/test_handle
+TESTS += tests/unit/test_handle
+tests_unit_test_handle_SOURCES = tests/unit/test_handle.c tests/unit/utest.h \
+	libgalley/handle.c libgalley/handle.h
+tests_unit_test_handle_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libgalley
+tests_unit_test_handle_LDADD = -lpthread
+
 tests_unit_fuzz_proto_SOURCES = tests/unit/fuzz_proto.c
 tests_unit_fuzz_proto_LDADD = proto/libgproto.la
 

@@ -2,8 +2,10 @@
  * fuzz_proto.c -- fuzz target for the wire decoders in proto/gproto.c.
  *
  * LLVMFuzzerTestOneInput decodes arbitrary bytes as a frame header, a file
- * record, a list of segments, a run of primitive fields, or a whole request
- * frame (field shapes from GP_OPCODES), and checks invariants: no crash, no
+ * record, a list of segments, a run of primitive fields, a whole request
+ * frame (field shapes from GP_OPCODES), or the body of any message in
+ * either direction through its codec made from proto/gmsg.h (fuzz_msg.c),
+ * and checks invariants: no crash, no
  * read outside the input, a successful decode re-encodes to exactly the
  * bytes consumed, a measured segment expands to the measured number of
  * pieces and bytes, and no expanded piece ends beyond GP_MAX_OFFSET.  A
@@ -12,7 +14,8 @@
  * Two ways to build it:
  *   - with libFuzzer (clang):
  *       clang -g -O1 -fsanitize=fuzzer,address,undefined -DGALLEY_LIBFUZZER \
- *             -Iinclude -Iproto tests/unit/fuzz_proto.c proto/gproto.c
+ *             -Iinclude -Iproto tests/unit/fuzz_proto.c tests/unit/fuzz_msg.c \
+ *             proto/gproto.c proto/gcodec.c
  *   - otherwise (the `make check` build): the small driver below runs the
  *     target over GALLEY_FUZZ_ITERS (default 200000) generated inputs --
  *     random bytes, valid encodings, and mutated/truncated valid encodings
@@ -45,7 +48,18 @@
         }                                                                      \
     } while (0)
 
-enum { MODE_RECORD, MODE_SEGMENTS, MODE_PRIMS, MODE_FRAME, NMODES };
+enum {
+    MODE_RECORD,
+    MODE_SEGMENTS,
+    MODE_PRIMS,
+    MODE_FRAME,
+    MODE_MESSAGE,
+    NMODES
+};
+
+/* fuzz_msg.c: every message of gmsg.h through its generated decoder. */
+void fuzz_msg_check(const uint8_t *data, size_t size);
+void fuzz_msg_gen(gp_wbuf *w, uint64_t seed);
 
 /* ------------------------------------------------------------- checks ---- */
 
@@ -276,6 +290,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_request(h.opcode, &r);
         break;
     }
+    case MODE_MESSAGE:
+        fuzz_msg_check(data, size);
+        break;
     }
     ENSURE(r.pos <= r.len);
     if (r.err)
@@ -449,6 +466,9 @@ static void gen_valid(gp_wbuf *w, unsigned mode)
         }
         break;
     }
+    case MODE_MESSAGE:
+        fuzz_msg_gen(&body, rnd());
+        break;
     }
     gp_hdr h = {GP_MAGIC, GP_VERSION, (uint16_t)op, rnd(), 0,
                 (uint32_t)body.len};

@@ -552,6 +552,7 @@ static int connect_locked(gc_conn *c)
     uint32_t outlen = 0;
     gp_wbuf w;
     gp_wbuf_init(&w);
+    gp_PING_req_encode(&w, &(gp_PING_req){});
     rc = gc_auth_handshake(auth_call, c); /* the cluster secret (auth.c) */
     if (!rc)
         rc = handshake_call(c, GP_OP_PING, &w, out, sizeof(out), &outlen);
@@ -559,19 +560,20 @@ static int connect_locked(gc_conn *c)
         goto out_close;
     gp_rbuf r;
     gp_rbuf_init(&r, out, outlen);
-    uint16_t ver = gp_get_u16(&r);
-    uint64_t limit = gp_get_u64(&r);
-    if (r.err || ver != GP_VERSION || limit < 4096) {
-        rc = r.err ? GFS_EPROTO : GFS_EVERSION;
+    gp_PING_rep ping;
+    int bad = gp_PING_rep_decode(&r, &ping);
+    if (bad || ping.version != GP_VERSION || ping.data_limit < 4096) {
+        rc = bad ? GFS_EPROTO : GFS_EVERSION;
         goto out_close;
     }
-    c->data_limit = limit;
+    c->data_limit = ping.data_limit;
     if (c->local) {
         /* may the server copy our memory?  (ptrace rules, other user) */
         volatile uint64_t src = 0x47414c4c4559434dull ^ (uint64_t)gc_now_ns();
         volatile uint64_t dst = 0;
-        gp_put_u64(&w, (uint64_t)(uintptr_t)&src);
-        gp_put_u64(&w, (uint64_t)(uintptr_t)&dst);
+        gp_CMA_PROBE_req_encode(
+            &w, &(gp_CMA_PROBE_req){.src = (uint64_t)(uintptr_t)&src,
+                                    .dst = (uint64_t)(uintptr_t)&dst});
         int k = handshake_call(c, GP_OP_CMA_PROBE, &w, out, sizeof(out),
                                &outlen);
         c->cma = k == 0 && dst == src;
@@ -590,7 +592,7 @@ static int connect_locked(gc_conn *c)
         goto out_close;
     for (int i = 0; i < nfk; i++) {
         gp_wbuf_free(&w);
-        gp_put_u64(&w, fk[i]);
+        gp_FORK_REOPEN_req_encode(&w, &(gp_FORK_REOPEN_req){.fkid = fk[i]});
         int k = handshake_call(c, GP_OP_FORK_REOPEN, &w, out, sizeof(out),
                                &outlen);
         /* a fork deleted meanwhile stays stale; its next use reports it */

@@ -11,8 +11,11 @@
  *                 dispatch through a table built from GP_OPCODES, replies
  *                 out with writev.  PING and STATFS live here.
  *   nameserver.c  the NameServer: file records (NS_* opcodes).
- *   subfile.c     subfile headers and their fork tables (SUB_*, FORK_*,
- *                 FETCH_ADD).
+ *   subfile.c     the subfile table: subfiles and their fork tables in
+ *                 memory, fork reference counts, the listing for fsck.
+ *   subfile_disk.c  subfile headers on disk, removal, start-up recovery.
+ *   subfile_ops.c   SUB_* and FORK_* handlers (all but the data path).
+ *   counters.c    FETCH_ADD / FETCH_SET: a subfile's named counters.
  *   io.c          IO_READ / IO_WRITE (and their same-host forms IO_READV /
  *                 IO_WRITEV): decode, expand, sort, coalesce, move data
  *                 between the socket (or the client's memory) and cache

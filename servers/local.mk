@@ -6,7 +6,11 @@ servers_galleyd_SOURCES = \
 	servers/galleyd.c \
 	servers/handler.c \
 	servers/nameserver.c \
+	servers/subfile_internal.h \
 	servers/subfile.c \
+	servers/subfile_disk.c \
+	servers/subfile_ops.c \
+	servers/counters.c \
 	servers/io.c \
 	servers/cache.c \
 	servers/disk.c \

@@ -75,6 +75,7 @@
 #include "galley.h"
 #include "gproto.h"
 #include "gerror.h"
+#include "htable.h"
 
 /* ------------------------------------------------------------------------
  * Limits and constants
@@ -437,7 +438,7 @@ struct gsrv_block {
     int state;
     int err;
     bool discard;         /* free at the last release instead of caching */
-    gsrv_block *hnext;    /* hash chain */
+    gsrv_hlink hlink;     /* in the cache's table by (fkid, bno) */
     gsrv_block *lprev, *lnext; /* LRU list, only while refs == 0 */
     gsrv_dreq dreq;       /* the read that fills it */
 };

@@ -3,6 +3,8 @@
 bin_PROGRAMS += servers/galleyd
 servers_galleyd_SOURCES = \
 	servers/gsrv_internal.h \
+	servers/htable.h \
+	servers/htable.c \
 	servers/galleyd.c \
 	servers/handler.c \
 	servers/nameserver.c \

@@ -76,17 +76,20 @@ void fork_file(uint64_t hid, uint32_t idx, char *out, size_t len)
 
 /* ------------------------------------------------------------ table ---- */
 
-static size_t hid_slot(uint64_t hid)
+static uint64_t hid_hash(uint64_t hid)
 {
     uint64_t h = hid * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 20) & (subtab.nbuckets - 1);
+    return h >> 20;
 }
 
 gsrv_sub *sub_find(uint64_t hid)
 {
-    for (gsrv_sub *s = subtab.bucket[hid_slot(hid)]; s; s = s->hnext)
+    for (gsrv_hlink *l = gsrv_ht_chain(&subtab.tab, hid_hash(hid)); l;
+         l = l->next) {
+        gsrv_sub *s = GSRV_HT_ENTRY(l, gsrv_sub, hlink);
         if (s->hid == hid)
             return s;
+    }
     return NULL;
 }
 
@@ -96,49 +99,19 @@ gsrv_sub *sub_find_live(uint64_t hid)
     return s && !s->deleted ? s : NULL;
 }
 
-int tab_grow(void)
+int tab_init(void)
 {
-    size_t nb = subtab.nbuckets ? subtab.nbuckets * 2 : 1024;
-    gsrv_sub **b = calloc(nb, sizeof(*b));
-    if (!b)
-        return -ENOMEM;
-    gsrv_sub **old = subtab.bucket;
-    size_t oldn = subtab.nbuckets;
-    subtab.bucket = b;
-    subtab.nbuckets = nb;
-    for (size_t i = 0; i < oldn; i++) {
-        gsrv_sub *s = old[i];
-        while (s) {
-            gsrv_sub *next = s->hnext;
-            size_t k = hid_slot(s->hid);
-            s->hnext = b[k];
-            b[k] = s;
-            s = next;
-        }
-    }
-    free(old);
-    return 0;
+    return gsrv_ht_init(&subtab.tab, 1024, true);
 }
 
 void tab_insert(gsrv_sub *s)
 {
-    if (subtab.nsubs >= subtab.nbuckets)
-        tab_grow(); /* on failure chains just get longer */
-    size_t k = hid_slot(s->hid);
-    s->hnext = subtab.bucket[k];
-    subtab.bucket[k] = s;
-    subtab.nsubs++;
+    gsrv_ht_insert(&subtab.tab, &s->hlink, hid_hash(s->hid));
 }
 
 void tab_remove(gsrv_sub *s)
 {
-    gsrv_sub **pp = &subtab.bucket[hid_slot(s->hid)];
-    for (; *pp; pp = &(*pp)->hnext)
-        if (*pp == s) {
-            *pp = s->hnext;
-            subtab.nsubs--;
-            return;
-        }
+    gsrv_ht_remove(&subtab.tab, &s->hlink);
 }
 
 /* Index of fork `idx` in s->forks, or -1. */
@@ -349,35 +322,30 @@ void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks,
 {
     *nsubfiles = *nforks = *bytes_used = 0;
     pthread_mutex_lock(&subtab.lock);
-    for (size_t i = 0; i < subtab.nbuckets; i++)
-        for (gsrv_sub *s = subtab.bucket[i]; s; s = s->hnext) {
-            if (!s->deleted)
-                (*nsubfiles)++;
-            for (size_t k = 0; k < s->nforks; k++) {
-                if (!s->forks[k]->deleted)
-                    (*nforks)++;
-                *bytes_used += gsrv_fork_size(s->forks[k]);
-            }
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; (l = gsrv_ht_next(&subtab.tab, &it));) {
+        gsrv_sub *s = GSRV_HT_ENTRY(l, gsrv_sub, hlink);
+        if (!s->deleted)
+            (*nsubfiles)++;
+        for (size_t k = 0; k < s->nforks; k++) {
+            if (!s->forks[k]->deleted)
+                (*nforks)++;
+            *bytes_used += gsrv_fork_size(s->forks[k]);
         }
+    }
     pthread_mutex_unlock(&subtab.lock);
 }
 
 void gsrv_sub_fini(void)
 {
-    for (size_t i = 0; i < subtab.nbuckets; i++) {
-        gsrv_sub *s = subtab.bucket[i];
-        while (s) {
-            gsrv_sub *next = s->hnext;
-            for (size_t k = 0; k < s->nforks; k++)
-                fork_free(s->forks[k]); /* the cache is freed as a whole */
-            sub_free(s);
-            s = next;
-        }
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; (l = gsrv_ht_next(&subtab.tab, &it));) {
+        gsrv_sub *s = GSRV_HT_ENTRY(l, gsrv_sub, hlink);
+        for (size_t k = 0; k < s->nforks; k++)
+            fork_free(s->forks[k]); /* the cache is freed as a whole */
+        sub_free(s);
     }
-    free(subtab.bucket);
-    subtab.bucket = NULL;
-    subtab.nbuckets = 0;
-    subtab.nsubs = 0;
+    gsrv_ht_fini(&subtab.tab);
 }
 
 /* ------------------------------------------------------------ fsck ---- */
@@ -394,15 +362,18 @@ int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out,
     *out = NULL;
     *n = 0;
     pthread_mutex_lock(&subtab.lock);
-    size_t cap = subtab.nsubs ? subtab.nsubs : 1, k = 0;
+    size_t cap = subtab.tab.n ? subtab.tab.n : 1, k = 0;
     gsrv_sub_info *v = malloc(cap * sizeof(*v));
-    for (size_t i = 0; v && i < subtab.nbuckets; i++)
-        for (gsrv_sub *s = subtab.bucket[i]; s && k < cap; s = s->hnext)
-            if (s->hid > after)
-                v[k++] = (gsrv_sub_info){.hid = s->hid,
-                                         .subidx = s->subidx,
-                                         .deleted = s->deleted,
-                                         .filename = strdup(s->filename)};
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l;
+         v && k < cap && (l = gsrv_ht_next(&subtab.tab, &it));) {
+        gsrv_sub *s = GSRV_HT_ENTRY(l, gsrv_sub, hlink);
+        if (s->hid > after)
+            v[k++] = (gsrv_sub_info){.hid = s->hid,
+                                     .subidx = s->subidx,
+                                     .deleted = s->deleted,
+                                     .filename = strdup(s->filename)};
+    }
     pthread_mutex_unlock(&subtab.lock);
     if (!v)
         return -ENOMEM;

@@ -404,7 +404,7 @@ int gsrv_sub_init(void)
 
     if (mkdirat(gsrv_g.dfd, "sub", 0755) < 0 && errno != EEXIST)
         return -errno;
-    rc = tab_grow();
+    rc = tab_init();
     if (rc)
         return rc;
     gsrv_meta_unlink("next_hid.tmp");
@@ -467,6 +467,6 @@ int gsrv_sub_init(void)
     if (subtab.next_hid <= maxhid)
         subtab.next_hid = maxhid + 1;
     gsrv_log(1, "subfiles: %zu loaded, %zu unreadable, next hid %" PRIu64,
-             subtab.nsubs, nbad, subtab.next_hid);
+             subtab.tab.n, nbad, subtab.next_hid);
     return 0;
 }

@@ -10,6 +10,7 @@
 #define SUBFILE_INTERNAL_H
 
 #include "gsrv_internal.h"
+#include "htable.h"
 
 #include <sys/types.h>
 
@@ -24,7 +25,7 @@ typedef struct sub_counter {
 } sub_counter;
 
 typedef struct gsrv_sub {
-    struct gsrv_sub *hnext;
+    gsrv_hlink hlink; /* in subtab.tab, keyed by hid */
     uint64_t hid;
     char *filename;
     uint32_t subidx;
@@ -40,10 +41,8 @@ typedef struct gsrv_sub {
 typedef struct gsrv_subtab {
     pthread_mutex_t meta; /* serialises metadata changes (held over fsync) */
     pthread_mutex_t lock; /* the in-memory table (held briefly) */
-    gsrv_sub **bucket;
-    size_t nbuckets; /* power of two */
-    size_t nsubs;
-    uint64_t next_hid; /* subtab.meta */
+    gsrv_htable tab;      /* gsrv_sub by hid */
+    uint64_t next_hid;    /* subtab.meta */
 } gsrv_subtab;
 
 extern gsrv_subtab subtab;
@@ -63,7 +62,7 @@ void fork_file(uint64_t hid, uint32_t idx, char *out, size_t len);
 /* the table (subfile.c; subtab.lock held unless said otherwise) */
 gsrv_sub *sub_find(uint64_t hid);
 gsrv_sub *sub_find_live(uint64_t hid);
-int tab_grow(void);
+int tab_init(void);
 void tab_insert(gsrv_sub *s);
 void tab_remove(gsrv_sub *s);
 ssize_t fork_pos(const gsrv_sub *s, uint32_t idx);

@@ -34,3 +34,11 @@ tests_unit_fuzz_proto_asan_SOURCES = tests/unit/fuzz_proto.c proto/gproto.c
 tests_unit_fuzz_proto_asan_CFLAGS = $(AM_CFLAGS) -g -O1 $(SANITIZE) \
 	-DGALLEY_FUZZ_DEFAULT_ITERS=50000
 tests_unit_fuzz_proto_asan_LDFLAGS = $(SANITIZE)
+
+# test_htable: galleyd's one hash table (servers/htable.c) against an array
+# model, without a server.
+check_PROGRAMS += tests/unit/test_htable
+TESTS += tests/unit/test_htable
+tests_unit_test_htable_SOURCES = tests/unit/test_htable.c tests/unit/utest.h \
+	servers/htable.c servers/htable.h
+tests_unit_test_htable_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/servers

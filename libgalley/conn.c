@@ -37,6 +37,7 @@
  *     server), so a restarted server is used again transparently.
  */
 #include "internal.h"
+#include "gsend.h"
 
 #ifndef IOV_MAX
 #define IOV_MAX 1024
@@ -145,28 +146,11 @@ void gc_conn_free(gc_conn *c)
  * peer gives EPIPE, not SIGPIPE. */
 static int send_all(int fd, struct iovec *iov, int cnt)
 {
-    while (cnt > 0) {
-        struct msghdr m = {0};
-        m.msg_iov = iov;
-        m.msg_iovlen = cnt > IOV_MAX ? IOV_MAX : cnt;
-        ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return (errno == EAGAIN || errno == EWOULDBLOCK) ? GFS_ETIMEDOUT
-                                                             : GFS_ESERVERDOWN;
-        }
-        while (cnt > 0 && (size_t)k >= iov->iov_len) {
-            k -= (ssize_t)iov->iov_len;
-            iov++;
-            cnt--;
-        }
-        if (cnt > 0) {
-            iov->iov_base = (char *)iov->iov_base + k;
-            iov->iov_len -= (size_t)k;
-        }
-    }
-    return 0;
+    int rc = gp_send_all(fd, iov, cnt);
+    if (rc == 0)
+        return 0;
+    return (rc == -EAGAIN || rc == -EWOULDBLOCK) ? GFS_ETIMEDOUT
+                                                 : GFS_ESERVERDOWN;
 }
 
 static int recv_all_iov(gc_conn *c, struct iovec *iov, int cnt)

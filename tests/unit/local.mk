@@ -42,3 +42,10 @@ TESTS += tests/unit/test_htable
 tests_unit_test_htable_SOURCES = tests/unit/test_htable.c tests/unit/utest.h \
 	servers/htable.c servers/htable.h
 tests_unit_test_htable_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/servers
+
+# test_send: the one send loop (proto/gsend.c) over a socketpair: short
+# writes, EINTR, EAGAIN, EPIPE, more than IOV_MAX entries.
+check_PROGRAMS += tests/unit/test_send
+TESTS += tests/unit/test_send
+tests_unit_test_send_SOURCES = tests/unit/test_send.c tests/unit/utest.h
+tests_unit_test_send_LDADD = proto/libgproto.la -lpthread

@@ -29,6 +29,7 @@
  * handled in arrival order; replies echo the opcode and request id.
  */
 #include "gsrv_internal.h"
+#include "gsend.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -73,25 +74,8 @@ int gsrv_out_flush(gsrv_out *o)
             o->err = gsrv_rmem_xfer(o->rmem, true, iov, (size_t)n);
         n = 0;
     }
-    while (n > 0 && !o->err) {
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-        ssize_t w = sendmsg(o->fd, &mh, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            o->err = -errno;
-            break;
-        }
-        while (n > 0 && (size_t)w >= iov->iov_len) {
-            w -= (ssize_t)iov->iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0 && w > 0) {
-            iov->iov_base = (char *)iov->iov_base + w;
-            iov->iov_len -= (size_t)w;
-        }
-    }
+    if (n > 0 && !o->err)
+        o->err = gp_send_all(o->fd, iov, n);
     o->n = 0;
     o->used = 0;
     return o->err;

@@ -44,3 +44,18 @@ tests_unit_fuzz_proto_asan_SOURCES = tests/unit/fuzz_proto.c \
 tests_unit_fuzz_proto_asan_CFLAGS = $(AM_CFLAGS) -g -O1 $(SANITIZE) \
 	-DGALLEY_FUZZ_DEFAULT_ITERS=50000
 tests_unit_fuzz_proto_asan_LDFLAGS = $(SANITIZE)
+
+# test_htable: galleyd's one hash table (servers/htable.c) against an array
+# model, without a server.
+check_PROGRAMS += tests/unit/test_htable
+TESTS += tests/unit/test_htable
+tests_unit_test_htable_SOURCES = tests/unit/test_htable.c tests/unit/utest.h \
+	servers/htable.c servers/htable.h
+tests_unit_test_htable_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/servers
+
+# test_send: the one send loop (proto/gsend.c) over a socketpair: short
+# writes, EINTR, EAGAIN, EPIPE, more than IOV_MAX entries.
+check_PROGRAMS += tests/unit/test_send
+TESTS += tests/unit/test_send
+tests_unit_test_send_SOURCES = tests/unit/test_send.c tests/unit/utest.h
+tests_unit_test_send_LDADD = proto/libgproto.la -lpthread

@@ -57,11 +57,13 @@ int gsrv_op_FETCH_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 
 static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
 {
-    char key[GFS_NAME_MAX + 1];
-    uint64_t hid = gp_get_u64(req);
-    gp_get_str(req, key, GFS_NAME_MAX);
-    uint64_t delta = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_FETCH_ADD_req add;
+    gp_FETCH_SET_req put;
+    int rc = set ? gp_FETCH_SET_req_decode(req, &put)
+                 : gp_FETCH_ADD_req_decode(req, &add);
+    uint64_t hid = set ? put.hid : add.hid;
+    const char *key = set ? put.key : add.key;
+    uint64_t delta = set ? put.value : add.delta;
     if (!rc && set && delta > (uint64_t)INT64_MAX)
         rc = -ERANGE;
     if (!rc && !key[0])
@@ -124,7 +126,10 @@ out_unlock_meta:
     pthread_mutex_unlock(&subtab.meta);
     if (rc)
         return rc;
-    gp_put_u64(&rep->w, old);
+    if (set)
+        gp_FETCH_SET_rep_encode(&rep->w, &(gp_FETCH_SET_rep){.old = old});
+    else
+        gp_FETCH_ADD_rep_encode(&rep->w, &(gp_FETCH_ADD_rep){.old = old});
     return 0;
 }
 

@@ -361,21 +361,11 @@ uint64_t gsrv_ns_count(void)
 
 /* -------------------------------------------------------------- ops ---- */
 
-/* Decode a name argument; 0 or an error for the reply. */
-static int get_name(gp_rbuf *r, char *name)
-{
-    gp_get_str(r, name, GFS_NAME_MAX);
-    if (r->err)
-        return r->err;
-    return 0;
-}
-
 int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    int rc = get_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_RESERVE_req m;
+    int rc = gp_NS_RESERVE_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
@@ -396,15 +386,12 @@ int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 
 int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
     gp_record *rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    int rc = get_name(req, name);
-    if (!rc) {
-        gp_get_record(req, rec);
-        rc = gsrv_decoded(req);
-    }
+    gp_NS_COMMIT_req m = {.rec = rec};
+    int rc = gp_NS_COMMIT_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
@@ -447,10 +434,9 @@ out_free_rec:
 
 int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    int rc = get_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_RELEASE_req m;
+    int rc = gp_NS_RELEASE_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
@@ -468,10 +454,9 @@ int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 
 int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    int rc = get_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_LOOKUP_req m;
+    int rc = gp_NS_LOOKUP_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
@@ -487,17 +472,16 @@ int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = -ENOENT;
     pthread_mutex_unlock(&ns.lock);
     if (!rc)
-        gp_put_record(&rep->w, rec);
+        gp_NS_LOOKUP_rep_encode(&rep->w, &(gp_NS_LOOKUP_rep){.rec = rec});
     free(rec);
     return rc;
 }
 
 int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    int rc = get_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_REMOVE_req m;
+    int rc = gp_NS_REMOVE_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
@@ -519,7 +503,7 @@ int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 out_unlock:
     pthread_mutex_unlock(&ns.lock);
     if (!rc)
-        gp_put_record(&rep->w, rec);
+        gp_NS_REMOVE_rep_encode(&rep->w, &(gp_NS_REMOVE_rep){.rec = rec});
     free(rec);
     return rc;
 }
@@ -531,12 +515,11 @@ static int cmp_name(const void *a, const void *b)
 
 int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char prefix[GFS_NAME_MAX + 1];
-    int rc = get_name(req, prefix);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_LIST_req m;
+    int rc = gp_NS_LIST_req_decode(req, &m);
     if (rc)
         return rc;
+    const char *prefix = m.prefix;
     size_t plen = strlen(prefix);
 
     pthread_mutex_lock(&ns.lock);
@@ -561,9 +544,12 @@ int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         goto out_free_names;
     }
     qsort(names, n, sizeof(*names), cmp_name);
-    gp_put_u32(&rep->w, (uint32_t)n);
-    for (size_t i = 0; i < n; i++)
-        gp_put_str(&rep->w, names[i]);
+    gp_NS_LIST_rep_encode(&rep->w, &(gp_NS_LIST_rep){.n = (uint32_t)n});
+    gp_NAME_item item;
+    for (size_t i = 0; i < n; i++) {
+        item.name = names[i];
+        gp_NAME_item_encode(&rep->w, &item);
+    }
 out_free_names:
     free(names);
 out_unlock:
@@ -573,14 +559,11 @@ out_unlock:
 
 int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    uint32_t alen = 0;
-    const uint8_t *attrs = NULL;
-    int rc = get_name(req, name);
-    if (!rc) {
-        attrs = gp_get_blob(req, &alen, GP_ATTR_MAX);
-        rc = gsrv_decoded(req);
-    }
+    gp_NS_SETATTR_req m;
+    int rc = gp_NS_SETATTR_req_decode(req, &m);
+    const char *name = m.name;
+    uint32_t alen = m.attrs_len;
+    const uint8_t *attrs = m.attrs;
     if (!rc)
         rc = gsrv_check_name(name);
     if (!rc)

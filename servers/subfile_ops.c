@@ -17,12 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int get_fork_name(gp_rbuf *r, char *name)
-{
-    gp_get_str(r, name, GFS_FORK_NAME_MAX);
-    return r->err;
-}
-
 static int check_fork_name(const char *name)
 {
     return name[0] ? 0 : -EINVAL;
@@ -30,10 +24,11 @@ static int check_fork_name(const char *name)
 
 int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1], path[64], hpath[64];
-    gp_get_str(req, name, GFS_NAME_MAX);
-    uint32_t subidx = gp_get_u32(req);
-    int rc = gsrv_decoded(req);
+    char path[64], hpath[64];
+    gp_SUB_CREATE_req m;
+    int rc = gp_SUB_CREATE_req_decode(req, &m);
+    const char *name = m.filename;
+    uint32_t subidx = m.subfile;
     if (!rc)
         rc = gsrv_check_name(name);
     if (!rc && subidx >= GFS_MAX_SUBFILES)
@@ -77,7 +72,7 @@ int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     tab_insert(s);
     pthread_mutex_unlock(&subtab.lock);
     pthread_mutex_unlock(&subtab.meta);
-    gp_put_u64(&rep->w, hid);
+    gp_SUB_CREATE_rep_encode(&rep->w, &(gp_SUB_CREATE_rep){.hid = hid});
     return 0;
 
 out_remove_dir:
@@ -115,8 +110,9 @@ static int delete_without_mark(gsrv_sub *s, int err, gsrv_fork **reaplist)
 
 int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t hid = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_SUB_DELETE_req m;
+    int rc = gp_SUB_DELETE_req_decode(req, &m);
+    uint64_t hid = m.hid;
     if (rc)
         return rc;
     gsrv_fork *reaplist = NULL;
@@ -162,11 +158,11 @@ out_unlock_meta:
 
 int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_FORK_NAME_MAX + 1], path[64];
-    uint64_t hid = gp_get_u64(req);
-    int rc = get_fork_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    char path[64];
+    gp_FORK_CREATE_req m;
+    int rc = gp_FORK_CREATE_req_decode(req, &m);
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
     if (!rc)
         rc = check_fork_name(name);
     if (rc)
@@ -233,11 +229,10 @@ out_unlock_meta:
 
 int gsrv_op_FORK_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_FORK_NAME_MAX + 1];
-    uint64_t hid = gp_get_u64(req);
-    int rc = get_fork_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_FORK_OPEN_req m;
+    int rc = gp_FORK_OPEN_req_decode(req, &m);
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
     if (!rc)
         rc = check_fork_name(name);
     if (rc)
@@ -261,15 +256,16 @@ int gsrv_op_FORK_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     pthread_mutex_unlock(&subtab.lock);
     if (rc)
         return rc;
-    gp_put_u64(&rep->w, fkid);
-    gp_put_u64(&rep->w, size);
+    gp_FORK_OPEN_rep_encode(&rep->w,
+                            &(gp_FORK_OPEN_rep){.fkid = fkid, .size = size});
     return 0;
 }
 
 int gsrv_op_FORK_REOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t fkid = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_FORK_REOPEN_req m;
+    int rc = gp_FORK_REOPEN_req_decode(req, &m);
+    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
     uint64_t size = 0;
@@ -290,14 +286,15 @@ int gsrv_op_FORK_REOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     pthread_mutex_unlock(&subtab.lock);
     if (rc)
         return rc;
-    gp_put_u64(&rep->w, size);
+    gp_FORK_REOPEN_rep_encode(&rep->w, &(gp_FORK_REOPEN_rep){.size = size});
     return 0;
 }
 
 int gsrv_op_FORK_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t fkid = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_FORK_CLOSE_req m;
+    int rc = gp_FORK_CLOSE_req_decode(req, &m);
+    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
     rc = gsrv_conn_drop_open(c, fkid);
@@ -309,11 +306,10 @@ int gsrv_op_FORK_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 
 int gsrv_op_FORK_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_FORK_NAME_MAX + 1];
-    uint64_t hid = gp_get_u64(req);
-    int rc = get_fork_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_FORK_DELETE_req m;
+    int rc = gp_FORK_DELETE_req_decode(req, &m);
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
     if (!rc)
         rc = check_fork_name(name);
     if (rc)
@@ -373,8 +369,9 @@ static int cmp_list_item(const void *a, const void *b)
 
 int gsrv_op_FORK_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t hid = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_FORK_LIST_req m;
+    int rc = gp_FORK_LIST_req_decode(req, &m);
+    uint64_t hid = m.hid;
     if (rc)
         return rc;
     pthread_mutex_lock(&subtab.lock);
@@ -394,10 +391,12 @@ int gsrv_op_FORK_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
             v[n++] =
                 (list_item){s->forks[i]->name, gsrv_fork_size(s->forks[i])};
     qsort(v, n, sizeof(*v), cmp_list_item);
-    gp_put_u32(&rep->w, (uint32_t)n);
+    gp_FORK_LIST_rep_encode(&rep->w, &(gp_FORK_LIST_rep){.n = (uint32_t)n});
+    gp_FORK_item it;
     for (size_t i = 0; i < n; i++) {
-        gp_put_str(&rep->w, v[i].name);
-        gp_put_u64(&rep->w, v[i].size);
+        it.fork = v[i].name;
+        it.size = v[i].size;
+        gp_FORK_item_encode(&rep->w, &it);
     }
     free(v);
 out_unlock:
@@ -407,24 +406,26 @@ out_unlock:
 
 int gsrv_op_FORK_SIZE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t fkid = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_FORK_SIZE_req m;
+    int rc = gp_FORK_SIZE_req_decode(req, &m);
+    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
     gsrv_fork *f;
     rc = gsrv_fork_get(fkid, &f);
     if (rc)
         return rc;
-    gp_put_u64(&rep->w, gsrv_fork_size(f));
+    gp_FORK_SIZE_rep_encode(&rep->w,
+                            &(gp_FORK_SIZE_rep){.size = gsrv_fork_size(f)});
     gsrv_fork_put(f);
     return 0;
 }
 
 int gsrv_op_FORK_TRUNCATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t fkid = gp_get_u64(req);
-    uint64_t size = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_FORK_TRUNCATE_req m;
+    int rc = gp_FORK_TRUNCATE_req_decode(req, &m);
+    uint64_t fkid = m.fkid, size = m.size;
     if (rc)
         return rc;
     if (size > GP_MAX_OFFSET)
@@ -451,8 +452,9 @@ out_unlock:
 int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     char path[64];
-    uint64_t fkid = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_FORK_SYNC_req m;
+    int rc = gp_FORK_SYNC_req_decode(req, &m);
+    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
     gsrv_fork *f;

@@ -8,7 +8,8 @@
  * fuzz_msg_check decodes the body with that message's decoder and its list
  * items and checks: no read outside the body, a negative error or success,
  * and on success the decoded struct encodes to exactly the bytes read (the
- * decoders accept one encoding per message).  fuzz_msg_gen writes a valid
+ * decoders accept one encoding per message).  fuzz_msg_request does the
+ * same for the payload of a whole request frame.  fuzz_msg_gen writes a valid
  * input from a seed (a filled struct, msg_sample.h), which the driver then
  * mutates, truncates or extends.  A broken invariant calls abort().
  *
@@ -22,6 +23,7 @@
 
 void fuzz_msg_check(const uint8_t *data, size_t size);
 void fuzz_msg_gen(gp_wbuf *w, uint64_t seed);
+int fuzz_msg_request(unsigned op, gp_rbuf *r);
 
 #define MSG_ENSURE(cond)                                                       \
     do {                                                                       \
@@ -59,6 +61,33 @@ void fuzz_msg_check(const uint8_t *data, size_t size)
     MSG_ENSURE(sample_encode(&w, &fz) == 0);
     MSG_ENSURE(w.len == r.pos && (!w.len || memcmp(w.data, body, w.len) == 0));
     gp_wbuf_free(&w);
+}
+
+/* A request frame's payload (fuzz_proto.c's MODE_FRAME): decode the
+ * fields of request op at r with its codec, check them as above, and
+ * return how many segment lists its tail holds (the caller checks those);
+ * 0 for an unknown opcode or a payload the decoder refused. */
+int fuzz_msg_request(unsigned op, gp_rbuf *r)
+{
+    size_t k = 0;
+    while (k < SAMPLE_NOPS && sample_ops[k] != op)
+        k++;
+    if (k == SAMPLE_NOPS)
+        return 0;
+    size_t start = r->pos;
+    int rc = sample_decode(r, op, GP_REQ, &fz);
+    MSG_ENSURE(r->pos <= r->len);
+    if (rc) {
+        MSG_ENSURE(rc < 0);
+        return 0;
+    }
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    MSG_ENSURE(sample_encode(&w, &fz) == 0);
+    MSG_ENSURE(w.len == r->pos - start &&
+               (!w.len || memcmp(w.data, r->data + start, w.len) == 0));
+    gp_wbuf_free(&w);
+    return fz.seglists;
 }
 
 void fuzz_msg_gen(gp_wbuf *w, uint64_t seed)

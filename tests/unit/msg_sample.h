@@ -56,6 +56,7 @@ typedef struct sample {
     enum gp_dir dir;
     int item;        /* SAMPLE_ITEM_x of its list field, or -1 */
     bool tail;       /* has a segs / mem / data tail */
+    int seglists;    /* segment lists in its tail: segs, mem */
     uint32_t nitems; /* items encoded after it (the list's count) */
     _Alignas(max_align_t) uint8_t msg[16384];
     sample_item items[SAMPLE_MAX_ITEMS];
@@ -90,6 +91,18 @@ typedef struct sample {
 #define SAMPLE_TK_mem(...) +1
 #define SAMPLE_TK_data(...) +1
 #define SAMPLE_TK(kind, ...) SAMPLE_TK_##kind(__VA_ARGS__)
+#define SAMPLE_SK_u8(...)
+#define SAMPLE_SK_u16(...)
+#define SAMPLE_SK_u32(...)
+#define SAMPLE_SK_u64(...)
+#define SAMPLE_SK_str(...)
+#define SAMPLE_SK_blob(...)
+#define SAMPLE_SK_rec(...)
+#define SAMPLE_SK_list(...)
+#define SAMPLE_SK_segs(...) +1
+#define SAMPLE_SK_mem(...) +1
+#define SAMPLE_SK_data(...)
+#define SAMPLE_SK(kind, ...) SAMPLE_SK_##kind(__VA_ARGS__)
 
 static inline uint64_t sample_rnd(uint64_t *s)
 {
@@ -217,11 +230,13 @@ static inline void sample_fill(sample *x, size_t k, enum gp_dir dir,
             gp_##name##_req *m = (void *)x->msg;                               \
             x->item = -1 GP_##name##_REQ(SAMPLE_IK);                           \
             x->tail = 0 GP_##name##_REQ(SAMPLE_TK);                            \
+            x->seglists = 0 GP_##name##_REQ(SAMPLE_SK);                        \
             GP_##name##_REQ(SAMPLE_FILL)(void) m;                              \
         } else {                                                               \
             gp_##name##_rep *m = (void *)x->msg;                               \
             x->item = -1 GP_##name##_REP(SAMPLE_IK);                           \
             x->tail = 0 GP_##name##_REP(SAMPLE_TK);                            \
+            x->seglists = 0 GP_##name##_REP(SAMPLE_SK);                        \
             GP_##name##_REP(SAMPLE_FILL)(void) m;                              \
         }                                                                      \
         break;
@@ -250,6 +265,7 @@ static inline void sample_prepare(sample *y, unsigned op, enum gp_dir dir)
     y->dir = dir;
     y->item = -1;
     y->tail = false;
+    y->seglists = 0;
     y->nitems = 0;
     switch (op) {
 #define SAMPLE_X_PREP(name, code, note)                                        \
@@ -259,6 +275,7 @@ static inline void sample_prepare(sample *y, unsigned op, enum gp_dir dir)
             sample *x = y;                                                     \
             y->item = -1 GP_##name##_REQ(SAMPLE_IK);                           \
             y->tail = 0 GP_##name##_REQ(SAMPLE_TK);                            \
+            y->seglists = 0 GP_##name##_REQ(SAMPLE_SK);                        \
             GP_##name##_REQ(SAMPLE_P)(void) m;                                 \
             (void)x;                                                           \
         } else {                                                               \
@@ -266,6 +283,7 @@ static inline void sample_prepare(sample *y, unsigned op, enum gp_dir dir)
             sample *x = y;                                                     \
             y->item = -1 GP_##name##_REP(SAMPLE_IK);                           \
             y->tail = 0 GP_##name##_REP(SAMPLE_TK);                            \
+            y->seglists = 0 GP_##name##_REP(SAMPLE_SK);                        \
             GP_##name##_REP(SAMPLE_P)(void) m;                                 \
             (void)x;                                                           \
         }                                                                      \

@@ -1,7 +1,6 @@
 # The wire protocol, compiled into both libgalley and galleyd.
 noinst_LTLIBRARIES += proto/libgproto.la
 proto_libgproto_la_SOURCES = proto/gproto.c proto/gproto.h \
-	proto/gmsg.h proto/gcodec.c proto/gcodec.h \
 	proto/gauth.c proto/gauth.h \
 	proto/gerror.c proto/gerror.h
 # the cluster secret's MAC and random numbers come from libsodium
@@ -15,3 +14,6 @@ EXTRA_DIST += proto/check-pyconst proto/gen_pyconst.py tests/gproto_const.py
 
 # the one send loop (gp_send_all, gp_write_all), for both sides too
 proto_libgproto_la_SOURCES += proto/gsend.c proto/gsend.h
+
+# Every message's fields, once (gmsg.h), and the codecs made from it.
+proto_libgproto_la_SOURCES += proto/gmsg.h proto/gcodec.c proto/gcodec.h

@@ -1,28 +1,21 @@
 # C unit tests that need no servers; `make check` runs them.
 #   test_proto   round trips and rejections for every gproto.c codec
-#   test_msg     every message of proto/gmsg.h, both directions: round
-#                trips, truncation at every byte, limits, wire bytes
 #   test_layout  striped-layout arithmetic against a byte-by-byte model
 #   test_cma     galleyd's cross-memory copies (servers/cma.c): `mem` lists
 #                and every position of a strided stream, on this process
-#   fuzz_proto   the protocol fuzz target driven by generated inputs, with
-#                every message's decoder (fuzz_msg.c)
+#   fuzz_proto   the protocol fuzz target driven by generated inputs
 #                (GALLEY_FUZZ_ITERS, GALLEY_FUZZ_SEED; see the file to build
 #                it as a libFuzzer target instead)
 #   fuzz_proto_asan  the same target built with AddressSanitizer and
 #                UndefinedBehaviorSanitizer (any finding aborts), over 50000
 #                inputs unless GALLEY_FUZZ_ITERS says otherwise
-UNIT_TESTS = tests/unit/test_proto tests/unit/test_msg tests/unit/test_layout \
+UNIT_TESTS = tests/unit/test_proto tests/unit/test_layout \
 	tests/unit/test_cma tests/unit/fuzz_proto tests/unit/fuzz_proto_asan
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
 tests_unit_test_proto_SOURCES = tests/unit/test_proto.c tests/unit/utest.h
 tests_unit_test_proto_LDADD = proto/libgproto.la
-
-tests_unit_test_msg_SOURCES = tests/unit/test_msg.c tests/unit/msg_sample.h \
-	tests/unit/utest.h
-tests_unit_test_msg_LDADD = proto/libgproto.la
 
 tests_unit_test_layout_SOURCES = tests/unit/test_layout.c tests/unit/utest.h
 tests_unit_test_layout_LDADD = libgalley/libgalley.la
@@ -32,15 +25,12 @@ tests_unit_test_cma_SOURCES = tests/unit/test_cma.c tests/unit/utest.h \
 tests_unit_test_cma_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/servers
 tests_unit_test_cma_LDADD = proto/libgproto.la
 
-tests_unit_fuzz_proto_SOURCES = tests/unit/fuzz_proto.c tests/unit/fuzz_msg.c \
-	tests/unit/msg_sample.h
+tests_unit_fuzz_proto_SOURCES = tests/unit/fuzz_proto.c
 tests_unit_fuzz_proto_LDADD = proto/libgproto.la
 
 SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
-tests_unit_fuzz_proto_asan_SOURCES = tests/unit/fuzz_proto.c \
-	tests/unit/fuzz_msg.c tests/unit/msg_sample.h proto/gproto.c \
-	proto/gcodec.c
+tests_unit_fuzz_proto_asan_SOURCES = tests/unit/fuzz_proto.c proto/gproto.c
 tests_unit_fuzz_proto_asan_CFLAGS = $(AM_CFLAGS) -g -O1 $(SANITIZE) \
 	-DGALLEY_FUZZ_DEFAULT_ITERS=50000
 tests_unit_fuzz_proto_asan_LDFLAGS = $(SANITIZE)
@@ -59,3 +49,16 @@ check_PROGRAMS += tests/unit/test_send
 TESTS += tests/unit/test_send
 tests_unit_test_send_SOURCES = tests/unit/test_send.c tests/unit/utest.h
 tests_unit_test_send_LDADD = proto/libgproto.la -lpthread
+
+# test_msg     every message of proto/gmsg.h, both directions, by iterating
+#              the table: round trips, truncation at every byte, limits,
+#              wire bytes.  fuzz_msg.c adds the same messages to the fuzz
+#              target (MODE_MESSAGE: every decoder, random and mutated).
+check_PROGRAMS += tests/unit/test_msg
+TESTS += tests/unit/test_msg
+tests_unit_test_msg_SOURCES = tests/unit/test_msg.c tests/unit/msg_sample.h \
+	tests/unit/utest.h
+tests_unit_test_msg_LDADD = proto/libgproto.la
+tests_unit_fuzz_proto_SOURCES += tests/unit/fuzz_msg.c tests/unit/msg_sample.h
+tests_unit_fuzz_proto_asan_SOURCES += tests/unit/fuzz_msg.c \
+	tests/unit/msg_sample.h proto/gcodec.c

@@ -78,14 +78,27 @@ void gc_auth_unload(void)
     auth.have = false;
 }
 
-/* Take a blob of exactly GP_NONCE_BYTES (== GP_MAC_BYTES) from a reply. */
-static int take32(const uint8_t *p, uint32_t len, uint8_t out[32])
+/* Take the blob of exactly GP_NONCE_BYTES (== GP_MAC_BYTES) from an AUTH
+ * or AUTH_PROVE reply. */
+static int take32(uint16_t op, const uint8_t *p, uint32_t len, uint8_t out[32])
 {
     gp_rbuf r;
     gp_rbuf_init(&r, p, len);
-    uint32_t n = 0;
-    const uint8_t *b = gp_get_blob(&r, &n, 32);
-    if (!gp_done(&r) || n != 32)
+    const uint8_t *b;
+    uint32_t n;
+    int rc;
+    if (op == GP_OP_AUTH) {
+        gp_AUTH_rep m;
+        rc = gp_AUTH_rep_decode(&r, &m);
+        b = m.snonce;
+        n = m.snonce_len;
+    } else {
+        gp_AUTH_PROVE_rep m;
+        rc = gp_AUTH_PROVE_rep_decode(&r, &m);
+        b = m.mac;
+        n = m.mac_len;
+    }
+    if (rc || n != 32)
         return GFS_EPROTO;
     memcpy(out, b, 32);
     return 0;
@@ -102,7 +115,8 @@ int gc_auth_handshake(gc_auth_call call, void *arg)
     gp_wbuf w;
     gp_wbuf_init(&w);
     gp_random(cn, sizeof(cn));
-    gp_put_blob(&w, cn, sizeof(cn));
+    gp_AUTH_req_encode(&w, &(gp_AUTH_req){.cnonce = cn,
+                                           .cnonce_len = sizeof(cn)});
     int rc = w.err ? w.err : call(arg, GP_OP_AUTH, &w, out, sizeof(out),
                                   &outlen);
     if (rc == -EOPNOTSUPP) {
@@ -112,16 +126,17 @@ int gc_auth_handshake(gc_auth_call call, void *arg)
         return auth.strict ? GFS_EAUTH : 0;
     }
     if (!rc)
-        rc = take32(out, outlen, sn);
+        rc = take32(GP_OP_AUTH, out, outlen, sn);
     if (!rc) {
         gp_wbuf_free(&w);
         gp_auth_mac(auth.key, GP_AUTH_CLIENT_LABEL, cn, sn, mac);
-        gp_put_blob(&w, mac, sizeof(mac));
+        gp_AUTH_PROVE_req_encode(
+            &w, &(gp_AUTH_PROVE_req){.mac = mac, .mac_len = sizeof(mac)});
         rc = w.err ? w.err : call(arg, GP_OP_AUTH_PROVE, &w, out,
                                   sizeof(out), &outlen);
     }
     if (!rc)
-        rc = take32(out, outlen, mac);
+        rc = take32(GP_OP_AUTH_PROVE, out, outlen, mac);
     if (!rc) {
         uint8_t want[GP_MAC_BYTES];
         gp_auth_mac(auth.key, GP_AUTH_SERVER_LABEL, sn, cn, want);

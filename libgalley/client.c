@@ -414,6 +414,7 @@ int gfs_ping(int server)
         return -EINVAL;
     gp_wbuf w;
     gp_wbuf_init(&w);
+    gp_PING_req_encode(&w, &(gp_PING_req){});
     gc_req q;
     rc = gc_call(c, GP_OP_PING, &w, &q);
     gc_req_release(&q);
@@ -430,21 +431,23 @@ int gfs_stat_server(int server, gfs_server_stat *st)
         return -EINVAL;
     gp_wbuf w;
     gp_wbuf_init(&w);
+    gp_STATFS_req_encode(&w, &(gp_STATFS_req){});
     gc_req q;
     rc = gc_call(c, GP_OP_STATFS, &w, &q);
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        st->bytes_used = gp_get_u64(&r);
-        st->bytes_free = gp_get_u64(&r);
-        st->bytes_total = gp_get_u64(&r);
-        st->nrecords = gp_get_u64(&r);
-        st->nsubfiles = gp_get_u64(&r);
-        st->nforks = gp_get_u64(&r);
-        st->cache_hits = gp_get_u64(&r);
-        st->cache_misses = gp_get_u64(&r);
-        if (!gp_done(&r))
+        gp_STATFS_rep m;
+        if (gp_STATFS_rep_decode(&r, &m))
             rc = GFS_EPROTO;
+        st->bytes_used = m.bytes_used;
+        st->bytes_free = m.bytes_free;
+        st->bytes_total = m.bytes_total;
+        st->nrecords = m.nrecords;
+        st->nsubfiles = m.nsubfiles;
+        st->nforks = m.nforks;
+        st->cache_hits = m.cache_hits;
+        st->cache_misses = m.cache_misses;
     }
     gc_req_release(&q);
     return rc;

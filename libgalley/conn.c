@@ -37,6 +37,8 @@
  *     server), so a restarted server is used again transparently.
  */
 #include "internal.h"
+#include "dial.h"
+#include "gsend.h"
 
 #ifndef IOV_MAX
 #define IOV_MAX 1024
@@ -145,28 +147,11 @@ void gc_conn_free(gc_conn *c)
  * peer gives EPIPE, not SIGPIPE. */
 static int send_all(int fd, struct iovec *iov, int cnt)
 {
-    while (cnt > 0) {
-        struct msghdr m = {0};
-        m.msg_iov = iov;
-        m.msg_iovlen = cnt > IOV_MAX ? IOV_MAX : cnt;
-        ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return (errno == EAGAIN || errno == EWOULDBLOCK) ? GFS_ETIMEDOUT
-                                                             : GFS_ESERVERDOWN;
-        }
-        while (cnt > 0 && (size_t)k >= iov->iov_len) {
-            k -= (ssize_t)iov->iov_len;
-            iov++;
-            cnt--;
-        }
-        if (cnt > 0) {
-            iov->iov_base = (char *)iov->iov_base + k;
-            iov->iov_len -= (size_t)k;
-        }
-    }
-    return 0;
+    int rc = gp_send_all(fd, iov, cnt);
+    if (rc == 0)
+        return 0;
+    return (rc == -EAGAIN || rc == -EWOULDBLOCK) ? GFS_ETIMEDOUT
+                                                 : GFS_ESERVERDOWN;
 }
 
 static int recv_all_iov(gc_conn *c, struct iovec *iov, int cnt)
@@ -359,139 +344,6 @@ static void read_turn(gc_conn *c, int wait_ms)
 
 /* --------------------------------------------------------- connecting -- */
 
-/* Either transport's socket: a send never blocks past the timeout, and
- * buffers big enough for pipelined requests. */
-static void set_stream_options(int fd, int timeout_ms)
-{
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    int buf = 4 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-}
-
-/* A connected socket to the abstract address gp_local_addr(hostport), or
- * -1. */
-static int connect_abstract(const char *hostport)
-{
-    struct sockaddr_un sa;
-    int len = gp_local_addr(&sa, hostport);
-    if (len < 0)
-        return -1;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    if (connect(fd, (struct sockaddr *)&sa, (socklen_t)len) == 0)
-        return fd;
-    close(fd);
-    return -1;
-}
-
-/* Is the address one of this host's (in this network namespace)?  Only
- * then may a wildcard-bound local server stand for it: binding to it
- * succeeds exactly when it is ours. */
-static bool is_own_address(const struct addrinfo *a)
-{
-    struct sockaddr_storage ss;
-    if (a->ai_addrlen > sizeof(ss))
-        return false;
-    memcpy(&ss, a->ai_addr, a->ai_addrlen);
-    if (ss.ss_family == AF_INET)
-        ((struct sockaddr_in *)&ss)->sin_port = 0;
-    else if (ss.ss_family == AF_INET6)
-        ((struct sockaddr_in6 *)&ss)->sin6_port = 0;
-    else
-        return false;
-    int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return false;
-    bool own = bind(fd, (struct sockaddr *)&ss, a->ai_addrlen) == 0;
-    close(fd);
-    return own;
-}
-
-/* The same-host socket of the server at c->host:c->port, if it has one
- * here: its name is made of the numeric address, as the server prints it
- * (or "*:PORT" for a server listening on a wildcard address). */
-static int dial_local(gc_conn *c)
-{
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    if (getaddrinfo(c->host, c->port, &hints, &res) != 0 || !res)
-        return GFS_ESERVERDOWN;
-    int rc = GFS_ESERVERDOWN;
-    for (struct addrinfo *a = res; a && rc; a = a->ai_next) {
-        char h[NI_MAXHOST], hp[NI_MAXHOST + 24];
-        if (getnameinfo(a->ai_addr, a->ai_addrlen, h, sizeof(h), NULL, 0,
-                        NI_NUMERICHOST))
-            continue;
-        snprintf(hp, sizeof(hp), a->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
-                 h, c->port);
-        int fd = connect_abstract(hp);
-        if (fd < 0 && is_own_address(a)) {
-            /* a server on this host listening on a wildcard address */
-            snprintf(hp, sizeof(hp), "*:%s", c->port);
-            fd = connect_abstract(hp);
-        }
-        if (fd >= 0) {
-            c->fd = fd;
-            rc = 0;
-        }
-    }
-    freeaddrinfo(res);
-    if (!rc)
-        set_stream_options(c->fd, gc_timeout_ms());
-    return rc;
-}
-
-static int dial(gc_conn *c, int timeout_ms)
-{
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(c->host, c->port, &hints, &res) != 0 || !res)
-        return GFS_ESERVERDOWN;
-    int fd = -1, rc = GFS_ESERVERDOWN;
-    for (struct addrinfo *a = res; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            continue;
-        int fl = fcntl(fd, F_GETFL);
-        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-        int k = connect(fd, a->ai_addr, a->ai_addrlen);
-        if (k < 0 && errno == EINPROGRESS) {
-            struct pollfd p = {fd, POLLOUT, 0};
-            k = poll(&p, 1, timeout_ms);
-            if (k == 1) {
-                int e = 0;
-                socklen_t el = sizeof(e);
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
-                k = e ? -1 : 0;
-            } else {
-                rc = k == 0 ? GFS_ETIMEDOUT : GFS_ESERVERDOWN;
-                k = -1;
-            }
-        }
-        if (k == 0) {
-            fcntl(fd, F_SETFL, fl);
-            rc = 0;
-            break;
-        }
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (rc)
-        return rc;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    set_stream_options(fd, timeout_ms);
-    c->fd = fd;
-    return 0;
-}
-
 /* One synchronous request on a fresh socket, before the reader runs. */
 static int handshake_call(gc_conn *c, uint16_t op, const gp_wbuf *w,
                           uint8_t *out, size_t outmax, uint32_t *outlen)
@@ -540,11 +392,11 @@ static int connect_locked(gc_conn *c)
     int rc = GFS_ESERVERDOWN;
     c->local = c->cma = false;
     if (mode != GFS_TRANSPORT_TCP) {
-        rc = dial_local(c);
+        rc = gc_dial_local(c->host, c->port, &c->fd);
         c->local = rc == 0;
     }
     if (rc && mode != GFS_TRANSPORT_LOCAL)
-        rc = dial(c, gc_timeout_ms());
+        rc = gc_dial_tcp(c->host, c->port, gc_timeout_ms(), &c->fd);
     if (rc)
         return rc;
     c->owner = getpid();
@@ -552,6 +404,7 @@ static int connect_locked(gc_conn *c)
     uint32_t outlen = 0;
     gp_wbuf w;
     gp_wbuf_init(&w);
+    gp_PING_req_encode(&w, &(gp_PING_req){});
     rc = gc_auth_handshake(auth_call, c); /* the cluster secret (auth.c) */
     if (!rc)
         rc = handshake_call(c, GP_OP_PING, &w, out, sizeof(out), &outlen);
@@ -559,19 +412,20 @@ static int connect_locked(gc_conn *c)
         goto out_close;
     gp_rbuf r;
     gp_rbuf_init(&r, out, outlen);
-    uint16_t ver = gp_get_u16(&r);
-    uint64_t limit = gp_get_u64(&r);
-    if (r.err || ver != GP_VERSION || limit < 4096) {
-        rc = r.err ? GFS_EPROTO : GFS_EVERSION;
+    gp_PING_rep ping;
+    int bad = gp_PING_rep_decode(&r, &ping);
+    if (bad || ping.version != GP_VERSION || ping.data_limit < 4096) {
+        rc = bad ? GFS_EPROTO : GFS_EVERSION;
         goto out_close;
     }
-    c->data_limit = limit;
+    c->data_limit = ping.data_limit;
     if (c->local) {
         /* may the server copy our memory?  (ptrace rules, other user) */
         volatile uint64_t src = 0x47414c4c4559434dull ^ (uint64_t)gc_now_ns();
         volatile uint64_t dst = 0;
-        gp_put_u64(&w, (uint64_t)(uintptr_t)&src);
-        gp_put_u64(&w, (uint64_t)(uintptr_t)&dst);
+        gp_CMA_PROBE_req_encode(
+            &w, &(gp_CMA_PROBE_req){.src = (uint64_t)(uintptr_t)&src,
+                                    .dst = (uint64_t)(uintptr_t)&dst});
         int k = handshake_call(c, GP_OP_CMA_PROBE, &w, out, sizeof(out),
                                &outlen);
         c->cma = k == 0 && dst == src;
@@ -590,7 +444,7 @@ static int connect_locked(gc_conn *c)
         goto out_close;
     for (int i = 0; i < nfk; i++) {
         gp_wbuf_free(&w);
-        gp_put_u64(&w, fk[i]);
+        gp_FORK_REOPEN_req_encode(&w, &(gp_FORK_REOPEN_req){.fkid = fk[i]});
         int k = handshake_call(c, GP_OP_FORK_REOPEN, &w, out, sizeof(out),
                                &outlen);
         /* a fork deleted meanwhile stays stale; its next use reports it */
@@ -832,21 +686,6 @@ int gc_call(gc_conn *c, uint16_t opcode, const gp_wbuf *desc, gc_req *req)
     return gc_wait(req);
 }
 
-static bool same_ip(const struct sockaddr_storage *a,
-                    const struct sockaddr_storage *b)
-{
-    if (a->ss_family != b->ss_family)
-        return false;
-    if (a->ss_family == AF_INET)
-        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-    if (a->ss_family == AF_INET6)
-        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-                      &((const struct sockaddr_in6 *)b)->sin6_addr,
-                      sizeof(struct in6_addr)) == 0;
-    return false;
-}
-
 /* For the locality layout: is this server on our host?  The same-host
  * socket says so; on TCP (GALLEY_TRANSPORT=tcp), a connection whose two
  * ends have one address does. */
@@ -860,7 +699,7 @@ bool gc_conn_same_host(gc_conn *c)
         same = c->local ||
                (getsockname(c->fd, (struct sockaddr *)&me, &ml) == 0 &&
                 getpeername(c->fd, (struct sockaddr *)&peer, &pl) == 0 &&
-                same_ip(&me, &peer));
+                gc_same_ip(&me, &peer));
     }
     pthread_mutex_unlock(&c->send_lock);
     return same;

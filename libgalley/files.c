@@ -18,7 +18,20 @@ int gc_name_call(int server, uint16_t op, const char *name, gc_req *q)
 {
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_str(&w, name);
+    switch (op) { /* the messages whose request is one name (gmsg.h) */
+#define NAME_REQ(OP, field)                                                    \
+    case GP_OP_##OP:                                                           \
+        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.field = name});             \
+        break;
+        NAME_REQ(NS_RESERVE, name)
+        NAME_REQ(NS_RELEASE, name)
+        NAME_REQ(NS_LOOKUP, name)
+        NAME_REQ(NS_REMOVE, name)
+        NAME_REQ(NS_LIST, prefix)
+#undef NAME_REQ
+    default:
+        w.err = -EINVAL;
+    }
     int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, q);
     gp_wbuf_free(&w);
     return rc;
@@ -28,9 +41,12 @@ static int hid_call(int server, uint16_t op, uint64_t hid)
 {
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_u64(&w, hid);
+    if (op == GP_OP_SUB_DELETE)
+        gp_SUB_DELETE_req_encode(&w, &(gp_SUB_DELETE_req){.hid = hid});
+    else
+        w.err = -EINVAL;
     gc_req q;
-    int rc = gc_call(gc_server_conn(server), op, &w, &q);
+    int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, &q);
     gc_req_release(&q);
     gp_wbuf_free(&w);
     return rc;
@@ -43,8 +59,10 @@ int gc_record_call(int server, uint16_t op, const char *name, gp_record *rec)
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_get_record(&r, rec);
-        if (!gp_done(&r))
+        gp_NS_LOOKUP_rep l = {.rec = rec};
+        gp_NS_REMOVE_rep m = {.rec = rec};
+        if (op == GP_OP_NS_REMOVE ? gp_NS_REMOVE_rep_decode(&r, &m)
+                                  : gp_NS_LOOKUP_rep_decode(&r, &l))
             rc = GFS_EPROTO;
     }
     gc_req_release(&q);
@@ -116,17 +134,19 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
     for (; made < nsubfiles; made++) {
         gp_wbuf w;
         gp_wbuf_init(&w);
-        gp_put_str(&w, name);
-        gp_put_u32(&w, (uint32_t)made);
+        gp_SUB_CREATE_req_encode(
+            &w, &(gp_SUB_CREATE_req){.filename = name,
+                                     .subfile = (uint32_t)made});
         rc = gc_call(gc_server_conn((int)rec->server[made]),
                      GP_OP_SUB_CREATE, &w, &q);
         gp_wbuf_free(&w);
         if (!rc) {
             gp_rbuf r;
             gp_rbuf_init(&r, q.reply, q.replylen);
-            rec->hid[made] = gp_get_u64(&r);
-            if (!gp_done(&r))
+            gp_SUB_CREATE_rep m;
+            if (gp_SUB_CREATE_rep_decode(&r, &m))
                 rc = GFS_EPROTO;
+            rec->hid[made] = m.hid;
         }
         gc_req_release(&q);
         if (rc)
@@ -136,8 +156,7 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
     /* Step 3: commit the record. */
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_str(&w, name);
-    gp_put_record(&w, rec);
+    gp_NS_COMMIT_req_encode(&w, &(gp_NS_COMMIT_req){.name = name, .rec = rec});
     rc = gc_call(gc_server_conn(meta), GP_OP_NS_COMMIT, &w, &q);
     gc_req_release(&q);
     gp_wbuf_free(&w);
@@ -277,7 +296,6 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
         return -EINVAL;
     char **names = NULL;
     size_t n = 0, cap = 0;
-    char name[GFS_NAME_MAX + 1];
     for (int s = 0; s < gc_g.nservers && !rc; s++) {
         gc_req q;
         rc = gc_name_call(s, GP_OP_NS_LIST, prefix, &q);
@@ -287,12 +305,11 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
         }
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        uint32_t cnt = gp_get_u32(&r);
-        if (cnt > GP_MAX_NAMES)
-            r.err = GFS_EPROTO;
-        for (uint32_t i = 0; i < cnt && !r.err; i++) {
-            gp_get_str(&r, name, GFS_NAME_MAX);
-            if (r.err)
+        gp_NS_LIST_rep m;
+        gp_NS_LIST_rep_decode(&r, &m);
+        for (uint32_t i = 0; i < m.n && !r.err; i++) {
+            gp_NAME_item it;
+            if (gp_NAME_item_decode(&r, &it))
                 break;
             if (n == cap) {
                 cap = cap ? cap * 2 : 64;
@@ -303,15 +320,13 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
                 }
                 names = nn;
             }
-            if (!(names[n] = strdup(name))) {
+            if (!(names[n] = strdup(it.name))) {
                 r.err = -ENOMEM;
                 break;
             }
             n++;
         }
-        if (!r.err && !gp_done(&r))
-            r.err = GFS_EPROTO;
-        rc = r.err;
+        rc = gp_decode_end(&r);
         gc_req_release(&q);
     }
     if (!rc) {
@@ -423,8 +438,10 @@ int gfs_set_attr(int fid, const char *key, const char *value)
 
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_str(&w, f.name);
-    gp_put_blob(&w, text, (uint32_t)tl);
+    gp_NS_SETATTR_req_encode(
+        &w, &(gp_NS_SETATTR_req){.name = f.name,
+                                 .attrs = (const uint8_t *)text,
+                                 .attrs_len = (uint32_t)tl});
     gc_req q;
     rc = gc_call(gc_server_conn(gc_meta_server(f.name)), GP_OP_NS_SETATTR, &w,
                  &q);

@@ -38,9 +38,19 @@ static int hid_name_call(int fid, int subfile, const char *name, uint16_t op,
         return rc;
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_u64(&w, hid);
-    gp_put_str(&w, name);
-    rc = gc_call(gc_server_conn(*server), op, &w, q);
+    switch (op) { /* the messages whose request is (hid, fork) (gmsg.h) */
+#define HID_FORK_REQ(OP)                                                       \
+    case GP_OP_##OP:                                                           \
+        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.hid = hid, .fork = name}); \
+        break;
+        HID_FORK_REQ(FORK_CREATE)
+        HID_FORK_REQ(FORK_OPEN)
+        HID_FORK_REQ(FORK_DELETE)
+#undef HID_FORK_REQ
+    default:
+        w.err = -EINVAL;
+    }
+    rc = w.err ? w.err : gc_call(gc_server_conn(*server), op, &w, q);
     gp_wbuf_free(&w);
     return rc;
 }
@@ -54,10 +64,23 @@ static int fkid_call(int kid, uint16_t op, const uint64_t *arg, gc_req *q)
         return rc;
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_u64(&w, k.fkid);
-    if (arg)
-        gp_put_u64(&w, *arg);
-    rc = gc_call(gc_server_conn(k.server), op, &w, q);
+    switch (op) { /* the messages whose request is an fkid (gmsg.h) */
+#define FKID_REQ(OP)                                                           \
+    case GP_OP_##OP:                                                           \
+        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.fkid = k.fkid});            \
+        break;
+        FKID_REQ(FORK_CLOSE)
+        FKID_REQ(FORK_SIZE)
+        FKID_REQ(FORK_SYNC)
+#undef FKID_REQ
+    case GP_OP_FORK_TRUNCATE:
+        gp_FORK_TRUNCATE_req_encode(
+            &w, &(gp_FORK_TRUNCATE_req){.fkid = k.fkid, .size = *arg});
+        break;
+    default:
+        w.err = -EINVAL;
+    }
+    rc = w.err ? w.err : gc_call(gc_server_conn(k.server), op, &w, q);
     gp_wbuf_free(&w);
     return rc;
 }
@@ -83,9 +106,9 @@ int gfs_open_fork(int fid, int subfile, const char *name)
     gp_rbuf r;
     gp_rbuf_init(&r, q.reply, q.replylen);
     gc_fork k = {.fid = fid, .subfile = subfile, .server = server};
-    k.fkid = gp_get_u64(&r);
-    (void)gp_get_u64(&r); /* size at open */
-    rc = gp_done(&r) ? 0 : GFS_EPROTO;
+    gp_FORK_OPEN_rep m; /* m.size: the size at open, unused */
+    rc = gp_FORK_OPEN_rep_decode(&r, &m) ? GFS_EPROTO : 0;
+    k.fkid = m.fkid;
     gc_req_release(&q);
     if (rc)
         return rc;
@@ -94,7 +117,7 @@ int gfs_open_fork(int fid, int subfile, const char *name)
         /* undo the server-side open */
         gp_wbuf w;
         gp_wbuf_init(&w);
-        gp_put_u64(&w, k.fkid);
+        gp_FORK_CLOSE_req_encode(&w, &(gp_FORK_CLOSE_req){.fkid = k.fkid});
         gc_call(gc_server_conn(server), GP_OP_FORK_CLOSE, &w, &q);
         gc_req_release(&q);
         gp_wbuf_free(&w);
@@ -209,16 +232,16 @@ int gfs_list_forks(int fid, int subfile,
         return -EINVAL;
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_u64(&w, hid);
+    gp_FORK_LIST_req_encode(&w, &(gp_FORK_LIST_req){.hid = hid});
     gc_req q;
     rc = gc_call(gc_server_conn(server), GP_OP_FORK_LIST, &w, &q);
     gp_wbuf_free(&w);
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        uint32_t n = gp_get_u32(&r);
-        if (n > GP_MAX_NAMES)
-            r.err = GFS_EPROTO;
+        gp_FORK_LIST_rep m;
+        gp_FORK_LIST_rep_decode(&r, &m);
+        uint32_t n = r.err ? 0 : m.n;
         /* decode everything before calling back */
         char(*names)[GFS_FORK_NAME_MAX + 1] =
             r.err ? NULL : calloc(n ? n : 1, sizeof(*names));
@@ -226,12 +249,13 @@ int gfs_list_forks(int fid, int subfile,
         if (!r.err && (!names || !sizes))
             r.err = -ENOMEM;
         for (uint32_t i = 0; i < n && !r.err; i++) {
-            gp_get_str(&r, names[i], GFS_FORK_NAME_MAX);
-            sizes[i] = gp_get_u64(&r);
+            gp_FORK_item it;
+            if (gp_FORK_item_decode(&r, &it))
+                break;
+            memcpy(names[i], it.fork, strlen(it.fork) + 1);
+            sizes[i] = it.size;
         }
-        if (!r.err && !gp_done(&r))
-            r.err = GFS_EPROTO;
-        rc = r.err;
+        rc = gp_decode_end(&r);
         for (uint32_t i = 0; i < n && !rc; i++)
             rc = fn(names[i], sizes[i], arg);
         free(names);
@@ -249,8 +273,9 @@ int64_t gfs_fork_size(int kid)
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        uint64_t s = gp_get_u64(&r);
-        size = gp_done(&r) && s <= INT64_MAX ? (int64_t)s : GFS_EPROTO;
+        gp_FORK_SIZE_rep m;
+        int k = gp_FORK_SIZE_rep_decode(&r, &m);
+        size = !k && m.size <= INT64_MAX ? (int64_t)m.size : GFS_EPROTO;
     }
     gc_req_release(&q);
     return size;
@@ -289,7 +314,8 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
     for (int i = 0; i < n; i++) {
         gp_wbuf w;
         gp_wbuf_init(&w);
-        gp_put_u64(&w, forks[i].fkid);
+        gp_FORK_SIZE_req_encode(&w,
+                                &(gp_FORK_SIZE_req){.fkid = forks[i].fkid});
         if (w.err) {
             q[i].status = w.err;
             q[i].conn = NULL;
@@ -305,10 +331,10 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
         if (!k) {
             gp_rbuf r;
             gp_rbuf_init(&r, q[i].reply, q[i].replylen);
-            uint64_t s = gp_get_u64(&r);
-            if (!gp_done(&r) || s > INT64_MAX)
+            gp_FORK_SIZE_rep m;
+            if (gp_FORK_SIZE_rep_decode(&r, &m) || m.size > INT64_MAX)
                 k = GFS_EPROTO;
-            sizes[i] = (int64_t)s;
+            sizes[i] = (int64_t)m.size;
         }
         if (k && !rc)
             rc = k;

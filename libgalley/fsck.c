@@ -86,8 +86,13 @@ static int call_u64(int server, uint16_t op, uint64_t v, gc_req *q)
 {
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_u64(&w, v);
-    int rc = gc_call(gc_server_conn(server), op, &w, q);
+    if (op == GP_OP_SUB_LIST)
+        gp_SUB_LIST_req_encode(&w, &(gp_SUB_LIST_req){.after = v});
+    else if (op == GP_OP_SUB_DELETE)
+        gp_SUB_DELETE_req_encode(&w, &(gp_SUB_DELETE_req){.hid = v});
+    else
+        w.err = -EINVAL;
+    int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, q);
     gp_wbuf_free(&w);
     return rc;
 }
@@ -103,11 +108,12 @@ static int scan_records(fsck *f, int server, gp_record *rec)
     }
     gp_rbuf r;
     gp_rbuf_init(&r, q.reply, q.replylen);
-    uint32_t n = gp_get_u32(&r);
-    char name[GFS_NAME_MAX + 1];
-    for (uint32_t i = 0; !rc && !r.err && i < n; i++) {
-        gp_get_str(&r, name, GFS_NAME_MAX);
-        if (r.err)
+    gp_NS_LIST_rep m;
+    gp_NS_LIST_rep_decode(&r, &m);
+    gp_NAME_item it;
+    const char *name = it.name_buf;
+    for (uint32_t i = 0; !rc && !r.err && i < m.n; i++) {
+        if (gp_NAME_item_decode(&r, &it))
             break;
         int k = gc_record_call(server, GP_OP_NS_LOOKUP, name, rec);
         if (k == -ENOENT)
@@ -185,14 +191,17 @@ static int scan_headers(fsck *f, int server, bool repair, gp_record *rec)
         }
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        uint32_t n = gp_get_u32(&r);
+        gp_SUB_LIST_rep m;
+        gp_SUB_LIST_rep_decode(&r, &m);
+        uint32_t n = m.n;
         for (uint32_t i = 0; !r.err && i < n; i++) {
-            uint64_t hid = gp_get_u64(&r);
-            gp_get_str(&r, name, GFS_NAME_MAX);
-            uint32_t subidx = gp_get_u32(&r);
-            bool deleted = gp_get_u8(&r);
-            if (r.err)
+            gp_SUB_item it;
+            if (gp_SUB_item_decode(&r, &it))
                 break;
+            uint64_t hid = it.hid;
+            memcpy(name, it.file, strlen(it.file) + 1);
+            uint32_t subidx = it.subfile;
+            bool deleted = it.deleted;
             after = hid;
             ref *x = find_ref(f, (uint32_t)server, hid);
             if (x) {

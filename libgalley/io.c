@@ -173,7 +173,9 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     }
     if (have)
         run_emit(&segs, &r, &nseg);
-    gp_put_u64(&c->desc, x->fkid);
+    /* IO_READ, IO_WRITE and their V forms begin alike (gmsg.h: fkid, then
+     * the segs tail); chunk_submit picks the opcode */
+    gp_IO_READ_req_encode(&c->desc, &(gp_IO_READ_req){.fkid = x->fkid});
     gp_put_u32(&c->desc, nseg);
     if (!segs.err && segs.len) {
         gp_wbuf *d = &c->desc;
@@ -253,8 +255,24 @@ static void chunk_finish(chunk *c, gc_xfer *x)
             gp_rbuf_init(&r, c->req.prefix, c->req.prefix_len);
         else
             gp_rbuf_init(&r, c->req.reply, c->req.replylen);
-        uint64_t fs = gp_get_u64(&r);
-        if (!gp_done(&r))
+        uint64_t fs = 0;
+        switch (c->req.opcode) { /* read data is not in r: a tail */
+#define IO_REP(OP)                                                             \
+    case GP_OP_##OP: {                                                         \
+        gp_##OP##_rep m;                                                       \
+        gp_##OP##_rep_decode(&r, &m);                                          \
+        fs = m.size;                                                           \
+        break;                                                                 \
+    }
+            IO_REP(IO_READ)
+            IO_REP(IO_WRITE)
+            IO_REP(IO_READV)
+            IO_REP(IO_WRITEV)
+#undef IO_REP
+        default:
+            r.err = GFS_EPROTO;
+        }
+        if (gp_decode_end(&r))
             rc = GFS_EPROTO;
         else
             x->fork_size = fs;

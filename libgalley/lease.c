@@ -70,6 +70,7 @@ static void *renewer(void *arg)
                 continue;
             gp_wbuf w;
             gp_wbuf_init(&w);
+            gp_PING_req_encode(&w, &(gp_PING_req){});
             gc_req q;
             gc_call(c, GP_OP_PING, &w, &q); /* errors: the next try */
             gc_req_release(&q);

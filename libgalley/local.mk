@@ -7,6 +7,8 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/internal.h \
 	libgalley/client.c \
 	libgalley/conn.c \
+	libgalley/dial.c \
+	libgalley/dial.h \
 	libgalley/files.c \
 	libgalley/forks.c \
 	libgalley/group.c \

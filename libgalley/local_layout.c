@@ -253,9 +253,9 @@ static int64_t slot_add(gc_local *l, int s, const char *key, int64_t delta)
 {
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_u64(&w, l->hids[s]);
-    gp_put_str(&w, key);
-    gp_put_u64(&w, (uint64_t)delta);
+    gp_FETCH_ADD_req_encode(&w, &(gp_FETCH_ADD_req){.hid = l->hids[s],
+                                                    .key = key,
+                                                    .delta = (uint64_t)delta});
     gc_req q;
     int rc = gc_call(gc_server_conn(l->servers[s]), GP_OP_FETCH_ADD, &w, &q);
     gp_wbuf_free(&w);
@@ -263,8 +263,9 @@ static int64_t slot_add(gc_local *l, int s, const char *key, int64_t delta)
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        uint64_t v = gp_get_u64(&r);
-        old = gp_done(&r) && v <= INT64_MAX ? (int64_t)v : GFS_EPROTO;
+        gp_FETCH_ADD_rep m;
+        int k = gp_FETCH_ADD_rep_decode(&r, &m);
+        old = !k && m.old <= INT64_MAX ? (int64_t)m.old : GFS_EPROTO;
     }
     gc_req_release(&q);
     return old;
@@ -771,17 +772,19 @@ int gfs_server_io_stats(int server, gfs_server_io *st)
         return -EINVAL;
     gp_wbuf w;
     gp_wbuf_init(&w);
+    gp_IO_STATS_req_encode(&w, &(gp_IO_STATS_req){});
     gc_req q;
     rc = gc_call(gc_server_conn(server), GP_OP_IO_STATS, &w, &q);
     gp_wbuf_free(&w);
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        st->written_local = gp_get_u64(&r);
-        st->written_remote = gp_get_u64(&r);
-        st->read_local = gp_get_u64(&r);
-        st->read_remote = gp_get_u64(&r);
-        rc = gp_done(&r) ? 0 : GFS_EPROTO;
+        gp_IO_STATS_rep m;
+        rc = gp_IO_STATS_rep_decode(&r, &m) ? GFS_EPROTO : 0;
+        st->written_local = m.written_local;
+        st->written_remote = m.written_remote;
+        st->read_local = m.read_local;
+        st->read_remote = m.read_remote;
     }
     gc_req_release(&q);
     return rc;

@@ -212,11 +212,15 @@ static int lock_call(int sid, uint16_t op, int64_t offset, int64_t len,
     for (;;) {
         gp_wbuf w;
         gp_wbuf_init(&w);
-        gp_put_u64(&w, hid);
-        gp_put_u64(&w, (uint64_t)offset);
-        gp_put_u64(&w, ulen);
         if (op == GP_OP_LOCK)
-            gp_put_u8(&w, exclusive ? 1 : 0);
+            gp_LOCK_req_encode(&w, &(gp_LOCK_req){.hid = hid,
+                                                  .off = (uint64_t)offset,
+                                                  .len = ulen,
+                                                  .excl = exclusive ? 1 : 0});
+        else
+            gp_UNLOCK_req_encode(&w, &(gp_UNLOCK_req){.hid = hid,
+                                                      .off = (uint64_t)offset,
+                                                      .len = ulen});
         gc_req q;
         rc = gc_call(gc_server_conn(server), op, &w, &q);
         gc_req_release(&q);
@@ -276,9 +280,16 @@ static int64_t counter_call(int sid, const char *key, uint16_t op,
         return rc;
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_put_u64(&w, hid);
-    gp_put_str(&w, key);
-    gp_put_u64(&w, (uint64_t)delta);
+    if (op == GP_OP_FETCH_SET)
+        gp_FETCH_SET_req_encode(&w, &(gp_FETCH_SET_req){.hid = hid,
+                                                        .key = key,
+                                                        .value =
+                                                            (uint64_t)delta});
+    else
+        gp_FETCH_ADD_req_encode(&w, &(gp_FETCH_ADD_req){.hid = hid,
+                                                        .key = key,
+                                                        .delta =
+                                                            (uint64_t)delta});
     gc_req q;
     rc = gc_call(gc_server_conn(server), op, &w, &q);
     gp_wbuf_free(&w);
@@ -286,8 +297,18 @@ static int64_t counter_call(int sid, const char *key, uint16_t op,
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, q.reply, q.replylen);
-        uint64_t v = gp_get_u64(&r);
-        old = gp_done(&r) && v <= INT64_MAX ? (int64_t)v : GFS_EPROTO;
+        uint64_t v;
+        int k;
+        if (op == GP_OP_FETCH_SET) {
+            gp_FETCH_SET_rep m;
+            k = gp_FETCH_SET_rep_decode(&r, &m);
+            v = m.old;
+        } else {
+            gp_FETCH_ADD_rep m;
+            k = gp_FETCH_ADD_rep_decode(&r, &m);
+            v = m.old;
+        }
+        old = !k && v <= INT64_MAX ? (int64_t)v : GFS_EPROTO;
     }
     gc_req_release(&q);
     return old;

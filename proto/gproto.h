@@ -10,7 +10,7 @@
  *   offset size field
  *   0      4    magic    GP_MAGIC
  *   4      2    version  GP_VERSION (bumped on every wire change)
- *   6      2    opcode   one of GP_OPCODES below
+ *   6      2    opcode   one of GP_OPCODES (gmsg.h)
  *   8      8    reqid    chosen by the client, echoed in the reply
  *   16     4    status   int32, replies only
  *   20     4    length   payload bytes, <= the receiver's limit
@@ -47,10 +47,11 @@
 #define GP_PIECE_DIVISOR 32
 
 /*
- * Every message, once: X(name, opcode, request payload -> reply payload).
- * hid = u64 subfile header id; fkid = u64 fork handle; str/blob as above;
- * rec = u32 nsub, nsub x (u32 server, u64 hid), blob attrs;
- * segs = u32 nseg, nseg x segment (see "Data-request segments" below).
+ * Every message, once, with its request and reply fields: gmsg.h (the
+ * structs and codecs made from it: gcodec.h).  hid = u64 subfile header
+ * id; fkid = u64 fork handle; str/blob as above; rec = u32 nsub, nsub x
+ * (u32 server, u64 hid), blob attrs; segs = u32 nseg, nseg x segment (see
+ * "Data-request segments" below).
  *
  * Limits: a frame's payload is at most GP_MAX_PAYLOAD; the data bytes of
  * one IO request at most the data limit the server gave in PING (clients
@@ -104,41 +105,7 @@
  * their first request and are closed.
  */
 #define GP_FRAME_SLACK (64u << 10)
-#define GP_OPCODES(X)                                                          \
-    X(PING, 1, "-> u16 version, u64 data_limit, u64 pid")                     \
-    X(STATFS, 2, "-> 8 x u64 (see gfs_server_stat)")                           \
-    X(CMA_PROBE, 3, "u64 src, u64 dst -> - (local: 8 bytes src -> dst)")       \
-    X(AUTH, 4, "blob cnonce -> blob snonce (gauth.h)")                         \
-    X(AUTH_PROVE, 5, "blob client mac -> blob server mac (gauth.h)")           \
-    X(NS_RESERVE, 10, "str name -> -")                                         \
-    X(NS_COMMIT, 11, "str name, rec -> -")                                     \
-    X(NS_RELEASE, 12, "str name -> -")                                         \
-    X(NS_LOOKUP, 13, "str name -> rec")                                        \
-    X(NS_REMOVE, 14, "str name -> rec")                                        \
-    X(NS_LIST, 15, "str prefix -> u32 n, n x str")                             \
-    X(NS_SETATTR, 16, "str name, blob attrs -> -")                             \
-    X(SUB_CREATE, 20, "str filename, u32 subfile -> u64 hid")                  \
-    X(SUB_DELETE, 21, "u64 hid -> -")                                          \
-    X(SUB_LIST, 22, "u64 after -> u32 n, n x (u64 hid, str file, u32 subfile,"\
-                    " u8 deleted) (hid > after, sorted, <= 4096)")             \
-    X(FORK_CREATE, 30, "u64 hid, str fork -> -")                               \
-    X(FORK_OPEN, 31, "u64 hid, str fork -> u64 fkid, u64 size")                \
-    X(FORK_CLOSE, 32, "u64 fkid -> -")                                         \
-    X(FORK_DELETE, 33, "u64 hid, str fork -> -")                               \
-    X(FORK_LIST, 34, "u64 hid -> u32 n, n x (str fork, u64 size)")             \
-    X(FORK_SIZE, 35, "u64 fkid -> u64 size")                                   \
-    X(FORK_TRUNCATE, 36, "u64 fkid, u64 size -> -")                            \
-    X(FORK_SYNC, 37, "u64 fkid -> -")                                          \
-    X(FORK_REOPEN, 38, "u64 fkid -> u64 size")                                 \
-    X(IO_READ, 40, "u64 fkid, segs -> u64 fork size, data")                    \
-    X(IO_WRITE, 41, "u64 fkid, segs, data -> u64 fork size")                   \
-    X(IO_READV, 42, "u64 fkid, segs, mem -> u64 fork size (local, CMA)")       \
-    X(IO_WRITEV, 43, "u64 fkid, segs, mem -> u64 fork size (local, CMA)")      \
-    X(IO_STATS, 44, "-> 4 x u64 (see gfs_server_io)")                          \
-    X(FETCH_ADD, 50, "u64 hid, str key, u64 delta -> u64 old")                 \
-    X(LOCK, 51, "u64 hid, u64 off, u64 len, u8 excl -> -")                     \
-    X(UNLOCK, 52, "u64 hid, u64 off, u64 len -> -")                            \
-    X(FETCH_SET, 53, "u64 hid, str key, u64 value -> u64 old")
+#include "gmsg.h" /* GP_OPCODES: every message and its fields */
 
 enum gp_opcode {
 #define GP_X_ENUM(name, code, doc) GP_OP_##name = code,
@@ -278,5 +245,8 @@ void gp_seg_expand(const gp_seg *s, gp_piece *out, uint64_t *n);
  * not fit in sun_path. */
 struct sockaddr_un;
 int gp_local_addr(struct sockaddr_un *sa, const char *hostport);
+
+/* The message structs and codecs made from gmsg.h. */
+#include "gcodec.h"
 
 #endif /* GPROTO_H */

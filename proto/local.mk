@@ -11,3 +11,9 @@ proto_libgproto_la_LIBADD = $(SODIUM_LIBS)
 # `make check` fails while they are out of date.
 TESTS += proto/check-pyconst
 EXTRA_DIST += proto/check-pyconst proto/gen_pyconst.py tests/gproto_const.py
+
+# the one send loop (gp_send_all, gp_write_all), for both sides too
+proto_libgproto_la_SOURCES += proto/gsend.c proto/gsend.h
+
+# Every message's fields, once (gmsg.h), and the codecs made from it.
+proto_libgproto_la_SOURCES += proto/gmsg.h proto/gcodec.c proto/gcodec.h

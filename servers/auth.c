@@ -126,12 +126,12 @@ bool gsrv_auth_allows(const gsrv_conn *c, unsigned opcode)
 /* AUTH: the client's nonce in, ours out. */
 int gsrv_op_AUTH(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint32_t n = 0;
-    const uint8_t *cn = gp_get_blob(req, &n, GP_NONCE_BYTES);
-    int rc = gsrv_decoded(req);
+    gp_AUTH_req m;
+    int rc = gp_AUTH_req_decode(req, &m);
     if (rc)
         return rc;
-    if (n != GP_NONCE_BYTES)
+    const uint8_t *cn = m.cnonce;
+    if (m.cnonce_len != GP_NONCE_BYTES)
         return GFS_EPROTO;
     if (!auth.on)
         return -EOPNOTSUPP; /* no secret here: nothing to prove */
@@ -140,7 +140,8 @@ int gsrv_op_AUTH(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     memcpy(c->auth_cnonce, cn, GP_NONCE_BYTES);
     gp_random(c->auth_snonce, GP_NONCE_BYTES);
     c->auth_state = AUTH_CHALLENGED;
-    gp_put_blob(&rep->w, c->auth_snonce, GP_NONCE_BYTES);
+    gp_AUTH_rep_encode(&rep->w, &(gp_AUTH_rep){.snonce = c->auth_snonce,
+                                               .snonce_len = GP_NONCE_BYTES});
     return 0;
 }
 
@@ -148,12 +149,12 @@ int gsrv_op_AUTH(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
  * connection (the handler closes it after the reply). */
 int gsrv_op_AUTH_PROVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint32_t n = 0;
-    const uint8_t *mac = gp_get_blob(req, &n, GP_MAC_BYTES);
-    int rc = gsrv_decoded(req);
+    gp_AUTH_PROVE_req m;
+    int rc = gp_AUTH_PROVE_req_decode(req, &m);
     if (rc)
         return rc;
-    if (n != GP_MAC_BYTES)
+    const uint8_t *mac = m.mac;
+    if (m.mac_len != GP_MAC_BYTES)
         return GFS_EPROTO;
     if (!auth.on || c->auth_state != AUTH_CHALLENGED) {
         c->auth_failed = true;
@@ -171,6 +172,7 @@ int gsrv_op_AUTH_PROVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     c->auth_state = AUTH_DONE;
     gp_auth_mac(auth.key, GP_AUTH_SERVER_LABEL, c->auth_snonce,
                 c->auth_cnonce, want);
-    gp_put_blob(&rep->w, want, GP_MAC_BYTES);
+    gp_AUTH_PROVE_rep_encode(
+        &rep->w, &(gp_AUTH_PROVE_rep){.mac = want, .mac_len = GP_MAC_BYTES});
     return 0;
 }

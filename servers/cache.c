@@ -52,8 +52,7 @@ static struct {
     pthread_cond_t work;  /* CacheManager: a request arrived / stop    */
     pthread_cond_t ready; /* handlers: a list was looked up or a block
                            * was read                                  */
-    gsrv_block **bucket;
-    size_t nbuckets;      /* power of two */
+    gsrv_htable tab;      /* resident blocks by (fkid, bno); fixed size */
     gsrv_block lru;       /* sentinel: lnext = least recently used */
     size_t nominal;       /* nominal size in blocks */
     size_t nblocks;       /* allocated blocks */
@@ -74,37 +73,32 @@ static gsrv_block enomem_block = {.state = GSRV_BLK_ERROR, .err = -ENOMEM};
 
 /* ------------------------------------------------------------ blocks ---- */
 
-static size_t slot(uint64_t fkid, uint64_t bno)
+static uint64_t block_hash(uint64_t fkid, uint64_t bno)
 {
     uint64_t h = (fkid * 0x9e3779b97f4a7c15ull) ^ (bno * 0xc2b2ae3d27d4eb4full);
     h ^= h >> 29;
-    return (size_t)h & (cache.nbuckets - 1);
+    return h;
 }
 
 static gsrv_block *lookup(uint64_t fkid, uint64_t bno)
 {
-    for (gsrv_block *b = cache.bucket[slot(fkid, bno)]; b; b = b->hnext)
+    for (gsrv_hlink *l = gsrv_ht_chain(&cache.tab, block_hash(fkid, bno)); l;
+         l = l->next) {
+        gsrv_block *b = GSRV_HT_ENTRY(l, gsrv_block, hlink);
         if (b->fkid == fkid && b->bno == bno && !b->discard)
             return b;
+    }
     return NULL;
 }
 
 static void hash_insert(gsrv_block *b)
 {
-    size_t k = slot(b->fkid, b->bno);
-    b->hnext = cache.bucket[k];
-    cache.bucket[k] = b;
+    gsrv_ht_insert(&cache.tab, &b->hlink, block_hash(b->fkid, b->bno));
 }
 
 static void hash_remove(gsrv_block *b)
 {
-    gsrv_block **pp = &cache.bucket[slot(b->fkid, b->bno)];
-    for (; *pp; pp = &(*pp)->hnext)
-        if (*pp == b) {
-            *pp = b->hnext;
-            b->hnext = NULL;
-            return;
-        }
+    gsrv_ht_remove(&cache.tab, &b->hlink);
 }
 
 static void lru_remove(gsrv_block *b)
@@ -326,10 +320,8 @@ int gsrv_cache_start(size_t cache_mb)
     size_t nb = 1024;
     while (nb < cache.nominal)
         nb *= 2;
-    cache.bucket = calloc(nb, sizeof(*cache.bucket));
-    if (!cache.bucket)
+    if (gsrv_ht_init(&cache.tab, nb, false))
         return -ENOMEM;
-    cache.nbuckets = nb;
     cache.lru.lnext = cache.lru.lprev = &cache.lru;
     size_t w = (size_t)(gsrv_g.data_limit / GSRV_BLOCK_SIZE) + 2;
     if (w > cache.nominal)
@@ -338,8 +330,7 @@ int gsrv_cache_start(size_t cache_mb)
     cache.stop = false;
     int rc = pthread_create(&cache.thread, NULL, cm_main, NULL);
     if (rc) {
-        free(cache.bucket);
-        cache.bucket = NULL;
+        gsrv_ht_fini(&cache.tab);
         return -rc;
     }
     cache.running = true;
@@ -356,17 +347,10 @@ void gsrv_cache_stop(void)
     pthread_mutex_unlock(&cache.lock);
     pthread_join(cache.thread, NULL);
     cache.running = false;
-    for (size_t i = 0; i < cache.nbuckets; i++) {
-        gsrv_block *b = cache.bucket[i];
-        while (b) {
-            gsrv_block *next = b->hnext;
-            block_free(b);
-            b = next;
-        }
-    }
-    free(cache.bucket);
-    cache.bucket = NULL;
-    cache.nbuckets = 0;
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; (l = gsrv_ht_next(&cache.tab, &it));)
+        block_free(GSRV_HT_ENTRY(l, gsrv_block, hlink));
+    gsrv_ht_fini(&cache.tab);
 }
 
 size_t gsrv_cache_window(void)
@@ -436,14 +420,11 @@ void gsrv_cache_put(gsrv_block **blk, size_t n, bool discard)
 void gsrv_cache_drop_fork(uint64_t fkid)
 {
     pthread_mutex_lock(&cache.lock);
-    for (size_t i = 0; i < cache.nbuckets; i++) {
-        gsrv_block *b = cache.bucket[i];
-        while (b) {
-            gsrv_block *next = b->hnext;
-            if (b->fkid == fkid)
-                evict(b);
-            b = next;
-        }
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; (l = gsrv_ht_next(&cache.tab, &it));) {
+        gsrv_block *b = GSRV_HT_ENTRY(l, gsrv_block, hlink);
+        if (b->fkid == fkid)
+            evict(b);
     }
     pthread_mutex_unlock(&cache.lock);
 }
@@ -463,21 +444,18 @@ void gsrv_cache_trim(uint64_t fkid, uint64_t size, uint64_t oldsize)
     }
     if (oldsize <= size || first > last) {
         /* nothing cached can lie past the new end */
-    } else if (last - first < cache.nbuckets) {
+    } else if (last - first < cache.tab.nbuckets) {
         for (uint64_t bno = first; bno <= last; bno++) {
             gsrv_block *b = lookup(fkid, bno);
             if (b)
                 evict(b);
         }
     } else {
-        for (size_t i = 0; i < cache.nbuckets; i++) {
-            gsrv_block *b = cache.bucket[i];
-            while (b) {
-                gsrv_block *next = b->hnext;
-                if (b->fkid == fkid && b->bno >= first)
-                    evict(b);
-                b = next;
-            }
+        gsrv_ht_iter it = {0};
+        for (gsrv_hlink *l; (l = gsrv_ht_next(&cache.tab, &it));) {
+            gsrv_block *b = GSRV_HT_ENTRY(l, gsrv_block, hlink);
+            if (b->fkid == fkid && b->bno >= first)
+                evict(b);
         }
     }
     pthread_mutex_unlock(&cache.lock);

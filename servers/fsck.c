@@ -14,21 +14,23 @@
 
 int gsrv_op_SUB_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t after = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_SUB_LIST_req m;
+    int rc = gp_SUB_LIST_req_decode(req, &m);
     if (rc)
         return rc;
     gsrv_sub_info *v;
     size_t n;
-    rc = gsrv_sub_list(after, SUB_LIST_MAX, &v, &n);
+    rc = gsrv_sub_list(m.after, SUB_LIST_MAX, &v, &n);
     if (rc)
         return rc;
-    gp_put_u32(&rep->w, (uint32_t)n);
+    gp_SUB_LIST_rep_encode(&rep->w, &(gp_SUB_LIST_rep){.n = (uint32_t)n});
+    gp_SUB_item it;
     for (size_t i = 0; i < n; i++) {
-        gp_put_u64(&rep->w, v[i].hid);
-        gp_put_str(&rep->w, v[i].filename);
-        gp_put_u32(&rep->w, v[i].subidx);
-        gp_put_u8(&rep->w, v[i].deleted);
+        it.hid = v[i].hid;
+        it.file = v[i].filename;
+        it.subfile = v[i].subidx;
+        it.deleted = v[i].deleted;
+        gp_SUB_item_encode(&rep->w, &it);
     }
     gsrv_sub_info_free(v, n);
     return 0;

@@ -11,8 +11,11 @@
  *                 dispatch through a table built from GP_OPCODES, replies
  *                 out with writev.  PING and STATFS live here.
  *   nameserver.c  the NameServer: file records (NS_* opcodes).
- *   subfile.c     subfile headers and their fork tables (SUB_*, FORK_*,
- *                 FETCH_ADD).
+ *   subfile.c     the subfile table: subfiles and their fork tables in
+ *                 memory, fork reference counts, the listing for fsck.
+ *   subfile_disk.c  subfile headers on disk, removal, start-up recovery.
+ *   subfile_ops.c   SUB_* and FORK_* handlers (all but the data path).
+ *   counters.c    FETCH_ADD / FETCH_SET: a subfile's named counters.
  *   io.c          IO_READ / IO_WRITE (and their same-host forms IO_READV /
  *                 IO_WRITEV): decode, expand, sort, coalesce, move data
  *                 between the socket (or the client's memory) and cache
@@ -72,6 +75,7 @@
 #include "galley.h"
 #include "gproto.h"
 #include "gerror.h"
+#include "htable.h"
 
 /* ------------------------------------------------------------------------
  * Limits and constants
@@ -434,7 +438,7 @@ struct gsrv_block {
     int state;
     int err;
     bool discard;         /* free at the last release instead of caching */
-    gsrv_block *hnext;    /* hash chain */
+    gsrv_hlink hlink;     /* in the cache's table by (fkid, bno) */
     gsrv_block *lprev, *lnext; /* LRU list, only while refs == 0 */
     gsrv_dreq dreq;       /* the read that fills it */
 };

@@ -29,6 +29,7 @@
  * handled in arrival order; replies echo the opcode and request id.
  */
 #include "gsrv_internal.h"
+#include "gsend.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -73,25 +74,8 @@ int gsrv_out_flush(gsrv_out *o)
             o->err = gsrv_rmem_xfer(o->rmem, true, iov, (size_t)n);
         n = 0;
     }
-    while (n > 0 && !o->err) {
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-        ssize_t w = sendmsg(o->fd, &mh, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            o->err = -errno;
-            break;
-        }
-        while (n > 0 && (size_t)w >= iov->iov_len) {
-            w -= (ssize_t)iov->iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0 && w > 0) {
-            iov->iov_base = (char *)iov->iov_base + w;
-            iov->iov_len -= (size_t)w;
-        }
-    }
+    if (n > 0 && !o->err)
+        o->err = gp_send_all(o->fd, iov, n);
     o->n = 0;
     o->used = 0;
     return o->err;
@@ -332,18 +316,20 @@ int gsrv_conn_drop_open(gsrv_conn *c, uint64_t fkid)
 
 int gsrv_op_PING(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    int rc = gsrv_decoded(req);
+    gp_PING_req m;
+    int rc = gp_PING_req_decode(req, &m);
     if (rc)
         return rc;
-    gp_put_u16(&rep->w, GP_VERSION);
-    gp_put_u64(&rep->w, gsrv_g.data_limit);
-    gp_put_u64(&rep->w, (uint64_t)getpid());
+    gp_PING_rep_encode(&rep->w, &(gp_PING_rep){.version = GP_VERSION,
+                                               .data_limit = gsrv_g.data_limit,
+                                               .pid = (uint64_t)getpid()});
     return 0;
 }
 
 int gsrv_op_STATFS(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    int rc = gsrv_decoded(req);
+    gp_STATFS_req m;
+    int rc = gp_STATFS_req_decode(req, &m);
     if (rc)
         return rc;
     struct statvfs sv;
@@ -352,14 +338,16 @@ int gsrv_op_STATFS(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint64_t nsub, nforks, used, hits, misses;
     gsrv_sub_stats(&nsub, &nforks, &used);
     gsrv_cache_stats(&hits, &misses);
-    gp_put_u64(&rep->w, used);
-    gp_put_u64(&rep->w, (uint64_t)sv.f_bavail * sv.f_frsize);
-    gp_put_u64(&rep->w, (uint64_t)sv.f_blocks * sv.f_frsize);
-    gp_put_u64(&rep->w, gsrv_ns_count());
-    gp_put_u64(&rep->w, nsub);
-    gp_put_u64(&rep->w, nforks);
-    gp_put_u64(&rep->w, hits);
-    gp_put_u64(&rep->w, misses);
+    gp_STATFS_rep_encode(
+        &rep->w,
+        &(gp_STATFS_rep){.bytes_used = used,
+                         .bytes_free = (uint64_t)sv.f_bavail * sv.f_frsize,
+                         .bytes_total = (uint64_t)sv.f_blocks * sv.f_frsize,
+                         .nrecords = gsrv_ns_count(),
+                         .nsubfiles = nsub,
+                         .nforks = nforks,
+                         .cache_hits = hits,
+                         .cache_misses = misses});
     return 0;
 }
 
@@ -367,10 +355,11 @@ int gsrv_op_STATFS(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
  * dst in the client (gproto.h). */
 int gsrv_op_CMA_PROBE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t src = gp_get_u64(req), dst = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_CMA_PROBE_req probe;
+    int rc = gp_CMA_PROBE_req_decode(req, &probe);
     if (rc)
         return rc;
+    uint64_t src = probe.src, dst = probe.dst;
     gsrv_rmem m;
     rc = gsrv_rmem_init(&m, c);
     if (rc)

@@ -112,6 +112,39 @@ static const uint8_t zeros[65536];
 
 /* ------------------------------------------------------------ decode ---- */
 
+/* The fields of IO_READ / IO_WRITE / IO_READV / IO_WRITEV before their
+ * tails (gmsg.h), and of their replies before any data. */
+#define IO_MSGS(X, write, cma)                                                 \
+    if (write && cma)                                                          \
+        X(IO_WRITEV);                                                          \
+    else if (write)                                                            \
+        X(IO_WRITE);                                                           \
+    else if (cma)                                                              \
+        X(IO_READV);                                                           \
+    else                                                                       \
+        X(IO_READ);
+
+static int decode_head(gp_rbuf *r, bool write, bool cma, uint64_t *fkid)
+{
+    int rc;
+#define IO_REQ(OP)                                                             \
+    do {                                                                       \
+        gp_##OP##_req m;                                                       \
+        rc = gp_##OP##_req_decode(r, &m);                                      \
+        *fkid = m.fkid;                                                        \
+    } while (0)
+    IO_MSGS(IO_REQ, write, cma)
+#undef IO_REQ
+    return rc;
+}
+
+static void encode_reply_head(gp_wbuf *w, bool write, bool cma, uint64_t size)
+{
+#define IO_REP(OP) gp_##OP##_rep_encode(w, &(gp_##OP##_rep){.size = size})
+    IO_MSGS(IO_REP, write, cma)
+#undef IO_REP
+}
+
 static int decode(gp_rbuf *r, io_req *q)
 {
     uint32_t nseg = gp_get_u32(r);
@@ -629,8 +662,10 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     io_req *q = io_new(c, true, cma, &rc);
     if (!q)
         return rc;
-    uint64_t fkid = gp_get_u64(req);
-    rc = decode(req, q);
+    uint64_t fkid;
+    rc = decode_head(req, true, cma, &fkid);
+    if (!rc)
+        rc = decode(req, q);
     /* small pieces: copy the data in before taking the fork's lock */
     if (!rc && cma && q->n && q->bytes / q->n < GSRV_CMA_DIRECT_MIN)
         rc = pull_data(c, q);
@@ -681,7 +716,7 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     }
 out_reply:
     gsrv_iostat_count(c, true, q->bytes);
-    gp_put_u64(&rep->w, q->size);
+    encode_reply_head(&rep->w, true, cma, q->size);
 out_free:
     io_free(q);
     return rc;
@@ -778,8 +813,10 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     io_req *q = io_new(c, false, cma, &rc);
     if (!q)
         return rc;
-    uint64_t fkid = gp_get_u64(req);
-    rc = decode(req, q);
+    uint64_t fkid;
+    rc = decode_head(req, false, cma, &fkid);
+    if (!rc)
+        rc = decode(req, q);
     if (rc)
         goto out_free;
     rc = gsrv_fork_get(fkid, &q->f);
@@ -790,7 +827,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     q->locked = true;
     q->size = gsrv_fork_size(q->f);
     q->limit = q->size;
-    gp_put_u64(&rep->w, q->size);
+    encode_reply_head(&rep->w, false, cma, q->size);
     if (q->n == 0)
         goto out_free;
 

@@ -57,10 +57,17 @@ void gsrv_iostat_count(gsrv_conn *c, bool write, uint64_t bytes)
 int gsrv_op_IO_STATS(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     (void)c;
-    int rc = gsrv_decoded(req);
+    gp_IO_STATS_req m;
+    int rc = gp_IO_STATS_req_decode(req, &m);
     if (rc)
         return rc;
+    uint64_t v[ST_N];
     for (int k = 0; k < ST_N; k++)
-        gp_put_u64(&rep->w, __atomic_load_n(&counters[k], __ATOMIC_RELAXED));
+        v[k] = __atomic_load_n(&counters[k], __ATOMIC_RELAXED);
+    gp_IO_STATS_rep_encode(&rep->w,
+                           &(gp_IO_STATS_rep){.written_local = v[ST_WR_LOCAL],
+                                              .written_remote = v[ST_WR_REMOTE],
+                                              .read_local = v[ST_RD_LOCAL],
+                                              .read_remote = v[ST_RD_REMOTE]});
     return 0;
 }

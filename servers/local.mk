@@ -3,10 +3,16 @@
 bin_PROGRAMS += servers/galleyd
 servers_galleyd_SOURCES = \
 	servers/gsrv_internal.h \
+	servers/htable.h \
+	servers/htable.c \
 	servers/galleyd.c \
 	servers/handler.c \
 	servers/nameserver.c \
+	servers/subfile_internal.h \
 	servers/subfile.c \
+	servers/subfile_disk.c \
+	servers/subfile_ops.c \
+	servers/counters.c \
 	servers/io.c \
 	servers/cache.c \
 	servers/disk.c \

@@ -37,6 +37,7 @@
  *   subfiles marked deleted are removed (nobody has them open any more).
  */
 #include "gsrv_internal.h"
+#include "gsend.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,22 +46,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 /* Parent directory of a relative path ("." when there is none). */
 static void parent_of(const char *rel, char *out, size_t outlen)
@@ -101,7 +86,7 @@ int gsrv_meta_write(const char *rel, const void *buf, size_t len,
                     0644);
     if (fd < 0)
         return -errno;
-    rc = write_all(fd, buf, len);
+    rc = gp_write_all(fd, buf, len);
     if (rc)
         goto out_unlink_tmp;
     if (durable && fsync(fd) < 0) {

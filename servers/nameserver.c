@@ -17,6 +17,7 @@
  * -EEXIST only if a committed record exists.
  */
 #include "gsrv_internal.h"
+#include "htable.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,8 +33,7 @@
 #define NS_FORMAT 1
 
 typedef struct ns_ent {
-    struct ns_ent *next; /* hash chain */
-    uint64_t hash;
+    gsrv_hlink hlink; /* in ns.tab, keyed by name_hash(name) */
     char *name;
     bool committed;
     uint64_t id;    /* record file id, when committed */
@@ -47,9 +47,7 @@ typedef struct ns_ent {
 
 static struct {
     pthread_mutex_t lock;
-    ns_ent **bucket;
-    size_t nbuckets; /* power of two */
-    size_t nents;
+    gsrv_htable tab; /* ns_ent by name */
     size_t nreserved; /* entries not committed: reservations in progress */
     uint64_t ncommitted;
     uint64_t next_id;
@@ -145,48 +143,19 @@ static void ent_to_record(const ns_ent *e, gp_record *rec)
     memcpy(rec->attrs, e->attrs, (size_t)e->attrlen + 1);
 }
 
-static ns_ent *find(const char *name, uint64_t h, ns_ent ***link)
+static ns_ent *find(const char *name, uint64_t h)
 {
-    ns_ent **pp = &ns.bucket[h & (ns.nbuckets - 1)];
-    for (; *pp; pp = &(*pp)->next) {
-        if ((*pp)->hash == h && strcmp((*pp)->name, name) == 0) {
-            if (link)
-                *link = pp;
-            return *pp;
-        }
+    for (gsrv_hlink *l = gsrv_ht_chain(&ns.tab, h); l; l = l->next) {
+        ns_ent *e = GSRV_HT_ENTRY(l, ns_ent, hlink);
+        if (l->hash == h && strcmp(e->name, name) == 0)
+            return e;
     }
     return NULL;
-}
-
-static int grow(void)
-{
-    size_t nb = ns.nbuckets ? ns.nbuckets * 2 : 1024;
-    ns_ent **b = calloc(nb, sizeof(*b));
-    if (!b)
-        return -ENOMEM;
-    for (size_t i = 0; i < ns.nbuckets; i++) {
-        ns_ent *e = ns.bucket[i];
-        while (e) {
-            ns_ent *next = e->next;
-            e->next = b[e->hash & (nb - 1)];
-            b[e->hash & (nb - 1)] = e;
-            e = next;
-        }
-    }
-    free(ns.bucket);
-    ns.bucket = b;
-    ns.nbuckets = nb;
-    return 0;
 }
 
 /* New entry in the table (not committed, no record). */
 static int insert(const char *name, uint64_t h, ns_ent **out)
 {
-    if (ns.nents >= ns.nbuckets) {
-        int rc = grow();
-        if (rc && !ns.nbuckets)
-            return rc; /* a full table just has longer chains */
-    }
     ns_ent *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
@@ -195,20 +164,15 @@ static int insert(const char *name, uint64_t h, ns_ent **out)
         free(e);
         return -ENOMEM;
     }
-    e->hash = h;
-    e->next = ns.bucket[h & (ns.nbuckets - 1)];
-    ns.bucket[h & (ns.nbuckets - 1)] = e;
-    ns.nents++;
+    gsrv_ht_insert(&ns.tab, &e->hlink, h); /* a full table: longer chains */
     ns.nreserved++;
     *out = e;
     return 0;
 }
 
-static void unlink_ent(ns_ent **link)
+static void unlink_ent(ns_ent *e)
 {
-    ns_ent *e = *link;
-    *link = e->next;
-    ns.nents--;
+    gsrv_ht_remove(&ns.tab, &e->hlink);
     if (e->committed)
         ns.ncommitted--;
     else
@@ -285,7 +249,7 @@ static int load_one(uint64_t id, const char *fname, gp_record *rec)
         goto out_free_buf;
     }
     uint64_t h = name_hash(name);
-    if (find(name, h, NULL)) {
+    if (find(name, h)) {
         gsrv_log(0, "ns/%s: duplicate record for a name, ignored", fname);
         goto out_free_buf;
     }
@@ -295,9 +259,7 @@ static int load_one(uint64_t id, const char *fname, gp_record *rec)
         goto out_free_buf;
     rc = ent_set_record(e, rec, rec->attrs, rec->attrlen);
     if (rc) {
-        ns_ent **link;
-        find(name, h, &link);
-        unlink_ent(link);
+        unlink_ent(e);
         goto out_free_buf;
     }
     mark_committed(e, id);
@@ -313,7 +275,7 @@ int gsrv_ns_init(void)
 
     if (mkdirat(gsrv_g.dfd, "ns", 0755) < 0 && errno != EEXIST)
         return -errno;
-    rc = grow();
+    rc = gsrv_ht_init(&ns.tab, 1024, true);
     if (rc)
         return rc;
     ns.next_id = 1;
@@ -369,18 +331,10 @@ out_closedir:
 
 void gsrv_ns_fini(void)
 {
-    for (size_t i = 0; i < ns.nbuckets; i++) {
-        ns_ent *e = ns.bucket[i];
-        while (e) {
-            ns_ent *next = e->next;
-            ent_free(e);
-            e = next;
-        }
-    }
-    free(ns.bucket);
-    ns.bucket = NULL;
-    ns.nbuckets = 0;
-    ns.nents = 0;
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; (l = gsrv_ht_next(&ns.tab, &it));)
+        ent_free(GSRV_HT_ENTRY(l, ns_ent, hlink));
+    gsrv_ht_fini(&ns.tab);
     ns.nreserved = 0;
     ns.ncommitted = 0;
 }
@@ -388,14 +342,11 @@ void gsrv_ns_fini(void)
 void gsrv_ns_drop_conn(uint64_t conn_id)
 {
     pthread_mutex_lock(&ns.lock);
-    for (size_t i = 0; ns.nreserved && i < ns.nbuckets; i++) {
-        ns_ent **pp = &ns.bucket[i];
-        while (*pp) {
-            if (!(*pp)->committed && (*pp)->owner == conn_id)
-                unlink_ent(pp);
-            else
-                pp = &(*pp)->next;
-        }
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; ns.nreserved && (l = gsrv_ht_next(&ns.tab, &it));) {
+        ns_ent *e = GSRV_HT_ENTRY(l, ns_ent, hlink);
+        if (!e->committed && e->owner == conn_id)
+            unlink_ent(e);
     }
     pthread_mutex_unlock(&ns.lock);
 }
@@ -410,28 +361,18 @@ uint64_t gsrv_ns_count(void)
 
 /* -------------------------------------------------------------- ops ---- */
 
-/* Decode a name argument; 0 or an error for the reply. */
-static int get_name(gp_rbuf *r, char *name)
-{
-    gp_get_str(r, name, GFS_NAME_MAX);
-    if (r->err)
-        return r->err;
-    return 0;
-}
-
 int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    int rc = get_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_RESERVE_req m;
+    int rc = gp_NS_RESERVE_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
         return rc;
     uint64_t h = name_hash(name);
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, h, NULL);
+    ns_ent *e = find(name, h);
     if (e) {
         rc = -EEXIST;
     } else {
@@ -445,15 +386,12 @@ int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 
 int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
     gp_record *rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    int rc = get_name(req, name);
-    if (!rc) {
-        gp_get_record(req, rec);
-        rc = gsrv_decoded(req);
-    }
+    gp_NS_COMMIT_req m = {.rec = rec};
+    int rc = gp_NS_COMMIT_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
@@ -462,7 +400,7 @@ int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint64_t h = name_hash(name);
     bool created = false;
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, h, NULL);
+    ns_ent *e = find(name, h);
     if (e && e->committed) {
         rc = -EEXIST;
         goto out_unlock;
@@ -479,9 +417,7 @@ int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = write_record(id, name, rec);
     if (rc) {
         if (created) {
-            ns_ent **link;
-            find(name, h, &link);
-            unlink_ent(link);
+            unlink_ent(e);
         } else {
             ent_free_record(e); /* stays a reservation */
         }
@@ -498,20 +434,18 @@ out_free_rec:
 
 int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    int rc = get_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_RELEASE_req m;
+    int rc = gp_NS_RELEASE_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
         return rc;
     uint64_t h = name_hash(name);
-    ns_ent **link;
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, h, &link);
+    ns_ent *e = find(name, h);
     if (e && !e->committed)
-        unlink_ent(link);
+        unlink_ent(e);
     else
         rc = -ENOENT; /* nothing reserved under that name */
     pthread_mutex_unlock(&ns.lock);
@@ -520,10 +454,9 @@ int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 
 int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    int rc = get_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_LOOKUP_req m;
+    int rc = gp_NS_LOOKUP_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
@@ -532,24 +465,23 @@ int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (!rec)
         return -ENOMEM;
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, name_hash(name), NULL);
+    ns_ent *e = find(name, name_hash(name));
     if (e && e->committed)
         ent_to_record(e, rec);
     else
         rc = -ENOENT;
     pthread_mutex_unlock(&ns.lock);
     if (!rc)
-        gp_put_record(&rep->w, rec);
+        gp_NS_LOOKUP_rep_encode(&rep->w, &(gp_NS_LOOKUP_rep){.rec = rec});
     free(rec);
     return rc;
 }
 
 int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    int rc = get_name(req, name);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_REMOVE_req m;
+    int rc = gp_NS_REMOVE_req_decode(req, &m);
+    const char *name = m.name;
     if (!rc)
         rc = gsrv_check_name(name);
     if (rc)
@@ -557,9 +489,8 @@ int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gp_record *rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    ns_ent **link;
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, name_hash(name), &link);
+    ns_ent *e = find(name, name_hash(name));
     if (!e || !e->committed) {
         rc = -ENOENT;
         goto out_unlock;
@@ -568,11 +499,11 @@ int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     rc = remove_record(e->id);
     if (rc)
         goto out_unlock;
-    unlink_ent(link);
+    unlink_ent(e);
 out_unlock:
     pthread_mutex_unlock(&ns.lock);
     if (!rc)
-        gp_put_record(&rep->w, rec);
+        gp_NS_REMOVE_rep_encode(&rep->w, &(gp_NS_REMOVE_rep){.rec = rec});
     free(rec);
     return rc;
 }
@@ -584,12 +515,11 @@ static int cmp_name(const void *a, const void *b)
 
 int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char prefix[GFS_NAME_MAX + 1];
-    int rc = get_name(req, prefix);
-    if (!rc)
-        rc = gsrv_decoded(req);
+    gp_NS_LIST_req m;
+    int rc = gp_NS_LIST_req_decode(req, &m);
     if (rc)
         return rc;
+    const char *prefix = m.prefix;
     size_t plen = strlen(prefix);
 
     pthread_mutex_lock(&ns.lock);
@@ -601,20 +531,25 @@ int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = -ENOMEM;
         goto out_unlock;
     }
-    for (size_t i = 0; i < ns.nbuckets; i++)
-        for (ns_ent *e = ns.bucket[i]; e; e = e->next)
-            if (e->committed && strncmp(e->name, prefix, plen) == 0) {
-                names[n++] = e->name;
-                bytes += 2 + strlen(e->name);
-            }
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; (l = gsrv_ht_next(&ns.tab, &it));) {
+        ns_ent *e = GSRV_HT_ENTRY(l, ns_ent, hlink);
+        if (e->committed && strncmp(e->name, prefix, plen) == 0) {
+            names[n++] = e->name;
+            bytes += 2 + strlen(e->name);
+        }
+    }
     if (n > GP_MAX_NAMES || bytes > GP_MAX_PAYLOAD) {
         rc = GFS_ETOOBIG;
         goto out_free_names;
     }
     qsort(names, n, sizeof(*names), cmp_name);
-    gp_put_u32(&rep->w, (uint32_t)n);
-    for (size_t i = 0; i < n; i++)
-        gp_put_str(&rep->w, names[i]);
+    gp_NS_LIST_rep_encode(&rep->w, &(gp_NS_LIST_rep){.n = (uint32_t)n});
+    gp_NAME_item item;
+    for (size_t i = 0; i < n; i++) {
+        item.name = names[i];
+        gp_NAME_item_encode(&rep->w, &item);
+    }
 out_free_names:
     free(names);
 out_unlock:
@@ -624,14 +559,11 @@ out_unlock:
 
 int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    char name[GFS_NAME_MAX + 1];
-    uint32_t alen = 0;
-    const uint8_t *attrs = NULL;
-    int rc = get_name(req, name);
-    if (!rc) {
-        attrs = gp_get_blob(req, &alen, GP_ATTR_MAX);
-        rc = gsrv_decoded(req);
-    }
+    gp_NS_SETATTR_req m;
+    int rc = gp_NS_SETATTR_req_decode(req, &m);
+    const char *name = m.name;
+    uint32_t alen = m.attrs_len;
+    const uint8_t *attrs = m.attrs;
     if (!rc)
         rc = gsrv_check_name(name);
     if (!rc)
@@ -642,7 +574,7 @@ int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (!rec)
         return -ENOMEM;
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, name_hash(name), NULL);
+    ns_ent *e = find(name, name_hash(name));
     if (!e || !e->committed) {
         rc = -ENOENT;
         goto out_unlock;

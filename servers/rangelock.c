@@ -165,13 +165,12 @@ static size_t count_conn(uint64_t conn)
 
 int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t hid = gp_get_u64(req);
-    uint64_t off = gp_get_u64(req);
-    uint64_t len = gp_get_u64(req);
-    uint8_t excl = gp_get_u8(req);
-    int rc = gsrv_decoded(req);
+    gp_LOCK_req m;
+    int rc = gp_LOCK_req_decode(req, &m);
     if (rc)
         return rc;
+    uint64_t hid = m.hid, off = m.off, len = m.len;
+    uint8_t excl = m.excl;
     if (excl > 1)
         return -EINVAL;
     if (!gsrv_sub_exists(hid))
@@ -229,12 +228,11 @@ out_unlock:
 
 int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    uint64_t hid = gp_get_u64(req);
-    uint64_t off = gp_get_u64(req);
-    uint64_t len = gp_get_u64(req);
-    int rc = gsrv_decoded(req);
+    gp_UNLOCK_req m;
+    int rc = gp_UNLOCK_req_decode(req, &m);
     if (rc)
         return rc;
+    uint64_t hid = m.hid, off = m.off, len = m.len;
     uint64_t start, end;
     range_of(off, len, &start, &end);
     rlock *found = NULL;

@@ -2,8 +2,11 @@
  * fuzz_proto.c -- fuzz target for the wire decoders in proto/gproto.c.
  *
  * LLVMFuzzerTestOneInput decodes arbitrary bytes as a frame header, a file
- * record, a list of segments, a run of primitive fields, or a whole request
- * frame (field shapes from GP_OPCODES), and checks invariants: no crash, no
+ * record, a list of segments, a run of primitive fields, a whole request
+ * frame (its fields through the request's codec, then its segment lists),
+ * or the body of any message in
+ * either direction through its codec made from proto/gmsg.h (fuzz_msg.c),
+ * and checks invariants: no crash, no
  * read outside the input, a successful decode re-encodes to exactly the
  * bytes consumed, a measured segment expands to the measured number of
  * pieces and bytes, and no expanded piece ends beyond GP_MAX_OFFSET.  A
@@ -12,7 +15,8 @@
  * Two ways to build it:
  *   - with libFuzzer (clang):
  *       clang -g -O1 -fsanitize=fuzzer,address,undefined -DGALLEY_LIBFUZZER \
- *             -Iinclude -Iproto tests/unit/fuzz_proto.c proto/gproto.c
+ *             -Iinclude -Iproto tests/unit/fuzz_proto.c tests/unit/fuzz_msg.c \
+ *             proto/gproto.c proto/gcodec.c
  *   - otherwise (the `make check` build): the small driver below runs the
  *     target over GALLEY_FUZZ_ITERS (default 200000) generated inputs --
  *     random bytes, valid encodings, and mutated/truncated valid encodings
@@ -45,7 +49,19 @@
         }                                                                      \
     } while (0)
 
-enum { MODE_RECORD, MODE_SEGMENTS, MODE_PRIMS, MODE_FRAME, NMODES };
+enum {
+    MODE_RECORD,
+    MODE_SEGMENTS,
+    MODE_PRIMS,
+    MODE_FRAME,
+    MODE_MESSAGE,
+    NMODES
+};
+
+/* fuzz_msg.c: every message of gmsg.h through its generated decoder. */
+void fuzz_msg_check(const uint8_t *data, size_t size);
+void fuzz_msg_gen(gp_wbuf *w, uint64_t seed);
+int fuzz_msg_request(unsigned op, gp_rbuf *r);
 
 /* ------------------------------------------------------------- checks ---- */
 
@@ -158,70 +174,13 @@ static void check_seglist(gp_rbuf *r)
         check_seg(r);
 }
 
-/* Decode a request payload by the field shapes listed in GP_OPCODES. */
+/* Decode a request payload with its codec made from gmsg.h (fuzz_msg.c),
+ * then the segment lists of its tail. */
 static void check_request(unsigned op, gp_rbuf *r)
 {
-    switch (op) {
-    case GP_OP_NS_RESERVE:
-    case GP_OP_NS_RELEASE:
-    case GP_OP_NS_LOOKUP:
-    case GP_OP_NS_REMOVE:
-    case GP_OP_NS_LIST:
-        check_str(r, GFS_NAME_MAX);
-        break;
-    case GP_OP_NS_COMMIT:
-        check_str(r, GFS_NAME_MAX);
-        check_record(r);
-        break;
-    case GP_OP_NS_SETATTR:
-        check_str(r, GFS_NAME_MAX);
-        check_blob(r, GP_ATTR_MAX);
-        break;
-    case GP_OP_SUB_CREATE:
-        check_str(r, GFS_NAME_MAX);
-        (void)gp_get_u32(r);
-        break;
-    case GP_OP_FORK_CREATE:
-    case GP_OP_FORK_OPEN:
-    case GP_OP_FORK_DELETE:
-        (void)gp_get_u64(r);
-        check_str(r, GFS_FORK_NAME_MAX);
-        break;
-    case GP_OP_FORK_TRUNCATE:
-        (void)gp_get_u64(r);
-        (void)gp_get_u64(r);
-        break;
-    case GP_OP_IO_READ:
-    case GP_OP_IO_WRITE:
-        (void)gp_get_u64(r);
+    int lists = fuzz_msg_request(op, r);
+    for (int i = 0; i < lists && !r->err; i++)
         check_seglist(r);
-        break;
-    case GP_OP_IO_READV:
-    case GP_OP_IO_WRITEV: /* file segments, then memory segments */
-        (void)gp_get_u64(r);
-        check_seglist(r);
-        check_seglist(r);
-        break;
-    case GP_OP_CMA_PROBE:
-        (void)gp_get_u64(r);
-        (void)gp_get_u64(r);
-        break;
-    case GP_OP_FETCH_ADD:
-        (void)gp_get_u64(r);
-        check_str(r, 63);
-        (void)gp_get_u64(r);
-        break;
-    case GP_OP_LOCK:
-        (void)gp_get_u64(r);
-        (void)gp_get_u64(r);
-        (void)gp_get_u64(r);
-        (void)gp_get_u8(r);
-        break;
-    default: /* PING, STATFS and one-u64 requests */
-        if (gp_opname(op))
-            (void)gp_get_u64(r);
-        break;
-    }
     /* Whatever happened, the reader stayed inside its buffer. */
     ENSURE(r->pos <= r->len);
     ENSURE(gp_remaining(r) == r->len - r->pos);
@@ -276,6 +235,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_request(h.opcode, &r);
         break;
     }
+    case MODE_MESSAGE:
+        fuzz_msg_check(data, size);
+        break;
     }
     ENSURE(r.pos <= r.len);
     if (r.err)
@@ -449,6 +411,9 @@ static void gen_valid(gp_wbuf *w, unsigned mode)
         }
         break;
     }
+    case MODE_MESSAGE:
+        fuzz_msg_gen(&body, rnd());
+        break;
     }
     gp_hdr h = {GP_MAGIC, GP_VERSION, (uint16_t)op, rnd(), 0,
                 (uint32_t)body.len};

@@ -43,3 +43,31 @@ tests_unit_fuzz_proto_asan_SOURCES = tests/unit/fuzz_proto.c proto/gproto.c
 tests_unit_fuzz_proto_asan_CFLAGS = $(AM_CFLAGS) -g -O1 $(SANITIZE) \
 	-DGALLEY_FUZZ_DEFAULT_ITERS=50000
 tests_unit_fuzz_proto_asan_LDFLAGS = $(SANITIZE)
+
+# test_htable: galleyd's one hash table (servers/htable.c) against an array
+# model, without a server.
+check_PROGRAMS += tests/unit/test_htable
+TESTS += tests/unit/test_htable
+tests_unit_test_htable_SOURCES = tests/unit/test_htable.c tests/unit/utest.h \
+	servers/htable.c servers/htable.h
+tests_unit_test_htable_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/servers
+
+# test_send: the one send loop (proto/gsend.c) over a socketpair: short
+# writes, EINTR, EAGAIN, EPIPE, more than IOV_MAX entries.
+check_PROGRAMS += tests/unit/test_send
+TESTS += tests/unit/test_send
+tests_unit_test_send_SOURCES = tests/unit/test_send.c tests/unit/utest.h
+tests_unit_test_send_LDADD = proto/libgproto.la -lpthread
+
+# test_msg     every message of proto/gmsg.h, both directions, by iterating
+#              the table: round trips, truncation at every byte, limits,
+#              wire bytes.  fuzz_msg.c adds the same messages to the fuzz
+#              target (MODE_MESSAGE: every decoder, random and mutated).
+check_PROGRAMS += tests/unit/test_msg
+TESTS += tests/unit/test_msg
+tests_unit_test_msg_SOURCES = tests/unit/test_msg.c tests/unit/msg_sample.h \
+	tests/unit/utest.h
+tests_unit_test_msg_LDADD = proto/libgproto.la
+tests_unit_fuzz_proto_SOURCES += tests/unit/fuzz_msg.c tests/unit/msg_sample.h
+tests_unit_fuzz_proto_asan_SOURCES += tests/unit/fuzz_msg.c \
+	tests/unit/msg_sample.h proto/gcodec.c

@@ -1,0 +1,206 @@
+/*
+ * gmsg.h -- every message of the wire protocol, once: its opcode, and the
+ * fields of its request and of its reply, in wire order.
+ *
+ * From this table the preprocessor makes, for both libgalley and galleyd
+ * (gcodec.h, gcodec.c): a struct per message and direction (gp_NAME_req,
+ * gp_NAME_rep), and an encoder and a decoder for each
+ * (gp_NAME_req_encode / gp_NAME_req_decode, ...); the unit tests round-trip
+ * and fuzz every message by iterating it, and proto/gen_pyconst.py reads
+ * the opcodes for the Python tests.  Frame layout, limits and the meaning
+ * of each message: gproto.h.
+ *
+ * GP_OPCODES(X) lists the messages: X(name, opcode, note).  For each name,
+ * GP_name_REQ(F) and GP_name_REP(F) list the fields as F(kind, field, ...):
+ *
+ *   kind    wire                          struct member(s)
+ *   u8..u64 little-endian integer         uintN_t field
+ *   str, MAX  u16 length + bytes (no NUL) const char *field (encode);
+ *             decode checks <= MAX and    char field_buf[MAX + 1], and
+ *             copies it                   field points at it (decode)
+ *   blob, MAX u32 length + bytes          const uint8_t *field, uint32_t
+ *             (decode: <= MAX, no copy)   field_len (points into the frame)
+ *   rec     gp_put_record / gp_get_record gp_record *field: the caller
+ *                                         points it at storage to decode
+ *   list, ITEM, MAX  u32 count, then      uint32_t field (the count);
+ *             count x ITEM (fields        items go through gp_ITEM_item_
+ *             GP_ITEM_ITEM(F))            encode/_decode one at a time
+ *   segs    u32 nseg, nseg x segment      none: the data path's own
+ *   mem     u32 nseg, nseg x segment      helpers (io.c, cma.c) handle
+ *   data    the data bytes                these, after the fields
+ *
+ * list, segs, mem and data are tails: they come last, and the message's
+ * decoder leaves the reader at them (the caller decodes them and then
+ * calls gp_decode_end).  Every other decoder fails unless the payload is
+ * exactly its fields.
+ *
+ * To add a message: a row in GP_OPCODES with a new opcode, its
+ * GP_name_REQ and GP_name_REP below, a handler gsrv_op_name in servers/,
+ * a client call in libgalley/; `python3 proto/gen_pyconst.py`.  Changing
+ * a message's fields is an edit here (and GP_VERSION in gproto.h), plus
+ * the code that uses the field.
+ */
+#ifndef GMSG_H
+#define GMSG_H
+
+#define GP_OPCODES(X)                                                          \
+    X(PING, 1, "handshake: the server's protocol version and data limit")      \
+    X(STATFS, 2, "server usage, see gfs_server_stat")                          \
+    X(CMA_PROBE, 3, "local only: the server copies 8 bytes src -> dst")        \
+    X(AUTH, 4, "client nonce -> server nonce (gauth.h)")                       \
+    X(AUTH_PROVE, 5, "client mac -> server mac (gauth.h)")                     \
+    X(NS_RESERVE, 10, "reserve a name for a create in progress")               \
+    X(NS_COMMIT, 11, "store the record of a reserved name")                    \
+    X(NS_RELEASE, 12, "drop a reservation")                                    \
+    X(NS_LOOKUP, 13, "a name's record")                                        \
+    X(NS_REMOVE, 14, "remove a record, answering it")                          \
+    X(NS_LIST, 15, "names with a prefix")                                      \
+    X(NS_SETATTR, 16, "replace a record's attributes")                         \
+    X(SUB_CREATE, 20, "a subfile header for (file, subfile index)")            \
+    X(SUB_DELETE, 21, "delete a subfile header and its forks")                 \
+    X(SUB_LIST, 22, "headers with hid > after, sorted, at most 4096")          \
+    X(FORK_CREATE, 30, "create a fork of a subfile")                           \
+    X(FORK_OPEN, 31, "open a fork: its handle and size")                       \
+    X(FORK_CLOSE, 32, "close an open fork handle")                             \
+    X(FORK_DELETE, 33, "delete a fork")                                        \
+    X(FORK_LIST, 34, "a subfile's forks and sizes")                            \
+    X(FORK_SIZE, 35, "a fork's size")                                          \
+    X(FORK_TRUNCATE, 36, "set a fork's size")                                  \
+    X(FORK_SYNC, 37, "fsync a fork's data and metadata")                       \
+    X(FORK_REOPEN, 38, "re-register an open handle after a reconnect")         \
+    X(IO_READ, 40, "read segments; the data follows the reply")                \
+    X(IO_WRITE, 41, "write segments; the data follows the request")            \
+    X(IO_READV, 42, "IO_READ into the client's memory (local, CMA)")           \
+    X(IO_WRITEV, 43, "IO_WRITE from the client's memory (local, CMA)")         \
+    X(IO_STATS, 44, "bytes moved for same-host / other clients")               \
+    X(FETCH_ADD, 50, "add delta to a subfile's counter, answer the old value") \
+    X(LOCK, 51, "byte-range lock; len 0 = to the end")                         \
+    X(UNLOCK, 52, "release exactly a held (hid, off, len)")                    \
+    X(FETCH_SET, 53, "set a subfile's counter, answer the old value")
+
+/* ------------------------------------------------------------ fields ---- */
+
+#define GP_PING_REQ(F)
+#define GP_PING_REP(F) F(u16, version) F(u64, data_limit) F(u64, pid)
+
+#define GP_STATFS_REQ(F)
+#define GP_STATFS_REP(F)                                                       \
+    F(u64, bytes_used)                                                         \
+    F(u64, bytes_free)                                                         \
+    F(u64, bytes_total)                                                        \
+    F(u64, nrecords)                                                           \
+    F(u64, nsubfiles)                                                          \
+    F(u64, nforks)                                                             \
+    F(u64, cache_hits)                                                         \
+    F(u64, cache_misses)
+
+#define GP_CMA_PROBE_REQ(F) F(u64, src) F(u64, dst)
+#define GP_CMA_PROBE_REP(F)
+
+#define GP_AUTH_REQ(F) F(blob, cnonce, GP_NONCE_BYTES)
+#define GP_AUTH_REP(F) F(blob, snonce, GP_NONCE_BYTES)
+
+#define GP_AUTH_PROVE_REQ(F) F(blob, mac, GP_MAC_BYTES)
+#define GP_AUTH_PROVE_REP(F) F(blob, mac, GP_MAC_BYTES)
+
+#define GP_NS_RESERVE_REQ(F) F(str, name, GFS_NAME_MAX)
+#define GP_NS_RESERVE_REP(F)
+
+#define GP_NS_COMMIT_REQ(F) F(str, name, GFS_NAME_MAX) F(rec, rec)
+#define GP_NS_COMMIT_REP(F)
+
+#define GP_NS_RELEASE_REQ(F) F(str, name, GFS_NAME_MAX)
+#define GP_NS_RELEASE_REP(F)
+
+#define GP_NS_LOOKUP_REQ(F) F(str, name, GFS_NAME_MAX)
+#define GP_NS_LOOKUP_REP(F) F(rec, rec)
+
+#define GP_NS_REMOVE_REQ(F) F(str, name, GFS_NAME_MAX)
+#define GP_NS_REMOVE_REP(F) F(rec, rec)
+
+#define GP_NS_LIST_REQ(F) F(str, prefix, GFS_NAME_MAX)
+#define GP_NS_LIST_REP(F) F(list, n, NAME, GP_MAX_NAMES)
+
+#define GP_NS_SETATTR_REQ(F)                                                   \
+    F(str, name, GFS_NAME_MAX) F(blob, attrs, GP_ATTR_MAX)
+#define GP_NS_SETATTR_REP(F)
+
+#define GP_SUB_CREATE_REQ(F) F(str, filename, GFS_NAME_MAX) F(u32, subfile)
+#define GP_SUB_CREATE_REP(F) F(u64, hid)
+
+#define GP_SUB_DELETE_REQ(F) F(u64, hid)
+#define GP_SUB_DELETE_REP(F)
+
+#define GP_SUB_LIST_REQ(F) F(u64, after)
+#define GP_SUB_LIST_REP(F) F(list, n, SUB, GP_MAX_NAMES)
+
+#define GP_FORK_CREATE_REQ(F) F(u64, hid) F(str, fork, GFS_FORK_NAME_MAX)
+#define GP_FORK_CREATE_REP(F)
+
+#define GP_FORK_OPEN_REQ(F) F(u64, hid) F(str, fork, GFS_FORK_NAME_MAX)
+#define GP_FORK_OPEN_REP(F) F(u64, fkid) F(u64, size)
+
+#define GP_FORK_CLOSE_REQ(F) F(u64, fkid)
+#define GP_FORK_CLOSE_REP(F)
+
+#define GP_FORK_DELETE_REQ(F) F(u64, hid) F(str, fork, GFS_FORK_NAME_MAX)
+#define GP_FORK_DELETE_REP(F)
+
+#define GP_FORK_LIST_REQ(F) F(u64, hid)
+#define GP_FORK_LIST_REP(F) F(list, n, FORK, GP_MAX_NAMES)
+
+#define GP_FORK_SIZE_REQ(F) F(u64, fkid)
+#define GP_FORK_SIZE_REP(F) F(u64, size)
+
+#define GP_FORK_TRUNCATE_REQ(F) F(u64, fkid) F(u64, size)
+#define GP_FORK_TRUNCATE_REP(F)
+
+#define GP_FORK_SYNC_REQ(F) F(u64, fkid)
+#define GP_FORK_SYNC_REP(F)
+
+#define GP_FORK_REOPEN_REQ(F) F(u64, fkid)
+#define GP_FORK_REOPEN_REP(F) F(u64, size)
+
+#define GP_IO_READ_REQ(F) F(u64, fkid) F(segs, segs)
+#define GP_IO_READ_REP(F) F(u64, size) F(data, data)
+
+#define GP_IO_WRITE_REQ(F) F(u64, fkid) F(segs, segs) F(data, data)
+#define GP_IO_WRITE_REP(F) F(u64, size)
+
+#define GP_IO_READV_REQ(F) F(u64, fkid) F(segs, segs) F(mem, mem)
+#define GP_IO_READV_REP(F) F(u64, size)
+
+#define GP_IO_WRITEV_REQ(F) F(u64, fkid) F(segs, segs) F(mem, mem)
+#define GP_IO_WRITEV_REP(F) F(u64, size)
+
+#define GP_IO_STATS_REQ(F)
+#define GP_IO_STATS_REP(F)                                                     \
+    F(u64, written_local)                                                      \
+    F(u64, written_remote)                                                     \
+    F(u64, read_local)                                                         \
+    F(u64, read_remote)
+
+#define GP_FETCH_ADD_REQ(F) F(u64, hid) F(str, key, GFS_NAME_MAX) F(u64, delta)
+#define GP_FETCH_ADD_REP(F) F(u64, old)
+
+#define GP_LOCK_REQ(F) F(u64, hid) F(u64, off) F(u64, len) F(u8, excl)
+#define GP_LOCK_REP(F)
+
+#define GP_UNLOCK_REQ(F) F(u64, hid) F(u64, off) F(u64, len)
+#define GP_UNLOCK_REP(F)
+
+#define GP_FETCH_SET_REQ(F) F(u64, hid) F(str, key, GFS_NAME_MAX) F(u64, value)
+#define GP_FETCH_SET_REP(F) F(u64, old)
+
+/* ------------------------------------------------------------- items ---- */
+
+/* The elements of list fields: GP_ITEMS(Y) names them, GP_ITEM_name(F)
+ * lists each one's fields (scalars and str only). */
+#define GP_ITEMS(Y) Y(NAME) Y(FORK) Y(SUB)
+
+#define GP_ITEM_NAME(F) F(str, name, GFS_NAME_MAX)
+#define GP_ITEM_FORK(F) F(str, fork, GFS_FORK_NAME_MAX) F(u64, size)
+#define GP_ITEM_SUB(F)                                                         \
+    F(u64, hid) F(str, file, GFS_NAME_MAX) F(u32, subfile) F(u8, deleted)
+
+#endif /* GMSG_H */

@@ -1,0 +1,182 @@
+/*
+ * counters.c -- a subfile's named counters: FETCH_ADD and FETCH_SET, and
+ * the counters file they live in (DIR/sub/HID/counters), loaded at start-up
+ * by subfile_disk.c.
+ *
+ * Threads: handler threads, and the main thread at start-up.  Counters are
+ * touched only under subtab.meta (see subfile.c).
+ */
+#include "subfile_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int write_counters(const gsrv_sub *s, const sub_counter *c, size_t n)
+{
+    gp_wbuf w;
+    char path[64];
+
+    gp_wbuf_init(&w);
+    gp_put_u32(&w, CTR_MAGIC);
+    gp_put_u16(&w, SUB_FORMAT);
+    gp_put_u32(&w, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        gp_put_str(&w, c[i].key);
+        gp_put_u64(&w, c[i].value);
+    }
+    int rc = w.err;
+    if (!rc) {
+        sub_file(s->hid, "counters", path, sizeof(path));
+        /* survives kill -9 (rename is atomic); no fsync per operation */
+        rc = gsrv_meta_write(path, w.data, w.len, false);
+    }
+    gp_wbuf_free(&w);
+    return rc;
+}
+
+/* FETCH_ADD (set false: add delta) and FETCH_SET (set: replace by delta),
+ * one body: counters hold 0 .. INT64_MAX (gproto.h). */
+static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set);
+
+int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return fetch_op(req, rep, false);
+}
+
+int gsrv_op_FETCH_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return fetch_op(req, rep, true);
+}
+
+static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
+{
+    gp_FETCH_ADD_req add;
+    gp_FETCH_SET_req put;
+    int rc = set ? gp_FETCH_SET_req_decode(req, &put)
+                 : gp_FETCH_ADD_req_decode(req, &add);
+    uint64_t hid = set ? put.hid : add.hid;
+    const char *key = set ? put.key : add.key;
+    uint64_t delta = set ? put.value : add.delta;
+    if (!rc && set && delta > (uint64_t)INT64_MAX)
+        rc = -ERANGE;
+    if (!rc && !key[0])
+        rc = -EINVAL;
+    if (rc)
+        return rc;
+
+    /* Counters are touched only under subtab.meta (here, load, destroy). */
+    uint64_t old = 0;
+    pthread_mutex_lock(&subtab.meta);
+    pthread_mutex_lock(&subtab.lock);
+    gsrv_sub *s = sub_find_live(hid);
+    pthread_mutex_unlock(&subtab.lock);
+    if (!s) {
+        rc = GFS_ESTALE;
+        goto out_unlock_meta;
+    }
+    size_t i;
+    for (i = 0; i < s->nctr; i++)
+        if (strcmp(s->ctr[i].key, key) == 0)
+            break;
+    if (i == s->nctr) {
+        /* a new key starts at 0 */
+        if (s->nctr >= GSRV_MAX_COUNTERS) {
+            rc = -ENOSPC;
+            goto out_unlock_meta;
+        }
+        sub_counter *grown = realloc(s->ctr, (s->nctr + 1) * sizeof(*grown));
+        if (!grown) {
+            rc = -ENOMEM;
+            goto out_unlock_meta;
+        }
+        s->ctr = grown;
+        s->ctr[i].key = strdup(key);
+        if (!s->ctr[i].key) {
+            rc = -ENOMEM;
+            goto out_unlock_meta;
+        }
+        s->ctr[i].value = 0;
+        s->nctr++;
+    }
+    old = s->ctr[i].value;
+    if (set) {
+        s->ctr[i].value = delta;
+    } else {
+        /* stay within 0 .. INT64_MAX (a value from an older server past
+         * it is left alone: only adds that bring it back are taken) */
+        int64_t d = (int64_t)delta;
+        if (d < 0 ? old < (uint64_t) - (d + 1) + 1
+                  : old > (uint64_t)INT64_MAX - (uint64_t)d) {
+            rc = -ERANGE;
+            goto out_unlock_meta;
+        }
+        s->ctr[i].value = old + delta; /* in range: no wrap */
+    }
+    rc = write_counters(s, s->ctr, s->nctr);
+    if (rc)
+        s->ctr[i].value = old; /* a new key stays at 0: same meaning */
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
+    if (rc)
+        return rc;
+    if (set)
+        gp_FETCH_SET_rep_encode(&rep->w, &(gp_FETCH_SET_rep){.old = old});
+    else
+        gp_FETCH_ADD_rep_encode(&rep->w, &(gp_FETCH_ADD_rep){.old = old});
+    return 0;
+}
+
+int load_counters(gsrv_sub *s)
+{
+    char path[64];
+    uint8_t *buf;
+    size_t len;
+    gp_rbuf r;
+
+    sub_file(s->hid, "counters", path, sizeof(path));
+    int rc = gsrv_meta_read(path, &buf, &len, GSRV_MAX_META_FILE);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc)
+        return rc;
+    gp_rbuf_init(&r, buf, len);
+    uint32_t magic = gp_get_u32(&r);
+    uint16_t fmt = gp_get_u16(&r);
+    uint32_t n = gp_get_u32(&r);
+    if (r.err || magic != CTR_MAGIC || fmt != SUB_FORMAT ||
+        n > GSRV_MAX_COUNTERS) {
+        rc = GFS_EPROTO;
+        goto out_free_buf;
+    }
+    s->ctr = calloc(n ? n : 1, sizeof(*s->ctr));
+    if (!s->ctr) {
+        rc = -ENOMEM;
+        goto out_free_buf;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        char key[GFS_NAME_MAX + 1];
+        gp_get_str(&r, key, GFS_NAME_MAX);
+        uint64_t v = gp_get_u64(&r);
+        if (r.err || !key[0])
+            break;
+        s->ctr[i].key = strdup(key);
+        if (!s->ctr[i].key) {
+            rc = -ENOMEM;
+            goto out_free_buf;
+        }
+        s->ctr[i].value = v;
+        s->nctr++;
+    }
+    if (!gp_done(&r))
+        rc = GFS_EPROTO;
+out_free_buf:
+    free(buf);
+    return rc;
+}

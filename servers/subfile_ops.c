@@ -1,0 +1,476 @@
+/*
+ * subfile_ops.c -- the SUB_* and FORK_* handlers except the data path
+ * (io.c): create, delete, open, reopen, close, list, size, truncate, sync.
+ *
+ * Threads: handler threads; locks as subfile.c explains (subtab.meta
+ * around metadata changes, subtab.lock briefly for the table).
+ */
+#include "subfile_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int check_fork_name(const char *name)
+{
+    return name[0] ? 0 : -EINVAL;
+}
+
+int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char path[64], hpath[64];
+    gp_SUB_CREATE_req m;
+    int rc = gp_SUB_CREATE_req_decode(req, &m);
+    const char *name = m.filename;
+    uint32_t subidx = m.subfile;
+    if (!rc)
+        rc = gsrv_check_name(name);
+    if (!rc && subidx >= GFS_MAX_SUBFILES)
+        rc = -EINVAL;
+    if (rc)
+        return rc;
+
+    gsrv_sub *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->filename = strdup(name);
+    if (!s->filename) {
+        rc = -ENOMEM;
+        goto out_free_sub;
+    }
+    s->subidx = subidx;
+
+    pthread_mutex_lock(&subtab.meta);
+    uint64_t hid = subtab.next_hid;
+    if (hid > GSRV_MAX_HID) {
+        rc = -ENOSPC;
+        goto out_unlock_meta;
+    }
+    /* the counter first: a crash later wastes an id, never reuses one */
+    rc = write_next_hid(hid + 1);
+    if (rc)
+        goto out_unlock_meta;
+    subtab.next_hid = hid + 1;
+    s->hid = hid;
+    sub_dir(hid, path, sizeof(path));
+    if (mkdirat(gsrv_g.dfd, path, 0755) < 0) {
+        rc = -errno;
+        goto out_unlock_meta;
+    }
+    rc = write_header(s, false, 0, NULL, 0);
+    if (!rc)
+        rc = gsrv_meta_sync_dir("sub");
+    if (rc)
+        goto out_remove_dir;
+    pthread_mutex_lock(&subtab.lock);
+    tab_insert(s);
+    pthread_mutex_unlock(&subtab.lock);
+    pthread_mutex_unlock(&subtab.meta);
+    gp_SUB_CREATE_rep_encode(&rep->w, &(gp_SUB_CREATE_rep){.hid = hid});
+    return 0;
+
+out_remove_dir:
+    sub_file(hid, "header", hpath, sizeof(hpath));
+    gsrv_meta_unlink(hpath);
+    unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR);
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
+out_free_sub:
+    sub_free(s);
+    return rc;
+}
+
+/* A full disk has no room for the deletion mark.  When nobody has a fork
+ * of s open there is nothing to defer, so no mark is needed: s goes at
+ * once (its header's unlink is the commit point) and frees its space.
+ * Otherwise the mark's error stands.  subtab.meta held. */
+static int delete_without_mark(gsrv_sub *s, int err, gsrv_fork **reaplist)
+{
+    pthread_mutex_lock(&subtab.lock);
+    bool open = false;
+    for (size_t i = 0; i < s->nforks; i++)
+        open |= s->forks[i]->opens > 0;
+    if (!open) {
+        s->deleted = true;
+        for (size_t i = 0; i < s->nforks; i++)
+            s->forks[i]->deleted = true;
+    }
+    pthread_mutex_unlock(&subtab.lock);
+    if (open)
+        return err;
+    gsrv_log(1, "sub/%" PRIu64 ": disk full, removed without a mark", s->hid);
+    return sub_destroy(s, reaplist);
+}
+
+int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_SUB_DELETE_req m;
+    int rc = gp_SUB_DELETE_req_decode(req, &m);
+    uint64_t hid = m.hid;
+    if (rc)
+        return rc;
+    gsrv_fork *reaplist = NULL;
+    hdr_fork *v = NULL;
+    pthread_mutex_lock(&subtab.meta);
+    pthread_mutex_lock(&subtab.lock);
+    gsrv_sub *s = sub_find_live(hid);
+    if (!s)
+        rc = GFS_ESTALE;
+    else
+        rc = image_of(s, &v);
+    size_t n = s ? s->nforks : 0;
+    pthread_mutex_unlock(&subtab.lock);
+    if (rc)
+        goto out_unlock_meta;
+    /* mark everything, durably; then remove what nobody has open */
+    for (size_t i = 0; i < n; i++)
+        v[i].deleted = true;
+    rc = write_header(s, true, s->next_fork, v, n);
+    free(v);
+    if (rc == -ENOSPC || rc == -EDQUOT) {
+        rc = delete_without_mark(s, rc, &reaplist);
+        goto out_unlock_meta;
+    }
+    if (rc)
+        goto out_unlock_meta;
+    pthread_mutex_lock(&subtab.lock);
+    s->deleted = true;
+    for (size_t i = 0; i < s->nforks; i++)
+        s->forks[i]->deleted = true;
+    pthread_mutex_unlock(&subtab.lock);
+    int e = sub_collect(s, &reaplist);
+    if (e)
+        gsrv_log(0,
+                 "sub/%" PRIu64 ": removal failed (%s); finished at "
+                 "restart",
+                 hid, gsrv_strerror(e));
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
+    reap(reaplist);
+    return rc;
+}
+
+int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char path[64];
+    gp_FORK_CREATE_req m;
+    int rc = gp_FORK_CREATE_req_decode(req, &m);
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
+    if (!rc)
+        rc = check_fork_name(name);
+    if (rc)
+        return rc;
+
+    hdr_fork *v = NULL;
+    gsrv_fork *f = NULL;
+    pthread_mutex_lock(&subtab.meta);
+    pthread_mutex_lock(&subtab.lock);
+    gsrv_sub *s = sub_find_live(hid);
+    if (!s)
+        rc = GFS_ESTALE;
+    else if (fork_by_name(s, name))
+        rc = -EEXIST;
+    else if (s->next_fork > GSRV_MAX_FORK_INDEX)
+        rc = -ENOSPC; /* every index of this subfile has been used */
+    else
+        rc = forks_reserve(s, s->nforks + 1);
+    if (!rc)
+        rc = image_of(s, &v);
+    size_t n = s ? s->nforks : 0;
+    pthread_mutex_unlock(&subtab.lock);
+    if (rc)
+        goto out_unlock_meta;
+
+    uint32_t idx = s->next_fork;
+    f = fork_new(hid, idx, name);
+    hdr_fork *grown = f ? realloc(v, (n + 1) * sizeof(*v)) : NULL;
+    if (!grown) {
+        rc = -ENOMEM;
+        goto out_free_fork;
+    }
+    v = grown;
+    fork_file(hid, idx, path, sizeof(path));
+    f->fd =
+        openat(gsrv_g.dfd, path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f->fd < 0) {
+        rc = -errno;
+        goto out_free_fork;
+    }
+    /* New image: the current forks plus this one (indices only grow, so it
+     * goes last).  Writing the header fsyncs the directory, which also
+     * makes the new data file's entry durable. */
+    v[n] = (hdr_fork){.idx = idx, .name = f->name, .deleted = false};
+    rc = write_header(s, false, idx + 1, v, n + 1);
+    if (rc)
+        goto out_unlink_data;
+    pthread_mutex_lock(&subtab.lock);
+    s->forks[s->nforks++] = f; /* room reserved above */
+    s->next_fork = idx + 1;
+    pthread_mutex_unlock(&subtab.lock);
+    f = NULL;
+    goto out_unlock_meta;
+
+out_unlink_data:
+    gsrv_meta_unlink(path);
+out_free_fork:
+    fork_free(f); /* never visible: nothing cached */
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
+    free(v);
+    return rc;
+}
+
+int gsrv_op_FORK_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_FORK_OPEN_req m;
+    int rc = gp_FORK_OPEN_req_decode(req, &m);
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
+    if (!rc)
+        rc = check_fork_name(name);
+    if (rc)
+        return rc;
+
+    uint64_t fkid = 0, size = 0;
+    pthread_mutex_lock(&subtab.lock);
+    gsrv_sub *s = sub_find_live(hid);
+    gsrv_fork *f = s ? fork_by_name(s, name) : NULL;
+    if (!s)
+        rc = GFS_ESTALE;
+    else if (!f)
+        rc = -ENOENT;
+    else
+        rc = gsrv_conn_add_open(c, f->fkid);
+    if (!rc) {
+        f->opens++;
+        fkid = f->fkid;
+        size = gsrv_fork_size(f);
+    }
+    pthread_mutex_unlock(&subtab.lock);
+    if (rc)
+        return rc;
+    gp_FORK_OPEN_rep_encode(&rep->w,
+                            &(gp_FORK_OPEN_rep){.fkid = fkid, .size = size});
+    return 0;
+}
+
+int gsrv_op_FORK_REOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_FORK_REOPEN_req m;
+    int rc = gp_FORK_REOPEN_req_decode(req, &m);
+    uint64_t fkid = m.fkid;
+    if (rc)
+        return rc;
+    uint64_t size = 0;
+    pthread_mutex_lock(&subtab.lock);
+    gsrv_sub *s = sub_find(gsrv_fkid_hid(fkid));
+    ssize_t pos = s ? fork_pos(s, gsrv_fkid_idx(fkid)) : -1;
+    if (pos < 0) {
+        rc = GFS_ESTALE;
+    } else {
+        /* also a marked fork: the client had it open before it lost its
+         * connection, like an unlinked file a process keeps open */
+        rc = gsrv_conn_add_open(c, fkid);
+        if (!rc) {
+            s->forks[pos]->opens++;
+            size = gsrv_fork_size(s->forks[pos]);
+        }
+    }
+    pthread_mutex_unlock(&subtab.lock);
+    if (rc)
+        return rc;
+    gp_FORK_REOPEN_rep_encode(&rep->w, &(gp_FORK_REOPEN_rep){.size = size});
+    return 0;
+}
+
+int gsrv_op_FORK_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_FORK_CLOSE_req m;
+    int rc = gp_FORK_CLOSE_req_decode(req, &m);
+    uint64_t fkid = m.fkid;
+    if (rc)
+        return rc;
+    rc = gsrv_conn_drop_open(c, fkid);
+    if (rc)
+        return rc;
+    gsrv_fork_close(fkid, 1);
+    return 0;
+}
+
+int gsrv_op_FORK_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_FORK_DELETE_req m;
+    int rc = gp_FORK_DELETE_req_decode(req, &m);
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
+    if (!rc)
+        rc = check_fork_name(name);
+    if (rc)
+        return rc;
+
+    gsrv_fork *reaplist = NULL;
+    hdr_fork *v = NULL;
+    size_t pos = 0, n = 0;
+    pthread_mutex_lock(&subtab.meta);
+    pthread_mutex_lock(&subtab.lock);
+    gsrv_sub *s = sub_find_live(hid);
+    gsrv_fork *f = s ? fork_by_name(s, name) : NULL;
+    if (!s)
+        rc = GFS_ESTALE;
+    else if (!f)
+        rc = -ENOENT;
+    else
+        rc = image_of(s, &v);
+    if (!rc) {
+        pos = (size_t)fork_pos(s, f->index);
+        n = s->nforks;
+    }
+    pthread_mutex_unlock(&subtab.lock);
+    if (rc)
+        goto out_unlock_meta;
+    /* Mark it, durably; then remove it now if nobody has it open (else at
+     * its last close).  A crash in between is finished at startup. */
+    v[pos].deleted = true;
+    rc = write_header(s, false, s->next_fork, v, n);
+    if (rc)
+        goto out_unlock_meta;
+    pthread_mutex_lock(&subtab.lock);
+    f->deleted = true;
+    pthread_mutex_unlock(&subtab.lock);
+    int e = sub_collect(s, &reaplist);
+    if (e)
+        gsrv_log(0,
+                 "fork %" PRIx64 ": removal failed (%s); finished at "
+                 "restart",
+                 f->fkid, gsrv_strerror(e));
+out_unlock_meta:
+    pthread_mutex_unlock(&subtab.meta);
+    free(v);
+    reap(reaplist);
+    return rc;
+}
+
+typedef struct list_item {
+    const char *name;
+    uint64_t size;
+} list_item;
+
+static int cmp_list_item(const void *a, const void *b)
+{
+    return strcmp(((const list_item *)a)->name, ((const list_item *)b)->name);
+}
+
+int gsrv_op_FORK_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_FORK_LIST_req m;
+    int rc = gp_FORK_LIST_req_decode(req, &m);
+    uint64_t hid = m.hid;
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&subtab.lock);
+    gsrv_sub *s = sub_find_live(hid);
+    if (!s) {
+        rc = GFS_ESTALE;
+        goto out_unlock;
+    }
+    list_item *v = malloc((s->nforks ? s->nforks : 1) * sizeof(*v));
+    if (!v) {
+        rc = -ENOMEM;
+        goto out_unlock;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < s->nforks; i++)
+        if (!s->forks[i]->deleted)
+            v[n++] =
+                (list_item){s->forks[i]->name, gsrv_fork_size(s->forks[i])};
+    qsort(v, n, sizeof(*v), cmp_list_item);
+    gp_FORK_LIST_rep_encode(&rep->w, &(gp_FORK_LIST_rep){.n = (uint32_t)n});
+    gp_FORK_item it;
+    for (size_t i = 0; i < n; i++) {
+        it.fork = v[i].name;
+        it.size = v[i].size;
+        gp_FORK_item_encode(&rep->w, &it);
+    }
+    free(v);
+out_unlock:
+    pthread_mutex_unlock(&subtab.lock);
+    return rc;
+}
+
+int gsrv_op_FORK_SIZE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_FORK_SIZE_req m;
+    int rc = gp_FORK_SIZE_req_decode(req, &m);
+    uint64_t fkid = m.fkid;
+    if (rc)
+        return rc;
+    gsrv_fork *f;
+    rc = gsrv_fork_get(fkid, &f);
+    if (rc)
+        return rc;
+    gp_FORK_SIZE_rep_encode(&rep->w,
+                            &(gp_FORK_SIZE_rep){.size = gsrv_fork_size(f)});
+    gsrv_fork_put(f);
+    return 0;
+}
+
+int gsrv_op_FORK_TRUNCATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_FORK_TRUNCATE_req m;
+    int rc = gp_FORK_TRUNCATE_req_decode(req, &m);
+    uint64_t fkid = m.fkid, size = m.size;
+    if (rc)
+        return rc;
+    if (size > GP_MAX_OFFSET)
+        return -EFBIG;
+    gsrv_fork *f;
+    rc = gsrv_fork_get(fkid, &f);
+    if (rc)
+        return rc;
+    pthread_rwlock_wrlock(&f->rw);
+    uint64_t old = gsrv_fork_size(f);
+    if (ftruncate(f->fd, (off_t)size) < 0) {
+        rc = -errno;
+        goto out_unlock;
+    }
+    if (size < old)
+        gsrv_cache_trim(fkid, size, old);
+    gsrv_fork_set_size(f, size);
+out_unlock:
+    pthread_rwlock_unlock(&f->rw);
+    gsrv_fork_put(f);
+    return rc;
+}
+
+int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    char path[64];
+    gp_FORK_SYNC_req m;
+    int rc = gp_FORK_SYNC_req_decode(req, &m);
+    uint64_t fkid = m.fkid;
+    if (rc)
+        return rc;
+    gsrv_fork *f;
+    rc = gsrv_fork_get(fkid, &f);
+    if (rc)
+        return rc;
+    /* Acknowledged writes are already in the kernel (write-through), and
+     * headers are fsync'd when they change; make both durable. */
+    if (fsync(f->fd) < 0)
+        rc = -errno;
+    gsrv_fork_put(f);
+    sub_dir(gsrv_fkid_hid(fkid), path, sizeof(path));
+    if (!rc) {
+        rc = gsrv_meta_sync_dir(path);
+        if (rc == -ENOENT)
+            rc = 0; /* the subfile went away meanwhile */
+    }
+    return rc;
+}

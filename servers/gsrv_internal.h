@@ -325,6 +325,28 @@ bool gsrv_meta_is_tmp(const char *name);
  * false if s is not such a number. */
 bool gsrv_parse_u64(const char *s, size_t n, uint64_t *out);
 
+/*
+ * The start-up recovery scan of one metadata directory (the NameServer's
+ * ns/, the subfiles' sub/ and each sub/HID/).  For every entry of sc->dir
+ * whose name does not start with '.': a temp file (gsrv_meta_is_tmp) is
+ * unlinked when sc->remove_tmp; a name "<n><suffix>" (n in canonical
+ * decimal, gsrv_parse_u64) goes to sc->numbered; any other name to
+ * sc->other.  Callbacks get the directory's descriptor for unlinkat and
+ * return 0 to go on; anything else stops the scan and is returned.
+ * Returns 0, a callback's stop value, or -errno when the directory cannot
+ * be opened.  Main thread, at start-up.
+ */
+typedef struct gsrv_scan gsrv_scan;
+struct gsrv_scan {
+    const char *dir;    /* relative to the data directory */
+    const char *suffix; /* of numbered names; "" for bare numbers */
+    bool remove_tmp;
+    int (*numbered)(gsrv_scan *sc, int dfd, const char *name, uint64_t n);
+    int (*other)(gsrv_scan *sc, int dfd, const char *name);
+    void *arg; /* the caller's */
+};
+int gsrv_meta_scan(gsrv_scan *sc);
+
 /* ------------------------------------------------------------------------
  * NameServer (nameserver.c)
  * ------------------------------------------------------------------------ */

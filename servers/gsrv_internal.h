@@ -29,7 +29,9 @@
  *                 forks' Unix files; write-through pwritev on the handler
  *                 threads.
  *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile.
- *   meta.c        crash-safe metadata files (write temp, fsync, rename).
+ *   meta.c        crash-safe metadata files (write temp, fsync, rename)
+ *                 and the start-up recovery scan of their directories.
+ *   htable.c      the one hash table (subfiles, NameServer, cache).
  *
  * Threads: main, one handler per connection, one CacheManager, one
  * DiskManager.

@@ -519,42 +519,49 @@ static void accept_one(int lfd, bool local)
 
 /* -------------------------------------------------------------- main ---- */
 
-int main(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"data", required_argument, NULL, 'd'},
-        {"listen", required_argument, NULL, 'l'},
-        {"cache-mb", required_argument, NULL, 'c'},
-        {"data-limit", required_argument, NULL, 'L'},
-        {"port-file", required_argument, NULL, 'p'},
-        {"no-local", no_argument, NULL, 'N'},
-        {"spin-us", required_argument, NULL, 'S'},
-        {"key", required_argument, NULL, 'K'},
-        {"max-conns", required_argument, NULL, 'M'},
-        {"frame-timeout", required_argument, NULL, 'T'},
-        {"lock-lease", required_argument, NULL, 'E'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *dir = NULL, *listen_arg = "127.0.0.1:0", *port_file = NULL;
-    const char *key_path = NULL;
-    uint64_t cache_mb = GSRV_DEFAULT_CACHE_MB;
-    int opt, lockfd = -1, lfd = -1, ufd = -1, status = 1;
-    bool no_local = false;
+/* galleyd's command line, as parse_args leaves it. */
+typedef struct gsrv_args {
+    const char *dir, *listen, *port_file, *key_path;
+    uint64_t cache_mb;
+    bool no_local;
+} gsrv_args;
 
+static const struct option opts[] = {
+    {"data", required_argument, NULL, 'd'},
+    {"listen", required_argument, NULL, 'l'},
+    {"cache-mb", required_argument, NULL, 'c'},
+    {"data-limit", required_argument, NULL, 'L'},
+    {"port-file", required_argument, NULL, 'p'},
+    {"no-local", no_argument, NULL, 'N'},
+    {"spin-us", required_argument, NULL, 'S'},
+    {"key", required_argument, NULL, 'K'},
+    {"max-conns", required_argument, NULL, 'M'},
+    {"frame-timeout", required_argument, NULL, 'T'},
+    {"lock-lease", required_argument, NULL, 'E'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Parse the command line into *a and gsrv_g.  -1: go on; else the exit
+ * status (0 after --help or --version, 2 for a bad argument). */
+static int parse_args(int argc, char **argv, gsrv_args *a)
+{
+    *a = (gsrv_args){.listen = "127.0.0.1:0",
+                     .cache_mb = GSRV_DEFAULT_CACHE_MB};
+    int opt;
     while ((opt = getopt_long(argc, argv, "d:l:c:L:p:vhV", opts, NULL)) != -1) {
         switch (opt) {
         case 'd':
-            dir = optarg;
+            a->dir = optarg;
             break;
         case 'l':
-            listen_arg = optarg;
+            a->listen = optarg;
             break;
         case 'c':
-            if (!parse_size(optarg, &cache_mb) || cache_mb < 1 ||
-                cache_mb > GSRV_MAX_CACHE_MB) {
+            if (!parse_size(optarg, &a->cache_mb) || a->cache_mb < 1 ||
+                a->cache_mb > GSRV_MAX_CACHE_MB) {
                 fprintf(stderr, "galleyd: --cache-mb: 1..%u\n",
                         GSRV_MAX_CACHE_MB);
                 return 2;
@@ -570,10 +577,10 @@ int main(int argc, char **argv)
             }
             break;
         case 'p':
-            port_file = optarg;
+            a->port_file = optarg;
             break;
         case 'N':
-            no_local = true;
+            a->no_local = true;
             break;
         case 'S': {
             uint64_t v;
@@ -585,7 +592,7 @@ int main(int argc, char **argv)
             break;
         }
         case 'K':
-            key_path = optarg;
+            a->key_path = optarg;
             break;
         case 'M': {
             uint64_t v;
@@ -629,10 +636,48 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!dir || optind != argc) {
+    if (!a->dir || optind != argc) {
         usage(stderr);
         return 2;
     }
+    return -1;
+}
+
+/* The accept loop: until a signal says stop (or poll fails). */
+static void serve(int lfd, int ufd)
+{
+    struct pollfd pf[3] = {{.fd = lfd, .events = POLLIN},
+                           {.fd = sigpipe_fds[0], .events = POLLIN},
+                           {.fd = ufd, .events = POLLIN}};
+    while (!gsrv_g.stopping) {
+        if (poll(pf, ufd >= 0 ? 3 : 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            gsrv_log(0, "poll: %s", strerror(errno));
+            break;
+        }
+        if (pf[1].revents) {
+            gsrv_g.stopping = 1;
+            break;
+        }
+        if (pf[0].revents)
+            accept_one(lfd, false);
+        if (ufd >= 0 && pf[2].revents)
+            accept_one(ufd, true);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    gsrv_args args;
+    int lockfd = -1, lfd = -1, ufd = -1, status = 1;
+    int pa = parse_args(argc, argv, &args);
+    if (pa >= 0)
+        return pa;
+    const char *dir = args.dir, *listen_arg = args.listen;
+    const char *port_file = args.port_file, *key_path = args.key_path;
+    uint64_t cache_mb = args.cache_mb;
+    bool no_local = args.no_local;
     char host[256], port[32], addr[300];
     if (parse_listen(listen_arg, host, sizeof(host), port, sizeof(port))) {
         fprintf(stderr, "galleyd: --listen %s: expected HOST:PORT\n",
@@ -676,25 +721,7 @@ int main(int argc, char **argv)
                 " bytes)", dir, addr, ufd >= 0 ? " and same-host" : "",
              cache_mb, gsrv_g.data_limit);
 
-    struct pollfd pf[3] = {{.fd = lfd, .events = POLLIN},
-                           {.fd = sigpipe_fds[0], .events = POLLIN},
-                           {.fd = ufd, .events = POLLIN}};
-    while (!gsrv_g.stopping) {
-        if (poll(pf, ufd >= 0 ? 3 : 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            gsrv_log(0, "poll: %s", strerror(errno));
-            break;
-        }
-        if (pf[1].revents) {
-            gsrv_g.stopping = 1;
-            break;
-        }
-        if (pf[0].revents)
-            accept_one(lfd, false);
-        if (ufd >= 0 && pf[2].revents)
-            accept_one(ufd, true);
-    }
+    serve(lfd, ufd);
     gsrv_g.stopping = 1;
     gsrv_log(1, "stopping");
     status = 0;

@@ -29,7 +29,9 @@
  *                 forks' Unix files; write-through pwritev on the handler
  *                 threads.
  *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile.
- *   meta.c        crash-safe metadata files (write temp, fsync, rename).
+ *   meta.c        crash-safe metadata files (write temp, fsync, rename)
+ *                 and the start-up recovery scan of their directories.
+ *   htable.c      the one hash table (subfiles, NameServer, cache).
  *
  * Threads: main, one handler per connection, one CacheManager, one
  * DiskManager.
@@ -324,6 +326,28 @@ bool gsrv_meta_is_tmp(const char *name);
 /* Parse a decimal u64 that makes up the whole of s[0..n) (n == 0: all of s);
  * false if s is not such a number. */
 bool gsrv_parse_u64(const char *s, size_t n, uint64_t *out);
+
+/*
+ * The start-up recovery scan of one metadata directory (the NameServer's
+ * ns/, the subfiles' sub/ and each sub/HID/).  For every entry of sc->dir
+ * whose name does not start with '.': a temp file (gsrv_meta_is_tmp) is
+ * unlinked when sc->remove_tmp; a name "<n><suffix>" (n in canonical
+ * decimal, gsrv_parse_u64) goes to sc->numbered; any other name to
+ * sc->other.  Callbacks get the directory's descriptor for unlinkat and
+ * return 0 to go on; anything else stops the scan and is returned.
+ * Returns 0, a callback's stop value, or -errno when the directory cannot
+ * be opened.  Main thread, at start-up.
+ */
+typedef struct gsrv_scan gsrv_scan;
+struct gsrv_scan {
+    const char *dir;    /* relative to the data directory */
+    const char *suffix; /* of numbered names; "" for bare numbers */
+    bool remove_tmp;
+    int (*numbered)(gsrv_scan *sc, int dfd, const char *name, uint64_t n);
+    int (*other)(gsrv_scan *sc, int dfd, const char *name);
+    void *arg; /* the caller's */
+};
+int gsrv_meta_scan(gsrv_scan *sc);
 
 /* ------------------------------------------------------------------------
  * NameServer (nameserver.c)

@@ -39,6 +39,7 @@
 #include "gsrv_internal.h"
 #include "gsend.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -202,4 +203,36 @@ bool gsrv_parse_u64(const char *s, size_t n, uint64_t *out)
         return false;
     *out = v;
     return true;
+}
+
+int gsrv_meta_scan(gsrv_scan *sc)
+{
+    int fd = openat(gsrv_g.dfd, sc->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    size_t sl = strlen(sc->suffix);
+    int rc = 0;
+    struct dirent *de;
+    while (!rc && (de = readdir(d))) {
+        const char *name = de->d_name;
+        size_t len = strlen(name);
+        uint64_t n;
+        if (name[0] == '.')
+            continue;
+        if (sc->remove_tmp && gsrv_meta_is_tmp(name))
+            unlinkat(fd, name, 0);
+        else if (len > sl && strcmp(name + len - sl, sc->suffix) == 0 &&
+                 gsrv_parse_u64(name, len - sl, &n))
+            rc = sc->numbered(sc, fd, name, n);
+        else
+            rc = sc->other(sc, fd, name);
+    }
+    closedir(d);
+    return rc;
 }

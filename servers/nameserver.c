@@ -268,6 +268,28 @@ out_free_buf:
     return rc;
 }
 
+/* gsrv_meta_scan: ns/<id>.rec, a record file. */
+static int scan_record(gsrv_scan *sc, int dfd, const char *n, uint64_t id)
+{
+    /* past every record file, readable or not: never overwrite one */
+    if (id >= ns.next_id)
+        ns.next_id = id + 1;
+    int e = load_one(id, n, sc->arg);
+    if (e == -ENOMEM)
+        return e;
+    if (e)
+        gsrv_log(0, "ns/%s: %s record, not served (left in place)", n,
+                 e == GFS_EPROTO ? "corrupt" : gsrv_strerror(e));
+    return 0;
+}
+
+/* gsrv_meta_scan: anything else in ns/. */
+static int scan_other(gsrv_scan *sc, int dfd, const char *n)
+{
+    gsrv_log(0, "ns/%s: not a record file, ignored", n);
+    return 0;
+}
+
 int gsrv_ns_init(void)
 {
     int rc = 0;
@@ -279,53 +301,15 @@ int gsrv_ns_init(void)
     if (rc)
         return rc;
     ns.next_id = 1;
-    int fd = openat(gsrv_g.dfd, "ns", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        rc = -errno;
-        close(fd);
-        return rc;
-    }
     rec = malloc(sizeof(*rec));
-    if (!rec) {
-        rc = -ENOMEM;
-        goto out_closedir;
-    }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *n = de->d_name;
-        size_t len = strlen(n);
-        uint64_t id;
-        if (n[0] == '.')
-            continue;
-        if (gsrv_meta_is_tmp(n)) {
-            unlinkat(fd, n, 0);
-            continue;
-        }
-        if (len < 5 || strcmp(n + len - 4, ".rec") != 0 ||
-            !gsrv_parse_u64(n, len - 4, &id)) {
-            gsrv_log(0, "ns/%s: not a record file, ignored", n);
-            continue;
-        }
-        /* past every record file, readable or not: never overwrite one */
-        if (id >= ns.next_id)
-            ns.next_id = id + 1;
-        int e = load_one(id, n, rec);
-        if (e == -ENOMEM) {
-            rc = e;
-            goto out_free_rec;
-        }
-        if (e)
-            gsrv_log(0, "ns/%s: %s record, not served (left in place)", n,
-                     e == GFS_EPROTO ? "corrupt" : gsrv_strerror(e));
-    }
-    gsrv_log(1, "nameserver: %" PRIu64 " records", ns.ncommitted);
-out_free_rec:
+    if (!rec)
+        return -ENOMEM;
+    gsrv_scan sc = {.dir = "ns", .suffix = ".rec", .remove_tmp = true,
+                    .numbered = scan_record, .other = scan_other, .arg = rec};
+    rc = gsrv_meta_scan(&sc);
+    if (!rc)
+        gsrv_log(1, "nameserver: %" PRIu64 " records", ns.ncommitted);
     free(rec);
-out_closedir:
-    closedir(d);
     return rc;
 }
 

@@ -183,37 +183,129 @@ out_free:
 
 /* ------------------------------------------------------------ load ---- */
 
+/* gsrv_meta_scan of a subfile directory that goes: every data file. */
+static int scan_remove_dat(gsrv_scan *sc, int dfd, const char *name,
+                           uint64_t idx)
+{
+    unlinkat(dfd, name, 0);
+    return 0;
+}
+
+/* gsrv_meta_scan of a subfile directory: names other than <idx>.dat and
+ * temp files.  Our header and counters stay; anything else is not ours and
+ * stays too, with a word in the log. */
+static int scan_sub_other(gsrv_scan *sc, int dfd, const char *name)
+{
+    if (strcmp(name, "header") != 0 && strcmp(name, "counters") != 0)
+        gsrv_log(0, "%s/%s: unknown file left in place", sc->dir, name);
+    return 0;
+}
+
+/* The same for a subfile directory that goes: header and counters too. */
+static int scan_remove_other(gsrv_scan *sc, int dfd, const char *name)
+{
+    if (strcmp(name, "header") == 0 || strcmp(name, "counters") == 0)
+        unlinkat(dfd, name, 0);
+    return scan_sub_other(sc, dfd, name);
+}
+
 /* Remove a subfile directory we own: our files only, then the directory. */
 static void remove_sub_dir(uint64_t hid)
 {
     char path[64];
     sub_dir(hid, path, sizeof(path));
-    int fd = openat(gsrv_g.dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    gsrv_scan sc = {.dir = path,
+                    .suffix = ".dat",
+                    .remove_tmp = true,
+                    .numbered = scan_remove_dat,
+                    .other = scan_remove_other};
+    if (gsrv_meta_scan(&sc))
         return;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *n = de->d_name;
-        size_t len = strlen(n);
-        uint64_t idx;
-        if (n[0] == '.')
-            continue;
-        if (strcmp(n, "header") == 0 || strcmp(n, "counters") == 0 ||
-            gsrv_meta_is_tmp(n) ||
-            (len > 4 && strcmp(n + len - 4, ".dat") == 0 &&
-             gsrv_parse_u64(n, len - 4, &idx)))
-            unlinkat(fd, n, 0);
-        else
-            gsrv_log(0, "%s/%s: unknown file left in place", path, n);
-    }
-    closedir(d);
     if (unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR) < 0)
         gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
+}
+
+/* gsrv_meta_scan of a loaded subfile's directory (sc->arg is the
+ * gsrv_sub): data of forks whose removal was interrupted goes. */
+static int scan_stray_dat(gsrv_scan *sc, int dfd, const char *name,
+                          uint64_t idx)
+{
+    gsrv_sub *s = sc->arg;
+    if (idx > GSRV_MAX_FORK_INDEX || fork_pos(s, (uint32_t)idx) < 0)
+        unlinkat(dfd, name, 0);
+    return 0;
+}
+
+/* The forks a header image v[0..n) names, into s->forks with their sizes;
+ * a missing data file is recreated empty.  *dirty: some are marked
+ * deleted (not loaded: the header must be rewritten without them). */
+static int load_forks(gsrv_sub *s, const hdr_fork *v, uint32_t n, bool *dirty)
+{
+    uint64_t hid = s->hid;
+    for (uint32_t i = 0; i < n; i++) {
+        char fpath[64];
+        struct stat st;
+        fork_file(hid, v[i].idx, fpath, sizeof(fpath));
+        if (v[i].deleted) {
+            /* nobody has it open after a restart: finish the deletion */
+            *dirty = true;
+            continue;
+        }
+        gsrv_fork *f = fork_new(hid, v[i].idx, v[i].name);
+        if (!f)
+            return -ENOMEM;
+        s->forks[s->nforks++] = f;
+        if (fstatat(gsrv_g.dfd, fpath, &st, 0) == 0) {
+            f->size = (uint64_t)st.st_size;
+            continue;
+        }
+        /* header says it exists, the file does not: an empty fork */
+        int fd = openat(gsrv_g.dfd, fpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return -errno;
+        close(fd);
+        gsrv_log(0, "%s: data file missing, recreated empty", fpath);
+    }
+    return 0;
+}
+
+/* The rest of loading subfile s, its forks in place: the header rewritten
+ * without the forks marked deleted (dirty), the counters, files the header
+ * does not name cleared out.  0 or an error (-ENOMEM, or the rewrite's or
+ * the scan's). */
+static int load_sub_finish(gsrv_sub *s, bool dirty)
+{
+    char path[64];
+    int rc;
+
+    if (dirty) {
+        hdr_fork *live;
+        rc = image_of(s, &live);
+        if (!rc) {
+            rc = write_header(s, false, s->next_fork, live, s->nforks);
+            free(live);
+        }
+        if (rc)
+            return rc;
+    }
+    rc = load_counters(s);
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc) {
+        gsrv_log(0, "sub/%" PRIu64 "/counters: %s, counters start at 0", s->hid,
+                 rc == GFS_EPROTO ? "corrupt" : gsrv_strerror(rc));
+    }
+
+    /* Files the header does not name: temp files, data of forks whose
+     * removal was interrupted. */
+    sub_dir(s->hid, path, sizeof(path));
+    gsrv_scan sc = {.dir = path,
+                    .suffix = ".dat",
+                    .remove_tmp = true,
+                    .numbered = scan_stray_dat,
+                    .other = scan_sub_other,
+                    .arg = s};
+    return gsrv_meta_scan(&sc);
 }
 
 /* Load one subfile directory.  Returns 0 (loaded or cleaned up) or an
@@ -299,86 +391,12 @@ static int load_sub(uint64_t hid)
         goto out_free;
     }
     bool dirty = false;
-    for (uint32_t i = 0; i < n; i++) {
-        char fpath[64];
-        struct stat st;
-        fork_file(hid, v[i].idx, fpath, sizeof(fpath));
-        if (v[i].deleted) {
-            /* nobody has it open after a restart: finish the deletion */
-            dirty = true;
-            continue;
-        }
-        gsrv_fork *f = fork_new(hid, v[i].idx, v[i].name);
-        if (!f) {
-            rc = -ENOMEM;
-            goto out_free;
-        }
-        s->forks[s->nforks++] = f;
-        if (fstatat(gsrv_g.dfd, fpath, &st, 0) == 0) {
-            f->size = (uint64_t)st.st_size;
-            continue;
-        }
-        /* header says it exists, the file does not: an empty fork */
-        int fd = openat(gsrv_g.dfd, fpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            rc = -errno;
-            goto out_free;
-        }
-        close(fd);
-        gsrv_log(0, "%s: data file missing, recreated empty", fpath);
-    }
-    if (dirty) {
-        hdr_fork *live;
-        rc = image_of(s, &live);
-        if (!rc) {
-            rc = write_header(s, false, s->next_fork, live, s->nforks);
-            free(live);
-        }
-        if (rc)
-            goto out_free;
-    }
-    rc = load_counters(s);
-    if (rc == -ENOMEM)
+    rc = load_forks(s, v, n, &dirty);
+    if (rc)
         goto out_free;
-    if (rc) {
-        gsrv_log(0, "sub/%" PRIu64 "/counters: %s, counters start at 0", hid,
-                 rc == GFS_EPROTO ? "corrupt" : gsrv_strerror(rc));
-        rc = 0;
-    }
-
-    /* Files the header does not name: temp files, data of forks whose
-     * removal was interrupted. */
-    sub_dir(hid, path, sizeof(path));
-    int dfd = openat(gsrv_g.dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        rc = -errno;
-        if (dfd >= 0)
-            close(dfd);
+    rc = load_sub_finish(s, dirty);
+    if (rc)
         goto out_free;
-    }
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *fn = de->d_name;
-        size_t fl = strlen(fn);
-        uint64_t idx;
-        if (fn[0] == '.' || strcmp(fn, "header") == 0 ||
-            strcmp(fn, "counters") == 0)
-            continue;
-        if (gsrv_meta_is_tmp(fn)) {
-            unlinkat(dfd, fn, 0);
-            continue;
-        }
-        if (fl > 4 && strcmp(fn + fl - 4, ".dat") == 0 &&
-            gsrv_parse_u64(fn, fl - 4, &idx)) {
-            if (idx > GSRV_MAX_FORK_INDEX || fork_pos(s, (uint32_t)idx) < 0)
-                unlinkat(dfd, fn, 0);
-            continue;
-        }
-        gsrv_log(0, "%s/%s: unknown file left in place", path, fn);
-    }
-    closedir(d);
-
     tab_insert(s);
     s = NULL;
 
@@ -394,6 +412,39 @@ out_free:
     free(v);
     free(buf);
     return rc;
+}
+
+typedef struct sub_scan_state {
+    uint64_t maxhid; /* the largest subfile directory's hid */
+    size_t nbad;     /* headers we could not read */
+} sub_scan_state;
+
+/* gsrv_meta_scan of sub/: anything but a subfile directory. */
+static int scan_not_sub(gsrv_scan *sc, int dfd, const char *name)
+{
+    gsrv_log(0, "sub/%s: not a subfile directory, ignored", name);
+    return 0;
+}
+
+/* gsrv_meta_scan of sub/: sub/<hid>, one subfile. */
+static int scan_sub(gsrv_scan *sc, int dfd, const char *name, uint64_t hid)
+{
+    sub_scan_state *st = sc->arg;
+    if (hid == 0 || hid > GSRV_MAX_HID)
+        return scan_not_sub(sc, dfd, name);
+    if (hid > st->maxhid)
+        st->maxhid = hid;
+    int e = load_sub(hid);
+    if (e == -ENOMEM)
+        return e;
+    if (e) {
+        st->nbad++;
+        gsrv_log(0,
+                 "sub/%" PRIu64 "/header: %s; subfile not served "
+                 "(left in place for inspection)",
+                 hid, e == GFS_EPROTO ? "corrupt" : gsrv_strerror(e));
+    }
+    return 0;
 }
 
 int gsrv_sub_init(void)
@@ -423,50 +474,19 @@ int gsrv_sub_init(void)
     } else if (rc != -ENOENT) {
         return rc;
     }
-    rc = 0;
-
-    int fd = openat(gsrv_g.dfd, "sub", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        rc = -errno;
-        close(fd);
-        return rc;
-    }
-    uint64_t maxhid = 0;
-    size_t nbad = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        uint64_t hid;
-        if (de->d_name[0] == '.')
-            continue;
-        if (!gsrv_parse_u64(de->d_name, 0, &hid) || hid == 0 ||
-            hid > GSRV_MAX_HID) {
-            gsrv_log(0, "sub/%s: not a subfile directory, ignored", de->d_name);
-            continue;
-        }
-        if (hid > maxhid)
-            maxhid = hid;
-        int e = load_sub(hid);
-        if (e == -ENOMEM) {
-            rc = e;
-            break;
-        }
-        if (e) {
-            nbad++;
-            gsrv_log(0,
-                     "sub/%" PRIu64 "/header: %s; subfile not served "
-                     "(left in place for inspection)",
-                     hid, e == GFS_EPROTO ? "corrupt" : gsrv_strerror(e));
-        }
-    }
-    closedir(d);
+    sub_scan_state st = {0};
+    gsrv_scan sc = {.dir = "sub",
+                    .suffix = "",
+                    .remove_tmp = false,
+                    .numbered = scan_sub,
+                    .other = scan_not_sub,
+                    .arg = &st};
+    rc = gsrv_meta_scan(&sc);
     if (rc)
         return rc;
-    if (subtab.next_hid <= maxhid)
-        subtab.next_hid = maxhid + 1;
+    if (subtab.next_hid <= st.maxhid)
+        subtab.next_hid = st.maxhid + 1;
     gsrv_log(1, "subfiles: %zu loaded, %zu unreadable, next hid %" PRIu64,
-             subtab.tab.n, nbad, subtab.next_hid);
+             subtab.tab.n, st.nbad, subtab.next_hid);
     return 0;
 }

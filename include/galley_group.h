@@ -48,15 +48,15 @@ int gfs_group_set_limits(int64_t max_requests, int64_t max_bytes);
 
 /* Counters, for tests and benchmarks (reset with gfs_group_reset_stats). */
 typedef struct gfs_group_stats {
-    uint64_t requests;      /* gfs_group_read/write calls recorded */
-    uint64_t groups;        /* list I/O requests submitted        */
-    uint64_t flush_fork;    /* flushes caused by a fork change    */
-    uint64_t flush_op;      /* ... by a read/write change         */
-    uint64_t flush_count;   /* ... by the request limit           */
-    uint64_t flush_size;    /* ... by the size limit              */
-    uint64_t flush_call;    /* ... by doneio / waitio             */
-    uint64_t flush_send;    /* ... by the send policy (idle)      */
-    uint64_t max_pending;   /* largest group submitted (requests) */
+    uint64_t requests;    /* gfs_group_read/write calls recorded */
+    uint64_t groups;      /* list I/O requests submitted        */
+    uint64_t flush_fork;  /* flushes caused by a fork change    */
+    uint64_t flush_op;    /* ... by a read/write change         */
+    uint64_t flush_count; /* ... by the request limit           */
+    uint64_t flush_size;  /* ... by the size limit              */
+    uint64_t flush_call;  /* ... by doneio / waitio             */
+    uint64_t flush_send;  /* ... by the send policy (idle)      */
+    uint64_t max_pending; /* largest group submitted (requests) */
 } gfs_group_stats;
 
 int gfs_group_get_stats(gfs_group_stats *st);

@@ -29,8 +29,14 @@ typedef struct MFILE MFILE;
 
 /* Error statistic kinds, as listed in the paper. */
 enum {
-    MERR_OPEN, MERR_CLOSE, MERR_CREAT, MERR_UNLINK,
-    MERR_FTRUNCATE, MERR_LSEEK, MERR_WRITE, MERR_READ,
+    MERR_OPEN,
+    MERR_CLOSE,
+    MERR_CREAT,
+    MERR_UNLINK,
+    MERR_FTRUNCATE,
+    MERR_LSEEK,
+    MERR_WRITE,
+    MERR_READ,
     MERR_NKINDS
 };
 

@@ -40,8 +40,8 @@ static int load(const char *path)
     int rc = gp_key_load(path, auth.key);
     if (rc && rc != -ENOENT)
         fprintf(stderr, "galley: ignoring the key file %s: %s\n", path,
-                rc == -EACCES ? "readable or writable by group or others "
-                                "(chmod 600 it)"
+                rc == -EACCES   ? "readable or writable by group or others "
+                                  "(chmod 600 it)"
                 : rc == -EINVAL ? "not a key (64 hex digits expected)"
                                 : strerror(-rc));
     auth.have = rc == 0;
@@ -59,14 +59,12 @@ void gc_auth_load(const char *cluster_path)
         return;
     }
     if (cluster_path &&
-        snprintf(buf, sizeof(buf), "%s.key", cluster_path) <
-            (int)sizeof(buf) &&
+        snprintf(buf, sizeof(buf), "%s.key", cluster_path) < (int)sizeof(buf) &&
         load(buf) != -ENOENT)
         return;
     const char *home = getenv("HOME");
     if (home && home[0] &&
-        snprintf(buf, sizeof(buf), "%s/.galley/key", home) <
-            (int)sizeof(buf)) {
+        snprintf(buf, sizeof(buf), "%s/.galley/key", home) < (int)sizeof(buf)) {
         auth.strict = false;
         load(buf);
     }
@@ -115,10 +113,10 @@ int gc_auth_handshake(gc_auth_call call, void *arg)
     gp_wbuf w;
     gp_wbuf_init(&w);
     gp_random(cn, sizeof(cn));
-    gp_AUTH_req_encode(&w, &(gp_AUTH_req){.cnonce = cn,
-                                           .cnonce_len = sizeof(cn)});
-    int rc = w.err ? w.err : call(arg, GP_OP_AUTH, &w, out, sizeof(out),
-                                  &outlen);
+    gp_AUTH_req_encode(&w,
+                       &(gp_AUTH_req){.cnonce = cn, .cnonce_len = sizeof(cn)});
+    int rc =
+        w.err ? w.err : call(arg, GP_OP_AUTH, &w, out, sizeof(out), &outlen);
     if (rc == -EOPNOTSUPP) {
         /* a server without a secret: fine for the user's key, not for
          * the cluster's (that server is not the cluster's) */
@@ -132,8 +130,8 @@ int gc_auth_handshake(gc_auth_call call, void *arg)
         gp_auth_mac(auth.key, GP_AUTH_CLIENT_LABEL, cn, sn, mac);
         gp_AUTH_PROVE_req_encode(
             &w, &(gp_AUTH_PROVE_req){.mac = mac, .mac_len = sizeof(mac)});
-        rc = w.err ? w.err : call(arg, GP_OP_AUTH_PROVE, &w, out,
-                                  sizeof(out), &outlen);
+        rc = w.err ? w.err
+                   : call(arg, GP_OP_AUTH_PROVE, &w, out, sizeof(out), &outlen);
     }
     if (!rc)
         rc = take32(GP_OP_AUTH_PROVE, out, outlen, mac);

@@ -31,8 +31,7 @@ const char *gfs_strerror(int err)
 
 /* ------------------------------------------------------ cluster file --- */
 
-static int parse_cluster(const char *path, char ***hosts, char ***ports,
-                         int *n)
+static int parse_cluster(const char *path, char ***hosts, char ***ports, int *n)
 {
     FILE *f = fopen(path, "r");
     if (!f)

@@ -68,19 +68,19 @@ struct gc_conn {
     pthread_mutex_t send_lock;
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t cv;
-    int fd;               /* -1 when not connected */
-    bool broken;          /* reader hit an error; reconnect on next use */
+    int fd;      /* -1 when not connected */
+    bool broken; /* reader hit an error; reconnect on next use */
     bool reader_live;
     pthread_t reader;
     gc_req *pending;
     uint64_t next_reqid;
     uint64_t data_limit;
     uint64_t last_rx_ns;
-    bool local;           /* connected over the same-host socket */
-    bool cma;             /* ... and the server can reach our memory */
-    bool self_read;       /* no reader thread: waiters read (see below) */
-    bool reading;         /* a waiter is reading a frame right now */
-    pid_t owner;          /* the process that connected */
+    bool local;     /* connected over the same-host socket */
+    bool cma;       /* ... and the server can reach our memory */
+    bool self_read; /* no reader thread: waiters read (see below) */
+    bool reading;   /* a waiter is reading a frame right now */
+    pid_t owner;    /* the process that connected */
 };
 
 static void fail_pending_locked(gc_conn *c, int err);
@@ -426,8 +426,8 @@ static int connect_locked(gc_conn *c)
         gp_CMA_PROBE_req_encode(
             &w, &(gp_CMA_PROBE_req){.src = (uint64_t)(uintptr_t)&src,
                                     .dst = (uint64_t)(uintptr_t)&dst});
-        int k = handshake_call(c, GP_OP_CMA_PROBE, &w, out, sizeof(out),
-                               &outlen);
+        int k =
+            handshake_call(c, GP_OP_CMA_PROBE, &w, out, sizeof(out), &outlen);
         c->cma = k == 0 && dst == src;
         gp_wbuf_free(&w);
         if (k == GFS_ESERVERDOWN || k == GFS_ETIMEDOUT || k == GFS_EPROTO ||
@@ -445,8 +445,8 @@ static int connect_locked(gc_conn *c)
     for (int i = 0; i < nfk; i++) {
         gp_wbuf_free(&w);
         gp_FORK_REOPEN_req_encode(&w, &(gp_FORK_REOPEN_req){.fkid = fk[i]});
-        int k = handshake_call(c, GP_OP_FORK_REOPEN, &w, out, sizeof(out),
-                               &outlen);
+        int k =
+            handshake_call(c, GP_OP_FORK_REOPEN, &w, out, sizeof(out), &outlen);
         /* a fork deleted meanwhile stays stale; its next use reports it */
         if (k && k != GFS_ESTALE && k != -ENOENT) {
             rc = k;
@@ -512,8 +512,9 @@ int gc_conn_transport(gc_conn *c)
     pthread_mutex_lock(&c->send_lock);
     int rc = ensure_connected(c);
     if (!rc)
-        rc = c->cma ? GFS_TRANSPORT_LOCAL_CMA
-                    : c->local ? GFS_TRANSPORT_LOCAL : GFS_TRANSPORT_TCP;
+        rc = c->cma     ? GFS_TRANSPORT_LOCAL_CMA
+             : c->local ? GFS_TRANSPORT_LOCAL
+                        : GFS_TRANSPORT_TCP;
     pthread_mutex_unlock(&c->send_lock);
     return rc;
 }
@@ -521,8 +522,7 @@ int gc_conn_transport(gc_conn *c)
 /* ------------------------------------------------------- submit / wait -- */
 
 int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
-              const struct iovec *data, int ndata, size_t datalen,
-              gc_req *req)
+              const struct iovec *data, int ndata, size_t datalen, gc_req *req)
 {
     req->conn = c;
     req->opcode = opcode;
@@ -558,8 +558,8 @@ int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
     int fd = c->fd;
     pthread_mutex_unlock(&c->lock);
 
-    gp_hdr h = {GP_MAGIC, GP_VERSION, opcode, req->reqid, 0,
-                (uint32_t)(desclen + datalen)};
+    gp_hdr h = {GP_MAGIC,   GP_VERSION, opcode,
+                req->reqid, 0,          (uint32_t)(desclen + datalen)};
     gp_hdr_encode(&h, hb);
     int n = 0;
     v[n++] = (struct iovec){hb, sizeof(hb)};

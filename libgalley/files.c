@@ -135,10 +135,10 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
         gp_wbuf w;
         gp_wbuf_init(&w);
         gp_SUB_CREATE_req_encode(
-            &w, &(gp_SUB_CREATE_req){.filename = name,
-                                     .subfile = (uint32_t)made});
-        rc = gc_call(gc_server_conn((int)rec->server[made]),
-                     GP_OP_SUB_CREATE, &w, &q);
+            &w,
+            &(gp_SUB_CREATE_req){.filename = name, .subfile = (uint32_t)made});
+        rc = gc_call(gc_server_conn((int)rec->server[made]), GP_OP_SUB_CREATE,
+                     &w, &q);
         gp_wbuf_free(&w);
         if (!rc) {
             gp_rbuf r;
@@ -375,8 +375,7 @@ static const char *attr_find(const char *attrs, const char *key)
     return NULL;
 }
 
-int gc_attr_lookup(const char *attrs, const char *key, char *value,
-                   size_t len)
+int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len)
 {
     const char *line = attr_find(attrs, key);
     if (!line)

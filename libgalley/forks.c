@@ -41,7 +41,7 @@ static int hid_name_call(int fid, int subfile, const char *name, uint16_t op,
     switch (op) { /* the messages whose request is (hid, fork) (gmsg.h) */
 #define HID_FORK_REQ(OP)                                                       \
     case GP_OP_##OP:                                                           \
-        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.hid = hid, .fork = name}); \
+        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.hid = hid, .fork = name});  \
         break;
         HID_FORK_REQ(FORK_CREATE)
         HID_FORK_REQ(FORK_OPEN)
@@ -314,15 +314,14 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
     for (int i = 0; i < n; i++) {
         gp_wbuf w;
         gp_wbuf_init(&w);
-        gp_FORK_SIZE_req_encode(&w,
-                                &(gp_FORK_SIZE_req){.fkid = forks[i].fkid});
+        gp_FORK_SIZE_req_encode(&w, &(gp_FORK_SIZE_req){.fkid = forks[i].fkid});
         if (w.err) {
             q[i].status = w.err;
             q[i].conn = NULL;
         } else {
             memcpy(desc[i], w.data, 8);
-            gc_submit(gc_server_conn(forks[i].server), GP_OP_FORK_SIZE,
-                      desc[i], 8, NULL, 0, 0, &q[i]);
+            gc_submit(gc_server_conn(forks[i].server), GP_OP_FORK_SIZE, desc[i],
+                      8, NULL, 0, 0, &q[i]);
         }
         gp_wbuf_free(&w);
     }

@@ -55,8 +55,11 @@ static int cmp_ref(const void *a, const void *b)
 static void report(fsck *f, int kind, int server, uint64_t hid,
                    const char *name, uint32_t subidx, int status)
 {
-    gfs_fsck_item it = {.kind = kind, .server = server, .hid = hid,
-                        .subfile = subidx, .status = status};
+    gfs_fsck_item it = {.kind = kind,
+                        .server = server,
+                        .hid = hid,
+                        .subfile = subidx,
+                        .status = status};
     snprintf(it.name, sizeof(it.name), "%s", name ? name : "");
     if (kind != GFS_FSCK_REPAIRED)
         f->problems++;
@@ -219,11 +222,10 @@ static int scan_headers(fsck *f, int server, bool repair, gp_record *rec)
             if (repair) {
                 int k = reclaim(server, hid, name, rec);
                 if (k == 0 || k == GFS_ESTALE)
-                    report(f, GFS_FSCK_REPAIRED, server, hid, name, subidx,
-                           0);
+                    report(f, GFS_FSCK_REPAIRED, server, hid, name, subidx, 0);
                 else if (k != -EEXIST)
-                    report(f, GFS_FSCK_NOT_REPAIRED, server, hid, name,
-                           subidx, k);
+                    report(f, GFS_FSCK_NOT_REPAIRED, server, hid, name, subidx,
+                           k);
             }
         }
         int err = r.err ? GFS_EPROTO : 0;

@@ -26,13 +26,12 @@
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cv;
-    int *held;     /* locks held per server */
+    int *held; /* locks held per server */
     int nheld;
     long total;
     bool running, stop;
     pthread_t thread;
-} lease = {.lock = PTHREAD_MUTEX_INITIALIZER,
-           .cv = PTHREAD_COND_INITIALIZER};
+} lease = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static long renew_ms(void)
 {

@@ -227,8 +227,7 @@ int gfs_waitall(int n, const gfs_handle *handles, int64_t *results)
 
 /* ----------------------------------------------------------- starts ---- */
 
-int gfs_nb_read(gfs_handle h, int kid, int64_t offset, void *buf,
-                int64_t size)
+int gfs_nb_read(gfs_handle h, int kid, int64_t offset, void *buf, int64_t size)
 {
     gc_op *o = NULL;
     int rc = gc_prep_rw(&o, kid, GFS_READ, offset, buf, size);
@@ -261,9 +260,9 @@ int gfs_nb_read_strided(gfs_handle h, int kid, int64_t offset, void *buf,
     return gc_nb_start(h, rc, o);
 }
 
-int gfs_nb_write_strided(gfs_handle h, int kid, int64_t offset,
-                         const void *buf, int64_t size, int64_t count,
-                         int64_t fstride, int64_t mstride)
+int gfs_nb_write_strided(gfs_handle h, int kid, int64_t offset, const void *buf,
+                         int64_t size, int64_t count, int64_t fstride,
+                         int64_t mstride)
 {
     gc_op *o = NULL;
     int rc = gc_prep_strided(&o, kid, GFS_WRITE, offset, (void *)buf, size,
@@ -275,14 +274,13 @@ int gfs_nb_read_nested(gfs_handle h, int kid, int64_t offset, void *buf,
                        int64_t size, int nlevels, const gfs_stride *levels)
 {
     gc_op *o = NULL;
-    int rc = gc_prep_nested(&o, kid, GFS_READ, offset, buf, size, nlevels,
-                            levels);
+    int rc =
+        gc_prep_nested(&o, kid, GFS_READ, offset, buf, size, nlevels, levels);
     return gc_nb_start(h, rc, o);
 }
 
-int gfs_nb_write_nested(gfs_handle h, int kid, int64_t offset,
-                        const void *buf, int64_t size, int nlevels,
-                        const gfs_stride *levels)
+int gfs_nb_write_nested(gfs_handle h, int kid, int64_t offset, const void *buf,
+                        int64_t size, int nlevels, const gfs_stride *levels)
 {
     gc_op *o = NULL;
     int rc = gc_prep_nested(&o, kid, GFS_WRITE, offset, (void *)buf, size,

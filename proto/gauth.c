@@ -50,8 +50,8 @@ int gp_key_load(const char *path, uint8_t key[GP_KEY_BYTES])
     if (n != 2 * GP_KEY_BYTES)
         return -EINVAL;
     size_t bin = 0;
-    if (sodium_hex2bin(key, GP_KEY_BYTES, text, (size_t)n, NULL, &bin,
-                       NULL) != 0 ||
+    if (sodium_hex2bin(key, GP_KEY_BYTES, text, (size_t)n, NULL, &bin, NULL) !=
+            0 ||
         bin != GP_KEY_BYTES) {
         sodium_memzero(text, sizeof(text));
         return -EINVAL;

@@ -39,9 +39,9 @@ enum { AUTH_NONE = 0, AUTH_CHALLENGED = 1, AUTH_DONE = 2 };
 /* Keep the key in the data directory (atomically, 0600). */
 static int save_key(const char *text)
 {
-    int fd = openat(gsrv_g.dfd, "key.tmp",
-                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                    0600);
+    int fd =
+        openat(gsrv_g.dfd, "key.tmp",
+               O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -errno;
     size_t len = strlen(text);
@@ -119,8 +119,8 @@ bool gsrv_auth_required(void)
 
 bool gsrv_auth_allows(const gsrv_conn *c, unsigned opcode)
 {
-    return !auth.on || c->auth_state == AUTH_DONE ||
-           opcode == GP_OP_AUTH || opcode == GP_OP_AUTH_PROVE;
+    return !auth.on || c->auth_state == AUTH_DONE || opcode == GP_OP_AUTH ||
+           opcode == GP_OP_AUTH_PROVE;
 }
 
 /* AUTH: the client's nonce in, ours out. */
@@ -161,8 +161,8 @@ int gsrv_op_AUTH_PROVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return GFS_EAUTH;
     }
     uint8_t want[GP_MAC_BYTES];
-    gp_auth_mac(auth.key, GP_AUTH_CLIENT_LABEL, c->auth_cnonce,
-                c->auth_snonce, want);
+    gp_auth_mac(auth.key, GP_AUTH_CLIENT_LABEL, c->auth_cnonce, c->auth_snonce,
+                want);
     if (!gp_mac_equal(want, mac)) {
         c->auth_state = AUTH_NONE;
         c->auth_failed = true;
@@ -170,8 +170,8 @@ int gsrv_op_AUTH_PROVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return GFS_EAUTH;
     }
     c->auth_state = AUTH_DONE;
-    gp_auth_mac(auth.key, GP_AUTH_SERVER_LABEL, c->auth_snonce,
-                c->auth_cnonce, want);
+    gp_auth_mac(auth.key, GP_AUTH_SERVER_LABEL, c->auth_snonce, c->auth_cnonce,
+                want);
     gp_AUTH_PROVE_rep_encode(
         &rep->w, &(gp_AUTH_PROVE_rep){.mac = want, .mac_len = GP_MAC_BYTES});
     return 0;

@@ -58,7 +58,7 @@ static struct {
     size_t nblocks;       /* allocated blocks */
     size_t window;
     uint64_t hits, misses;
-    gsrv_creq *ring;      /* next request to serve, NULL if none */
+    gsrv_creq *ring; /* next request to serve, NULL if none */
     bool stop;
     bool running;
     pthread_t thread;

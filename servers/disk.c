@@ -5,9 +5,9 @@
  * Threads: the DiskManager thread (dm_main) does the reads the
  * CacheManager thread submits; handler threads do their write-through
  * writes themselves (gsrv_disk_write_wait, below).  disk.lock guards the
- * queue and is the last lock in the order (gsrv_internal.h): submitters may hold nothing or
- * fork->rw, never cache.lock.  Completion callbacks run on the DiskManager
- * thread with no lock held.
+ * queue and is the last lock in the order (gsrv_internal.h): submitters may
+ * hold nothing or fork->rw, never cache.lock.  Completion callbacks run on the
+ * DiskManager thread with no lock held.
  *
  * Scheduling: pending requests are kept sorted by the key (fkid, block
  * number) -- the fork file plays the role of the cylinder.  The head
@@ -35,9 +35,9 @@
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t work;
-    gsrv_dreq head;       /* sentinel of the sorted circular list */
-    gsrv_dreq *cursor;    /* next to service; NULL: wrap to the lowest */
-    uint64_t pos_fkid;    /* head position: key last serviced */
+    gsrv_dreq head;    /* sentinel of the sorted circular list */
+    gsrv_dreq *cursor; /* next to service; NULL: wrap to the lowest */
+    uint64_t pos_fkid; /* head position: key last serviced */
     uint64_t pos_bno;
     size_t n;
     bool stop;
@@ -205,8 +205,8 @@ void gsrv_disk_submit(gsrv_dreq **reqs, size_t n)
         p->prev = d;
         /* ahead of the head position and before the current next one? */
         if (key_cmp(d->fkid, d->bno, disk.pos_fkid, disk.pos_bno) >= 0 &&
-            (!disk.cursor || key_cmp(d->fkid, d->bno, disk.cursor->fkid,
-                                     disk.cursor->bno) < 0))
+            (!disk.cursor ||
+             key_cmp(d->fkid, d->bno, disk.cursor->fkid, disk.cursor->bno) < 0))
             disk.cursor = d;
     }
     disk.n += n;
@@ -230,7 +230,8 @@ int gsrv_disk_write_wait(gsrv_dreq **reqs, size_t n)
     qsort(reqs, n, sizeof(*reqs), dreq_cmp);
     for (size_t i = 0; i < n;) {
         size_t k = 1;
-        while (i + k < n && k < DM_RUN && mergeable(reqs[i + k - 1], reqs[i + k]))
+        while (i + k < n && k < DM_RUN &&
+               mergeable(reqs[i + k - 1], reqs[i + k]))
             k++;
         int e = do_run(&reqs[i], (int)k);
         if (e && k > 1) { /* block by block: the first that fails */

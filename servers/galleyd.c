@@ -51,10 +51,11 @@
 #include <time.h>
 #include <unistd.h>
 
-gsrv_globals gsrv_g = {.dfd = -1, .data_limit = GP_DEFAULT_DATA_LIMIT,
-                       .spin_us = 50, .max_conns = GSRV_DEFAULT_MAX_CONNS,
-                       .frame_timeout_ms =
-                           GSRV_DEFAULT_FRAME_TIMEOUT_S * 1000,
+gsrv_globals gsrv_g = {.dfd = -1,
+                       .data_limit = GP_DEFAULT_DATA_LIMIT,
+                       .spin_us = 50,
+                       .max_conns = GSRV_DEFAULT_MAX_CONNS,
+                       .frame_timeout_ms = GSRV_DEFAULT_FRAME_TIMEOUT_S * 1000,
                        .lock_lease_ms = GSRV_DEFAULT_LOCK_LEASE_S * 1000};
 
 static struct {
@@ -196,10 +197,23 @@ static bool parse_size(const char *s, uint64_t *out)
         return false;
     uint64_t mul = 1;
     switch (*end) {
-    case 'k': case 'K': mul = 1ull << 10; end++; break;
-    case 'm': case 'M': mul = 1ull << 20; end++; break;
-    case 'g': case 'G': mul = 1ull << 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        mul = 1ull << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1ull << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1ull << 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end || v > UINT64_MAX / mul)
         return false;
@@ -325,8 +339,10 @@ static int open_data_dir(const char *dir, int *lockfd)
     if (*lockfd < 0 || flock(*lockfd, LOCK_EX | LOCK_NB) < 0) {
         int e = errno;
         if (e == EWOULDBLOCK)
-            fprintf(stderr, "galleyd: %s is already served by another "
-                            "galleyd\n", dir);
+            fprintf(stderr,
+                    "galleyd: %s is already served by another "
+                    "galleyd\n",
+                    dir);
         else
             fprintf(stderr, "galleyd: cannot lock %s/lock: %s\n", dir,
                     strerror(e));
@@ -404,7 +420,8 @@ static int open_local_listener(const char *addr)
     /* a wildcard address serves every local address: "*:PORT" */
     char wild[40];
     const char *colon = strrchr(addr, ':');
-    if (colon && (!strncmp(addr, "0.0.0.0:", 8) || !strncmp(addr, "[::]:", 5))) {
+    if (colon &&
+        (!strncmp(addr, "0.0.0.0:", 8) || !strncmp(addr, "[::]:", 5))) {
         snprintf(wild, sizeof(wild), "*%.30s", colon);
         addr = wild;
     }
@@ -548,8 +565,8 @@ static const struct option opts[] = {
  * status (0 after --help or --version, 2 for a bad argument). */
 static int parse_args(int argc, char **argv, gsrv_args *a)
 {
-    *a = (gsrv_args){.listen = "127.0.0.1:0",
-                     .cache_mb = GSRV_DEFAULT_CACHE_MB};
+    *a =
+        (gsrv_args){.listen = "127.0.0.1:0", .cache_mb = GSRV_DEFAULT_CACHE_MB};
     int opt;
     while ((opt = getopt_long(argc, argv, "d:l:c:L:p:vhV", opts, NULL)) != -1) {
         switch (opt) {
@@ -717,9 +734,11 @@ int main(int argc, char **argv)
         ufd = open_local_listener(addr);
     printf("listening %s\n", addr);
     fflush(stdout);
-    gsrv_log(1, "serving %s on %s%s (cache %" PRIu64 " MB, data limit %" PRIu64
-                " bytes)", dir, addr, ufd >= 0 ? " and same-host" : "",
-             cache_mb, gsrv_g.data_limit);
+    gsrv_log(1,
+             "serving %s on %s%s (cache %" PRIu64 " MB, data limit %" PRIu64
+             " bytes)",
+             dir, addr, ufd >= 0 ? " and same-host" : "", cache_mb,
+             gsrv_g.data_limit);
 
     serve(lfd, ufd);
     gsrv_g.stopping = 1;

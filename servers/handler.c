@@ -44,7 +44,7 @@
 #define KEEP_BUF (1u << 20) /* receive buffer kept between requests */
 #define LINGER_MS 1000      /* at most this long draining a closing peer */
 #define LINGER_BYTES (4u << 20)
-#define SLOW_MS 2000        /* requests slower than this are logged */
+#define SLOW_MS 2000 /* requests slower than this are logged */
 
 /* The dispatch table, from the one list of opcodes. */
 static const struct {
@@ -88,7 +88,8 @@ void gsrv_out_add(gsrv_out *o, const void *p, size_t len)
     if (len < GSRV_OUT_SMALL) {
         uint8_t *dst = o->bounce + o->used;
         bool extend = o->n && (uint8_t *)o->iov[o->n - 1].iov_base +
-                                      o->iov[o->n - 1].iov_len == dst;
+                                      o->iov[o->n - 1].iov_len ==
+                                  dst;
         if (o->used + len > sizeof(o->bounce) ||
             (!extend && o->n == GSRV_IOV_BATCH)) {
             gsrv_out_flush(o);
@@ -488,8 +489,8 @@ void *gsrv_handler_main(void *arg)
             idle_ms = 1000;
         else if (!gsrv_auth_allows(c, GP_OP_PING))
             idle_ms = gsrv_g.frame_timeout_ms;
-        int rc = recv_timed(c->fd, hb, sizeof(hb), idle_ms,
-                            gsrv_g.frame_timeout_ms);
+        int rc =
+            recv_timed(c->fd, hb, sizeof(hb), idle_ms, gsrv_g.frame_timeout_ms);
         if (rc) {
             if (rc == -ETIMEDOUT)
                 gsrv_log(1, "%s: %s for %d ms, closing", c->peer,
@@ -505,8 +506,7 @@ void *gsrv_handler_main(void *arg)
             break;
         }
         if (h.version != GP_VERSION) {
-            gsrv_log(1, "%s: protocol version %u, closing", c->peer,
-                     h.version);
+            gsrv_log(1, "%s: protocol version %u, closing", c->peer, h.version);
             send_reply(c, &h, GFS_EVERSION, NULL);
             break;
         }
@@ -525,16 +525,15 @@ void *gsrv_handler_main(void *arg)
             c->bufcap = 0;
             c->buf = malloc(h.length);
             if (!c->buf) {
-                if (send_reply(c, &h, -ENOMEM, NULL) ||
-                    drain(c->fd, h.length))
+                if (send_reply(c, &h, -ENOMEM, NULL) || drain(c->fd, h.length))
                     break;
                 continue;
             }
             c->bufcap = h.length;
         }
-        if (h.length && (rc = recv_timed(c->fd, c->buf, h.length,
-                                          gsrv_g.frame_timeout_ms,
-                                          gsrv_g.frame_timeout_ms))) {
+        if (h.length &&
+            (rc = recv_timed(c->fd, c->buf, h.length, gsrv_g.frame_timeout_ms,
+                             gsrv_g.frame_timeout_ms))) {
             if (rc == -ETIMEDOUT)
                 gsrv_log(1, "%s: half a frame for %d ms, closing", c->peer,
                          gsrv_g.frame_timeout_ms);

@@ -75,16 +75,15 @@ int gsrv_meta_sync_dir(const char *rel)
     return rc;
 }
 
-int gsrv_meta_write(const char *rel, const void *buf, size_t len,
-                    bool durable)
+int gsrv_meta_write(const char *rel, const void *buf, size_t len, bool durable)
 {
     char tmp[256], dir[256];
     int rc;
 
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", rel) >= (int)sizeof(tmp))
         return -ENAMETOOLONG;
-    int fd = openat(gsrv_g.dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                    0644);
+    int fd =
+        openat(gsrv_g.dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
     rc = gp_write_all(fd, buf, len);

@@ -47,7 +47,7 @@ typedef struct ns_ent {
 
 static struct {
     pthread_mutex_t lock;
-    gsrv_htable tab; /* ns_ent by name */
+    gsrv_htable tab;  /* ns_ent by name */
     size_t nreserved; /* entries not committed: reservations in progress */
     uint64_t ncommitted;
     uint64_t next_id;
@@ -304,8 +304,12 @@ int gsrv_ns_init(void)
     rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    gsrv_scan sc = {.dir = "ns", .suffix = ".rec", .remove_tmp = true,
-                    .numbered = scan_record, .other = scan_other, .arg = rec};
+    gsrv_scan sc = {.dir = "ns",
+                    .suffix = ".rec",
+                    .remove_tmp = true,
+                    .numbered = scan_record,
+                    .other = scan_other,
+                    .arg = rec};
     rc = gsrv_meta_scan(&sc);
     if (!rc)
         gsrv_log(1, "nameserver: %" PRIu64 " records", ns.ncommitted);
@@ -509,8 +513,7 @@ int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     pthread_mutex_lock(&ns.lock);
     size_t n = 0;
     uint64_t bytes = 4;
-    char **names = malloc((ns.ncommitted ? ns.ncommitted : 1) *
-                          sizeof(*names));
+    char **names = malloc((ns.ncommitted ? ns.ncommitted : 1) * sizeof(*names));
     if (!names) {
         rc = -ENOMEM;
         goto out_unlock;

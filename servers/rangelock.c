@@ -65,8 +65,7 @@ static struct {
     rlock *head;
 } locktab = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static void range_of(uint64_t off, uint64_t len, uint64_t *start,
-                     uint64_t *end)
+static void range_of(uint64_t off, uint64_t len, uint64_t *start, uint64_t *end)
 {
     *start = off;
     *end = (len == 0 || len > UINT64_MAX - off) ? UINT64_MAX : off + len;
@@ -85,8 +84,8 @@ static void ensure_init(void)
     locktab.init = true;
 }
 
-static bool conflicts(uint64_t conn, uint64_t hid, uint64_t start,
-                      uint64_t end, bool excl)
+static bool conflicts(uint64_t conn, uint64_t hid, uint64_t start, uint64_t end,
+                      bool excl)
 {
     for (rlock *l = locktab.head; l; l = l->next)
         if (l->hid == hid && l->conn != conn && l->start < end &&
@@ -129,10 +128,11 @@ static bool expire_locks(uint64_t conn)
     while (*pp) {
         rlock *l = *pp;
         if (l->conn != conn && now - l->renewed_ns > lease) {
-            gsrv_log(0, "lock lease expired: connection %llu held "
+            gsrv_log(0,
+                     "lock lease expired: connection %llu held "
                      "[%llu, %llu) of sub/%llu without a sign of life for "
-                     "%d s", (unsigned long long)l->conn,
-                     (unsigned long long)l->start,
+                     "%d s",
+                     (unsigned long long)l->conn, (unsigned long long)l->start,
                      (unsigned long long)l->end, (unsigned long long)l->hid,
                      gsrv_g.lock_lease_ms / 1000);
             *pp = l->next;

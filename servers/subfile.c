@@ -305,8 +305,10 @@ void gsrv_fork_close(uint64_t fkid, uint32_t count)
     pthread_mutex_unlock(&subtab.meta);
     reap(reaplist);
     if (rc)
-        gsrv_log(0, "fork %" PRIx64 ": deferred removal failed (%s); "
-                 "finished at restart", fkid, gsrv_strerror(rc));
+        gsrv_log(0,
+                 "fork %" PRIx64 ": deferred removal failed (%s); "
+                 "finished at restart",
+                 fkid, gsrv_strerror(rc));
 }
 
 bool gsrv_sub_exists(uint64_t hid)
@@ -317,8 +319,7 @@ bool gsrv_sub_exists(uint64_t hid)
     return ok;
 }
 
-void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks,
-                    uint64_t *bytes_used)
+void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks, uint64_t *bytes_used)
 {
     *nsubfiles = *nforks = *bytes_used = 0;
     pthread_mutex_lock(&subtab.lock);
@@ -356,8 +357,7 @@ static int cmp_info_hid(const void *a, const void *b)
     return x->hid < y->hid ? -1 : x->hid > y->hid;
 }
 
-int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out,
-                  size_t *n)
+int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -365,8 +365,7 @@ int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out,
     size_t cap = subtab.tab.n ? subtab.tab.n : 1, k = 0;
     gsrv_sub_info *v = malloc(cap * sizeof(*v));
     gsrv_ht_iter it = {0};
-    for (gsrv_hlink *l;
-         v && k < cap && (l = gsrv_ht_next(&subtab.tab, &it));) {
+    for (gsrv_hlink *l; v && k < cap && (l = gsrv_ht_next(&subtab.tab, &it));) {
         gsrv_sub *s = GSRV_HT_ENTRY(l, gsrv_sub, hlink);
         if (s->hid > after)
             v[k++] = (gsrv_sub_info){.hid = s->hid,

@@ -110,18 +110,42 @@ static long long h5ok(long long v, const char *what, int line)
 }
 
 /* ------------------------------------------------------------- values */
-static int v_c2(hsize_t i, hsize_t j) { return (int)(i * 1000 + j); }
-static int v_c2i(hsize_t i, hsize_t j) { return (int)(7 * i + 3 * j + 11); }
-static int v_s2(hsize_t i, hsize_t j) { return -(int)(i * 1000 + j) - 1; }
-static short v_b2(hsize_t i, hsize_t j) { return (short)((i * 97 + j * 13) % 30011); }
+static int v_c2(hsize_t i, hsize_t j)
+{
+    return (int)(i * 1000 + j);
+}
+static int v_c2i(hsize_t i, hsize_t j)
+{
+    return (int)(7 * i + 3 * j + 11);
+}
+static int v_s2(hsize_t i, hsize_t j)
+{
+    return -(int)(i * 1000 + j) - 1;
+}
+static short v_b2(hsize_t i, hsize_t j)
+{
+    return (short)((i * 97 + j * 13) % 30011);
+}
 static double v_d3(hsize_t z, hsize_t y, hsize_t x)
 {
     return (double)z * 10000.0 + (double)y * 100.0 + (double)x + 0.5;
 }
-static int v_bx(hsize_t z, hsize_t y, hsize_t x) { return (int)(z * 100000 + y * 1000 + x) + 3; }
-static float v_ext(hsize_t i, hsize_t j) { return (float)(i * 64 + j) + 0.25f; }
-static int v_df(hsize_t i, hsize_t j) { return (int)((i / 4) * 7 + j % 5); }
-static int v_fill(hsize_t i) { return (int)(i * i % 1000); }
+static int v_bx(hsize_t z, hsize_t y, hsize_t x)
+{
+    return (int)(z * 100000 + y * 1000 + x) + 3;
+}
+static float v_ext(hsize_t i, hsize_t j)
+{
+    return (float)(i * 64 + j) + 0.25f;
+}
+static int v_df(hsize_t i, hsize_t j)
+{
+    return (int)((i / 4) * 7 + j % 5);
+}
+static int v_fill(hsize_t i)
+{
+    return (int)(i * i % 1000);
+}
 
 /* ------------------------------------------------------------- helpers */
 /* Block decomposition of n items over p parts: part r gets [*start, +*cnt). */
@@ -135,13 +159,15 @@ static void split(hsize_t n, int p, int r, hsize_t *start, hsize_t *cnt)
 static hid_t dxpl(int collective)
 {
     hid_t x = H5OK(H5Pcreate(H5P_DATASET_XFER));
-    H5OK(H5Pset_dxpl_mpio(x, collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT));
+    H5OK(H5Pset_dxpl_mpio(x, collective ? H5FD_MPIO_COLLECTIVE
+                                        : H5FD_MPIO_INDEPENDENT));
     return x;
 }
 
 /* File dataspace of `dset` with a hyperslab [start, +count) selected (or
  * nothing when some count is 0); *msp gets a matching memory space. */
-static hid_t slab(hid_t dset, int rnk, const hsize_t *start, const hsize_t *count, hid_t *msp)
+static hid_t slab(hid_t dset, int rnk, const hsize_t *start,
+                  const hsize_t *count, hid_t *msp)
 {
     hid_t fsp = H5OK(H5Dget_space(dset));
     hsize_t n = 1;
@@ -153,13 +179,15 @@ static hid_t slab(hid_t dset, int rnk, const hsize_t *start, const hsize_t *coun
         *msp = H5OK(H5Screate_simple(1, &one, NULL));
         H5OK(H5Sselect_none(*msp));
     } else {
-        H5OK(H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL));
+        H5OK(
+            H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL));
         *msp = H5OK(H5Screate_simple(rnk, count, NULL));
     }
     return fsp;
 }
 
-static hid_t open_file(const char *name, unsigned flags, int create, MPI_Info info)
+static hid_t open_file(const char *name, unsigned flags, int create,
+                       MPI_Info info)
 {
     hid_t fapl = H5OK(H5Pcreate(H5P_FILE_ACCESS));
     H5OK(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, info));
@@ -181,11 +209,12 @@ static void *xmalloc(size_t n)
 }
 
 /* Create a dataset; `dcpl` may be H5P_DEFAULT. */
-static hid_t mkdset(hid_t loc, const char *name, hid_t type, int rnk, const hsize_t *dims,
-                    const hsize_t *maxdims, hid_t dcpl)
+static hid_t mkdset(hid_t loc, const char *name, hid_t type, int rnk,
+                    const hsize_t *dims, const hsize_t *maxdims, hid_t dcpl)
 {
     hid_t sp = H5OK(H5Screate_simple(rnk, dims, maxdims));
-    hid_t d = H5OK(H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    hid_t d =
+        H5OK(H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT));
     H5Sclose(sp);
     return d;
 }
@@ -197,10 +226,11 @@ static hid_t chunked(int rnk, const hsize_t *chunk)
     return p;
 }
 
-static void put_attr(hid_t loc, const char *name, hid_t type, int rnk, const hsize_t *dims,
-                     const void *buf)
+static void put_attr(hid_t loc, const char *name, hid_t type, int rnk,
+                     const hsize_t *dims, const void *buf)
 {
-    hid_t sp = rnk ? H5OK(H5Screate_simple(rnk, dims, NULL)) : H5OK(H5Screate(H5S_SCALAR));
+    hid_t sp = rnk ? H5OK(H5Screate_simple(rnk, dims, NULL))
+                   : H5OK(H5Screate(H5S_SCALAR));
     hid_t a = H5OK(H5Acreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT));
     H5OK(H5Awrite(a, type, buf));
     H5Aclose(a);
@@ -221,8 +251,8 @@ static const char UNITS[] = "furlongs per fortnight";
 /* ------------------------------------------------------------- write */
 /* This rank's block of rows (split evenly) of an nx x ny int dataset, every
  * element v(row, column), written through transfer property list xfer. */
-static void write_row_block(hid_t d, hsize_t nx, hsize_t ny, int (*v)(hsize_t, hsize_t),
-                            hid_t xfer)
+static void write_row_block(hid_t d, hsize_t nx, hsize_t ny,
+                            int (*v)(hsize_t, hsize_t), hid_t xfer)
 {
     hsize_t st[2], ct[2];
     hid_t msp, fsp;
@@ -268,7 +298,9 @@ static void write_2d(hid_t f)
 
     /* strided2d: collective, rows rank, rank+P, rank+2P, ... */
     d = mkdset(f, "strided2d", H5T_STD_I32LE, 2, dims, NULL, H5P_DEFAULT);
-    hsize_t nrows = C2_NX > (hsize_t)rank ? (C2_NX - (hsize_t)rank + nprocs - 1) / nprocs : 0;
+    hsize_t nrows = C2_NX > (hsize_t)rank
+                        ? (C2_NX - (hsize_t)rank + nprocs - 1) / nprocs
+                        : 0;
     fsp = H5OK(H5Dget_space(d));
     buf = xmalloc(nrows * C2_NY * sizeof(int));
     if (nrows) {
@@ -277,7 +309,8 @@ static void write_2d(hid_t f)
         H5OK(H5Sselect_hyperslab(fsp, H5S_SELECT_SET, s, str, c, b));
         for (hsize_t r = 0; r < nrows; r++)
             for (hsize_t j = 0; j < C2_NY; j++)
-                buf[r * C2_NY + j] = v_s2((hsize_t)rank + r * (hsize_t)nprocs, j);
+                buf[r * C2_NY + j] =
+                    v_s2((hsize_t)rank + r * (hsize_t)nprocs, j);
         msp = H5OK(H5Screate_simple(2, m, NULL));
     } else {
         H5OK(H5Sselect_none(fsp));
@@ -301,7 +334,8 @@ static void write_2d(hid_t f)
     fsp = H5OK(H5Dget_space(d));
     H5OK(H5Sselect_none(fsp));
     for (hsize_t k = (hsize_t)rank; k < B2_NY / 3; k += (hsize_t)nprocs) {
-        hsize_t s[2] = {0, k * 3}, str[2] = {2, 3}, c[2] = {B2_NX / 2, 1}, b[2] = {2, 3};
+        hsize_t s[2] = {0, k * 3}, str[2] = {2, 3}, c[2] = {B2_NX / 2, 1},
+                b[2] = {2, 3};
         H5OK(H5Sselect_hyperslab(fsp, H5S_SELECT_OR, s, str, c, b));
     }
     msp = H5OK(H5Scopy(fsp));
@@ -317,7 +351,8 @@ static void write_3d(hid_t grp)
     hid_t msp, fsp, xc = dxpl(1), xi = dxpl(0);
 
     /* chunk3d: collective, split along y */
-    hsize_t dims[3] = {D3_NZ, D3_NY, D3_NX}, chunk[3] = {8, 16, 16}, st[3], ct[3];
+    hsize_t dims[3] = {D3_NZ, D3_NY, D3_NX}, chunk[3] = {8, 16, 16}, st[3],
+            ct[3];
     hid_t dcpl = chunked(3, chunk);
     hid_t d = mkdset(grp, "chunk3d", H5T_IEEE_F64LE, 3, dims, NULL, dcpl);
     H5Pclose(dcpl);
@@ -336,7 +371,8 @@ static void write_3d(hid_t grp)
     /* box3d: independent, split along x */
     hsize_t bd[3] = {BX_NZ, BX_NY, BX_NX}, bc[3] = {5, 7, 6};
     dcpl = chunked(3, bc);
-    d = mkdset(grp, "box3d", H5T_STD_I32BE, 3, bd, NULL, dcpl); /* big-endian on disk */
+    d = mkdset(grp, "box3d", H5T_STD_I32BE, 3, bd, NULL,
+               dcpl); /* big-endian on disk */
     H5Pclose(dcpl);
     st[0] = 0, ct[0] = BX_NZ, st[1] = 0, ct[1] = BX_NY;
     split(BX_NX, nprocs, rank, &st[2], &ct[2]);
@@ -357,7 +393,8 @@ static void write_3d(hid_t grp)
 
 static void write_ext(hid_t sub)
 {
-    hsize_t dims[2] = {0, EXT_NY}, maxd[2] = {H5S_UNLIMITED, EXT_NY}, chunk[2] = {10, EXT_NY};
+    hsize_t dims[2] = {0, EXT_NY}, maxd[2] = {H5S_UNLIMITED, EXT_NY},
+            chunk[2] = {10, EXT_NY};
     hid_t dcpl = chunked(2, chunk);
     hid_t d = mkdset(sub, "ext", H5T_IEEE_F32LE, 2, dims, maxd, dcpl);
     H5Pclose(dcpl);
@@ -441,7 +478,8 @@ static void do_write(const char *name, MPI_Info info)
 
     write_2d(f);
 
-    hid_t grp = H5OK(H5Gcreate2(f, "grp", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    hid_t grp =
+        H5OK(H5Gcreate2(f, "grp", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     st = str_type(sizeof(UNITS));
     put_attr(grp, "units", st, 0, NULL, UNITS);
     H5Tclose(st);
@@ -451,8 +489,10 @@ static void do_write(const char *name, MPI_Info info)
         snprintf(an, sizeof(an), "a%02d", k);
         put_attr(grp, an, H5T_STD_I32LE, 0, NULL, &v);
     }
-    hid_t sub = H5OK(H5Gcreate2(grp, "sub", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    hid_t empty = H5OK(H5Gcreate2(sub, "empty", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    hid_t sub =
+        H5OK(H5Gcreate2(grp, "sub", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    hid_t empty =
+        H5OK(H5Gcreate2(sub, "empty", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5Gclose(empty);
 
     write_3d(grp);
@@ -498,7 +538,8 @@ static void read_2d(hid_t f)
     double scale[2] = {0, 0};
     hid_t a = H5OK(H5Aopen(d, "scale", H5P_DEFAULT));
     H5OK(H5Aread(a, H5T_NATIVE_DOUBLE, scale));
-    CHECK(scale[0] == 0.125 && scale[1] == -3.5, "contig2d@scale = %g %g", scale[0], scale[1]);
+    CHECK(scale[0] == 0.125 && scale[1] == -3.5, "contig2d@scale = %g %g",
+          scale[0], scale[1]);
     H5Aclose(a);
     H5Dclose(d);
 
@@ -617,7 +658,8 @@ static void read_ext(hid_t sub)
     H5Sclose(sp);
     CHECK(dims[0] == (hsize_t)EXT_STEPS * EXT_STEP && dims[1] == EXT_NY &&
               maxd[0] == H5S_UNLIMITED,
-          "ext: extent %llux%llu", (unsigned long long)dims[0], (unsigned long long)dims[1]);
+          "ext: extent %llux%llu", (unsigned long long)dims[0],
+          (unsigned long long)dims[1]);
     /* collective read, row blocks over the whole final extent */
     hsize_t st[2], ct[2];
     split(dims[0], nprocs, rank, &st[0], &ct[0]);
@@ -641,7 +683,8 @@ static void read_misc(hid_t grp)
     /* deflate: collective read of column blocks */
     hid_t d = H5OK(H5Dopen2(grp, "deflate", H5P_DEFAULT));
     hid_t dcpl = H5OK(H5Dget_create_plist(d));
-    CHECK(H5Pget_nfilters(dcpl) == 1, "deflate: %d filters", H5Pget_nfilters(dcpl));
+    CHECK(H5Pget_nfilters(dcpl) == 1, "deflate: %d filters",
+          H5Pget_nfilters(dcpl));
     H5Pclose(dcpl);
     read_col_block(d, "deflate", DF_NX, DF_NY, v_df, xc);
     H5Dclose(d);
@@ -658,7 +701,8 @@ static void read_misc(hid_t grp)
 
     d = H5OK(H5Dopen2(grp, "compact", H5P_DEFAULT));
     dcpl = H5OK(H5Dget_create_plist(d));
-    CHECK(H5Pget_layout(dcpl) == H5D_COMPACT, "compact: layout %d", (int)H5Pget_layout(dcpl));
+    CHECK(H5Pget_layout(dcpl) == H5D_COMPACT, "compact: layout %d",
+          (int)H5Pget_layout(dcpl));
     H5Pclose(dcpl);
     int cb[COMPACT_N];
     H5OK(H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, xc, cb));
@@ -675,7 +719,8 @@ static void check_str_attr(hid_t loc, const char *name, const char *want)
     char got[128] = "";
     hid_t a = H5OK(H5Aopen(loc, name, H5P_DEFAULT));
     hid_t t = H5OK(H5Aget_type(a));
-    CHECK(H5Tget_size(t) == strlen(want) + 1, "attribute %s: size %zu", name, H5Tget_size(t));
+    CHECK(H5Tget_size(t) == strlen(want) + 1, "attribute %s: size %zu", name,
+          H5Tget_size(t));
     if (H5Tget_size(t) <= sizeof(got))
         H5OK(H5Aread(a, t, got));
     CHECK(strcmp(got, want) == 0, "attribute %s = \"%s\"", name, got);
@@ -693,13 +738,14 @@ static void do_read(const char *name, MPI_Info info)
     int ver[3] = {0, 0, 0};
     hid_t a = H5OK(H5Aopen(f, "version", H5P_DEFAULT));
     H5OK(H5Aread(a, H5T_NATIVE_INT, ver));
-    CHECK(ver[0] == 1 && ver[1] == 10 && ver[2] == 8, "version = %d.%d.%d", ver[0], ver[1],
-          ver[2]);
+    CHECK(ver[0] == 1 && ver[1] == 10 && ver[2] == 8, "version = %d.%d.%d",
+          ver[0], ver[1], ver[2]);
     H5Aclose(a);
 
     H5G_info_t gi;
     H5OK(H5Gget_info(f, &gi));
-    CHECK(gi.nlinks == 5, "root group has %llu links, want 5", (unsigned long long)gi.nlinks);
+    CHECK(gi.nlinks == 5, "root group has %llu links, want 5",
+          (unsigned long long)gi.nlinks);
 
     read_2d(f);
 
@@ -707,7 +753,8 @@ static void do_read(const char *name, MPI_Info info)
     check_str_attr(grp, "units", UNITS);
     H5O_info_t oi;
     H5OK(H5Oget_info(grp, &oi));
-    CHECK(oi.num_attrs == NATTR + 1, "grp has %llu attributes", (unsigned long long)oi.num_attrs);
+    CHECK(oi.num_attrs == NATTR + 1, "grp has %llu attributes",
+          (unsigned long long)oi.num_attrs);
     long bad = 0;
     for (int k = 0; k < NATTR; k++) {
         char an[32];
@@ -721,7 +768,8 @@ static void do_read(const char *name, MPI_Info info)
     }
     CHECK(bad == 0, "grp: %ld of %d attributes wrong", bad, NATTR);
     H5OK(H5Gget_info(grp, &gi));
-    CHECK(gi.nlinks == 6, "grp has %llu links, want 6", (unsigned long long)gi.nlinks);
+    CHECK(gi.nlinks == 6, "grp has %llu links, want 6",
+          (unsigned long long)gi.nlinks);
     hid_t sub = H5OK(H5Gopen2(grp, "sub", H5P_DEFAULT));
     CHECK(H5Lexists(sub, "empty", H5P_DEFAULT) > 0, "grp/sub/empty missing");
 
@@ -738,7 +786,8 @@ static void do_read(const char *name, MPI_Info info)
 static void usage(void)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: h5par_check write|read|rw FILE [-i KEY=VALUE]...\n");
+        fprintf(stderr,
+                "usage: h5par_check write|read|rw FILE [-i KEY=VALUE]...\n");
     MPI_Finalize();
     exit(2);
 }
@@ -760,7 +809,8 @@ int main(int argc, char **argv)
     MPI_Info_create(&info);
     for (int i = 3; i < argc; i++) {
         char *eq;
-        if (strcmp(argv[i], "-i") || i + 1 >= argc || !(eq = strchr(argv[i + 1], '=')))
+        if (strcmp(argv[i], "-i") || i + 1 >= argc ||
+            !(eq = strchr(argv[i + 1], '=')))
             usage();
         *eq = '\0';
         MPI_Info_set(info, argv[i + 1], eq + 1);
@@ -780,8 +830,8 @@ int main(int argc, char **argv)
     MPI_Reduce(mine, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     int ok = 1;
     if (rank == 0) {
-        printf("h5par_check %s %s: %d ranks, write %.3f s, read %.3f s\n", mode, name, nprocs,
-               t1 - t0, t2 - t1);
+        printf("h5par_check %s %s: %d ranks, write %.3f s, read %.3f s\n", mode,
+               name, nprocs, t1 - t0, t2 - t1);
         if (all[1] == 0)
             printf("PASS %ld checks\n", all[0]);
         else

@@ -4,13 +4,12 @@
  *
  *   notinit            calls before gfs_init            -> GFS_ENOTINIT
  *   clusterfile DIR    missing / malformed cluster files
- *   names NAME         over-long names, empty names     -> -ENAMETOOLONG/-EINVAL
- *   exists NAME        creating what exists             -> -EEXIST
- *   missing NAME       opening/deleting what is absent  -> -ENOENT
- *   counts NAME        bad subfile counts and server lists -> -EINVAL
- *   io NAME            negative sizes/offsets, bad lists -> -EINVAL
- *   ids NAME           unknown or closed ids            -> GFS_EBADID
- *   strerror -         every code has its own message
+ *   names NAME         over-long names, empty names     ->
+ * -ENAMETOOLONG/-EINVAL exists NAME        creating what exists             ->
+ * -EEXIST missing NAME       opening/deleting what is absent  -> -ENOENT counts
+ * NAME        bad subfile counts and server lists -> -EINVAL io NAME negative
+ * sizes/offsets, bad lists -> -EINVAL ids NAME           unknown or closed ids
+ * -> GFS_EBADID strerror -         every code has its own message
  *
  * Threads: single-threaded.
  */
@@ -68,12 +67,8 @@ static void clusterfile(const char *dir)
         gfs_finalize();
 
     static const char *bad[] = {
-        "this is not an address\n",
-        "127.0.0.1\n",
-        "127.0.0.1:99999\n",
-        "127.0.0.1:-5\n",
-        "127.0.0.1:12x\n",
-        ":1234\n",
+        "this is not an address\n", "127.0.0.1\n",     "127.0.0.1:99999\n",
+        "127.0.0.1:-5\n",           "127.0.0.1:12x\n", ":1234\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(path, sizeof(path), "%s/bad%zu", dir, i);

@@ -469,11 +469,16 @@ int main(int argc, char **argv)
         const char *name;
         void (*fn)(const char *);
     } scen[] = {
-        {"subfiles", subfiles},   {"servers", servers},
-        {"forks", forks},         {"all", all},
-        {"deferred", deferred},   {"deferred-wait", deferred_wait},
-        {"delete-open", delete_open}, {"attrs", attrs},
-        {"truncate", truncate_},  {"list", list},
+        {"subfiles", subfiles},
+        {"servers", servers},
+        {"forks", forks},
+        {"all", all},
+        {"deferred", deferred},
+        {"deferred-wait", deferred_wait},
+        {"delete-open", delete_open},
+        {"attrs", attrs},
+        {"truncate", truncate_},
+        {"list", list},
         {"statfs", statfs_},
     };
     for (size_t i = 0; i < sizeof(scen) / sizeof(scen[0]); i++) {

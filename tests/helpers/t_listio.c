@@ -223,8 +223,8 @@ static void zero(const char *name)
     EXPECT_EQ(gfs_listio(kid, GFS_WRITE, 0, NULL, buf), 0);
     EXPECT_EQ(gfs_write(kid, 0, buf, 0), 0);
     EXPECT_EQ(gfs_fork_size(kid), 0);
-    gfs_list_entry e[6] = {{0, 0, 0},     {0, 0, 100}, {100, 100, 0},
-                           {50, 999, 0},  {100, 100, 100}, {200, 1024, 0}};
+    gfs_list_entry e[6] = {{0, 0, 0},    {0, 0, 100},     {100, 100, 0},
+                           {50, 999, 0}, {100, 100, 100}, {200, 1024, 0}};
     EXPECT_EQ(gfs_listio(kid, GFS_WRITE, 6, e, buf), 200);
     EXPECT_EQ(gfs_fork_size(kid), 200);
     memset(got, 0xee, sizeof(got));
@@ -293,7 +293,8 @@ static void large(const char *name)
     if (fid < 0)
         return;
     const int64_t size = 48 << 20; /* above the 32 MB default data limit */
-    unsigned char *src = t_xmalloc((size_t)size), *got = t_xmalloc((size_t)size);
+    unsigned char *src = t_xmalloc((size_t)size),
+                  *got = t_xmalloc((size_t)size);
     t_fill(src, (size_t)size, 12);
     EXPECT_EQ(gfs_write(kid, 0, src, size), size);
     memset(got, 0xee, (size_t)size);

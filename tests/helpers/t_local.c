@@ -113,7 +113,8 @@ int main(int argc, char **argv)
     int rc = 2;
     if (!strcmp(cmd, "create") && argc == 5) {
         EXPECT_EQ(gfs_create_layout(name, 0 + gfs_num_servers(), NULL,
-                               atoll(argv[4]), NULL, argv[3]), 0);
+                                    atoll(argv[4]), NULL, argv[3]),
+                  0);
         rc = t_finish();
     } else if (!strcmp(cmd, "write") && argc == 7) {
         rc = do_write(name, atoll(argv[3]), atoll(argv[4]), atoi(argv[5]),

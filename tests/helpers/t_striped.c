@@ -31,8 +31,9 @@ static void math(void)
     const int64_t units[] = {1, 16, 4096};
     for (int nsub = 1; nsub <= 5; nsub++)
         for (size_t u = 0; u < 3; u++)
-            for (int64_t size = 0; size < 3 * nsub * units[u] + 7;
-                 size += units[u] > 16 ? 1023 : 1) {
+            for (int64_t size = 0;
+                 size<3 * nsub * units[u] + 7; size += units[u]> 16 ? 1023
+                                                                    : 1) {
                 int64_t fs[8];
                 for (int s = 0; s < nsub; s++) {
                     fs[s] = gfs_layout_fork_size(nsub, units[u], s, size);

@@ -21,16 +21,18 @@
 
 static void put_extent(gp_wbuf *w, const void *p, uint64_t len)
 {
-    gp_seg s = {.kind = GP_SEG_EXTENT, .off = (uint64_t)(uintptr_t)p,
-                .size = len};
+    gp_seg s = {
+        .kind = GP_SEG_EXTENT, .off = (uint64_t)(uintptr_t)p, .size = len};
     gp_put_seg(w, &s);
 }
 
 static void put_strided(gp_wbuf *w, const void *p, uint64_t size,
                         uint64_t count, uint64_t stride, uint8_t nlev)
 {
-    gp_seg s = {.kind = GP_SEG_STRIDED, .off = (uint64_t)(uintptr_t)p,
-                .size = size, .nlev = nlev};
+    gp_seg s = {.kind = GP_SEG_STRIDED,
+                .off = (uint64_t)(uintptr_t)p,
+                .size = size,
+                .nlev = nlev};
     for (uint8_t i = 0; i < nlev; i++) {
         s.count[i] = count;
         s.stride[i] = stride;
@@ -213,8 +215,8 @@ static void test_gone(void)
     CHECK(pidfd >= 0);
     waitpid(child, NULL, 0);
     gsrv_mseg seg = {.addr = (uint64_t)(uintptr_t)A, .size = 4, .count = 1};
-    gsrv_rmem m = {.pid = getpid(), .pidfd = pidfd, .s = &seg, .n = 1,
-                   .bytes = 4};
+    gsrv_rmem m = {
+        .pid = getpid(), .pidfd = pidfd, .s = &seg, .n = 1, .bytes = 4};
     char got[4];
     struct iovec v = {got, sizeof(got)};
     CHECK_EQ(gsrv_rmem_xfer(&m, false, &v, 1), -ESRCH);

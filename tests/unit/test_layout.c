@@ -132,9 +132,14 @@ static void test_arbitrary_forks(void)
         int64_t fs[MAX_NSUB];
         for (int s = 0; s < nsub; s++) {
             switch (rnd() % 4) {
-            case 0: fs[s] = 0; break;
-            case 1: fs[s] = (int64_t)(rnd() % 4) * unit; break; /* boundary */
-            default: fs[s] = (int64_t)(rnd() % (5 * (uint64_t)unit + 2));
+            case 0:
+                fs[s] = 0;
+                break;
+            case 1:
+                fs[s] = (int64_t)(rnd() % 4) * unit;
+                break; /* boundary */
+            default:
+                fs[s] = (int64_t)(rnd() % (5 * (uint64_t)unit + 2));
             }
         }
         int64_t want = model_logical(nsub, unit, fs);
@@ -187,9 +192,15 @@ static void test_huge(void)
         int nsub = 1 + (int)(rnd() % MAX_NSUB);
         int64_t unit;
         switch (t % 3) {
-        case 0: unit = 1 + (int64_t)(rnd() % 1000); break;
-        case 1: unit = (int64_t)1 << (rnd() % 31); break;
-        default: unit = 1 + (int64_t)(rnd() % ((uint64_t)1 << 40)); break;
+        case 0:
+            unit = 1 + (int64_t)(rnd() % 1000);
+            break;
+        case 1:
+            unit = (int64_t)1 << (rnd() % 31);
+            break;
+        default:
+            unit = 1 + (int64_t)(rnd() % ((uint64_t)1 << 40));
+            break;
         }
         int64_t size = (int64_t)(rnd() >> (2 + rnd() % 62)); /* < 2^62 */
         if (t % 5 == 0) /* near a stripe boundary */

@@ -336,43 +336,41 @@ static void usage(FILE *f)
             "in brackets (default 3)\n");
 }
 
-int main(int argc, char **argv)
+/* Parse the command line into cf; -1 to go on, else the exit status. */
+static int parse_opts(int argc, char **argv, config *cf)
 {
-    config cf = {.cluster = NULL, .kmax = MAX_K, .writers = 0,
-                 .per_server = 2 << 20, .block = 20000, .batch = 64,
-                 .reps = 3};
     int opt;
     while ((opt = getopt(argc, argv, "c:k:p:s:B:b:r:h")) != -1) {
         switch (opt) {
         case 'c':
-            cf.cluster = optarg;
+            cf->cluster = optarg;
             break;
         case 'k':
-            cf.kmax = atoi(optarg);
-            if (cf.kmax < 1 || cf.kmax > MAX_K)
+            cf->kmax = atoi(optarg);
+            if (cf->kmax < 1 || cf->kmax > MAX_K)
                 goto bad;
             break;
         case 'p':
-            cf.writers = atoi(optarg);
-            if (cf.writers < 1 || cf.writers > MAX_P)
+            cf->writers = atoi(optarg);
+            if (cf->writers < 1 || cf->writers > MAX_P)
                 goto bad;
             break;
         case 's':
-            if (!parse_size(optarg, &cf.per_server))
+            if (!parse_size(optarg, &cf->per_server))
                 goto bad;
             break;
         case 'B':
-            if (!parse_size(optarg, &cf.block) || cf.block > (1 << 30))
+            if (!parse_size(optarg, &cf->block) || cf->block > (1 << 30))
                 goto bad;
             break;
         case 'b':
-            cf.batch = atoi(optarg);
-            if (cf.batch < 1)
+            cf->batch = atoi(optarg);
+            if (cf->batch < 1)
                 goto bad;
             break;
         case 'r':
-            cf.reps = atoi(optarg);
-            if (cf.reps < 1 || cf.reps > MAX_REPS)
+            cf->reps = atoi(optarg);
+            if (cf->reps < 1 || cf->reps > MAX_REPS)
                 goto bad;
             break;
         case 'h':
@@ -384,6 +382,58 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    return -1;
+}
+
+/* One row of the table: every method cf->reps times on K = k servers.
+ * Returns 0 (all verified), 1 (a run failed or read back wrong) or -1
+ * (setup failed: stop). */
+static int run_row(const config *cf, const char *name, int k)
+{
+    int P = cf->writers ? cf->writers : k;
+    int64_t fsize = cf->per_server * k / cf->block * cf->block;
+    double mean[NMETHODS], best[NMETHODS];
+    bool ok = true;
+    for (int m = 0; m < NMETHODS; m++) {
+        double sum = 0, top = 0;
+        for (int r = 0; r < cf->reps; r++) {
+            if (in_child(JOB_SETUP, cf, name, k, 0) != 0) {
+                fprintf(stderr, "sfio_bench: setup failed\n");
+                return -1;
+            }
+            double v = timed_run(cf, name, m, P, fsize);
+            if (v < 0) {
+                ok = false;
+                v = 0;
+            }
+            if (in_child(JOB_VERIFY, cf, name, k, fsize) != 0)
+                ok = false;
+            sum += v;
+            top = v > top ? v : top;
+        }
+        mean[m] = sum / cf->reps;
+        best[m] = top;
+    }
+    char cell[NMETHODS][32];
+    for (int m = 0; m < NMETHODS; m++)
+        snprintf(cell[m], sizeof(cell[m]), "%7.2f [%7.2f]", mean[m],
+                 best[m]);
+    printf("%2d %2d %9.2f | %-17s %-17s %-17s | %7.1fx %7.1fx | %s\n", k,
+           P, fsize / 1e6, cell[0], cell[1], cell[2],
+           mean[0] > 0 ? mean[1] / mean[0] : 0,
+           mean[0] > 0 ? mean[2] / mean[0] : 0, ok ? "ok" : "FAILED");
+    fflush(stdout);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    config cf = {.cluster = NULL, .kmax = MAX_K, .writers = 0,
+                 .per_server = 2 << 20, .block = 20000, .batch = 64,
+                 .reps = 3};
+    int ret = parse_opts(argc, argv, &cf);
+    if (ret >= 0)
+        return ret;
     if (!cf.cluster)
         cf.cluster = getenv("GALLEY_CLUSTER");
     /* How many servers: ask in a child (the parent stays uninitialised). */
@@ -422,40 +472,10 @@ int main(int argc, char **argv)
            "----+-------------------+------\n");
     int status = 0;
     for (int k = 1; k <= cf.kmax; k++) {
-        int P = cf.writers ? cf.writers : k;
-        int64_t fsize = cf.per_server * k / cf.block * cf.block;
-        double mean[NMETHODS], best[NMETHODS];
-        bool ok = true;
-        for (int m = 0; m < NMETHODS; m++) {
-            double sum = 0, top = 0;
-            for (int r = 0; r < cf.reps; r++) {
-                if (in_child(JOB_SETUP, &cf, name, k, 0) != 0) {
-                    fprintf(stderr, "sfio_bench: setup failed\n");
-                    return 1;
-                }
-                double v = timed_run(&cf, name, m, P, fsize);
-                if (v < 0) {
-                    ok = false;
-                    v = 0;
-                }
-                if (in_child(JOB_VERIFY, &cf, name, k, fsize) != 0)
-                    ok = false;
-                sum += v;
-                top = v > top ? v : top;
-            }
-            mean[m] = sum / cf.reps;
-            best[m] = top;
-        }
-        char cell[NMETHODS][32];
-        for (int m = 0; m < NMETHODS; m++)
-            snprintf(cell[m], sizeof(cell[m]), "%7.2f [%7.2f]", mean[m],
-                     best[m]);
-        printf("%2d %2d %9.2f | %-17s %-17s %-17s | %7.1fx %7.1fx | %s\n", k,
-               P, fsize / 1e6, cell[0], cell[1], cell[2],
-               mean[0] > 0 ? mean[1] / mean[0] : 0,
-               mean[0] > 0 ? mean[2] / mean[0] : 0, ok ? "ok" : "FAILED");
-        fflush(stdout);
-        if (!ok)
+        int row = run_row(&cf, name, k);
+        if (row < 0)
+            return 1;
+        if (row)
             status = 1;
     }
     printf("\n(mean of %d runs, best in brackets; c/plain and b/plain = "

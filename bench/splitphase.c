@@ -411,43 +411,40 @@ static void usage(FILE *f)
             "            asynchronous,async-listio,group-nosend,group-send\n");
 }
 
-int main(int argc, char **argv)
+/* Parse the command line into cf; -1 to go on, else the exit status. */
+static int parse_opts(int argc, char **argv, config *cf)
 {
-    config cf = {.cluster = NULL, .reps = 3, .window = 64,
-                 .mc = {{256, 256, 16}, {32, 32, 16384}}};
-    for (int p = 0; p < NPROGS; p++)
-        cf.run[p] = true;
     int opt;
     while ((opt = getopt(argc, argv, "c:r:w:a:b:p:h")) != -1) {
         switch (opt) {
         case 'c':
-            cf.cluster = optarg;
+            cf->cluster = optarg;
             break;
         case 'r':
-            cf.reps = atoi(optarg);
-            if (cf.reps < 1 || cf.reps > MAX_REPS) {
+            cf->reps = atoi(optarg);
+            if (cf->reps < 1 || cf->reps > MAX_REPS) {
                 fprintf(stderr, "splitphase: -r: 1..%d\n", MAX_REPS);
                 return 2;
             }
             break;
         case 'w':
-            cf.window = atoi(optarg);
-            if (cf.window < 1 || cf.window > 100000) {
+            cf->window = atoi(optarg);
+            if (cf->window < 1 || cf->window > 100000) {
                 fprintf(stderr, "splitphase: -w: 1..100000\n");
                 return 2;
             }
             break;
         case 'a':
         case 'b':
-            if (!parse_dims(optarg, &cf.mc[opt - 'a'].rows,
-                            &cf.mc[opt - 'a'].cols)) {
+            if (!parse_dims(optarg, &cf->mc[opt - 'a'].rows,
+                            &cf->mc[opt - 'a'].cols)) {
                 fprintf(stderr, "splitphase: -%c: expected ROWSxCOLS\n", opt);
                 return 2;
             }
             break;
         case 'p': {
             for (int p = 0; p < NPROGS; p++)
-                cf.run[p] = false;
+                cf->run[p] = false;
             char *list = strdup(optarg), *save = NULL;
             for (char *t = strtok_r(list, ",", &save); t;
                  t = strtok_r(NULL, ",", &save)) {
@@ -458,7 +455,7 @@ int main(int argc, char **argv)
                     fprintf(stderr, "splitphase: unknown program '%s'\n", t);
                     return 2;
                 }
-                cf.run[p] = true;
+                cf->run[p] = true;
             }
             free(list);
             break;
@@ -471,6 +468,89 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    return -1;
+}
+
+/* What is about to be measured (stdout). */
+static void print_header(const config *cf)
+{
+    printf("splitphase: the GFS-GROUP paper's matrix experiment, scaled "
+           "down\n");
+    printf("  servers %d (one fork per server; column c -> server c %% 4), "
+           "one client\n",
+           NSERV);
+    for (int k = 0; k < 2; k++) {
+        char mb[32];
+        fmt_mb(mb, sizeof(mb),
+               cf->mc[k].rows * cf->mc[k].cols * cf->mc[k].esize);
+        printf("  case %d: %" PRId64 " x %" PRId64 " matrix of %" PRId64
+               "-byte elements = %s (paper: %s, 256 MB)\n",
+               k + 1, cf->mc[k].rows, cf->mc[k].cols, cf->mc[k].esize, mb,
+               k ? "128 x 128" : "4096 x 4096");
+    }
+    printf("  buffer: 4 columns; runs per program: %d; asynchronous window: "
+           "%d requests\n",
+           cf->reps, cf->window);
+    printf("  writes timed to gfs_sync of the 4 forks; reads of what was "
+           "just written (server cache)\n");
+    fflush(stdout);
+
+}
+
+/* Run every selected program cf->reps times on matrix case k of the
+ * file fid, into res (one result per program). */
+static void run_case(config *cf, int fid, int k, result *res)
+{
+    int rc;
+    matrix_case *mc = &cf->mc[k];
+    run_state s = {.cf = cf, .mc = mc};
+    if ((rc = gfs_all_open(fid, FORK_NAME, s.kids)) != 0)
+        die("gfs_all_open", rc);
+    s.buf = malloc((size_t)(NSERV * mc->rows * mc->esize));
+    s.ent = malloc(sizeof(*s.ent) * (size_t)mc->rows);
+    s.ring = malloc(sizeof(*s.ring) * (size_t)cf->window);
+    if (!s.buf || !s.ent || !s.ring)
+        die("out of memory", -ENOMEM);
+    for (int rep = 0; rep < cf->reps; rep++) {
+        for (int p = 0; p < NPROGS; p++) {
+            if (!cf->run[p])
+                continue;
+            for (int i = 0; i < NSERV; i++)
+                if ((rc = gfs_truncate_fork(s.kids[i], 0)) != 0)
+                    die("gfs_truncate_fork", rc);
+            result *r = &res[p];
+            s.bad = false;
+            r->w[r->n] = run_prog(&s, p, GFS_WRITE);
+            gfs_group_stats gs;
+            gfs_group_get_stats(&gs);
+            r->wgroups = gs.groups;
+            memset(s.buf, 0, (size_t)(NSERV * mc->rows * mc->esize));
+            r->r[r->n] = run_prog(&s, p, GFS_READ);
+            gfs_group_get_stats(&gs);
+            r->rgroups = gs.groups;
+            r->bad |= s.bad;
+            r->n++;
+            fprintf(stderr, "  case %d run %d %-13s write %.3f s read "
+                    "%.3f s%s\n", k + 1, rep + 1, prog_name[p],
+                    r->w[r->n - 1], r->r[r->n - 1],
+                    s.bad ? " WRONG DATA" : "");
+        }
+    }
+    gfs_all_close(NSERV, s.kids);
+    free(s.buf);
+    free(s.ent);
+    free(s.ring);
+}
+
+int main(int argc, char **argv)
+{
+    config cf = {.cluster = NULL, .reps = 3, .window = 64,
+                 .mc = {{256, 256, 16}, {32, 32, 16384}}};
+    for (int p = 0; p < NPROGS; p++)
+        cf.run[p] = true;
+    int ret = parse_opts(argc, argv, &cf);
+    if (ret >= 0)
+        return ret;
     int rc = gfs_init(cf.cluster);
     if (rc)
         die("gfs_init", rc);
@@ -490,68 +570,11 @@ int main(int argc, char **argv)
     if ((rc = gfs_all_create(fid, FORK_NAME)) != 0)
         die("gfs_all_create", rc);
 
-    printf("splitphase: the GFS-GROUP paper's matrix experiment, scaled "
-           "down\n");
-    printf("  servers %d (one fork per server; column c -> server c %% 4), "
-           "one client\n",
-           NSERV);
-    for (int k = 0; k < 2; k++) {
-        char mb[32];
-        fmt_mb(mb, sizeof(mb),
-               cf.mc[k].rows * cf.mc[k].cols * cf.mc[k].esize);
-        printf("  case %d: %" PRId64 " x %" PRId64 " matrix of %" PRId64
-               "-byte elements = %s (paper: %s, 256 MB)\n",
-               k + 1, cf.mc[k].rows, cf.mc[k].cols, cf.mc[k].esize, mb,
-               k ? "128 x 128" : "4096 x 4096");
-    }
-    printf("  buffer: 4 columns; runs per program: %d; asynchronous window: "
-           "%d requests\n",
-           cf.reps, cf.window);
-    printf("  writes timed to gfs_sync of the 4 forks; reads of what was "
-           "just written (server cache)\n");
-    fflush(stdout);
+    print_header(&cf);
 
     static result res[2][NPROGS];
-    for (int k = 0; k < 2; k++) {
-        matrix_case *mc = &cf.mc[k];
-        run_state s = {.cf = &cf, .mc = mc};
-        if ((rc = gfs_all_open(fid, FORK_NAME, s.kids)) != 0)
-            die("gfs_all_open", rc);
-        s.buf = malloc((size_t)(NSERV * mc->rows * mc->esize));
-        s.ent = malloc(sizeof(*s.ent) * (size_t)mc->rows);
-        s.ring = malloc(sizeof(*s.ring) * (size_t)cf.window);
-        if (!s.buf || !s.ent || !s.ring)
-            die("out of memory", -ENOMEM);
-        for (int rep = 0; rep < cf.reps; rep++) {
-            for (int p = 0; p < NPROGS; p++) {
-                if (!cf.run[p])
-                    continue;
-                for (int i = 0; i < NSERV; i++)
-                    if ((rc = gfs_truncate_fork(s.kids[i], 0)) != 0)
-                        die("gfs_truncate_fork", rc);
-                result *r = &res[k][p];
-                s.bad = false;
-                r->w[r->n] = run_prog(&s, p, GFS_WRITE);
-                gfs_group_stats gs;
-                gfs_group_get_stats(&gs);
-                r->wgroups = gs.groups;
-                memset(s.buf, 0, (size_t)(NSERV * mc->rows * mc->esize));
-                r->r[r->n] = run_prog(&s, p, GFS_READ);
-                gfs_group_get_stats(&gs);
-                r->rgroups = gs.groups;
-                r->bad |= s.bad;
-                r->n++;
-                fprintf(stderr, "  case %d run %d %-13s write %.3f s read "
-                        "%.3f s%s\n", k + 1, rep + 1, prog_name[p],
-                        r->w[r->n - 1], r->r[r->n - 1],
-                        s.bad ? " WRONG DATA" : "");
-            }
-        }
-        gfs_all_close(NSERV, s.kids);
-        free(s.buf);
-        free(s.ent);
-        free(s.ring);
-    }
+    for (int k = 0; k < 2; k++)
+        run_case(&cf, fid, k, res[k]);
     print_table(&cf, res);
     gfs_close_file(fid);
     gfs_delete_file(name);

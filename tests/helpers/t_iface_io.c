@@ -9,66 +9,16 @@
  *
  *   strided|nested|batch|listio|million|striped NAME
  *
- * The expected bytes are computed here by independent code (a recursive
- * walk over the stride levels, the striping formula of galley.h), never by
- * the library's own expansion.
+ * The expected bytes are computed by independent code (t_iface_model.h:
+ * a recursive walk over the stride levels; here: the striping formula of
+ * galley.h), never by the library's own expansion.
  *
  * Threads: single-threaded.
  */
 #include <errno.h>
 
+#include "t_iface_model.h"
 #include "thelp.h"
-
-/* ------------------------------------------------------------ model ---- */
-
-/* What a fork (or a striped file) should hold. */
-typedef struct model {
-    unsigned char *b;
-    int64_t cap, size;
-} model;
-
-static void model_init(model *m, int64_t cap)
-{
-    m->b = t_xmalloc((size_t)cap);
-    memset(m->b, 0, (size_t)cap);
-    m->cap = cap;
-    m->size = 0;
-}
-
-static void model_put(model *m, int64_t off, const void *src, int64_t n)
-{
-    if (n <= 0)
-        return;
-    if (off + n > m->cap) {
-        printf("FAIL model too small (%" PRId64 ")\n", off + n);
-        exit(1);
-    }
-    memcpy(m->b + off, src, (size_t)n);
-    if (off + n > m->size)
-        m->size = off + n;
-}
-
-/* n bytes at off as a read sees them: zeros past the end. */
-static void model_get(const model *m, int64_t off, void *dst, int64_t n)
-{
-    memset(dst, 0, (size_t)n);
-    if (off < m->size) {
-        int64_t k = m->size - off < n ? m->size - off : n;
-        memcpy(dst, m->b + off, (size_t)k);
-    }
-}
-
-/* The whole fork must equal the model. */
-static void check_fork(int kid, const model *m, const char *what)
-{
-    if (!EXPECT_EQ(gfs_fork_size(kid), m->size))
-        printf("  (%s)\n", what);
-    unsigned char *img = t_xmalloc((size_t)m->size);
-    memset(img, 0xee, (size_t)m->size);
-    EXPECT_EQ(gfs_read(kid, 0, img, m->size), m->size);
-    EXPECT_MEM(img, m->b, (size_t)m->size, what);
-    free(img);
-}
 
 /* A file of nsub subfiles with fork "f" in each, opened; -1 on failure. */
 static int make_forks(const char *name, int nsub, int *kids)
@@ -82,39 +32,6 @@ static int make_forks(const char *name, int nsub, int *kids)
     if (EXPECT_OK(gfs_all_open(fid, "f", kids)) < 0)
         return -1;
     return fid;
-}
-
-/* ----------------------------------------- reference stride walking ---- */
-
-/* Every piece of a nested request, in the order the paper defines
- * (levels[0] outermost).  moff is relative to the buffer pointer and may
- * be negative. */
-typedef struct walk {
-    model *m;
-    unsigned char *buf;
-    int op; /* GFS_WRITE: apply buf to model; GFS_READ: fill buf */
-} walk;
-
-static void ref_walk(const walk *w, int64_t foff, int64_t moff, int64_t size,
-                     int nl, const gfs_stride *lv)
-{
-    if (nl == 0) {
-        if (w->op == GFS_WRITE)
-            model_put(w->m, foff, w->buf + moff, size);
-        else
-            model_get(w->m, foff, w->buf + moff, size);
-        return;
-    }
-    for (int64_t i = 0; i < lv[0].count; i++)
-        ref_walk(w, foff + i * lv[0].fstride, moff + i * lv[0].mstride, size,
-                 nl - 1, lv + 1);
-}
-
-static void ref_apply(model *m, int op, unsigned char *buf, int64_t off,
-                      int64_t size, int nl, const gfs_stride *lv)
-{
-    walk w = {m, buf, op};
-    ref_walk(&w, off, 0, size, nl, lv);
 }
 
 /* ------------------------------------------------------ simple-strided -- */
@@ -311,26 +228,6 @@ static void nested(const char *name)
 
 /* ----------------------------------------------------- nested-batched -- */
 
-static void batch_apply(model *m, int op, unsigned char *buf, int64_t n,
-                        const gfs_batch_entry *e)
-{
-    for (int64_t i = 0; i < n; i++)
-        ref_apply(m, op, buf + e[i].mem_offset, e[i].file_offset, e[i].size,
-                  e[i].nlevels, e[i].levels);
-}
-
-static int64_t batch_bytes(int64_t n, const gfs_batch_entry *e)
-{
-    int64_t t = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t k = e[i].size;
-        for (int l = 0; l < e[i].nlevels; l++)
-            k *= e[i].levels[l].count;
-        t += k;
-    }
-    return t;
-}
-
 static void batch(const char *name)
 {
     int kid;
@@ -440,25 +337,6 @@ static void batch(const char *name)
 }
 
 /* ------------------------------------------------------------ list I/O -- */
-
-static void list_apply(model *m, int op, unsigned char *buf, int64_t n,
-                       const gfs_list_entry *e)
-{
-    for (int64_t i = 0; i < n; i++) {
-        if (op == GFS_WRITE)
-            model_put(m, e[i].file_offset, buf + e[i].mem_offset, e[i].size);
-        else
-            model_get(m, e[i].file_offset, buf + e[i].mem_offset, e[i].size);
-    }
-}
-
-static int64_t list_bytes(int64_t n, const gfs_list_entry *e)
-{
-    int64_t t = 0;
-    for (int64_t i = 0; i < n; i++)
-        t += e[i].size;
-    return t;
-}
 
 static void listio(const char *name)
 {
@@ -678,6 +556,58 @@ static void check_subfiles(int sid, const model *m, int nsub, int64_t unit,
     free(img);
 }
 
+/* Overlapping striped list writes, later wins: hand-made first (the
+ * same range twice; a piece inside an earlier one; one that starts in
+ * another subfile and overlaps on this one), then random rounds. */
+static void striped_overlap(int sid, model *m, int nsub, int64_t U,
+                            unsigned char *src, uint64_t *st)
+{
+    {
+        gfs_list_entry h[] = {{1000, 0, 600},  {1000, 600, 600},
+                              {1150, 1200, 20}, {1100, 1220, 400},
+                              {1399, 1620, 3},  {0, 2000, 0}};
+        int64_t nh = (int64_t)(sizeof(h) / sizeof(h[0]));
+        EXPECT_EQ(gfs_striped_listio(sid, GFS_WRITE, nh, h, src),
+                  list_bytes(nh, h));
+        list_apply(m, GFS_WRITE, src, nh, h);
+        check_subfiles(sid, m, nsub, U, "striped overlapping (hand-made)");
+    }
+    for (int round = 0; round < 4; round++) {
+        int n = 500;
+        gfs_list_entry e[500];
+        for (int i = 0; i < n; i++) {
+            e[i].file_offset = (int64_t)(t_rand(st) % 40000);
+            e[i].size = (int64_t)(t_rand(st) % 700);
+            if (t_rand(st) % 10 == 0)
+                e[i].size = 0;
+            e[i].mem_offset = (int64_t)(t_rand(st) % ((1 << 20) - 700));
+        }
+        EXPECT_EQ(gfs_striped_listio(sid, GFS_WRITE, n, e, src),
+                  list_bytes(n, e));
+        list_apply(m, GFS_WRITE, src, n, e);
+        check_subfiles(sid, m, nsub, U, "striped overlapping (random)");
+    }
+}
+
+/* Non-blocking striped list read of scattered pieces. */
+static void striped_nb(int sid, model *m, unsigned char *got,
+                       unsigned char *want, uint64_t *st)
+{
+    gfs_list_entry e[300];
+    int64_t at = 0;
+    for (int i = 0; i < 300; i++) {
+        e[i] = (gfs_list_entry){(int64_t)(t_rand(st) % 42000), at,
+                                (int64_t)(t_rand(st) % 450)};
+        at += e[i].size;
+    }
+    memset(got, 0xee, (size_t)at);
+    gfs_handle hd = gfs_new_handle();
+    EXPECT_EQ(gfs_nb_striped_listio(hd, sid, GFS_READ, 300, e, got), 0);
+    EXPECT_EQ(gfs_wait(hd), at);
+    list_apply(m, GFS_READ, want, 300, e);
+    EXPECT_MEM(got, want, (size_t)at, "nb striped list read");
+}
+
 static void striped_one(const char *base, int nsub)
 {
     char name[300];
@@ -756,52 +686,9 @@ static void striped_one(const char *base, int nsub)
         EXPECT_MEM(got, want, (size_t)at, "striped list read");
     }
 
-    /* Overlapping striped list writes, later wins: hand-made first (the
-     * same range twice; a piece inside an earlier one; one that starts in
-     * another subfile and overlaps on this one), then random rounds. */
-    {
-        gfs_list_entry h[] = {{1000, 0, 600},  {1000, 600, 600},
-                              {1150, 1200, 20}, {1100, 1220, 400},
-                              {1399, 1620, 3},  {0, 2000, 0}};
-        int64_t nh = (int64_t)(sizeof(h) / sizeof(h[0]));
-        EXPECT_EQ(gfs_striped_listio(sid, GFS_WRITE, nh, h, src),
-                  list_bytes(nh, h));
-        list_apply(&m, GFS_WRITE, src, nh, h);
-        check_subfiles(sid, &m, nsub, U, "striped overlapping (hand-made)");
-    }
     uint64_t st = 11 + (uint64_t)nsub;
-    for (int round = 0; round < 4; round++) {
-        int n = 500;
-        gfs_list_entry e[500];
-        for (int i = 0; i < n; i++) {
-            e[i].file_offset = (int64_t)(t_rand(&st) % 40000);
-            e[i].size = (int64_t)(t_rand(&st) % 700);
-            if (t_rand(&st) % 10 == 0)
-                e[i].size = 0;
-            e[i].mem_offset = (int64_t)(t_rand(&st) % ((1 << 20) - 700));
-        }
-        EXPECT_EQ(gfs_striped_listio(sid, GFS_WRITE, n, e, src),
-                  list_bytes(n, e));
-        list_apply(&m, GFS_WRITE, src, n, e);
-        check_subfiles(sid, &m, nsub, U, "striped overlapping (random)");
-    }
-
-    /* Non-blocking striped list read of scattered pieces. */
-    {
-        gfs_list_entry e[300];
-        int64_t at = 0;
-        for (int i = 0; i < 300; i++) {
-            e[i] = (gfs_list_entry){(int64_t)(t_rand(&st) % 42000), at,
-                                    (int64_t)(t_rand(&st) % 450)};
-            at += e[i].size;
-        }
-        memset(got, 0xee, (size_t)at);
-        gfs_handle hd = gfs_new_handle();
-        EXPECT_EQ(gfs_nb_striped_listio(hd, sid, GFS_READ, 300, e, got), 0);
-        EXPECT_EQ(gfs_wait(hd), at);
-        list_apply(&m, GFS_READ, want, 300, e);
-        EXPECT_MEM(got, want, (size_t)at, "nb striped list read");
-    }
+    striped_overlap(sid, &m, nsub, U, src, &st);
+    striped_nb(sid, &m, got, want, &st);
     EXPECT_EQ(gfs_striped_close(sid), 0);
     EXPECT_EQ(gfs_delete_file(name), 0);
     free(src);

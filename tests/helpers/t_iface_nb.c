@@ -117,6 +117,38 @@ static void job_image(const job *j, unsigned char *img, const unsigned char *mem
         memcpy(img + j->base + i * 128, mem + i * 64, 64);
 }
 
+/* After the writes of "many": every fork and the striped file, read with
+ * blocking calls, hold exactly the jobs' bytes. */
+static void check_images(const job *jobs, int nj, const int *kids, int sid)
+{
+    int64_t fsize = (int64_t)ROUNDS * SLOT;
+    unsigned char *img = t_xmalloc((size_t)fsize),
+                  *got = t_xmalloc((size_t)fsize);
+    for (int k = 0; k <= NK; k++) {
+        memset(img, 0, (size_t)fsize);
+        for (int i = 0; i < nj; i++)
+            if (jobs[i].kid == (k == NK ? -1 : kids[k]))
+                job_image(&jobs[i], img, jobs[i].mem);
+        /* where the last round's job ends: plain I/O fills the first half
+         * of the slot, the pieces of the others reach its last 64 bytes */
+        int last_kind = k == NK ? K_STRIPED : (ROUNDS - 1 + k) % K_STRIPED;
+        int64_t end = (ROUNDS - 1) * SLOT +
+                      (last_kind == K_PLAIN ? SLOT / 2 : SLOT - 64);
+        if (k < NK) {
+            EXPECT_EQ(gfs_fork_size(kids[k]), end);
+            memset(got, 0xee, (size_t)fsize);
+            EXPECT_EQ(gfs_read(kids[k], 0, got, end), end);
+        } else {
+            EXPECT_EQ(gfs_striped_size(sid), end);
+            memset(got, 0xee, (size_t)fsize);
+            EXPECT_EQ(gfs_striped_read(sid, 0, got, end), end);
+        }
+        EXPECT_MEM(got, img, (size_t)end, "after waitall");
+    }
+    free(img);
+    free(got);
+}
+
 static void many(const char *name)
 {
     int kids[NK];
@@ -164,30 +196,7 @@ static void many(const char *name)
     EXPECT_EQ(gfs_wait(h[nj - 1]), GFS_EBADID);
 
     /* Check every fork and the striped file with blocking reads. */
-    int64_t fsize = (int64_t)ROUNDS * SLOT;
-    unsigned char *img = t_xmalloc((size_t)fsize),
-                  *got = t_xmalloc((size_t)fsize);
-    for (int k = 0; k <= NK; k++) {
-        memset(img, 0, (size_t)fsize);
-        for (int i = 0; i < nj; i++)
-            if (jobs[i].kid == (k == NK ? -1 : kids[k]))
-                job_image(&jobs[i], img, jobs[i].mem);
-        /* where the last round's job ends: plain I/O fills the first half
-         * of the slot, the pieces of the others reach its last 64 bytes */
-        int last_kind = k == NK ? K_STRIPED : (ROUNDS - 1 + k) % K_STRIPED;
-        int64_t end = (ROUNDS - 1) * SLOT +
-                      (last_kind == K_PLAIN ? SLOT / 2 : SLOT - 64);
-        if (k < NK) {
-            EXPECT_EQ(gfs_fork_size(kids[k]), end);
-            memset(got, 0xee, (size_t)fsize);
-            EXPECT_EQ(gfs_read(kids[k], 0, got, end), end);
-        } else {
-            EXPECT_EQ(gfs_striped_size(sid), end);
-            memset(got, 0xee, (size_t)fsize);
-            EXPECT_EQ(gfs_striped_read(sid, 0, got, end), end);
-        }
-        EXPECT_MEM(got, img, (size_t)end, "after waitall");
-    }
+    check_images(jobs, nj, kids, sid);
 
     /* All reads outstanding at once, completed by gfs_test polling. */
     memset(dst, 0xee, (size_t)nj * SLOT / 2);
@@ -240,8 +249,6 @@ static void many(const char *name)
     free(dst);
     free(h);
     free(res);
-    free(img);
-    free(got);
 }
 
 /* ------------------------------------------------------------- order -- */

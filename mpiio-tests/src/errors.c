@@ -51,18 +51,12 @@ static void unreachable(void)
         printf("unreachable servers reported in %.1f s\n", MPI_Wtime() - t0);
 }
 
-int main(int argc, char **argv)
+/* Open and delete of a missing file. */
+static void missing(void)
 {
-    char name[MT_NAME_MAX], other[MT_NAME_MAX];
+    char name[MT_NAME_MAX];
     MPI_File fh = MPI_FILE_NULL;
-    MPI_Status st;
     int err;
-    mt_init(&argc, &argv);
-    if (mt_flag("unreachable")) {
-        unreachable();
-        return mt_finish();
-    }
-
     mt_begin("open a missing file without CREATE");
     mt_name(name, "missing");
     mt_remove(MPI_COMM_WORLD, name);
@@ -79,7 +73,16 @@ int main(int argc, char **argv)
     if (mt_rank == 0)
         MT_EXPECT_CLASS(MPI_File_delete(name, MPI_INFO_NULL), MPI_ERR_NO_SUCH_FILE);
     MPI_Barrier(MPI_COMM_WORLD);
+}
 
+/* CREATE|EXCL on an existing file leaves it untouched; it cannot be
+ * written when opened read-only. */
+static void excl(void)
+{
+    char name[MT_NAME_MAX];
+    MPI_File fh = MPI_FILE_NULL;
+    MPI_Status st;
+    int err;
     mt_begin("CREATE|EXCL on an existing file");
     mt_name(name, "excl");
     if (!mt_fresh(MPI_COMM_WORLD, name, MPI_MODE_RDWR | MPI_MODE_EXCL, MPI_INFO_NULL, &fh)) {
@@ -112,7 +115,14 @@ int main(int argc, char **argv)
         }
         mt_remove(MPI_COMM_WORLD, name);
     }
+}
 
+/* Bad amode combinations create nothing. */
+static void bad_amode(void)
+{
+    char name[MT_NAME_MAX];
+    MPI_File fh = MPI_FILE_NULL;
+    int err;
     mt_begin("bad amode combinations");
     mt_name(name, "amode");
     mt_remove(MPI_COMM_WORLD, name);
@@ -129,7 +139,15 @@ int main(int argc, char **argv)
     MT_EXPECT_CLASS(err, MPI_ERR_NO_SUCH_FILE);
     if (err == MPI_SUCCESS)
         MPI_File_close(&fh);
+}
 
+/* A DELETE_ON_CLOSE file is usable, then gone. */
+static void delete_on_close(void)
+{
+    char name[MT_NAME_MAX];
+    MPI_File fh = MPI_FILE_NULL;
+    MPI_Status st;
+    int err;
     mt_begin("DELETE_ON_CLOSE");
     mt_name(name, "doc");
     mt_remove(MPI_COMM_WORLD, name);
@@ -150,7 +168,14 @@ int main(int argc, char **argv)
                 mt_class_name(class_of(err)));
     if (err == MPI_SUCCESS)
         MPI_File_close(&fh);
+}
 
+/* APPEND: both pointers start at the end; writes append. */
+static void append(void)
+{
+    char name[MT_NAME_MAX];
+    MPI_File fh = MPI_FILE_NULL;
+    MPI_Status st;
     mt_begin("APPEND");
     mt_name(name, "append");
     if (!mt_fresh(MPI_COMM_WORLD, name, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh)) {
@@ -199,7 +224,14 @@ int main(int argc, char **argv)
         }
     }
     mt_remove(MPI_COMM_WORLD, name);
+}
 
+/* A failed open leaves no file behind; the next open works. */
+static void failed_open(void)
+{
+    char other[MT_NAME_MAX];
+    MPI_File fh = MPI_FILE_NULL;
+    int err;
     mt_begin("a failed open leaves nothing behind");
     mt_name(other, "never");
     mt_remove(MPI_COMM_WORLD, other);
@@ -210,5 +242,20 @@ int main(int argc, char **argv)
     if (!mt_fresh(MPI_COMM_WORLD, other, MPI_MODE_RDWR | MPI_MODE_EXCL, MPI_INFO_NULL, &fh))
         MT_OK(MPI_File_close(&fh));
     mt_remove(MPI_COMM_WORLD, other);
+}
+
+int main(int argc, char **argv)
+{
+    mt_init(&argc, &argv);
+    if (mt_flag("unreachable")) {
+        unreachable();
+        return mt_finish();
+    }
+    missing();
+    excl();
+    bad_amode();
+    delete_on_close();
+    append();
+    failed_open();
     return mt_finish();
 }

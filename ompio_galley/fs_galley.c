@@ -14,6 +14,7 @@
  * Threads: the thread OMPIO calls from; collective calls over fh->f_comm.
  */
 #include "ompio_galley.h"
+#include "galley_mpi_common.h"
 
 #include "ompi/mca/fs/fs.h"
 #include "ompi/mca/fs/base/base.h"
@@ -37,29 +38,8 @@ struct galley_hints {
     char fork[GFS_FORK_NAME_MAX + 1];
 };
 
-/* "0,2,3" -> servers; 0 if malformed, duplicated or not in the cluster. */
-static int parse_servers(const char *s, int *out, int nserv)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 0 || v >= nserv || n == GFS_MAX_SUBFILES)
-            return 0;
-        for (int i = 0; i < n; i++)
-            if (out[i] == v)
-                return 0;
-        out[n++] = (int) v;
-        s = end;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return 0;
-    }
-    return n;
-}
-
-/* Values that do not parse are ignored, as ROMIO does. */
+/* Values that do not parse are ignored, as ROMIO does (what parses:
+ * galley_mpi_common.h, shared with the ROMIO driver). */
 static void read_hints(opal_info_t *info, struct galley_hints *h)
 {
     char v[MPI_MAX_INFO_VAL + 1];
@@ -68,16 +48,16 @@ static void read_hints(opal_info_t *info, struct galley_hints *h)
     snprintf(h->fork, sizeof(h->fork), "%s", GFS_DEFAULT_STRIPE_FORK);
     if (!info)
         return;
-    if (opal_info_get(info, "striping_factor", MPI_MAX_INFO_VAL, v, &flag) == 0 && flag &&
-        atoi(v) > 0 && atoi(v) <= GFS_MAX_SUBFILES)
-        h->nsub = atoi(v);
-    if (opal_info_get(info, "striping_unit", MPI_MAX_INFO_VAL, v, &flag) == 0 && flag &&
-        atoll(v) > 0)
-        h->unit = atoll(v);
-    if (opal_info_get(info, "galley_servers", MPI_MAX_INFO_VAL, v, &flag) == 0 && flag)
-        h->nservers = parse_servers(v, h->servers, gfs_num_servers());
-    if (opal_info_get(info, "galley_fork", MPI_MAX_INFO_VAL, v, &flag) == 0 && flag && v[0] &&
-        strlen(v) <= GFS_FORK_NAME_MAX)
+    if (opal_info_get(info, GALLEY_HINT_STRIPING_FACTOR, MPI_MAX_INFO_VAL, v, &flag) == 0 &&
+        flag && galley_hint_striping_factor(v) > 0)
+        h->nsub = galley_hint_striping_factor(v);
+    if (opal_info_get(info, GALLEY_HINT_STRIPING_UNIT, MPI_MAX_INFO_VAL, v, &flag) == 0 &&
+        flag && galley_hint_striping_unit(v) > 0)
+        h->unit = galley_hint_striping_unit(v);
+    if (opal_info_get(info, GALLEY_HINT_SERVERS, MPI_MAX_INFO_VAL, v, &flag) == 0 && flag)
+        h->nservers = galley_hint_servers(v, gfs_num_servers(), h->servers);
+    if (opal_info_get(info, GALLEY_HINT_FORK, MPI_MAX_INFO_VAL, v, &flag) == 0 && flag &&
+        galley_hint_fork_ok(v))
         memcpy(h->fork, v, strlen(v) + 1);
 }
 
@@ -91,10 +71,10 @@ static void publish_layout(ompio_file_t *fh, const gfs_layout *l)
     if (!fh->f_info)
         return;
     snprintf(v, sizeof(v), "%d", l->nsubfiles);
-    opal_info_set(fh->f_info, "striping_factor", v);
+    opal_info_set(fh->f_info, GALLEY_HINT_STRIPING_FACTOR, v);
     snprintf(v, sizeof(v), "%lld", (long long) l->unit);
-    opal_info_set(fh->f_info, "striping_unit", v);
-    opal_info_set(fh->f_info, "galley_fork", l->fork);
+    opal_info_set(fh->f_info, GALLEY_HINT_STRIPING_UNIT, v);
+    opal_info_set(fh->f_info, GALLEY_HINT_FORK, l->fork);
 }
 
 /* ------------------------------------------------------------- open ---- */

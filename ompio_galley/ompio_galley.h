@@ -51,7 +51,8 @@ int ompio_galley_init(void);
 void ompio_galley_opened(void);
 void ompio_galley_closed(void);
 
-/* The one place galley errors become MPI error classes. */
+/* The MPI error class of a gfs error (0: MPI_SUCCESS); the mapping is
+ * galley_mpi_common.h's, shared with the ROMIO driver. */
 int ompio_galley_err(int gfs_err);
 
 /* The galley: file behind fh, or NULL if fh is not one of ours. */

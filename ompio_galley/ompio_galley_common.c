@@ -5,6 +5,7 @@
  * Threads: the caller's; the counters are atomic.
  */
 #include "ompio_galley.h"
+#include "galley_mpi_common.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -62,33 +63,7 @@ void ompio_galley_closed(void)
 
 int ompio_galley_err(int err)
 {
-    switch (err) {
-    case 0:
-        return MPI_SUCCESS;
-    case -ENOENT:
-        return MPI_ERR_NO_SUCH_FILE;
-    case -EEXIST:
-        return MPI_ERR_FILE_EXISTS;
-    case -EACCES:
-    case -EPERM:
-        return MPI_ERR_ACCESS;
-    case -ENOSPC:
-    case -EDQUOT:
-        return MPI_ERR_NO_SPACE;
-    case -ENAMETOOLONG:
-    case GFS_ELAYOUT:
-        return MPI_ERR_BAD_FILE;
-    case -EINVAL:
-        return MPI_ERR_ARG;
-    case -ENOMEM:
-        return MPI_ERR_NO_MEM;
-    case -EBUSY:
-    case GFS_EBUSY:
-        return MPI_ERR_FILE_IN_USE;
-    default:
-        /* unreachable or dead servers, timeouts, protocol and disk errors */
-        return MPI_ERR_IO;
-    }
+    return err == 0 ? MPI_SUCCESS : galley_mpi_error_class(err);
 }
 
 ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh)

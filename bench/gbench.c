@@ -61,17 +61,17 @@ typedef struct worker {
     pthread_t tid;
     pthread_barrier_t *start;
     int kid;
-    int op;         /* GFS_READ or GFS_WRITE */
-    bool list;      /* one gfs_listio, else one call per piece */
-    int64_t m;      /* pieces on this fork */
-    int64_t cm;     /* pieces the per-call method moves (<= m) */
-    int64_t size;   /* bytes per piece */
+    int op;       /* GFS_READ or GFS_WRITE */
+    bool list;    /* one gfs_listio, else one call per piece */
+    int64_t m;    /* pieces on this fork */
+    int64_t cm;   /* pieces the per-call method moves (<= m) */
+    int64_t size; /* bytes per piece */
     gfs_list_entry *ent;
-    uint8_t *wbuf;  /* m * size bytes to write */
-    uint8_t *rbuf;  /* m * size bytes read back */
-    double begin;   /* when this worker passed the barrier */
-    double end;     /* when this worker finished */
-    int64_t rc;     /* 0 or the first error */
+    uint8_t *wbuf; /* m * size bytes to write */
+    uint8_t *rbuf; /* m * size bytes read back */
+    double begin;  /* when this worker passed the barrier */
+    double end;    /* when this worker finished */
+    int64_t rc;    /* 0 or the first error */
 } worker;
 
 static double now_s(void)
@@ -273,7 +273,8 @@ static int run_case(const config *cf, const int *kids, int k, int64_t size,
     double bytes = pieces * (double)size, cbytes = cpieces * (double)size;
     printf("%2d %6s %6" PRId64, k, sz, n);
     for (int pair = 0; pair < 2; pair++) {
-        int lp = pair == 0 ? W_LIST : R_LIST, cp = pair == 0 ? W_CALLS : R_CALLS;
+        int lp = pair == 0 ? W_LIST : R_LIST,
+            cp = pair == 0 ? W_CALLS : R_CALLS;
         double lrate = pieces / best[lp], crate = cpieces / best[cp];
         printf(" |%10.0f %8.1f %10.0f %8.1f %6.1fx", lrate,
                bytes / best[lp] / 1e6, crate, cbytes / best[cp] / 1e6,
@@ -374,19 +375,18 @@ static bool parse_size(const char *s, int64_t *out)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gbench [-c CLUSTERFILE] [-k MAXSERVERS] [-N MAXPIECES]\n"
-            "              [-T MAXBYTES] [-C MAXCALLS] [-r REPS] "
-            "[-s SIZE,SIZE,...]\n"
-            "  -c  cluster file (default $GALLEY_CLUSTER)\n"
-            "  -k  largest number of servers to use, 1..4 (default 4)\n"
-            "  -N  most pieces per case (default 4096)\n"
-            "  -T  most bytes per case, K/M/G allowed (default 16M)\n"
-            "  -C  most pieces per fork for the one-call-per-piece baseline "
-            "(its\n"
-            "      rate is measured on those; default all)\n"
-            "  -r  repetitions per phase, best one reported (default 3)\n"
-            "  -s  piece sizes (default 16,200,4K,64K,1M)\n");
+    fprintf(f, "usage: gbench [-c CLUSTERFILE] [-k MAXSERVERS] [-N MAXPIECES]\n"
+               "              [-T MAXBYTES] [-C MAXCALLS] [-r REPS] "
+               "[-s SIZE,SIZE,...]\n"
+               "  -c  cluster file (default $GALLEY_CLUSTER)\n"
+               "  -k  largest number of servers to use, 1..4 (default 4)\n"
+               "  -N  most pieces per case (default 4096)\n"
+               "  -T  most bytes per case, K/M/G allowed (default 16M)\n"
+               "  -C  most pieces per fork for the one-call-per-piece baseline "
+               "(its\n"
+               "      rate is measured on those; default all)\n"
+               "  -r  repetitions per phase, best one reported (default 3)\n"
+               "  -s  piece sizes (default 16,200,4K,64K,1M)\n");
 }
 
 /* Parse the command line into cf; -1 to go on, else the exit status. */
@@ -434,7 +434,8 @@ static int parse_opts(int argc, char **argv, config *cf)
             char *save = NULL, *copy = strdup(optarg);
             for (char *t = strtok_r(copy, ",", &save); t;
                  t = strtok_r(NULL, ",", &save)) {
-                if (cf->nsizes >= 16 || !parse_size(t, &cf->sizes[cf->nsizes])) {
+                if (cf->nsizes >= 16 ||
+                    !parse_size(t, &cf->sizes[cf->nsizes])) {
                     fprintf(stderr, "gbench: bad size list '%s'\n", optarg);
                     free(copy);
                     return 2;
@@ -460,8 +461,7 @@ static int parse_opts(int argc, char **argv, config *cf)
 }
 
 /* What is about to be measured, and the table's heading (stdout). */
-static void print_header(const config *cf, const char *cl, int nserv,
-                         int kmax)
+static void print_header(const config *cf, const char *cl, int nserv, int kmax)
 {
     printf("gbench: list I/O vs one call per piece on Galley forks\n");
     printf("cluster file:   %s (%d servers; using 1..%d)\n",
@@ -496,8 +496,13 @@ static void print_header(const config *cf, const char *cl, int nserv,
 
 int main(int argc, char **argv)
 {
-    config cf = {.cluster = NULL, .kmax = MAX_K, .nmax = 4096, .cmax = 0,
-                 .total = 16 << 20, .reps = 3, .nsizes = 0};
+    config cf = {.cluster = NULL,
+                 .kmax = MAX_K,
+                 .nmax = 4096,
+                 .cmax = 0,
+                 .total = 16 << 20,
+                 .reps = 3,
+                 .nsizes = 0};
     int ret = parse_opts(argc, argv, &cf);
     if (ret >= 0)
         return ret;

@@ -56,10 +56,10 @@ static const char *method_name[NMETHODS] = {"mwrite", "mwritec", "mwriteb"};
 typedef struct config {
     const char *cluster;
     int kmax;
-    int writers;         /* 0: as many as servers */
-    int64_t per_server;  /* bytes per subfile */
-    int64_t block;       /* bytes per block */
-    int batch;           /* mwriteb: blocks per call */
+    int writers;        /* 0: as many as servers */
+    int64_t per_server; /* bytes per subfile */
+    int64_t block;      /* bytes per block */
+    int batch;          /* mwriteb: blocks per call */
     int reps;
 } config;
 
@@ -94,8 +94,8 @@ static int child_init(const config *cf)
 }
 
 /* Writer p of P: open, wait at the barrier, write its blocks, report. */
-static int writer(const config *cf, const char *name, int method, int p,
-                  int P, int64_t fsize, int ready_fd, int go_fd, int rep_fd)
+static int writer(const config *cf, const char *name, int method, int p, int P,
+                  int64_t fsize, int ready_fd, int go_fd, int rep_fd)
 {
     report r = {0, 0, 0};
     int64_t nblocks = fsize / cf->block;
@@ -128,8 +128,8 @@ static int writer(const config *cf, const char *name, int method, int p,
     for (int64_t i = 0; i < mine && !r.rc;) {
         long k;
         if (method == M_WRITEB) {
-            unsigned n = (unsigned)(mine - i < cf->batch ? mine - i
-                                                         : cf->batch);
+            unsigned n =
+                (unsigned)(mine - i < cf->batch ? mine - i : cf->batch);
             k = mwriteb(f, n, offs + i, bufs + i, sizes + i);
             if (k != (long)n * cf->block)
                 r.rc = k < 0 ? (int)k : -EIO;
@@ -166,8 +166,7 @@ static int setup(const config *cf, const char *name, int k)
     int servers[MAX_K] = {0, 1, 2, 3};
     rc = gfs_create_striped(name, k, servers, UNIT, NULL);
     if (rc)
-        fprintf(stderr, "sfio_bench: create %s: %s\n", name,
-                gfs_strerror(rc));
+        fprintf(stderr, "sfio_bench: create %s: %s\n", name, gfs_strerror(rc));
     gfs_finalize();
     return rc ? 1 : 0;
 }
@@ -256,8 +255,8 @@ static double timed_run(const config *cf, const char *name, int method, int P,
             close(ready[0]);
             close(go[1]);
             close(rep[0]);
-            _exit(writer(cf, name, method, p, P, fsize, ready[1], go[0],
-                         rep[1]));
+            _exit(
+                writer(cf, name, method, p, P, fsize, ready[1], go[0], rep[1]));
         }
         if (pid < 0)
             break;
@@ -323,17 +322,16 @@ static bool parse_size(const char *s, int64_t *out)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: sfio_bench [-c CLUSTER] [-k K] [-p P] [-s BYTES] "
-            "[-B BYTES] [-b N] [-r R]\n"
-            "  -c FILE   cluster file (default $GALLEY_CLUSTER)\n"
-            "  -k K      most servers (1..4, default 4)\n"
-            "  -p P      writer processes (default: as many as servers)\n"
-            "  -s BYTES  bytes per server (subfile), K/M/G (default 2M)\n"
-            "  -B BYTES  block size (default 20000: 100 stripe units)\n"
-            "  -b N      mwriteb: blocks per call (default 64)\n"
-            "  -r R      runs of every case; the mean is printed, the best "
-            "in brackets (default 3)\n");
+    fprintf(f, "usage: sfio_bench [-c CLUSTER] [-k K] [-p P] [-s BYTES] "
+               "[-B BYTES] [-b N] [-r R]\n"
+               "  -c FILE   cluster file (default $GALLEY_CLUSTER)\n"
+               "  -k K      most servers (1..4, default 4)\n"
+               "  -p P      writer processes (default: as many as servers)\n"
+               "  -s BYTES  bytes per server (subfile), K/M/G (default 2M)\n"
+               "  -B BYTES  block size (default 20000: 100 stripe units)\n"
+               "  -b N      mwriteb: blocks per call (default 64)\n"
+               "  -r R      runs of every case; the mean is printed, the best "
+               "in brackets (default 3)\n");
 }
 
 /* Parse the command line into cf; -1 to go on, else the exit status. */
@@ -416,10 +414,9 @@ static int run_row(const config *cf, const char *name, int k)
     }
     char cell[NMETHODS][32];
     for (int m = 0; m < NMETHODS; m++)
-        snprintf(cell[m], sizeof(cell[m]), "%7.2f [%7.2f]", mean[m],
-                 best[m]);
-    printf("%2d %2d %9.2f | %-17s %-17s %-17s | %7.1fx %7.1fx | %s\n", k,
-           P, fsize / 1e6, cell[0], cell[1], cell[2],
+        snprintf(cell[m], sizeof(cell[m]), "%7.2f [%7.2f]", mean[m], best[m]);
+    printf("%2d %2d %9.2f | %-17s %-17s %-17s | %7.1fx %7.1fx | %s\n", k, P,
+           fsize / 1e6, cell[0], cell[1], cell[2],
            mean[0] > 0 ? mean[1] / mean[0] : 0,
            mean[0] > 0 ? mean[2] / mean[0] : 0, ok ? "ok" : "FAILED");
     fflush(stdout);
@@ -428,8 +425,12 @@ static int run_row(const config *cf, const char *name, int k)
 
 int main(int argc, char **argv)
 {
-    config cf = {.cluster = NULL, .kmax = MAX_K, .writers = 0,
-                 .per_server = 2 << 20, .block = 20000, .batch = 64,
+    config cf = {.cluster = NULL,
+                 .kmax = MAX_K,
+                 .writers = 0,
+                 .per_server = 2 << 20,
+                 .block = 20000,
+                 .batch = 64,
                  .reps = 3};
     int ret = parse_opts(argc, argv, &cf);
     if (ret >= 0)
@@ -447,16 +448,15 @@ int main(int argc, char **argv)
 
     char name[64];
     snprintf(name, sizeof(name), "sfio_bench.%ld", (long)getpid());
-    printf("sfio_bench: SFIO all-to-all writes, stripe unit %d bytes\n",
-           UNIT);
+    printf("sfio_bench: SFIO all-to-all writes, stripe unit %d bytes\n", UNIT);
     printf("  writers: %s fork()ed processes; servers K = 1..%d (subfiles "
            "on servers 0..K-1)\n",
-           cf.writers ? "fixed number of" : "K (as many as servers)",
-           cf.kmax);
+           cf.writers ? "fixed number of" : "K (as many as servers)", cf.kmax);
     if (cf.writers)
         printf("  writers P = %d\n", cf.writers);
-    printf("  %" PRId64 " bytes per server (file = K x that); blocks of %"
-           PRId64 " bytes (%" PRId64 " stripe units), writer p writes "
+    printf("  %" PRId64
+           " bytes per server (file = K x that); blocks of %" PRId64
+           " bytes (%" PRId64 " stripe units), writer p writes "
            "blocks p, p+P, ...\n",
            cf.per_server, cf.block, cf.block / UNIT);
     printf("  mwriteb: %d blocks per call; runs per case: %d; MB = 10^6 "
@@ -466,8 +466,7 @@ int main(int argc, char **argv)
     for (int m = 0; m < NMETHODS; m++)
         snprintf(head[m], sizeof(head[m]), "%s MB/s", method_name[m]);
     printf("%2s %2s %9s | %-17s %-17s %-17s | %8s %8s | %s\n", "K", "P",
-           "file MB", head[0], head[1], head[2], "c/plain", "b/plain",
-           "check");
+           "file MB", head[0], head[1], head[2], "c/plain", "b/plain", "check");
     printf("---------------+-------------------------------------------------"
            "----+-------------------+------\n");
     int status = 0;

@@ -59,8 +59,15 @@
 #define FORK_NAME "matrix"
 #define MAX_REPS 50
 
-enum prog { P_SYNC, P_SYNC_LIST, P_ASYNC, P_ASYNC_LIST, P_NOSEND, P_SEND,
-            NPROGS };
+enum prog {
+    P_SYNC,
+    P_SYNC_LIST,
+    P_ASYNC,
+    P_ASYNC_LIST,
+    P_NOSEND,
+    P_SEND,
+    NPROGS
+};
 static const char *prog_name[NPROGS] = {"synchronous",  "sync-listio",
                                         "asynchronous", "async-listio",
                                         "group-nosend", "group-send"};
@@ -81,8 +88,8 @@ typedef struct config {
 typedef struct result {
     double w[MAX_REPS], r[MAX_REPS];
     int n;
-    bool bad;           /* a read returned wrong data or an error */
-    uint64_t wgroups;   /* group programs: groups of the last write run */
+    bool bad;         /* a read returned wrong data or an error */
+    uint64_t wgroups; /* group programs: groups of the last write run */
     uint64_t rgroups;
 } result;
 
@@ -113,8 +120,7 @@ static void fill_elem(unsigned char *p, int64_t r, int64_t c, int64_t e)
         memset(p + 16, (int)((r * 131 + c * 7) & 0xff), (size_t)(e - 16));
 }
 
-static bool check_elem(const unsigned char *p, int64_t r, int64_t c,
-                       int64_t e)
+static bool check_elem(const unsigned char *p, int64_t r, int64_t c, int64_t e)
 {
     unsigned char want[16];
     fill_elem(want, r, c, 16);
@@ -133,10 +139,10 @@ typedef struct run_state {
     const config *cf;
     const matrix_case *mc;
     int kids[NSERV];
-    unsigned char *buf;     /* NSERV columns, each contiguous */
-    gfs_list_entry *ent;    /* one column's list (rows entries) */
-    gfs_handle *ring;       /* asynchronous: outstanding handles */
-    double check_time;      /* time spent checking reads (subtracted) */
+    unsigned char *buf;  /* NSERV columns, each contiguous */
+    gfs_list_entry *ent; /* one column's list (rows entries) */
+    gfs_handle *ring;    /* asynchronous: outstanding handles */
+    double check_time;   /* time spent checking reads (subtracted) */
     bool bad;
 } run_state;
 
@@ -164,10 +170,9 @@ static void check_group(run_state *s, int64_t c0, int64_t c1)
 static void column_list(run_state *s, int64_t c)
 {
     for (int64_t r = 0; r < s->mc->rows; r++)
-        s->ent[r] = (gfs_list_entry){elem_off(s->mc, r, c),
-                                     ((c % NSERV) * s->mc->rows + r) *
-                                         s->mc->esize,
-                                     s->mc->esize};
+        s->ent[r] = (gfs_list_entry){
+            elem_off(s->mc, r, c),
+            ((c % NSERV) * s->mc->rows + r) * s->mc->esize, s->mc->esize};
 }
 
 /* One program, one direction, the whole matrix.  Returns seconds. */
@@ -195,11 +200,10 @@ static double run_prog(run_state *s, int prog, int op)
             switch (prog) {
             case P_SYNC:
                 for (int64_t r = 0; r < mc->rows; r++) {
-                    rc = op == GFS_WRITE
-                             ? gfs_write(kid, elem_off(mc, r, c),
-                                         elem_mem(s, r, c), E)
-                             : gfs_read(kid, elem_off(mc, r, c),
-                                        elem_mem(s, r, c), E);
+                    rc = op == GFS_WRITE ? gfs_write(kid, elem_off(mc, r, c),
+                                                     elem_mem(s, r, c), E)
+                                         : gfs_read(kid, elem_off(mc, r, c),
+                                                    elem_mem(s, r, c), E);
                     if (rc != E)
                         die("gfs_write/gfs_read", rc);
                 }
@@ -327,15 +331,16 @@ static void print_table(const config *cf, result res[2][NPROGS])
         char mb[32];
         const matrix_case *mc = &cf->mc[k];
         fmt_mb(mb, sizeof(mb), mc->rows * mc->cols * mc->esize);
-        snprintf(h[k], sizeof(h[k]), "%" PRId64 " B el., %" PRId64 "x%" PRId64
-                 " (%s)", mc->esize, mc->rows, mc->cols, mb);
+        snprintf(h[k], sizeof(h[k]),
+                 "%" PRId64 " B el., %" PRId64 "x%" PRId64 " (%s)", mc->esize,
+                 mc->rows, mc->cols, mb);
     }
     printf("\nTimes in seconds, mean (std dev) of %d runs; MB/s = matrix "
            "bytes / mean time.\n\n",
            cf->reps);
     printf("%-13s | %-43s | %-43s\n", "", h[0], h[1]);
-    printf("%-13s | %-21s %-21s | %-21s %-21s\n", "program", "write",
-           "read", "write", "read");
+    printf("%-13s | %-21s %-21s | %-21s %-21s\n", "program", "write", "read",
+           "write", "read");
     printf("%.13s-+-%.43s-+-%.43s\n",
            "----------------------------------------------------------",
            "----------------------------------------------------------",
@@ -346,8 +351,8 @@ static void print_table(const config *cf, result res[2][NPROGS])
         printf("%-13s |", prog_name[p]);
         for (int k = 0; k < 2; k++) {
             result *r = &res[k][p];
-            double bytes = (double)(cf->mc[k].rows * cf->mc[k].cols *
-                                    cf->mc[k].esize);
+            double bytes =
+                (double)(cf->mc[k].rows * cf->mc[k].cols * cf->mc[k].esize);
             double wm, ws, rm, rs;
             mean_sd(r->w, r->n, &wm, &ws);
             mean_sd(r->r, r->n, &rm, &rs);
@@ -369,10 +374,9 @@ static void print_table(const config *cf, result res[2][NPROGS])
             continue;
         printf("  %-13s", prog_name[p]);
         for (int k = 0; k < 2; k++)
-            printf("  %s: %" PRIu64 " / %" PRIu64 " (of %" PRId64
-                   " requests)",
-                   k ? "large" : "small", res[k][p].wgroups,
-                   res[k][p].rgroups, cf->mc[k].rows * cf->mc[k].cols);
+            printf("  %s: %" PRIu64 " / %" PRIu64 " (of %" PRId64 " requests)",
+                   k ? "large" : "small", res[k][p].wgroups, res[k][p].rgroups,
+                   cf->mc[k].rows * cf->mc[k].cols);
         printf("\n");
     }
 }
@@ -494,7 +498,6 @@ static void print_header(const config *cf)
     printf("  writes timed to gfs_sync of the 4 forks; reads of what was "
            "just written (server cache)\n");
     fflush(stdout);
-
 }
 
 /* Run every selected program cf->reps times on matrix case k of the
@@ -530,10 +533,11 @@ static void run_case(config *cf, int fid, int k, result *res)
             r->rgroups = gs.groups;
             r->bad |= s.bad;
             r->n++;
-            fprintf(stderr, "  case %d run %d %-13s write %.3f s read "
-                    "%.3f s%s\n", k + 1, rep + 1, prog_name[p],
-                    r->w[r->n - 1], r->r[r->n - 1],
-                    s.bad ? " WRONG DATA" : "");
+            fprintf(stderr,
+                    "  case %d run %d %-13s write %.3f s read "
+                    "%.3f s%s\n",
+                    k + 1, rep + 1, prog_name[p], r->w[r->n - 1],
+                    r->r[r->n - 1], s.bad ? " WRONG DATA" : "");
         }
     }
     gfs_all_close(NSERV, s.kids);
@@ -544,7 +548,9 @@ static void run_case(config *cf, int fid, int k, result *res)
 
 int main(int argc, char **argv)
 {
-    config cf = {.cluster = NULL, .reps = 3, .window = 64,
+    config cf = {.cluster = NULL,
+                 .reps = 3,
+                 .window = 64,
                  .mc = {{256, 256, 16}, {32, 32, 16384}}};
     for (int p = 0; p < NPROGS; p++)
         cf.run[p] = true;

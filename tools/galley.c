@@ -66,11 +66,13 @@ static const char usage_text[] =
     "  fork rm NAME SUBFILE FORK\n"
     "  fork write NAME SUBFILE FORK LOCAL\n"
     "                                replace the fork's bytes with LOCAL\n"
-    "                                ('-' = stdin); creates the fork if absent\n"
+    "                                ('-' = stdin); creates the fork if "
+    "absent\n"
     "  fork read NAME SUBFILE FORK LOCAL\n"
     "                                copy the whole fork out ('-' = stdout)\n"
     "  exec [-m DIR[=GDIR]]... [--] CMD [ARGS...]\n"
-    "                                run CMD with libgalley-posix.so preloaded:\n"
+    "                                run CMD with libgalley-posix.so "
+    "preloaded:\n"
     "                                its open/read/stat/fopen... of names\n"
     "                                beginning with 'galley:' (and of paths\n"
     "                                under each local DIR, as Galley names\n"
@@ -84,7 +86,8 @@ static const char usage_text[] =
     "Options (accepted anywhere after the command as well):\n"
     "  -c FILE    cluster file (default $GALLEY_CLUSTER, then\n"
     "             ~/.galley/cluster, then /etc/galley/cluster)\n"
-    "  -t SEC     per-request timeout in seconds (default $GALLEY_TIMEOUT or 10)\n"
+    "  -t SEC     per-request timeout in seconds (default $GALLEY_TIMEOUT or "
+    "10)\n"
     "  -n NSUB    number of subfiles (default: number of servers)\n"
     "  -s LIST    comma-separated server numbers, one per subfile\n"
     "  -u UNIT    stripe unit in bytes, K/M/G suffixes allowed (default 64K)\n"
@@ -126,10 +129,8 @@ static const command commands[] = {
 
 /* "fork X": positional counts include the word X itself. */
 static const command fork_commands[] = {
-    {"create", "", 4, 4, fork_create},
-    {"ls", "", 2, 3, fork_ls},
-    {"rm", "", 4, 4, fork_rm},
-    {"write", "", 5, 5, fork_write},
+    {"create", "", 4, 4, fork_create}, {"ls", "", 2, 3, fork_ls},
+    {"rm", "", 4, 4, fork_rm},         {"write", "", 5, 5, fork_write},
     {"read", "", 5, 5, fork_read},
 };
 

@@ -153,8 +153,7 @@ static void nested(const char *name)
     model_put(&m, BASE, src, R * C * E);
     gfs_stride two[2] = {{40, C * E, E}, {40, E, 40 * E}};
     int64_t off2 = BASE + (5 * C + 10) * E;
-    EXPECT_EQ(gfs_write_nested(kid, off2, src + 50000, E, 2, two),
-              40 * 40 * E);
+    EXPECT_EQ(gfs_write_nested(kid, off2, src + 50000, E, 2, two), 40 * 40 * E);
     ref_apply(&m, GFS_WRITE, src + 50000, off2, E, 2, two);
     check_fork(kid, &m, "nested 2 levels, transposed memory");
 
@@ -202,8 +201,8 @@ static void nested(const char *name)
     check_fork(kid, &m, "nested 3 levels, overlaps and negative stride");
 
     /* Four levels, one with count 1, one with file stride 0 (re-reads). */
-    gfs_stride four[4] = {{2, 3000, 1000}, {1, 999, 0}, {3, 0, 300},
-                          {5, 50, 20}};
+    gfs_stride four[4] = {
+        {2, 3000, 1000}, {1, 999, 0}, {3, 0, 300}, {5, 50, 20}};
     memset(got, 0xee, 3000);
     memset(want, 0xee, 3000);
     EXPECT_EQ(gfs_read_nested(kid, BASE, got, 20, 4, four), 2 * 3 * 5 * 20);
@@ -244,32 +243,42 @@ static void batch(const char *name)
     /* simple piece */
     e[0] = (gfs_batch_entry){.file_offset = 0, .mem_offset = 0, .size = 100};
     /* simple-strided */
-    e[1] = (gfs_batch_entry){.file_offset = 1000, .mem_offset = 100,
-                             .size = 10, .nlevels = 1,
+    e[1] = (gfs_batch_entry){.file_offset = 1000,
+                             .mem_offset = 100,
+                             .size = 10,
+                             .nlevels = 1,
                              .levels = {{20, 30, 10}}};
     /* nested, 2 levels */
-    e[2] = (gfs_batch_entry){.file_offset = 3000, .mem_offset = 300,
-                             .size = 4, .nlevels = 2,
+    e[2] = (gfs_batch_entry){.file_offset = 3000,
+                             .mem_offset = 300,
+                             .size = 4,
+                             .nlevels = 2,
                              .levels = {{5, 100, 24}, {6, 8, 4}}};
     /* zero-size simple piece */
     e[3] = (gfs_batch_entry){.file_offset = 50, .mem_offset = 0, .size = 0};
     /* a level with count 0 */
-    e[4] = (gfs_batch_entry){.file_offset = 60, .mem_offset = 0, .size = 9,
-                             .nlevels = 1, .levels = {{0, 5, 5}}};
+    e[4] = (gfs_batch_entry){.file_offset = 60,
+                             .mem_offset = 0,
+                             .size = 9,
+                             .nlevels = 1,
+                             .levels = {{0, 5, 5}}};
     /* simple piece overlapping e[0] and e[1]: later wins */
-    e[5] = (gfs_batch_entry){.file_offset = 90, .mem_offset = 500,
-                             .size = 930};
+    e[5] = (gfs_batch_entry){.file_offset = 90, .mem_offset = 500, .size = 930};
     /* 3 levels overlapping e[2] partially */
-    e[6] = (gfs_batch_entry){.file_offset = 3002, .mem_offset = 2000,
-                             .size = 3, .nlevels = 3,
+    e[6] = (gfs_batch_entry){.file_offset = 3002,
+                             .mem_offset = 2000,
+                             .size = 3,
+                             .nlevels = 3,
                              .levels = {{2, 200, 300}, {3, 8, 30}, {4, 2, 5}}};
     /* negative memory stride; mem_offset points at the last piece */
-    e[7] = (gfs_batch_entry){.file_offset = 6000, .mem_offset = 3000 + 49 * 12,
-                             .size = 12, .nlevels = 1,
+    e[7] = (gfs_batch_entry){.file_offset = 6000,
+                             .mem_offset = 3000 + 49 * 12,
+                             .size = 12,
+                             .nlevels = 1,
                              .levels = {{50, 20, -12}}};
     /* simple piece entirely inside e[7]'s range, after it */
-    e[8] = (gfs_batch_entry){.file_offset = 6105, .mem_offset = 4000,
-                             .size = 33};
+    e[8] =
+        (gfs_batch_entry){.file_offset = 6105, .mem_offset = 4000, .size = 33};
     int64_t total = batch_bytes(9, e);
     EXPECT_EQ(gfs_batch_io(kid, GFS_WRITE, 9, e, src), total);
     batch_apply(&m, GFS_WRITE, src, 9, e);
@@ -279,18 +288,25 @@ static void batch(const char *name)
     gfs_batch_entry r[6];
     memset(r, 0, sizeof(r));
     r[0] = (gfs_batch_entry){.file_offset = 0, .mem_offset = 0, .size = 1500};
-    r[1] = (gfs_batch_entry){.file_offset = 1000, .mem_offset = 1500,
-                             .size = 10, .nlevels = 1,
+    r[1] = (gfs_batch_entry){.file_offset = 1000,
+                             .mem_offset = 1500,
+                             .size = 10,
+                             .nlevels = 1,
                              .levels = {{20, 30, 10}}};
-    r[2] = (gfs_batch_entry){.file_offset = 3000, .mem_offset = 1700,
-                             .size = 8, .nlevels = 2,
+    r[2] = (gfs_batch_entry){.file_offset = 3000,
+                             .mem_offset = 1700,
+                             .size = 8,
+                             .nlevels = 2,
                              .levels = {{5, 100, 48}, {6, 8, 8}}};
-    r[3] = (gfs_batch_entry){.file_offset = 6000, .mem_offset = 2000,
-                             .size = 0};
-    r[4] = (gfs_batch_entry){.file_offset = 5990, .mem_offset = 2000 + 59 * 17,
-                             .size = 17, .nlevels = 1,
+    r[3] =
+        (gfs_batch_entry){.file_offset = 6000, .mem_offset = 2000, .size = 0};
+    r[4] = (gfs_batch_entry){.file_offset = 5990,
+                             .mem_offset = 2000 + 59 * 17,
+                             .size = 17,
+                             .nlevels = 1,
                              .levels = {{60, 17, -17}}};
-    r[5] = (gfs_batch_entry){.file_offset = 6900, .mem_offset = 4000,
+    r[5] = (gfs_batch_entry){.file_offset = 6900,
+                             .mem_offset = 4000,
                              .size = 300}; /* past the end: zeros */
     memset(got, 0xee, 5000);
     memset(want, 0xee, 5000);
@@ -352,13 +368,13 @@ static void listio(const char *name)
     /* Hand-made overlaps: identical range, partial, contained, covering,
      * descending adjacent, and zero-length pieces between them. */
     gfs_list_entry h[] = {
-        {100, 0, 50},    {100, 50, 50},   /* identical: second wins     */
-        {200, 100, 40},  {220, 140, 40},  /* partial overlap            */
-        {300, 200, 100}, {330, 300, 10},  /* contained, after the large */
-        {500, 310, 10},  {480, 320, 60},  /* covering, after the small  */
-        {0, 380, 0},     {700, 380, 0},   /* zero-length                */
-        {900, 380, 20},  {880, 400, 20},  /* descending, adjacent       */
-        {860, 420, 20},  {5000, 440, 0},  /* zero-length past the end   */
+        {100, 0, 50},    {100, 50, 50},  /* identical: second wins     */
+        {200, 100, 40},  {220, 140, 40}, /* partial overlap            */
+        {300, 200, 100}, {330, 300, 10}, /* contained, after the large */
+        {500, 310, 10},  {480, 320, 60}, /* covering, after the small  */
+        {0, 380, 0},     {700, 380, 0},  /* zero-length                */
+        {900, 380, 20},  {880, 400, 20}, /* descending, adjacent       */
+        {860, 420, 20},  {5000, 440, 0}, /* zero-length past the end   */
     };
     int64_t nh = (int64_t)(sizeof(h) / sizeof(h[0]));
     EXPECT_EQ(gfs_listio(kid, GFS_WRITE, nh, h, src), list_bytes(nh, h));
@@ -533,7 +549,8 @@ static void check_subfiles(int sid, const model *m, int nsub, int64_t unit,
             }
         }
         int64_t fs = gfs_fork_size(kid);
-        bool ok = fs >= 0 && fs <= bound && t_all_zero(exp + fs, (size_t)(bound - fs));
+        bool ok = fs >= 0 && fs <= bound &&
+                  t_all_zero(exp + fs, (size_t)(bound - fs));
         if (s == last_sub)
             ok &= fs == bound;
         if (!EXPECT_TRUE(ok)) {
@@ -563,7 +580,7 @@ static void striped_overlap(int sid, model *m, int nsub, int64_t U,
                             unsigned char *src, uint64_t *st)
 {
     {
-        gfs_list_entry h[] = {{1000, 0, 600},  {1000, 600, 600},
+        gfs_list_entry h[] = {{1000, 0, 600},   {1000, 600, 600},
                               {1150, 1200, 20}, {1100, 1220, 400},
                               {1399, 1620, 3},  {0, 2000, 0}};
         int64_t nh = (int64_t)(sizeof(h) / sizeof(h[0]));
@@ -629,8 +646,8 @@ static void striped_one(const char *base, int nsub)
     t_fill(src, 1 << 20, 6 + (uint64_t)nsub);
 
     /* Plain writes crossing units, subfiles and a whole row. */
-    static const int64_t pw[][2] = {{150, 1000}, {0, 1},   {199, 2},
-                                    {799, 2},    {599, 402}, {17, 12345},
+    static const int64_t pw[][2] = {{150, 1000},  {0, 1},     {199, 2},
+                                    {799, 2},     {599, 402}, {17, 12345},
                                     {20000, 200}, {20400, 1}};
     int64_t moff = 0;
     for (size_t i = 0; i < sizeof(pw) / sizeof(pw[0]); i++) {
@@ -641,12 +658,12 @@ static void striped_one(const char *base, int nsub)
     }
     check_subfiles(sid, &m, nsub, U, "striped plain writes");
     /* Plain reads at awkward places, one across the logical end. */
-    static const int64_t pr[][2] = {{199, 2},   {150, 1000}, {1, 798},
-                                    {20390, 5}, {20300, 300}};
+    static const int64_t pr[][2] = {
+        {199, 2}, {150, 1000}, {1, 798}, {20390, 5}, {20300, 300}};
     for (size_t i = 0; i < sizeof(pr) / sizeof(pr[0]); i++) {
         memset(got, 0xee, (size_t)pr[i][1]);
-        int64_t expect = pr[i][0] + pr[i][1] <= m.size ? pr[i][1]
-                                                       : m.size - pr[i][0];
+        int64_t expect =
+            pr[i][0] + pr[i][1] <= m.size ? pr[i][1] : m.size - pr[i][0];
         EXPECT_EQ(gfs_striped_read(sid, pr[i][0], got, pr[i][1]), expect);
         model_get(&m, pr[i][0], want, pr[i][1]);
         EXPECT_MEM(got, want, (size_t)pr[i][1], "striped plain read");

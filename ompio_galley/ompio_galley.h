@@ -33,8 +33,8 @@
 
 /* State of one open galley: file (fh->f_fs_ptr). */
 typedef struct ompio_galley_file {
-    int sid;                /* gfs_striped_* id, -1 when not open */
-    gfs_layout layout;      /* the layout in force */
+    int sid;           /* gfs_striped_* id, -1 when not open */
+    gfs_layout layout; /* the layout in force */
 } ompio_galley_file;
 
 /* True if name starts with "galley:". */
@@ -62,7 +62,7 @@ ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh);
  * request: one transfer per server.  Entries are allocated into *entries
  * (the caller frees them after the request completes) and *base is the
  * memory address the entries' mem_offset count from. */
-int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries, char **base,
-                         int64_t *fmin, int64_t *fmax);
+int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries,
+                         char **base, int64_t *fmin, int64_t *fmax);
 
 #endif /* OMPIO_GALLEY_H */

@@ -227,6 +227,41 @@ static void nested(const char *name)
 
 /* ----------------------------------------------------- nested-batched -- */
 
+/* Random batches of overlapping strided entries, later wins. */
+static void batch_random(int kid, model *m, unsigned char *src)
+{
+    uint64_t st = 99;
+    for (int round = 0; round < 5; round++) {
+        gfs_batch_entry rb[40];
+        memset(rb, 0, sizeof(rb));
+        int64_t moff = 0;
+        for (int i = 0; i < 40; i++) {
+            gfs_batch_entry *b = &rb[i];
+            b->file_offset = (int64_t)(t_rand(&st) % 20000);
+            b->size = (int64_t)(t_rand(&st) % 40);
+            b->nlevels = (int)(t_rand(&st) % 4);
+            int64_t pieces = 1;
+            for (int l = 0; l < b->nlevels; l++) {
+                b->levels[l].count = 1 + (int64_t)(t_rand(&st) % 5);
+                b->levels[l].fstride = (int64_t)(t_rand(&st) % 120);
+                pieces *= b->levels[l].count;
+            }
+            /* packed memory, innermost level fastest */
+            int64_t ms = b->size;
+            for (int l = b->nlevels - 1; l >= 0; l--) {
+                b->levels[l].mstride = ms;
+                ms *= b->levels[l].count;
+            }
+            b->mem_offset = moff;
+            moff += pieces * b->size;
+        }
+        EXPECT_EQ(gfs_batch_io(kid, GFS_WRITE, 40, rb, src),
+                  batch_bytes(40, rb));
+        batch_apply(m, GFS_WRITE, src, 40, rb);
+        check_fork(kid, m, "random overlapping batch");
+    }
+}
+
 static void batch(const char *name)
 {
     int kid;
@@ -314,37 +349,7 @@ static void batch(const char *name)
     batch_apply(&m, GFS_READ, want, 6, r);
     EXPECT_MEM(got, want, 5000, "batch read, other layout");
 
-    /* Random batches of overlapping strided entries, later wins. */
-    uint64_t st = 99;
-    for (int round = 0; round < 5; round++) {
-        gfs_batch_entry rb[40];
-        memset(rb, 0, sizeof(rb));
-        int64_t moff = 0;
-        for (int i = 0; i < 40; i++) {
-            gfs_batch_entry *b = &rb[i];
-            b->file_offset = (int64_t)(t_rand(&st) % 20000);
-            b->size = (int64_t)(t_rand(&st) % 40);
-            b->nlevels = (int)(t_rand(&st) % 4);
-            int64_t pieces = 1;
-            for (int l = 0; l < b->nlevels; l++) {
-                b->levels[l].count = 1 + (int64_t)(t_rand(&st) % 5);
-                b->levels[l].fstride = (int64_t)(t_rand(&st) % 120);
-                pieces *= b->levels[l].count;
-            }
-            /* packed memory, innermost level fastest */
-            int64_t ms = b->size;
-            for (int l = b->nlevels - 1; l >= 0; l--) {
-                b->levels[l].mstride = ms;
-                ms *= b->levels[l].count;
-            }
-            b->mem_offset = moff;
-            moff += pieces * b->size;
-        }
-        EXPECT_EQ(gfs_batch_io(kid, GFS_WRITE, 40, rb, src),
-                  batch_bytes(40, rb));
-        batch_apply(&m, GFS_WRITE, src, 40, rb);
-        check_fork(kid, &m, "random overlapping batch");
-    }
+    batch_random(kid, &m, src);
     EXPECT_EQ(gfs_batch_io(kid, GFS_WRITE, 0, NULL, NULL), 0);
     free(src);
     free(got);

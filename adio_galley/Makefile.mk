@@ -7,7 +7,7 @@
 
 if BUILD_AD_GALLEY
 
-noinst_HEADERS += adio/ad_galley/ad_galley.h
+noinst_HEADERS += adio/ad_galley/ad_galley.h adio/ad_galley/galley_mpi_common.h
 
 romio_other_sources +=                  \
     adio/ad_galley/ad_galley.c          \

@@ -6,6 +6,7 @@
  */
 #include "ad_galley.h"
 #include "adio_extern.h"
+#include "galley_mpi_common.h"
 
 #include <errno.h>
 
@@ -54,41 +55,12 @@ int ADIOI_GALLEY_Init(void)
     return 0;
 }
 
-/* The one place galley errors become MPI error classes. */
-static int error_class(int err)
-{
-    switch (err) {
-        case -ENOENT:
-            return MPI_ERR_NO_SUCH_FILE;
-        case -EEXIST:
-            return MPI_ERR_FILE_EXISTS;
-        case -EACCES:
-        case -EPERM:
-            return MPI_ERR_ACCESS;
-        case -ENOSPC:
-        case -EDQUOT:
-            return MPI_ERR_NO_SPACE;
-        case -ENAMETOOLONG:
-        case GFS_ELAYOUT:
-            return MPI_ERR_BAD_FILE;
-        case -EINVAL:
-            return MPI_ERR_ARG;
-        case -ENOMEM:
-            return MPI_ERR_NO_MEM;
-        case -EBUSY:
-        case GFS_EBUSY:
-            return MPI_ERR_FILE_IN_USE;
-        default:
-            /* unreachable or dead servers, timeouts, protocol and disk
-             * errors */
-            return MPI_ERR_IO;
-    }
-}
-
+/* The class comes from galley_mpi_common.h, shared with the Open MPI
+ * plug-ins. */
 int ADIOI_GALLEY_Err(const char *myname, int line, int gfs_err)
 {
     return MPIO_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, myname, line,
-                                error_class(gfs_err), "**io", "**io %s",
+                                galley_mpi_error_class(gfs_err), "**io", "**io %s",
                                 gfs_strerror(gfs_err));
 }
 

@@ -10,37 +10,17 @@
  *                     call, see ad_galley_coll.c), "server" (always
  *                     aggregate, aggregators follow server ownership) or
  *                     "two_phase" (ROMIO's)
- * Values that do not parse are ignored, as ROMIO does for its own hints;
+ * Values that do not parse are ignored, as ROMIO does for its own hints
+ * (what parses: galley_mpi_common.h, shared with the Open MPI plug-ins);
  * MPI_File_get_info reports what is in force (the real layout after open).
  */
 #include "ad_galley.h"
 #include "adio_extern.h"
 #include "hint_fns.h"
+#include "galley_mpi_common.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* "0,2,3" -> servers; 0 entries if malformed or duplicated. */
-static int parse_servers(const char *s, int *out)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 0 || v >= GFS_MAX_SERVERS || n == GFS_MAX_SUBFILES)
-            return 0;
-        for (int i = 0; i < n; i++)
-            if (out[i] == v)
-                return 0;
-        out[n++] = (int) v;
-        s = end;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return 0;
-    }
-    return n;
-}
 
 void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
 {
@@ -53,25 +33,23 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         return;
 
     if (users_info != MPI_INFO_NULL) {
-        ADIOI_Info_get(users_info, "striping_factor", MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && atoi(value) > 0 && atoi(value) <= GFS_MAX_SUBFILES) {
-            fd->hints->striping_factor = atoi(value);
-            ADIOI_Info_set(fd->info, "striping_factor", value);
+        ADIOI_Info_get(users_info, GALLEY_HINT_STRIPING_FACTOR, MPI_MAX_INFO_VAL, value,
+                       &flag);
+        if (flag && galley_hint_striping_factor(value) > 0) {
+            fd->hints->striping_factor = galley_hint_striping_factor(value);
+            ADIOI_Info_set(fd->info, GALLEY_HINT_STRIPING_FACTOR, value);
         }
-        ADIOI_Info_get(users_info, "galley_servers", MPI_MAX_INFO_VAL, value, &flag);
+        ADIOI_Info_get(users_info, GALLEY_HINT_SERVERS, MPI_MAX_INFO_VAL, value, &flag);
         if (flag) {
             int tmp[GFS_MAX_SUBFILES];
-            int n = parse_servers(value, tmp);
             /* a server the cluster does not have makes the list a bad value
              * too (every rank decides alike: same cluster file) */
             int nserv = ADIOI_GALLEY_Init() == 0 ? gfs_num_servers() : GFS_MAX_SERVERS;
-            for (int i = 0; i < n; i++)
-                if (tmp[i] >= nserv)
-                    n = 0;
+            int n = galley_hint_servers(value, nserv, tmp);
             if (n > 0) {
                 fs->nservers = n;
                 memcpy(fs->servers, tmp, sizeof(int) * n);
-                ADIOI_Info_set(fd->info, "galley_servers", value);
+                ADIOI_Info_set(fd->info, GALLEY_HINT_SERVERS, value);
             }
         }
         /* ROMIO's default cb_config_list (*:1) leaves one aggregator per
@@ -79,12 +57,12 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         ADIOI_Info_get(users_info, "cb_nodes", MPI_MAX_INFO_VAL, value, &flag);
         if (flag && atoi(value) > 0)
             fs->cb_nodes = atoi(value);
-        ADIOI_Info_get(users_info, "galley_fork", MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && value[0] && strlen(value) <= GFS_FORK_NAME_MAX)
+        ADIOI_Info_get(users_info, GALLEY_HINT_FORK, MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && galley_hint_fork_ok(value))
             ADIOI_Strncpy(fs->fork, value, sizeof(fs->fork));
         /* galley_layout: striped, local or template:NAME (checked at create) */
-        ADIOI_Info_get(users_info, "galley_layout", MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && strlen(value) < sizeof(fs->new_layout))
+        ADIOI_Info_get(users_info, GALLEY_HINT_LAYOUT, MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && galley_hint_layout_ok(value, sizeof(fs->new_layout)))
             ADIOI_Strncpy(fs->new_layout, value, sizeof(fs->new_layout));
         ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
         if (flag && !strcmp(value, "auto"))

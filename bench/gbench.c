@@ -61,17 +61,17 @@ typedef struct worker {
     pthread_t tid;
     pthread_barrier_t *start;
     int kid;
-    int op;         /* GFS_READ or GFS_WRITE */
-    bool list;      /* one gfs_listio, else one call per piece */
-    int64_t m;      /* pieces on this fork */
-    int64_t cm;     /* pieces the per-call method moves (<= m) */
-    int64_t size;   /* bytes per piece */
+    int op;       /* GFS_READ or GFS_WRITE */
+    bool list;    /* one gfs_listio, else one call per piece */
+    int64_t m;    /* pieces on this fork */
+    int64_t cm;   /* pieces the per-call method moves (<= m) */
+    int64_t size; /* bytes per piece */
     gfs_list_entry *ent;
-    uint8_t *wbuf;  /* m * size bytes to write */
-    uint8_t *rbuf;  /* m * size bytes read back */
-    double begin;   /* when this worker passed the barrier */
-    double end;     /* when this worker finished */
-    int64_t rc;     /* 0 or the first error */
+    uint8_t *wbuf; /* m * size bytes to write */
+    uint8_t *rbuf; /* m * size bytes read back */
+    double begin;  /* when this worker passed the barrier */
+    double end;    /* when this worker finished */
+    int64_t rc;    /* 0 or the first error */
 } worker;
 
 static double now_s(void)
@@ -273,7 +273,8 @@ static int run_case(const config *cf, const int *kids, int k, int64_t size,
     double bytes = pieces * (double)size, cbytes = cpieces * (double)size;
     printf("%2d %6s %6" PRId64, k, sz, n);
     for (int pair = 0; pair < 2; pair++) {
-        int lp = pair == 0 ? W_LIST : R_LIST, cp = pair == 0 ? W_CALLS : R_CALLS;
+        int lp = pair == 0 ? W_LIST : R_LIST,
+            cp = pair == 0 ? W_CALLS : R_CALLS;
         double lrate = pieces / best[lp], crate = cpieces / best[cp];
         printf(" |%10.0f %8.1f %10.0f %8.1f %6.1fx", lrate,
                bytes / best[lp] / 1e6, crate, cbytes / best[cp] / 1e6,
@@ -374,59 +375,57 @@ static bool parse_size(const char *s, int64_t *out)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gbench [-c CLUSTERFILE] [-k MAXSERVERS] [-N MAXPIECES]\n"
-            "              [-T MAXBYTES] [-C MAXCALLS] [-r REPS] "
-            "[-s SIZE,SIZE,...]\n"
-            "  -c  cluster file (default $GALLEY_CLUSTER)\n"
-            "  -k  largest number of servers to use, 1..4 (default 4)\n"
-            "  -N  most pieces per case (default 4096)\n"
-            "  -T  most bytes per case, K/M/G allowed (default 16M)\n"
-            "  -C  most pieces per fork for the one-call-per-piece baseline "
-            "(its\n"
-            "      rate is measured on those; default all)\n"
-            "  -r  repetitions per phase, best one reported (default 3)\n"
-            "  -s  piece sizes (default 16,200,4K,64K,1M)\n");
+    fprintf(f, "usage: gbench [-c CLUSTERFILE] [-k MAXSERVERS] [-N MAXPIECES]\n"
+               "              [-T MAXBYTES] [-C MAXCALLS] [-r REPS] "
+               "[-s SIZE,SIZE,...]\n"
+               "  -c  cluster file (default $GALLEY_CLUSTER)\n"
+               "  -k  largest number of servers to use, 1..4 (default 4)\n"
+               "  -N  most pieces per case (default 4096)\n"
+               "  -T  most bytes per case, K/M/G allowed (default 16M)\n"
+               "  -C  most pieces per fork for the one-call-per-piece baseline "
+               "(its\n"
+               "      rate is measured on those; default all)\n"
+               "  -r  repetitions per phase, best one reported (default 3)\n"
+               "  -s  piece sizes (default 16,200,4K,64K,1M)\n");
 }
 
-int main(int argc, char **argv)
+/* Parse the command line into cf; -1 to go on, else the exit status. */
+static int parse_opts(int argc, char **argv, config *cf)
 {
-    config cf = {.cluster = NULL, .kmax = MAX_K, .nmax = 4096, .cmax = 0,
-                 .total = 16 << 20, .reps = 3, .nsizes = 0};
     int opt;
     while ((opt = getopt(argc, argv, "c:k:N:T:C:r:s:h")) != -1) {
         switch (opt) {
         case 'c':
-            cf.cluster = optarg;
+            cf->cluster = optarg;
             break;
         case 'k':
-            cf.kmax = atoi(optarg);
-            if (cf.kmax < 1 || cf.kmax > MAX_K) {
+            cf->kmax = atoi(optarg);
+            if (cf->kmax < 1 || cf->kmax > MAX_K) {
                 fprintf(stderr, "gbench: -k must be 1..%d\n", MAX_K);
                 return 2;
             }
             break;
         case 'N':
-            if (!parse_size(optarg, &cf.nmax)) {
+            if (!parse_size(optarg, &cf->nmax)) {
                 fprintf(stderr, "gbench: bad -N '%s'\n", optarg);
                 return 2;
             }
             break;
         case 'C':
-            if (!parse_size(optarg, &cf.cmax) || cf.cmax < 1) {
+            if (!parse_size(optarg, &cf->cmax) || cf->cmax < 1) {
                 fprintf(stderr, "gbench: bad -C '%s'\n", optarg);
                 return 2;
             }
             break;
         case 'T':
-            if (!parse_size(optarg, &cf.total)) {
+            if (!parse_size(optarg, &cf->total)) {
                 fprintf(stderr, "gbench: bad -T '%s'\n", optarg);
                 return 2;
             }
             break;
         case 'r':
-            cf.reps = atoi(optarg);
-            if (cf.reps < 1) {
+            cf->reps = atoi(optarg);
+            if (cf->reps < 1) {
                 fprintf(stderr, "gbench: -r must be >= 1\n");
                 return 2;
             }
@@ -435,12 +434,13 @@ int main(int argc, char **argv)
             char *save = NULL, *copy = strdup(optarg);
             for (char *t = strtok_r(copy, ",", &save); t;
                  t = strtok_r(NULL, ",", &save)) {
-                if (cf.nsizes >= 16 || !parse_size(t, &cf.sizes[cf.nsizes])) {
+                if (cf->nsizes >= 16 ||
+                    !parse_size(t, &cf->sizes[cf->nsizes])) {
                     fprintf(stderr, "gbench: bad size list '%s'\n", optarg);
                     free(copy);
                     return 2;
                 }
-                cf.nsizes++;
+                cf->nsizes++;
             }
             free(copy);
             break;
@@ -457,6 +457,55 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    return -1;
+}
+
+/* What is about to be measured, and the table's heading (stdout). */
+static void print_header(const config *cf, const char *cl, int nserv, int kmax)
+{
+    printf("gbench: list I/O vs one call per piece on Galley forks\n");
+    printf("cluster file:   %s (%d servers; using 1..%d)\n",
+           cl ? cl : "(library default)", nserv, kmax);
+    printf("piece sizes:   ");
+    for (int s = 0; s < cf->nsizes; s++) {
+        char sz[24];
+        fmt_size(cf->sizes[s], sz, sizeof(sz));
+        printf(" %s", sz);
+    }
+    printf(" bytes\n");
+    printf("pieces N:       min(%" PRId64 ", %" PRId64
+           " / size), a multiple of K\n",
+           cf->nmax, cf->total);
+    printf("placement:      K subfiles on servers 0..K-1, one fork each; "
+           "piece i on fork i%%K,\n"
+           "                stride 2*size within a fork (non-contiguous); "
+           "one thread per fork\n");
+    printf("methods:        list = one gfs_listio per fork; calls = one "
+           "gfs_write/gfs_read per piece\n");
+    printf("timing:         best of %d; MB = 10^6 bytes; x = list speed / "
+           "calls speed\n\n",
+           cf->reps);
+    printf("%2s %6s %6s | %-46s | %-46s |\n", "", "", "", "WRITE", "READ");
+    printf("%2s %6s %6s", "K", "size", "N");
+    for (int i = 0; i < 2; i++)
+        printf(" |%10s %8s %10s %8s %7s", "list pc/s", "MB/s", "calls pc/s",
+               "MB/s", "x");
+    printf(" | check\n");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    config cf = {.cluster = NULL,
+                 .kmax = MAX_K,
+                 .nmax = 4096,
+                 .cmax = 0,
+                 .total = 16 << 20,
+                 .reps = 3,
+                 .nsizes = 0};
+    int ret = parse_opts(argc, argv, &cf);
+    if (ret >= 0)
+        return ret;
     if (cf.nsizes == 0) {
         cf.nsizes = (int)(sizeof(default_sizes) / sizeof(*default_sizes));
         memcpy(cf.sizes, default_sizes, sizeof(default_sizes));
@@ -471,37 +520,9 @@ int main(int argc, char **argv)
     int kmax = cf.kmax < nserv ? cf.kmax : nserv;
     const char *cl = cf.cluster ? cf.cluster : getenv("GALLEY_CLUSTER");
 
-    printf("gbench: list I/O vs one call per piece on Galley forks\n");
-    printf("cluster file:   %s (%d servers; using 1..%d)\n",
-           cl ? cl : "(library default)", nserv, kmax);
-    printf("piece sizes:   ");
-    for (int s = 0; s < cf.nsizes; s++) {
-        char sz[24];
-        fmt_size(cf.sizes[s], sz, sizeof(sz));
-        printf(" %s", sz);
-    }
-    printf(" bytes\n");
-    printf("pieces N:       min(%" PRId64 ", %" PRId64
-           " / size), a multiple of K\n",
-           cf.nmax, cf.total);
-    printf("placement:      K subfiles on servers 0..K-1, one fork each; "
-           "piece i on fork i%%K,\n"
-           "                stride 2*size within a fork (non-contiguous); "
-           "one thread per fork\n");
-    printf("methods:        list = one gfs_listio per fork; calls = one "
-           "gfs_write/gfs_read per piece\n");
-    printf("timing:         best of %d; MB = 10^6 bytes; x = list speed / "
-           "calls speed\n\n",
-           cf.reps);
-    printf("%2s %6s %6s | %-46s | %-46s |\n", "", "", "", "WRITE", "READ");
-    printf("%2s %6s %6s", "K", "size", "N");
-    for (int i = 0; i < 2; i++)
-        printf(" |%10s %8s %10s %8s %7s", "list pc/s", "MB/s", "calls pc/s",
-               "MB/s", "x");
-    printf(" | check\n");
-    fflush(stdout);
+    print_header(&cf, cl, nserv, kmax);
 
-    int ret = 0;
+    ret = 0;
     for (int k = 1; k <= kmax; k++) {
         rc = run_k(&cf, k);
         if (rc < 0) {

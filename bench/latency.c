@@ -41,10 +41,14 @@ static double median(double *v, int n)
 static const char *transport_name(int t)
 {
     switch (t) {
-    case GFS_TRANSPORT_LOCAL_CMA: return "local (Unix socket + cross-memory attach)";
-    case GFS_TRANSPORT_LOCAL: return "local (Unix socket)";
-    case GFS_TRANSPORT_TCP: return "tcp";
-    default: return gfs_strerror(t);
+    case GFS_TRANSPORT_LOCAL_CMA:
+        return "local (Unix socket + cross-memory attach)";
+    case GFS_TRANSPORT_LOCAL:
+        return "local (Unix socket)";
+    case GFS_TRANSPORT_TCP:
+        return "tcp";
+    default:
+        return gfs_strerror(t);
     }
 }
 
@@ -55,14 +59,26 @@ int main(int argc, char **argv)
     int reps = 5, opt;
     while ((opt = getopt(argc, argv, "c:s:n:r:d:")) != -1) {
         switch (opt) {
-        case 'c': cluster = optarg; break;
-        case 's': size = atol(optarg); break;
-        case 'n': n = atol(optarg); break;
-        case 'r': reps = atoi(optarg); break;
-        case 'd': dir = optarg; break;
+        case 'c':
+            cluster = optarg;
+            break;
+        case 's':
+            size = atol(optarg);
+            break;
+        case 'n':
+            n = atol(optarg);
+            break;
+        case 'r':
+            reps = atoi(optarg);
+            break;
+        case 'd':
+            dir = optarg;
+            break;
         default:
-            fprintf(stderr, "usage: %s [-c CLUSTER] [-s BYTES] [-n CALLS] "
-                            "[-r REPEATS] [-d LOCALDIR]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [-c CLUSTER] [-s BYTES] [-n CALLS] "
+                    "[-r REPEATS] [-d LOCALDIR]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -122,7 +138,8 @@ int main(int argc, char **argv)
     double gw = median(t[0], reps), gr = median(t[1], reps);
     double lw = median(t[2], reps), lr = median(t[3], reps);
     printf("latency: %ld calls of %ld bytes, median of %d repeats; server 0 "
-           "over %s\n", n, size, reps, transport_name(gfs_server_transport(0)));
+           "over %s\n",
+           n, size, reps, transport_name(gfs_server_transport(0)));
     printf("%-8s %12s %12s %8s\n", "op", "galley us", "local us", "ratio");
     printf("%-8s %12.2f %12.2f %7.2fx\n", "write", gw, lw, gw / lw);
     printf("%-8s %12.2f %12.2f %7.2fx\n", "read", gr, lr, gr / lr);

@@ -56,10 +56,10 @@ static const char *method_name[NMETHODS] = {"mwrite", "mwritec", "mwriteb"};
 typedef struct config {
     const char *cluster;
     int kmax;
-    int writers;         /* 0: as many as servers */
-    int64_t per_server;  /* bytes per subfile */
-    int64_t block;       /* bytes per block */
-    int batch;           /* mwriteb: blocks per call */
+    int writers;        /* 0: as many as servers */
+    int64_t per_server; /* bytes per subfile */
+    int64_t block;      /* bytes per block */
+    int batch;          /* mwriteb: blocks per call */
     int reps;
 } config;
 
@@ -94,8 +94,8 @@ static int child_init(const config *cf)
 }
 
 /* Writer p of P: open, wait at the barrier, write its blocks, report. */
-static int writer(const config *cf, const char *name, int method, int p,
-                  int P, int64_t fsize, int ready_fd, int go_fd, int rep_fd)
+static int writer(const config *cf, const char *name, int method, int p, int P,
+                  int64_t fsize, int ready_fd, int go_fd, int rep_fd)
 {
     report r = {0, 0, 0};
     int64_t nblocks = fsize / cf->block;
@@ -128,8 +128,8 @@ static int writer(const config *cf, const char *name, int method, int p,
     for (int64_t i = 0; i < mine && !r.rc;) {
         long k;
         if (method == M_WRITEB) {
-            unsigned n = (unsigned)(mine - i < cf->batch ? mine - i
-                                                         : cf->batch);
+            unsigned n =
+                (unsigned)(mine - i < cf->batch ? mine - i : cf->batch);
             k = mwriteb(f, n, offs + i, bufs + i, sizes + i);
             if (k != (long)n * cf->block)
                 r.rc = k < 0 ? (int)k : -EIO;
@@ -166,8 +166,7 @@ static int setup(const config *cf, const char *name, int k)
     int servers[MAX_K] = {0, 1, 2, 3};
     rc = gfs_create_striped(name, k, servers, UNIT, NULL);
     if (rc)
-        fprintf(stderr, "sfio_bench: create %s: %s\n", name,
-                gfs_strerror(rc));
+        fprintf(stderr, "sfio_bench: create %s: %s\n", name, gfs_strerror(rc));
     gfs_finalize();
     return rc ? 1 : 0;
 }
@@ -256,8 +255,8 @@ static double timed_run(const config *cf, const char *name, int method, int P,
             close(ready[0]);
             close(go[1]);
             close(rep[0]);
-            _exit(writer(cf, name, method, p, P, fsize, ready[1], go[0],
-                         rep[1]));
+            _exit(
+                writer(cf, name, method, p, P, fsize, ready[1], go[0], rep[1]));
         }
         if (pid < 0)
             break;
@@ -323,56 +322,53 @@ static bool parse_size(const char *s, int64_t *out)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: sfio_bench [-c CLUSTER] [-k K] [-p P] [-s BYTES] "
-            "[-B BYTES] [-b N] [-r R]\n"
-            "  -c FILE   cluster file (default $GALLEY_CLUSTER)\n"
-            "  -k K      most servers (1..4, default 4)\n"
-            "  -p P      writer processes (default: as many as servers)\n"
-            "  -s BYTES  bytes per server (subfile), K/M/G (default 2M)\n"
-            "  -B BYTES  block size (default 20000: 100 stripe units)\n"
-            "  -b N      mwriteb: blocks per call (default 64)\n"
-            "  -r R      runs of every case; the mean is printed, the best "
-            "in brackets (default 3)\n");
+    fprintf(f, "usage: sfio_bench [-c CLUSTER] [-k K] [-p P] [-s BYTES] "
+               "[-B BYTES] [-b N] [-r R]\n"
+               "  -c FILE   cluster file (default $GALLEY_CLUSTER)\n"
+               "  -k K      most servers (1..4, default 4)\n"
+               "  -p P      writer processes (default: as many as servers)\n"
+               "  -s BYTES  bytes per server (subfile), K/M/G (default 2M)\n"
+               "  -B BYTES  block size (default 20000: 100 stripe units)\n"
+               "  -b N      mwriteb: blocks per call (default 64)\n"
+               "  -r R      runs of every case; the mean is printed, the best "
+               "in brackets (default 3)\n");
 }
 
-int main(int argc, char **argv)
+/* Parse the command line into cf; -1 to go on, else the exit status. */
+static int parse_opts(int argc, char **argv, config *cf)
 {
-    config cf = {.cluster = NULL, .kmax = MAX_K, .writers = 0,
-                 .per_server = 2 << 20, .block = 20000, .batch = 64,
-                 .reps = 3};
     int opt;
     while ((opt = getopt(argc, argv, "c:k:p:s:B:b:r:h")) != -1) {
         switch (opt) {
         case 'c':
-            cf.cluster = optarg;
+            cf->cluster = optarg;
             break;
         case 'k':
-            cf.kmax = atoi(optarg);
-            if (cf.kmax < 1 || cf.kmax > MAX_K)
+            cf->kmax = atoi(optarg);
+            if (cf->kmax < 1 || cf->kmax > MAX_K)
                 goto bad;
             break;
         case 'p':
-            cf.writers = atoi(optarg);
-            if (cf.writers < 1 || cf.writers > MAX_P)
+            cf->writers = atoi(optarg);
+            if (cf->writers < 1 || cf->writers > MAX_P)
                 goto bad;
             break;
         case 's':
-            if (!parse_size(optarg, &cf.per_server))
+            if (!parse_size(optarg, &cf->per_server))
                 goto bad;
             break;
         case 'B':
-            if (!parse_size(optarg, &cf.block) || cf.block > (1 << 30))
+            if (!parse_size(optarg, &cf->block) || cf->block > (1 << 30))
                 goto bad;
             break;
         case 'b':
-            cf.batch = atoi(optarg);
-            if (cf.batch < 1)
+            cf->batch = atoi(optarg);
+            if (cf->batch < 1)
                 goto bad;
             break;
         case 'r':
-            cf.reps = atoi(optarg);
-            if (cf.reps < 1 || cf.reps > MAX_REPS)
+            cf->reps = atoi(optarg);
+            if (cf->reps < 1 || cf->reps > MAX_REPS)
                 goto bad;
             break;
         case 'h':
@@ -384,6 +380,61 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    return -1;
+}
+
+/* One row of the table: every method cf->reps times on K = k servers.
+ * Returns 0 (all verified), 1 (a run failed or read back wrong) or -1
+ * (setup failed: stop). */
+static int run_row(const config *cf, const char *name, int k)
+{
+    int P = cf->writers ? cf->writers : k;
+    int64_t fsize = cf->per_server * k / cf->block * cf->block;
+    double mean[NMETHODS], best[NMETHODS];
+    bool ok = true;
+    for (int m = 0; m < NMETHODS; m++) {
+        double sum = 0, top = 0;
+        for (int r = 0; r < cf->reps; r++) {
+            if (in_child(JOB_SETUP, cf, name, k, 0) != 0) {
+                fprintf(stderr, "sfio_bench: setup failed\n");
+                return -1;
+            }
+            double v = timed_run(cf, name, m, P, fsize);
+            if (v < 0) {
+                ok = false;
+                v = 0;
+            }
+            if (in_child(JOB_VERIFY, cf, name, k, fsize) != 0)
+                ok = false;
+            sum += v;
+            top = v > top ? v : top;
+        }
+        mean[m] = sum / cf->reps;
+        best[m] = top;
+    }
+    char cell[NMETHODS][32];
+    for (int m = 0; m < NMETHODS; m++)
+        snprintf(cell[m], sizeof(cell[m]), "%7.2f [%7.2f]", mean[m], best[m]);
+    printf("%2d %2d %9.2f | %-17s %-17s %-17s | %7.1fx %7.1fx | %s\n", k, P,
+           fsize / 1e6, cell[0], cell[1], cell[2],
+           mean[0] > 0 ? mean[1] / mean[0] : 0,
+           mean[0] > 0 ? mean[2] / mean[0] : 0, ok ? "ok" : "FAILED");
+    fflush(stdout);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    config cf = {.cluster = NULL,
+                 .kmax = MAX_K,
+                 .writers = 0,
+                 .per_server = 2 << 20,
+                 .block = 20000,
+                 .batch = 64,
+                 .reps = 3};
+    int ret = parse_opts(argc, argv, &cf);
+    if (ret >= 0)
+        return ret;
     if (!cf.cluster)
         cf.cluster = getenv("GALLEY_CLUSTER");
     /* How many servers: ask in a child (the parent stays uninitialised). */
@@ -397,16 +448,15 @@ int main(int argc, char **argv)
 
     char name[64];
     snprintf(name, sizeof(name), "sfio_bench.%ld", (long)getpid());
-    printf("sfio_bench: SFIO all-to-all writes, stripe unit %d bytes\n",
-           UNIT);
+    printf("sfio_bench: SFIO all-to-all writes, stripe unit %d bytes\n", UNIT);
     printf("  writers: %s fork()ed processes; servers K = 1..%d (subfiles "
            "on servers 0..K-1)\n",
-           cf.writers ? "fixed number of" : "K (as many as servers)",
-           cf.kmax);
+           cf.writers ? "fixed number of" : "K (as many as servers)", cf.kmax);
     if (cf.writers)
         printf("  writers P = %d\n", cf.writers);
-    printf("  %" PRId64 " bytes per server (file = K x that); blocks of %"
-           PRId64 " bytes (%" PRId64 " stripe units), writer p writes "
+    printf("  %" PRId64
+           " bytes per server (file = K x that); blocks of %" PRId64
+           " bytes (%" PRId64 " stripe units), writer p writes "
            "blocks p, p+P, ...\n",
            cf.per_server, cf.block, cf.block / UNIT);
     printf("  mwriteb: %d blocks per call; runs per case: %d; MB = 10^6 "
@@ -416,46 +466,15 @@ int main(int argc, char **argv)
     for (int m = 0; m < NMETHODS; m++)
         snprintf(head[m], sizeof(head[m]), "%s MB/s", method_name[m]);
     printf("%2s %2s %9s | %-17s %-17s %-17s | %8s %8s | %s\n", "K", "P",
-           "file MB", head[0], head[1], head[2], "c/plain", "b/plain",
-           "check");
+           "file MB", head[0], head[1], head[2], "c/plain", "b/plain", "check");
     printf("---------------+-------------------------------------------------"
            "----+-------------------+------\n");
     int status = 0;
     for (int k = 1; k <= cf.kmax; k++) {
-        int P = cf.writers ? cf.writers : k;
-        int64_t fsize = cf.per_server * k / cf.block * cf.block;
-        double mean[NMETHODS], best[NMETHODS];
-        bool ok = true;
-        for (int m = 0; m < NMETHODS; m++) {
-            double sum = 0, top = 0;
-            for (int r = 0; r < cf.reps; r++) {
-                if (in_child(JOB_SETUP, &cf, name, k, 0) != 0) {
-                    fprintf(stderr, "sfio_bench: setup failed\n");
-                    return 1;
-                }
-                double v = timed_run(&cf, name, m, P, fsize);
-                if (v < 0) {
-                    ok = false;
-                    v = 0;
-                }
-                if (in_child(JOB_VERIFY, &cf, name, k, fsize) != 0)
-                    ok = false;
-                sum += v;
-                top = v > top ? v : top;
-            }
-            mean[m] = sum / cf.reps;
-            best[m] = top;
-        }
-        char cell[NMETHODS][32];
-        for (int m = 0; m < NMETHODS; m++)
-            snprintf(cell[m], sizeof(cell[m]), "%7.2f [%7.2f]", mean[m],
-                     best[m]);
-        printf("%2d %2d %9.2f | %-17s %-17s %-17s | %7.1fx %7.1fx | %s\n", k,
-               P, fsize / 1e6, cell[0], cell[1], cell[2],
-               mean[0] > 0 ? mean[1] / mean[0] : 0,
-               mean[0] > 0 ? mean[2] / mean[0] : 0, ok ? "ok" : "FAILED");
-        fflush(stdout);
-        if (!ok)
+        int row = run_row(&cf, name, k);
+        if (row < 0)
+            return 1;
+        if (row)
             status = 1;
     }
     printf("\n(mean of %d runs, best in brackets; c/plain and b/plain = "

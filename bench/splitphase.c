@@ -59,8 +59,15 @@
 #define FORK_NAME "matrix"
 #define MAX_REPS 50
 
-enum prog { P_SYNC, P_SYNC_LIST, P_ASYNC, P_ASYNC_LIST, P_NOSEND, P_SEND,
-            NPROGS };
+enum prog {
+    P_SYNC,
+    P_SYNC_LIST,
+    P_ASYNC,
+    P_ASYNC_LIST,
+    P_NOSEND,
+    P_SEND,
+    NPROGS
+};
 static const char *prog_name[NPROGS] = {"synchronous",  "sync-listio",
                                         "asynchronous", "async-listio",
                                         "group-nosend", "group-send"};
@@ -81,8 +88,8 @@ typedef struct config {
 typedef struct result {
     double w[MAX_REPS], r[MAX_REPS];
     int n;
-    bool bad;           /* a read returned wrong data or an error */
-    uint64_t wgroups;   /* group programs: groups of the last write run */
+    bool bad;         /* a read returned wrong data or an error */
+    uint64_t wgroups; /* group programs: groups of the last write run */
     uint64_t rgroups;
 } result;
 
@@ -113,8 +120,7 @@ static void fill_elem(unsigned char *p, int64_t r, int64_t c, int64_t e)
         memset(p + 16, (int)((r * 131 + c * 7) & 0xff), (size_t)(e - 16));
 }
 
-static bool check_elem(const unsigned char *p, int64_t r, int64_t c,
-                       int64_t e)
+static bool check_elem(const unsigned char *p, int64_t r, int64_t c, int64_t e)
 {
     unsigned char want[16];
     fill_elem(want, r, c, 16);
@@ -133,10 +139,10 @@ typedef struct run_state {
     const config *cf;
     const matrix_case *mc;
     int kids[NSERV];
-    unsigned char *buf;     /* NSERV columns, each contiguous */
-    gfs_list_entry *ent;    /* one column's list (rows entries) */
-    gfs_handle *ring;       /* asynchronous: outstanding handles */
-    double check_time;      /* time spent checking reads (subtracted) */
+    unsigned char *buf;  /* NSERV columns, each contiguous */
+    gfs_list_entry *ent; /* one column's list (rows entries) */
+    gfs_handle *ring;    /* asynchronous: outstanding handles */
+    double check_time;   /* time spent checking reads (subtracted) */
     bool bad;
 } run_state;
 
@@ -164,10 +170,9 @@ static void check_group(run_state *s, int64_t c0, int64_t c1)
 static void column_list(run_state *s, int64_t c)
 {
     for (int64_t r = 0; r < s->mc->rows; r++)
-        s->ent[r] = (gfs_list_entry){elem_off(s->mc, r, c),
-                                     ((c % NSERV) * s->mc->rows + r) *
-                                         s->mc->esize,
-                                     s->mc->esize};
+        s->ent[r] = (gfs_list_entry){
+            elem_off(s->mc, r, c),
+            ((c % NSERV) * s->mc->rows + r) * s->mc->esize, s->mc->esize};
 }
 
 /* One program, one direction, the whole matrix.  Returns seconds. */
@@ -195,11 +200,10 @@ static double run_prog(run_state *s, int prog, int op)
             switch (prog) {
             case P_SYNC:
                 for (int64_t r = 0; r < mc->rows; r++) {
-                    rc = op == GFS_WRITE
-                             ? gfs_write(kid, elem_off(mc, r, c),
-                                         elem_mem(s, r, c), E)
-                             : gfs_read(kid, elem_off(mc, r, c),
-                                        elem_mem(s, r, c), E);
+                    rc = op == GFS_WRITE ? gfs_write(kid, elem_off(mc, r, c),
+                                                     elem_mem(s, r, c), E)
+                                         : gfs_read(kid, elem_off(mc, r, c),
+                                                    elem_mem(s, r, c), E);
                     if (rc != E)
                         die("gfs_write/gfs_read", rc);
                 }
@@ -327,15 +331,16 @@ static void print_table(const config *cf, result res[2][NPROGS])
         char mb[32];
         const matrix_case *mc = &cf->mc[k];
         fmt_mb(mb, sizeof(mb), mc->rows * mc->cols * mc->esize);
-        snprintf(h[k], sizeof(h[k]), "%" PRId64 " B el., %" PRId64 "x%" PRId64
-                 " (%s)", mc->esize, mc->rows, mc->cols, mb);
+        snprintf(h[k], sizeof(h[k]),
+                 "%" PRId64 " B el., %" PRId64 "x%" PRId64 " (%s)", mc->esize,
+                 mc->rows, mc->cols, mb);
     }
     printf("\nTimes in seconds, mean (std dev) of %d runs; MB/s = matrix "
            "bytes / mean time.\n\n",
            cf->reps);
     printf("%-13s | %-43s | %-43s\n", "", h[0], h[1]);
-    printf("%-13s | %-21s %-21s | %-21s %-21s\n", "program", "write",
-           "read", "write", "read");
+    printf("%-13s | %-21s %-21s | %-21s %-21s\n", "program", "write", "read",
+           "write", "read");
     printf("%.13s-+-%.43s-+-%.43s\n",
            "----------------------------------------------------------",
            "----------------------------------------------------------",
@@ -346,8 +351,8 @@ static void print_table(const config *cf, result res[2][NPROGS])
         printf("%-13s |", prog_name[p]);
         for (int k = 0; k < 2; k++) {
             result *r = &res[k][p];
-            double bytes = (double)(cf->mc[k].rows * cf->mc[k].cols *
-                                    cf->mc[k].esize);
+            double bytes =
+                (double)(cf->mc[k].rows * cf->mc[k].cols * cf->mc[k].esize);
             double wm, ws, rm, rs;
             mean_sd(r->w, r->n, &wm, &ws);
             mean_sd(r->r, r->n, &rm, &rs);
@@ -369,10 +374,9 @@ static void print_table(const config *cf, result res[2][NPROGS])
             continue;
         printf("  %-13s", prog_name[p]);
         for (int k = 0; k < 2; k++)
-            printf("  %s: %" PRIu64 " / %" PRIu64 " (of %" PRId64
-                   " requests)",
-                   k ? "large" : "small", res[k][p].wgroups,
-                   res[k][p].rgroups, cf->mc[k].rows * cf->mc[k].cols);
+            printf("  %s: %" PRIu64 " / %" PRIu64 " (of %" PRId64 " requests)",
+                   k ? "large" : "small", res[k][p].wgroups, res[k][p].rgroups,
+                   cf->mc[k].rows * cf->mc[k].cols);
         printf("\n");
     }
 }
@@ -411,43 +415,40 @@ static void usage(FILE *f)
             "            asynchronous,async-listio,group-nosend,group-send\n");
 }
 
-int main(int argc, char **argv)
+/* Parse the command line into cf; -1 to go on, else the exit status. */
+static int parse_opts(int argc, char **argv, config *cf)
 {
-    config cf = {.cluster = NULL, .reps = 3, .window = 64,
-                 .mc = {{256, 256, 16}, {32, 32, 16384}}};
-    for (int p = 0; p < NPROGS; p++)
-        cf.run[p] = true;
     int opt;
     while ((opt = getopt(argc, argv, "c:r:w:a:b:p:h")) != -1) {
         switch (opt) {
         case 'c':
-            cf.cluster = optarg;
+            cf->cluster = optarg;
             break;
         case 'r':
-            cf.reps = atoi(optarg);
-            if (cf.reps < 1 || cf.reps > MAX_REPS) {
+            cf->reps = atoi(optarg);
+            if (cf->reps < 1 || cf->reps > MAX_REPS) {
                 fprintf(stderr, "splitphase: -r: 1..%d\n", MAX_REPS);
                 return 2;
             }
             break;
         case 'w':
-            cf.window = atoi(optarg);
-            if (cf.window < 1 || cf.window > 100000) {
+            cf->window = atoi(optarg);
+            if (cf->window < 1 || cf->window > 100000) {
                 fprintf(stderr, "splitphase: -w: 1..100000\n");
                 return 2;
             }
             break;
         case 'a':
         case 'b':
-            if (!parse_dims(optarg, &cf.mc[opt - 'a'].rows,
-                            &cf.mc[opt - 'a'].cols)) {
+            if (!parse_dims(optarg, &cf->mc[opt - 'a'].rows,
+                            &cf->mc[opt - 'a'].cols)) {
                 fprintf(stderr, "splitphase: -%c: expected ROWSxCOLS\n", opt);
                 return 2;
             }
             break;
         case 'p': {
             for (int p = 0; p < NPROGS; p++)
-                cf.run[p] = false;
+                cf->run[p] = false;
             char *list = strdup(optarg), *save = NULL;
             for (char *t = strtok_r(list, ",", &save); t;
                  t = strtok_r(NULL, ",", &save)) {
@@ -458,7 +459,7 @@ int main(int argc, char **argv)
                     fprintf(stderr, "splitphase: unknown program '%s'\n", t);
                     return 2;
                 }
-                cf.run[p] = true;
+                cf->run[p] = true;
             }
             free(list);
             break;
@@ -471,6 +472,91 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    return -1;
+}
+
+/* What is about to be measured (stdout). */
+static void print_header(const config *cf)
+{
+    printf("splitphase: the GFS-GROUP paper's matrix experiment, scaled "
+           "down\n");
+    printf("  servers %d (one fork per server; column c -> server c %% 4), "
+           "one client\n",
+           NSERV);
+    for (int k = 0; k < 2; k++) {
+        char mb[32];
+        fmt_mb(mb, sizeof(mb),
+               cf->mc[k].rows * cf->mc[k].cols * cf->mc[k].esize);
+        printf("  case %d: %" PRId64 " x %" PRId64 " matrix of %" PRId64
+               "-byte elements = %s (paper: %s, 256 MB)\n",
+               k + 1, cf->mc[k].rows, cf->mc[k].cols, cf->mc[k].esize, mb,
+               k ? "128 x 128" : "4096 x 4096");
+    }
+    printf("  buffer: 4 columns; runs per program: %d; asynchronous window: "
+           "%d requests\n",
+           cf->reps, cf->window);
+    printf("  writes timed to gfs_sync of the 4 forks; reads of what was "
+           "just written (server cache)\n");
+    fflush(stdout);
+}
+
+/* Run every selected program cf->reps times on matrix case k of the
+ * file fid, into res (one result per program). */
+static void run_case(config *cf, int fid, int k, result *res)
+{
+    int rc;
+    matrix_case *mc = &cf->mc[k];
+    run_state s = {.cf = cf, .mc = mc};
+    if ((rc = gfs_all_open(fid, FORK_NAME, s.kids)) != 0)
+        die("gfs_all_open", rc);
+    s.buf = malloc((size_t)(NSERV * mc->rows * mc->esize));
+    s.ent = malloc(sizeof(*s.ent) * (size_t)mc->rows);
+    s.ring = malloc(sizeof(*s.ring) * (size_t)cf->window);
+    if (!s.buf || !s.ent || !s.ring)
+        die("out of memory", -ENOMEM);
+    for (int rep = 0; rep < cf->reps; rep++) {
+        for (int p = 0; p < NPROGS; p++) {
+            if (!cf->run[p])
+                continue;
+            for (int i = 0; i < NSERV; i++)
+                if ((rc = gfs_truncate_fork(s.kids[i], 0)) != 0)
+                    die("gfs_truncate_fork", rc);
+            result *r = &res[p];
+            s.bad = false;
+            r->w[r->n] = run_prog(&s, p, GFS_WRITE);
+            gfs_group_stats gs;
+            gfs_group_get_stats(&gs);
+            r->wgroups = gs.groups;
+            memset(s.buf, 0, (size_t)(NSERV * mc->rows * mc->esize));
+            r->r[r->n] = run_prog(&s, p, GFS_READ);
+            gfs_group_get_stats(&gs);
+            r->rgroups = gs.groups;
+            r->bad |= s.bad;
+            r->n++;
+            fprintf(stderr,
+                    "  case %d run %d %-13s write %.3f s read "
+                    "%.3f s%s\n",
+                    k + 1, rep + 1, prog_name[p], r->w[r->n - 1],
+                    r->r[r->n - 1], s.bad ? " WRONG DATA" : "");
+        }
+    }
+    gfs_all_close(NSERV, s.kids);
+    free(s.buf);
+    free(s.ent);
+    free(s.ring);
+}
+
+int main(int argc, char **argv)
+{
+    config cf = {.cluster = NULL,
+                 .reps = 3,
+                 .window = 64,
+                 .mc = {{256, 256, 16}, {32, 32, 16384}}};
+    for (int p = 0; p < NPROGS; p++)
+        cf.run[p] = true;
+    int ret = parse_opts(argc, argv, &cf);
+    if (ret >= 0)
+        return ret;
     int rc = gfs_init(cf.cluster);
     if (rc)
         die("gfs_init", rc);
@@ -490,68 +576,11 @@ int main(int argc, char **argv)
     if ((rc = gfs_all_create(fid, FORK_NAME)) != 0)
         die("gfs_all_create", rc);
 
-    printf("splitphase: the GFS-GROUP paper's matrix experiment, scaled "
-           "down\n");
-    printf("  servers %d (one fork per server; column c -> server c %% 4), "
-           "one client\n",
-           NSERV);
-    for (int k = 0; k < 2; k++) {
-        char mb[32];
-        fmt_mb(mb, sizeof(mb),
-               cf.mc[k].rows * cf.mc[k].cols * cf.mc[k].esize);
-        printf("  case %d: %" PRId64 " x %" PRId64 " matrix of %" PRId64
-               "-byte elements = %s (paper: %s, 256 MB)\n",
-               k + 1, cf.mc[k].rows, cf.mc[k].cols, cf.mc[k].esize, mb,
-               k ? "128 x 128" : "4096 x 4096");
-    }
-    printf("  buffer: 4 columns; runs per program: %d; asynchronous window: "
-           "%d requests\n",
-           cf.reps, cf.window);
-    printf("  writes timed to gfs_sync of the 4 forks; reads of what was "
-           "just written (server cache)\n");
-    fflush(stdout);
+    print_header(&cf);
 
     static result res[2][NPROGS];
-    for (int k = 0; k < 2; k++) {
-        matrix_case *mc = &cf.mc[k];
-        run_state s = {.cf = &cf, .mc = mc};
-        if ((rc = gfs_all_open(fid, FORK_NAME, s.kids)) != 0)
-            die("gfs_all_open", rc);
-        s.buf = malloc((size_t)(NSERV * mc->rows * mc->esize));
-        s.ent = malloc(sizeof(*s.ent) * (size_t)mc->rows);
-        s.ring = malloc(sizeof(*s.ring) * (size_t)cf.window);
-        if (!s.buf || !s.ent || !s.ring)
-            die("out of memory", -ENOMEM);
-        for (int rep = 0; rep < cf.reps; rep++) {
-            for (int p = 0; p < NPROGS; p++) {
-                if (!cf.run[p])
-                    continue;
-                for (int i = 0; i < NSERV; i++)
-                    if ((rc = gfs_truncate_fork(s.kids[i], 0)) != 0)
-                        die("gfs_truncate_fork", rc);
-                result *r = &res[k][p];
-                s.bad = false;
-                r->w[r->n] = run_prog(&s, p, GFS_WRITE);
-                gfs_group_stats gs;
-                gfs_group_get_stats(&gs);
-                r->wgroups = gs.groups;
-                memset(s.buf, 0, (size_t)(NSERV * mc->rows * mc->esize));
-                r->r[r->n] = run_prog(&s, p, GFS_READ);
-                gfs_group_get_stats(&gs);
-                r->rgroups = gs.groups;
-                r->bad |= s.bad;
-                r->n++;
-                fprintf(stderr, "  case %d run %d %-13s write %.3f s read "
-                        "%.3f s%s\n", k + 1, rep + 1, prog_name[p],
-                        r->w[r->n - 1], r->r[r->n - 1],
-                        s.bad ? " WRONG DATA" : "");
-            }
-        }
-        gfs_all_close(NSERV, s.kids);
-        free(s.buf);
-        free(s.ent);
-        free(s.ring);
-    }
+    for (int k = 0; k < 2; k++)
+        run_case(&cf, fid, k, res[k]);
     print_table(&cf, res);
     gfs_close_file(fid);
     gfs_delete_file(name);

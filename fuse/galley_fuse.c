@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "galley.h"
+#include "cluster_file.h"
 #include "gp_rename.h"
 
 static struct {
@@ -775,14 +776,7 @@ int main(int argc, char **argv)
      * tell which mounts show its own cluster (and go straight to Galley
      * for paths under them). */
     char buf[PATH_MAX], abs[PATH_MAX];
-    const char *cl = gf.cluster;
-    if (!cl)
-        cl = getenv("GALLEY_CLUSTER");
-    if (!cl || !*cl) {
-        snprintf(buf, sizeof(buf), "%s/.galley/cluster",
-                 getenv("HOME") ? getenv("HOME") : "");
-        cl = access(buf, R_OK) == 0 ? buf : "/etc/galley/cluster";
-    }
+    const char *cl = gc_cluster_find(gf.cluster, buf, sizeof(buf));
     snprintf(fsname, sizeof(fsname), "fsname=galley:%s,subtype=galley",
              realpath(cl, abs) ? abs : cl);
     fargv[fargc++] = "-o";

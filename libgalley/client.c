@@ -7,6 +7,7 @@
  * while reconnecting, which takes gc_g.lock briefly).
  */
 #include "internal.h"
+#include "cluster_file.h"
 #include "gerror.h"
 
 #include <ctype.h>
@@ -31,97 +32,7 @@ const char *gfs_strerror(int err)
 
 /* ------------------------------------------------------ cluster file --- */
 
-static int parse_cluster(const char *path, char ***hosts, char ***ports, int *n)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return GFS_ENOCLUSTER;
-    char line[512];
-    int cap = 0, cnt = 0, rc = 0;
-    char **h = NULL, **p = NULL;
-    while (fgets(line, sizeof(line), f)) {
-        char *s = line;
-        char *hash = strchr(s, '#');
-        if (hash)
-            *hash = '\0'; /* comments run to the end of the line */
-        while (isspace((unsigned char)*s))
-            s++;
-        char *e = s + strlen(s);
-        while (e > s && isspace((unsigned char)e[-1]))
-            *--e = '\0';
-        if (*s == '\0')
-            continue;
-        char *colon = strrchr(s, ':');
-        if (!colon || colon == s || !colon[1] || cnt >= GFS_MAX_SERVERS) {
-            rc = GFS_EBADCLUSTER;
-            break;
-        }
-        *colon = '\0';
-        char *host = s, *port = colon + 1;
-        /* [v6addr]:port */
-        if (host[0] == '[' && colon[-1] == ']') {
-            host++;
-            colon[-1] = '\0';
-        }
-        char *endp;
-        long pn = strtol(port, &endp, 10);
-        if (*endp || pn <= 0 || pn > 65535) {
-            rc = GFS_EBADCLUSTER;
-            break;
-        }
-        if (cnt == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **nh = realloc(h, sizeof(*h) * (size_t)cap);
-            char **np = nh ? realloc(p, sizeof(*p) * (size_t)cap) : NULL;
-            if (nh)
-                h = nh;
-            if (np)
-                p = np;
-            if (!nh || !np) {
-                rc = -ENOMEM;
-                break;
-            }
-        }
-        h[cnt] = strdup(host);
-        p[cnt] = strdup(port);
-        cnt++;
-    }
-    fclose(f);
-    if (!rc && cnt == 0)
-        rc = GFS_EBADCLUSTER;
-    if (rc) {
-        for (int i = 0; i < cnt; i++) {
-            free(h[i]);
-            free(p[i]);
-        }
-        free(h);
-        free(p);
-        return rc;
-    }
-    *hosts = h;
-    *ports = p;
-    *n = cnt;
-    return 0;
-}
-
-static const char *find_cluster_file(const char *given, char *buf, size_t len)
-{
-    if (given && *given)
-        return given;
-    const char *env = getenv("GALLEY_CLUSTER");
-    if (env && *env)
-        return env;
-    const char *home = getenv("HOME");
-    if (home) {
-        snprintf(buf, len, "%s/.galley/cluster", home);
-        FILE *f = fopen(buf, "r");
-        if (f) {
-            fclose(f);
-            return buf;
-        }
-    }
-    return "/etc/galley/cluster";
-}
+/* Finding and parsing it: cluster_file.c. */
 
 static int env_timeout_ms(void)
 {
@@ -169,10 +80,10 @@ int gfs_init(const char *cluster_file)
         return 0;
     }
     char buf[4096];
-    const char *path = find_cluster_file(cluster_file, buf, sizeof(buf));
+    const char *path = gc_cluster_find(cluster_file, buf, sizeof(buf));
     char **hosts = NULL, **ports = NULL;
     int n = 0;
-    int rc = parse_cluster(path, &hosts, &ports, &n);
+    int rc = gc_cluster_parse(path, &hosts, &ports, &n);
     if (rc)
         goto out_unlock;
     gc_g.conns = calloc((size_t)n, sizeof(*gc_g.conns));

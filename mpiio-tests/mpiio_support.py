@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,43 @@ def romio_testdir():
         return None
     cache = Path(os.environ.get("GALLEY_CACHE") or Path.home() / ".cache" / "galley")
     return cache / "build" / ("mpich-" + key) / "src" / "mpi" / "romio" / "test"
+
+
+# ------------------------------------ what both suites' fixtures share
+# (mpiio-tests/conftest.py with our MPICH, openmpi-tests/conftest.py with
+# Debian's Open MPI)
+
+def our_mpich():
+    """Our MPICH (with the galley: driver) as an Mpi, or skip/fail."""
+    prefix, libdir = find_mpich()
+    return Mpi(prefix, libdir)
+
+
+def build_programs(mpicc, env, d, flags):
+    """PROGRAMS built with mpicc into directory d: name -> path.  A program
+    older than mt.h or cases.h (not among its sources) is rebuilt."""
+    built = {}
+    for name, extra in PROGRAMS.items():
+        srcs = [SRC / (name + ".c"), SRC / "mt.c"] + [SRC / e for e in extra]
+        deps_newest = max(p.stat().st_mtime for p in [SRC / "mt.h", SRC / "cases.h"])
+        out = d / name
+        if out.exists() and out.stat().st_mtime < deps_newest:
+            out.unlink()
+        built[name] = compile_c(mpicc, srcs, out, env, flags)
+    return built
+
+
+def galley_cluster(tmp_path_factory):
+    """The body of a module's `cluster` fixture (use with `yield from`): 4
+    real galleyd servers started through tools/galley-cluster, checked
+    alive and stopped at the end."""
+    c = Cluster(tmp_path_factory.mktemp("cluster"), n=4).start()
+    yield c
+    c.check_alive()
+    gt._teardown(c)
+
+
+def unique_name(request, top):
+    """A galley name prefix no other test uses: /<top>/<test>-<random>."""
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:60]
+    return "/%s/%s-%s" % (top, base, uuid.uuid4().hex[:8])

@@ -189,9 +189,9 @@ def test_hints_layout(mpi, progs, cluster, uniq):
 
 def test_hints_unknown_server(mpi, progs, cluster, uniq):
     """galley_servers naming a server the cluster does not have is a bad
-    hint value and must be ignored like the others.  Today the open fails
-    with MPI_ERR_ARG: ad_galley_hints.c parse_servers accepts any number
-    below GFS_MAX_SERVERS and gfs_create_striped then rejects it."""
+    hint value and must be ignored like the others (the open must not fail
+    with MPI_ERR_ARG from gfs_create_striped): galley_hint_servers
+    (adio_galley/galley_mpi_common.h) takes the cluster's server count."""
     cp = mpi.run(2, [progs["hints"], "-fname", "galley:%s/h" % uniq, "-nservers", "4",
                      "-only", "bad-servers-unknown"], mpi.env(cluster.cluster_file), 300)
     assert_no_errors(cp)

@@ -45,11 +45,12 @@ static ssize_t fbtl_galley_io(ompio_file_t *fh, int op)
         gfs_striped_unlock(gf->sid, fmin, fmax - fmin);
     free(e);
     if (rc < 0) {
-        opal_output(1, "fbtl_galley: %s of %s: %s", op == GFS_WRITE ? "write" : "read",
-                    fh->f_filename, gfs_strerror((int) rc));
+        opal_output(1, "fbtl_galley: %s of %s: %s",
+                    op == GFS_WRITE ? "write" : "read", fh->f_filename,
+                    gfs_strerror((int)rc));
         return OMPI_ERROR;
     }
-    return (ssize_t) rc;
+    return (ssize_t)rc;
 }
 
 static ssize_t fbtl_galley_preadv(ompio_file_t *fh)
@@ -68,7 +69,7 @@ static ssize_t fbtl_galley_pwritev(ompio_file_t *fh)
 struct nb_data {
     gfs_handle h;
     int sid;
-    gfs_list_entry *e;          /* the pieces, alive until completion */
+    gfs_list_entry *e; /* the pieces, alive until completion */
     bool locked;
     int64_t fmin, fmax;
 };
@@ -95,8 +96,8 @@ static bool fbtl_galley_progress(mca_ompio_request_t *req)
         result = done;
     nb_release(d);
     req->req_ompi.req_status.MPI_ERROR =
-        result < 0 ? ompio_galley_err((int) result) : OMPI_SUCCESS;
-    req->req_ompi.req_status._ucount = result < 0 ? 0 : (size_t) result;
+        result < 0 ? ompio_galley_err((int)result) : OMPI_SUCCESS;
+    req->req_ompi.req_status._ucount = result < 0 ? 0 : (size_t)result;
     return true;
 }
 
@@ -116,9 +117,10 @@ static void fbtl_galley_request_free(mca_ompio_request_t *req)
 }
 
 /* Post the request; on failure the request is completed with the error. */
-static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request, int op)
+static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request,
+                                 int op)
 {
-    mca_ompio_request_t *req = (mca_ompio_request_t *) request;
+    mca_ompio_request_t *req = (mca_ompio_request_t *)request;
     ompio_galley_file *gf = ompio_galley_file_of(fh);
     struct nb_data *d = calloc(1, sizeof(*d));
     char *base;
@@ -133,13 +135,15 @@ static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request, int 
     if (!rc) {
         d->sid = gf->sid;
         if (fh->f_atomicity && d->fmax > d->fmin) {
-            rc = gfs_striped_lock(gf->sid, d->fmin, d->fmax - d->fmin, op == GFS_WRITE);
+            rc = gfs_striped_lock(gf->sid, d->fmin, d->fmax - d->fmin,
+                                  op == GFS_WRITE);
             d->locked = rc == 0;
         }
     }
     if (!rc) {
         d->h = gfs_new_handle();
-        rc = gfs_nb_striped_listio(d->h, gf->sid, op, fh->f_num_of_io_entries, d->e, base);
+        rc = gfs_nb_striped_listio(d->h, gf->sid, op, fh->f_num_of_io_entries,
+                                   d->e, base);
     }
     if (rc) {
         if (d) {
@@ -180,28 +184,25 @@ static int fbtl_galley_module_finalize(ompio_file_t *fh)
 }
 
 static mca_fbtl_base_module_1_0_0_t fbtl_galley_module = {
-    fbtl_galley_module_init,
-    fbtl_galley_module_finalize,
-    fbtl_galley_preadv,
-    fbtl_galley_ipreadv,
-    fbtl_galley_pwritev,
-    fbtl_galley_ipwritev,
-    fbtl_galley_progress,
-    fbtl_galley_request_free,
+    fbtl_galley_module_init, fbtl_galley_module_finalize, fbtl_galley_preadv,
+    fbtl_galley_ipreadv,     fbtl_galley_pwritev,         fbtl_galley_ipwritev,
+    fbtl_galley_progress,    fbtl_galley_request_free,
 };
 
-static int fbtl_galley_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+static int fbtl_galley_init_query(bool enable_progress_threads,
+                                  bool enable_mpi_threads)
 {
     return OMPI_SUCCESS;
 }
 
 /* Queried after the fs component is chosen but before the file is open:
  * the name decides. */
-static struct mca_fbtl_base_module_1_0_0_t *fbtl_galley_file_query(ompio_file_t *fh,
-                                                                   int *priority)
+static struct mca_fbtl_base_module_1_0_0_t *
+fbtl_galley_file_query(ompio_file_t *fh, int *priority)
 {
     *priority = fbtl_galley_priority;
-    return ompio_galley_is_galley_name(fh->f_filename) ? &fbtl_galley_module : NULL;
+    return ompio_galley_is_galley_name(fh->f_filename) ? &fbtl_galley_module
+                                                       : NULL;
 }
 
 static int fbtl_galley_file_unquery(ompio_file_t *fh)
@@ -211,29 +212,29 @@ static int fbtl_galley_file_unquery(ompio_file_t *fh)
 
 static int fbtl_galley_register(void);
 
-OMPI_MODULE_DECLSPEC mca_fbtl_base_component_2_0_0_t mca_fbtl_galley_component = {
-    .fbtlm_version = {
-        MCA_FBTL_BASE_VERSION_2_0_0,
-        .mca_component_name = "galley",
-        MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
-                              OMPI_RELEASE_VERSION),
-        .mca_register_component_params = fbtl_galley_register,
-    },
-    .fbtlm_data = {
-        MCA_BASE_METADATA_PARAM_CHECKPOINT
-    },
-    .fbtlm_init_query = fbtl_galley_init_query,
-    .fbtlm_file_query = fbtl_galley_file_query,
-    .fbtlm_file_unquery = fbtl_galley_file_unquery,
+OMPI_MODULE_DECLSPEC mca_fbtl_base_component_2_0_0_t
+    mca_fbtl_galley_component = {
+        .fbtlm_version =
+            {
+                MCA_FBTL_BASE_VERSION_2_0_0,
+                .mca_component_name = "galley",
+                MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION,
+                                      OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION),
+                .mca_register_component_params = fbtl_galley_register,
+            },
+        .fbtlm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .fbtlm_init_query = fbtl_galley_init_query,
+        .fbtlm_file_query = fbtl_galley_file_query,
+        .fbtlm_file_unquery = fbtl_galley_file_unquery,
 };
 
 static int fbtl_galley_register(void)
 {
-    (void) mca_base_component_var_register(&mca_fbtl_galley_component.fbtlm_version,
-                                           "priority",
-                                           "Priority of the fbtl galley component for "
-                                           "galley: names",
-                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &fbtl_galley_priority);
+    (void)mca_base_component_var_register(
+        &mca_fbtl_galley_component.fbtlm_version, "priority",
+        "Priority of the fbtl galley component for "
+        "galley: names",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &fbtl_galley_priority);
     return OMPI_SUCCESS;
 }

@@ -14,6 +14,7 @@
  * Threads: the thread OMPIO calls from; collective calls over fh->f_comm.
  */
 #include "ompio_galley.h"
+#include "galley_mpi_common.h"
 
 #include "ompi/mca/fs/fs.h"
 #include "ompi/mca/fs/base/base.h"
@@ -30,36 +31,15 @@ static int fs_galley_priority = 80;
 /* ------------------------------------------------------------ hints ---- */
 
 struct galley_hints {
-    int nsub;                   /* striping_factor, 0: all servers */
-    int64_t unit;               /* striping_unit, 0: default */
-    int nservers;               /* galley_servers */
+    int nsub;     /* striping_factor, 0: all servers */
+    int64_t unit; /* striping_unit, 0: default */
+    int nservers; /* galley_servers */
     int servers[GFS_MAX_SUBFILES];
     char fork[GFS_FORK_NAME_MAX + 1];
 };
 
-/* "0,2,3" -> servers; 0 if malformed, duplicated or not in the cluster. */
-static int parse_servers(const char *s, int *out, int nserv)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 0 || v >= nserv || n == GFS_MAX_SUBFILES)
-            return 0;
-        for (int i = 0; i < n; i++)
-            if (out[i] == v)
-                return 0;
-        out[n++] = (int) v;
-        s = end;
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return 0;
-    }
-    return n;
-}
-
-/* Values that do not parse are ignored, as ROMIO does. */
+/* Values that do not parse are ignored, as ROMIO does (what parses:
+ * galley_mpi_common.h, shared with the ROMIO driver). */
 static void read_hints(opal_info_t *info, struct galley_hints *h)
 {
     char v[MPI_MAX_INFO_VAL + 1];
@@ -68,16 +48,21 @@ static void read_hints(opal_info_t *info, struct galley_hints *h)
     snprintf(h->fork, sizeof(h->fork), "%s", GFS_DEFAULT_STRIPE_FORK);
     if (!info)
         return;
-    if (opal_info_get(info, "striping_factor", MPI_MAX_INFO_VAL, v, &flag) == 0 && flag &&
-        atoi(v) > 0 && atoi(v) <= GFS_MAX_SUBFILES)
-        h->nsub = atoi(v);
-    if (opal_info_get(info, "striping_unit", MPI_MAX_INFO_VAL, v, &flag) == 0 && flag &&
-        atoll(v) > 0)
-        h->unit = atoll(v);
-    if (opal_info_get(info, "galley_servers", MPI_MAX_INFO_VAL, v, &flag) == 0 && flag)
-        h->nservers = parse_servers(v, h->servers, gfs_num_servers());
-    if (opal_info_get(info, "galley_fork", MPI_MAX_INFO_VAL, v, &flag) == 0 && flag && v[0] &&
-        strlen(v) <= GFS_FORK_NAME_MAX)
+    if (opal_info_get(info, GALLEY_HINT_STRIPING_FACTOR, MPI_MAX_INFO_VAL, v,
+                      &flag) == 0 &&
+        flag && galley_hint_striping_factor(v) > 0)
+        h->nsub = galley_hint_striping_factor(v);
+    if (opal_info_get(info, GALLEY_HINT_STRIPING_UNIT, MPI_MAX_INFO_VAL, v,
+                      &flag) == 0 &&
+        flag && galley_hint_striping_unit(v) > 0)
+        h->unit = galley_hint_striping_unit(v);
+    if (opal_info_get(info, GALLEY_HINT_SERVERS, MPI_MAX_INFO_VAL, v, &flag) ==
+            0 &&
+        flag)
+        h->nservers = galley_hint_servers(v, gfs_num_servers(), h->servers);
+    if (opal_info_get(info, GALLEY_HINT_FORK, MPI_MAX_INFO_VAL, v, &flag) ==
+            0 &&
+        flag && galley_hint_fork_ok(v))
         memcpy(h->fork, v, strlen(v) + 1);
 }
 
@@ -85,22 +70,23 @@ static void read_hints(opal_info_t *info, struct galley_hints *h)
 static void publish_layout(ompio_file_t *fh, const gfs_layout *l)
 {
     char v[64];
-    fh->f_stripe_size = (size_t) l->unit;
+    fh->f_stripe_size = (size_t)l->unit;
     fh->f_stripe_count = l->nsubfiles;
-    fh->f_fs_block_size = (int) l->unit;
+    fh->f_fs_block_size = (int)l->unit;
     if (!fh->f_info)
         return;
     snprintf(v, sizeof(v), "%d", l->nsubfiles);
-    opal_info_set(fh->f_info, "striping_factor", v);
-    snprintf(v, sizeof(v), "%lld", (long long) l->unit);
-    opal_info_set(fh->f_info, "striping_unit", v);
-    opal_info_set(fh->f_info, "galley_fork", l->fork);
+    opal_info_set(fh->f_info, GALLEY_HINT_STRIPING_FACTOR, v);
+    snprintf(v, sizeof(v), "%lld", (long long)l->unit);
+    opal_info_set(fh->f_info, GALLEY_HINT_STRIPING_UNIT, v);
+    opal_info_set(fh->f_info, GALLEY_HINT_FORK, l->fork);
 }
 
 /* ------------------------------------------------------------- open ---- */
 
 /* Create (if asked) and open on this process.  Returns 0 or a gfs error. */
-static int open_here(const char *name, int amode, opal_info_t *info, ompio_galley_file *gf)
+static int open_here(const char *name, int amode, opal_info_t *info,
+                     ompio_galley_file *gf)
 {
     struct galley_hints h;
     read_hints(info, &h);
@@ -108,9 +94,9 @@ static int open_here(const char *name, int amode, opal_info_t *info, ompio_galle
         int nserv = gfs_num_servers();
         int nsub = h.nservers > 0 ? h.nservers : h.nsub > 0 ? h.nsub : nserv;
         if (nsub > nserv)
-            nsub = nserv;       /* as ROMIO does for impossible striping */
-        int rc = gfs_create_striped(name, nsub, h.nservers > 0 ? h.servers : NULL, h.unit,
-                                    h.fork);
+            nsub = nserv; /* as ROMIO does for impossible striping */
+        int rc = gfs_create_striped(
+            name, nsub, h.nservers > 0 ? h.servers : NULL, h.unit, h.fork);
         if (rc == -EEXIST && !(amode & MPI_MODE_EXCL))
             rc = 0;
         if (rc)
@@ -125,13 +111,14 @@ static int open_here(const char *name, int amode, opal_info_t *info, ompio_galle
     return 0;
 }
 
-static int fs_galley_open(struct ompi_communicator_t *comm, const char *filename, int amode,
+static int fs_galley_open(struct ompi_communicator_t *comm,
+                          const char *filename, int amode,
                           struct opal_info_t *info, ompio_file_t *fh)
 {
     const char *name = ompio_galley_name(filename);
     ompio_galley_file *gf = calloc(1, sizeof(*gf));
     char *blob = malloc(GFS_EXPORT_MAX);
-    int hdr[2] = { 0, 0 };      /* rc, blob length */
+    int hdr[2] = {0, 0}; /* rc, blob length */
     int rc = gf && blob ? ompio_galley_init() : -ENOMEM;
 
     if (gf)
@@ -142,8 +129,9 @@ static int fs_galley_open(struct ompi_communicator_t *comm, const char *filename
         if (!rc) {
             /* a fresh open starts the shared file pointer at zero: one
              * atomic request, so concurrent opens cannot drive it below */
-            int64_t old = gfs_striped_fetch_set(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, 0);
-            rc = old < 0 ? (int) old : 0;
+            int64_t old =
+                gfs_striped_fetch_set(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, 0);
+            rc = old < 0 ? (int)old : 0;
         }
         if (!rc) {
             hdr[1] = gfs_striped_export(gf->sid, blob, GFS_EXPORT_MAX);
@@ -152,7 +140,8 @@ static int fs_galley_open(struct ompi_communicator_t *comm, const char *filename
         }
         hdr[0] = rc;
     }
-    comm->c_coll->coll_bcast(hdr, 2, MPI_INT, OMPIO_ROOT, comm, comm->c_coll->coll_bcast_module);
+    comm->c_coll->coll_bcast(hdr, 2, MPI_INT, OMPIO_ROOT, comm,
+                             comm->c_coll->coll_bcast_module);
     if (hdr[0] == 0)
         comm->c_coll->coll_bcast(blob, hdr[1], MPI_BYTE, OMPIO_ROOT, comm,
                                  comm->c_coll->coll_bcast_module);
@@ -202,7 +191,8 @@ static int fs_galley_close(ompio_file_t *fh)
     /* OMPIO deletes a DELETE_ON_CLOSE file right after this: not before
      * every rank is done with it */
     if ((fh->f_amode & MPI_MODE_DELETE_ON_CLOSE) && fh->f_comm != MPI_COMM_NULL)
-        fh->f_comm->c_coll->coll_barrier(fh->f_comm, fh->f_comm->c_coll->coll_barrier_module);
+        fh->f_comm->c_coll->coll_barrier(
+            fh->f_comm, fh->f_comm->c_coll->coll_barrier_module);
     int rc = gf->sid >= 0 ? gfs_striped_close(gf->sid) : 0;
     free(gf);
     fh->f_fs_ptr = NULL;
@@ -239,7 +229,7 @@ static int fs_galley_get_size(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE *size)
         return MPI_ERR_FILE;
     int64_t s = gfs_striped_size(gf->sid);
     if (s < 0)
-        return ompio_galley_err((int) s);
+        return ompio_galley_err((int)s);
     *size = s;
     return OMPI_SUCCESS;
 }
@@ -268,25 +258,24 @@ static int fs_galley_module_finalize(ompio_file_t *fh)
 }
 
 static mca_fs_base_module_1_0_0_t fs_galley_module = {
-    fs_galley_module_init,
-    fs_galley_module_finalize,
-    fs_galley_open,
-    fs_galley_close,
-    fs_galley_delete,
-    fs_galley_set_size,
-    fs_galley_get_size,
-    fs_galley_sync,
+    fs_galley_module_init, fs_galley_module_finalize,
+    fs_galley_open,        fs_galley_close,
+    fs_galley_delete,      fs_galley_set_size,
+    fs_galley_get_size,    fs_galley_sync,
 };
 
-static int fs_galley_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+static int fs_galley_init_query(bool enable_progress_threads,
+                                bool enable_mpi_threads)
 {
     return OMPI_SUCCESS;
 }
 
-static struct mca_fs_base_module_1_0_0_t *fs_galley_file_query(ompio_file_t *fh, int *priority)
+static struct mca_fs_base_module_1_0_0_t *fs_galley_file_query(ompio_file_t *fh,
+                                                               int *priority)
 {
     *priority = fs_galley_priority;
-    return ompio_galley_is_galley_name(fh->f_filename) ? &fs_galley_module : NULL;
+    return ompio_galley_is_galley_name(fh->f_filename) ? &fs_galley_module
+                                                       : NULL;
 }
 
 static int fs_galley_file_unquery(ompio_file_t *fh)
@@ -297,16 +286,15 @@ static int fs_galley_file_unquery(ompio_file_t *fh)
 static int fs_galley_register(void);
 
 OMPI_MODULE_DECLSPEC mca_fs_base_component_2_0_0_t mca_fs_galley_component = {
-    .fsm_version = {
-        MCA_FS_BASE_VERSION_2_0_0,
-        .mca_component_name = "galley",
-        MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
-                              OMPI_RELEASE_VERSION),
-        .mca_register_component_params = fs_galley_register,
-    },
-    .fsm_data = {
-        MCA_BASE_METADATA_PARAM_CHECKPOINT
-    },
+    .fsm_version =
+        {
+            MCA_FS_BASE_VERSION_2_0_0,
+            .mca_component_name = "galley",
+            MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION,
+                                  OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION),
+            .mca_register_component_params = fs_galley_register,
+        },
+    .fsm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
     .fsm_init_query = fs_galley_init_query,
     .fsm_file_query = fs_galley_file_query,
     .fsm_file_unquery = fs_galley_file_unquery,
@@ -314,10 +302,11 @@ OMPI_MODULE_DECLSPEC mca_fs_base_component_2_0_0_t mca_fs_galley_component = {
 
 static int fs_galley_register(void)
 {
-    (void) mca_base_component_var_register(&mca_fs_galley_component.fsm_version, "priority",
-                                           "Priority of the fs galley component for "
-                                           "galley: names",
-                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
-                                           MCA_BASE_VAR_SCOPE_READONLY, &fs_galley_priority);
+    (void)mca_base_component_var_register(
+        &mca_fs_galley_component.fsm_version, "priority",
+        "Priority of the fs galley component for "
+        "galley: names",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &fs_galley_priority);
     return OMPI_SUCCESS;
 }

@@ -33,8 +33,8 @@
 
 /* State of one open galley: file (fh->f_fs_ptr). */
 typedef struct ompio_galley_file {
-    int sid;                /* gfs_striped_* id, -1 when not open */
-    gfs_layout layout;      /* the layout in force */
+    int sid;           /* gfs_striped_* id, -1 when not open */
+    gfs_layout layout; /* the layout in force */
 } ompio_galley_file;
 
 /* True if name starts with "galley:". */
@@ -51,7 +51,8 @@ int ompio_galley_init(void);
 void ompio_galley_opened(void);
 void ompio_galley_closed(void);
 
-/* The one place galley errors become MPI error classes. */
+/* The MPI error class of a gfs error (0: MPI_SUCCESS); the mapping is
+ * galley_mpi_common.h's, shared with the ROMIO driver. */
 int ompio_galley_err(int gfs_err);
 
 /* The galley: file behind fh, or NULL if fh is not one of ours. */
@@ -61,7 +62,7 @@ ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh);
  * request: one transfer per server.  Entries are allocated into *entries
  * (the caller frees them after the request completes) and *base is the
  * memory address the entries' mem_offset count from. */
-int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries, char **base,
-                         int64_t *fmin, int64_t *fmax);
+int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries,
+                         char **base, int64_t *fmin, int64_t *fmax);
 
 #endif /* OMPIO_GALLEY_H */

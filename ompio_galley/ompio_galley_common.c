@@ -5,23 +5,27 @@
  * Threads: the caller's; the counters are atomic.
  */
 #include "ompio_galley.h"
+#include "galley_mpi_common.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int galley_keyval = MPI_KEYVAL_INVALID;
-static int open_files;          /* galley: files open in this process */
-static int end_pending;         /* MPI_Finalize came while some were open */
+static int open_files;  /* galley: files open in this process */
+static int end_pending; /* MPI_Finalize came while some were open */
 
 bool ompio_galley_is_galley_name(const char *name)
 {
-    return name && !strncmp(name, OMPIO_GALLEY_PREFIX, strlen(OMPIO_GALLEY_PREFIX));
+    return name &&
+           !strncmp(name, OMPIO_GALLEY_PREFIX, strlen(OMPIO_GALLEY_PREFIX));
 }
 
 const char *ompio_galley_name(const char *name)
 {
-    return ompio_galley_is_galley_name(name) ? name + strlen(OMPIO_GALLEY_PREFIX) : name;
+    return ompio_galley_is_galley_name(name)
+               ? name + strlen(OMPIO_GALLEY_PREFIX)
+               : name;
 }
 
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first: finish there,
@@ -43,7 +47,8 @@ int ompio_galley_init(void)
     int rc = gfs_init(NULL);
     if (rc)
         return rc;
-    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, galley_end, &galley_keyval, NULL);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, galley_end, &galley_keyval,
+                           NULL);
     MPI_Comm_set_attr(MPI_COMM_SELF, galley_keyval, NULL);
     return 0;
 }
@@ -62,33 +67,7 @@ void ompio_galley_closed(void)
 
 int ompio_galley_err(int err)
 {
-    switch (err) {
-    case 0:
-        return MPI_SUCCESS;
-    case -ENOENT:
-        return MPI_ERR_NO_SUCH_FILE;
-    case -EEXIST:
-        return MPI_ERR_FILE_EXISTS;
-    case -EACCES:
-    case -EPERM:
-        return MPI_ERR_ACCESS;
-    case -ENOSPC:
-    case -EDQUOT:
-        return MPI_ERR_NO_SPACE;
-    case -ENAMETOOLONG:
-    case GFS_ELAYOUT:
-        return MPI_ERR_BAD_FILE;
-    case -EINVAL:
-        return MPI_ERR_ARG;
-    case -ENOMEM:
-        return MPI_ERR_NO_MEM;
-    case -EBUSY:
-    case GFS_EBUSY:
-        return MPI_ERR_FILE_IN_USE;
-    default:
-        /* unreachable or dead servers, timeouts, protocol and disk errors */
-        return MPI_ERR_IO;
-    }
+    return err == 0 ? MPI_SUCCESS : galley_mpi_error_class(err);
 }
 
 ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh)
@@ -97,8 +76,8 @@ ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh)
     return gf && gf->sid >= 0 ? gf : NULL;
 }
 
-int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries, char **base,
-                         int64_t *fmin, int64_t *fmax)
+int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries,
+                         char **base, int64_t *fmin, int64_t *fmax)
 {
     int n = fh->f_num_of_io_entries;
     mca_common_ompio_io_array_t *a = fh->f_io_array;
@@ -108,22 +87,22 @@ int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries, char **base
     /* memory offsets count from the lowest address; the file range is what
      * atomic mode locks */
     char *lo = n ? a[0].memory_address : NULL;
-    *fmin = n ? (int64_t) (intptr_t) a[0].offset : 0;
+    *fmin = n ? (int64_t)(intptr_t)a[0].offset : 0;
     *fmax = *fmin;
     for (int i = 0; i < n; i++) {
         char *m = a[i].memory_address;
-        int64_t off = (int64_t) (intptr_t) a[i].offset;
+        int64_t off = (int64_t)(intptr_t)a[i].offset;
         if (m < lo)
             lo = m;
         if (off < *fmin)
             *fmin = off;
-        if (off + (int64_t) a[i].length > *fmax)
-            *fmax = off + (int64_t) a[i].length;
+        if (off + (int64_t)a[i].length > *fmax)
+            *fmax = off + (int64_t)a[i].length;
     }
     for (int i = 0; i < n; i++) {
-        e[i].file_offset = (int64_t) (intptr_t) a[i].offset;
-        e[i].mem_offset = (char *) a[i].memory_address - lo;
-        e[i].size = (int64_t) a[i].length;
+        e[i].file_offset = (int64_t)(intptr_t)a[i].offset;
+        e[i].mem_offset = (char *)a[i].memory_address - lo;
+        e[i].size = (int64_t)a[i].length;
     }
     *entries = e;
     *base = lo;

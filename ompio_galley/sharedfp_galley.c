@@ -28,10 +28,11 @@ static int take(ompio_file_t *fh, int64_t bytes, OMPI_MPI_OFFSET_TYPE *etypes)
     ompio_galley_file *gf = ompio_galley_file_of(fh);
     if (!gf)
         return MPI_ERR_FILE;
-    int64_t old = gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, bytes);
+    int64_t old =
+        gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, bytes);
     if (old < 0)
-        return ompio_galley_err((int) old);
-    *etypes = old / (int64_t) fh->f_etype_size;
+        return ompio_galley_err((int)old);
+    *etypes = old / (int64_t)fh->f_etype_size;
     return OMPI_SUCCESS;
 }
 
@@ -39,26 +40,28 @@ static int64_t bytes_of(int count, struct ompi_datatype_t *datatype)
 {
     size_t size = 0;
     opal_datatype_type_size(&datatype->super, &size);
-    return (int64_t) count * (int64_t) size;
+    return (int64_t)count * (int64_t)size;
 }
 
 /* Collective: where this rank's part of an ordered access starts.  One
  * fetch-and-add for the whole group, by the last rank, which alone knows
  * the total after an inclusive prefix sum. */
-static int take_ordered(ompio_file_t *fh, int64_t bytes, OMPI_MPI_OFFSET_TYPE *etypes)
+static int take_ordered(ompio_file_t *fh, int64_t bytes,
+                        OMPI_MPI_OFFSET_TYPE *etypes)
 {
     ompi_communicator_t *comm = fh->f_comm;
     long long mine = bytes, upto = 0, base = 0;
-    int rc = comm->c_coll->coll_scan(&mine, &upto, 1, MPI_LONG_LONG, MPI_SUM, comm,
-                                     comm->c_coll->coll_scan_module);
+    int rc = comm->c_coll->coll_scan(&mine, &upto, 1, MPI_LONG_LONG, MPI_SUM,
+                                     comm, comm->c_coll->coll_scan_module);
     if (rc != OMPI_SUCCESS)
         return rc;
-    long long msg[2] = { 0, 0 };    /* error class, base */
+    long long msg[2] = {0, 0}; /* error class, base */
     if (fh->f_rank == fh->f_size - 1) {
         ompio_galley_file *gf = ompio_galley_file_of(fh);
-        int64_t old = gf ? gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, upto)
+        int64_t old = gf ? gfs_striped_fetch_add(
+                               gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, upto)
                          : -EBADF;
-        msg[0] = old < 0 ? ompio_galley_err((int) old) : OMPI_SUCCESS;
+        msg[0] = old < 0 ? ompio_galley_err((int)old) : OMPI_SUCCESS;
         msg[1] = old < 0 ? 0 : old;
     }
     rc = comm->c_coll->coll_bcast(msg, 2, MPI_LONG_LONG, fh->f_size - 1, comm,
@@ -66,9 +69,9 @@ static int take_ordered(ompio_file_t *fh, int64_t bytes, OMPI_MPI_OFFSET_TYPE *e
     if (rc != OMPI_SUCCESS)
         return rc;
     if (msg[0] != OMPI_SUCCESS)
-        return (int) msg[0];
+        return (int)msg[0];
     base = msg[1];
-    *etypes = (base + upto - mine) / (int64_t) fh->f_etype_size;
+    *etypes = (base + upto - mine) / (int64_t)fh->f_etype_size;
     return OMPI_SUCCESS;
 }
 
@@ -81,10 +84,11 @@ static int sfp_seek(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE offset, int whence)
     if (!gf)
         return MPI_ERR_FILE;
     if (fh->f_rank == OMPIO_ROOT) {
-        int64_t target = offset * (int64_t) fh->f_etype_size;
-        int64_t now = gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, 0);
+        int64_t target = offset * (int64_t)fh->f_etype_size;
+        int64_t now =
+            gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, 0);
         if (now < 0) {
-            rc = ompio_galley_err((int) now);
+            rc = ompio_galley_err((int)now);
         } else {
             if (whence == MPI_SEEK_CUR) {
                 target += now;
@@ -100,9 +104,10 @@ static int sfp_seek(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE offset, int whence)
             if (rc == OMPI_SUCCESS && target < 0)
                 rc = MPI_ERR_ARG;
             if (rc == OMPI_SUCCESS && target != now) {
-                int64_t old = gfs_striped_fetch_set(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, target);
+                int64_t old = gfs_striped_fetch_set(
+                    gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, target);
                 if (old < 0)
-                    rc = ompio_galley_err((int) old);
+                    rc = ompio_galley_err((int)old);
             }
         }
     }
@@ -111,8 +116,9 @@ static int sfp_seek(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE offset, int whence)
      * before every rank has entered, so with MPI_MODE_APPEND no rank can
      * write before the others have taken the file's size in open. */
     int all = rc;
-    fh->f_comm->c_coll->coll_allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MAX, fh->f_comm,
-                                       fh->f_comm->c_coll->coll_allreduce_module);
+    fh->f_comm->c_coll->coll_allreduce(
+        MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MAX, fh->f_comm,
+        fh->f_comm->c_coll->coll_allreduce_module);
     return all;
 }
 
@@ -124,69 +130,74 @@ static int sfp_get_position(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE *offset)
         return MPI_ERR_FILE;
     int64_t now = gfs_striped_fetch_add(gf->sid, OMPIO_GALLEY_SHARED_FP_KEY, 0);
     if (now < 0)
-        return ompio_galley_err((int) now);
+        return ompio_galley_err((int)now);
     *offset = now;
     return OMPI_SUCCESS;
 }
 
-static int sfp_read(ompio_file_t *fh, void *buf, int count, struct ompi_datatype_t *datatype,
+static int sfp_read(ompio_file_t *fh, void *buf, int count,
+                    struct ompi_datatype_t *datatype,
                     ompi_status_public_t *status)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
     int rc = take(fh, bytes_of(count, datatype), &at);
     return rc != OMPI_SUCCESS ? rc
-                              : mca_common_ompio_file_read_at(fh, at, buf, count, datatype,
-                                                              status);
+                              : mca_common_ompio_file_read_at(
+                                    fh, at, buf, count, datatype, status);
 }
 
 static int sfp_write(ompio_file_t *fh, const void *buf, int count,
-                     struct ompi_datatype_t *datatype, ompi_status_public_t *status)
+                     struct ompi_datatype_t *datatype,
+                     ompi_status_public_t *status)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
     int rc = take(fh, bytes_of(count, datatype), &at);
     return rc != OMPI_SUCCESS ? rc
-                              : mca_common_ompio_file_write_at(fh, at, buf, count, datatype,
-                                                               status);
+                              : mca_common_ompio_file_write_at(
+                                    fh, at, buf, count, datatype, status);
 }
 
-static int sfp_iread(ompio_file_t *fh, void *buf, int count, struct ompi_datatype_t *datatype,
-                     ompi_request_t **request)
+static int sfp_iread(ompio_file_t *fh, void *buf, int count,
+                     struct ompi_datatype_t *datatype, ompi_request_t **request)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
     int rc = take(fh, bytes_of(count, datatype), &at);
     return rc != OMPI_SUCCESS ? rc
-                              : mca_common_ompio_file_iread_at(fh, at, buf, count, datatype,
-                                                               request);
+                              : mca_common_ompio_file_iread_at(
+                                    fh, at, buf, count, datatype, request);
 }
 
 static int sfp_iwrite(ompio_file_t *fh, const void *buf, int count,
-                      struct ompi_datatype_t *datatype, ompi_request_t **request)
+                      struct ompi_datatype_t *datatype,
+                      ompi_request_t **request)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
     int rc = take(fh, bytes_of(count, datatype), &at);
     return rc != OMPI_SUCCESS ? rc
-                              : mca_common_ompio_file_iwrite_at(fh, at, buf, count, datatype,
-                                                                request);
+                              : mca_common_ompio_file_iwrite_at(
+                                    fh, at, buf, count, datatype, request);
 }
 
 static int sfp_read_ordered(ompio_file_t *fh, void *buf, int count,
-                            struct ompi_datatype_t *datatype, ompi_status_public_t *status)
+                            struct ompi_datatype_t *datatype,
+                            ompi_status_public_t *status)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
     int rc = take_ordered(fh, bytes_of(count, datatype), &at);
     return rc != OMPI_SUCCESS ? rc
-                              : mca_common_ompio_file_read_at_all(fh, at, buf, count, datatype,
-                                                                  status);
+                              : mca_common_ompio_file_read_at_all(
+                                    fh, at, buf, count, datatype, status);
 }
 
 static int sfp_write_ordered(ompio_file_t *fh, const void *buf, int count,
-                             struct ompi_datatype_t *datatype, ompi_status_public_t *status)
+                             struct ompi_datatype_t *datatype,
+                             ompi_status_public_t *status)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
     int rc = take_ordered(fh, bytes_of(count, datatype), &at);
     return rc != OMPI_SUCCESS ? rc
-                              : mca_common_ompio_file_write_at_all(fh, at, buf, count,
-                                                                   datatype, status);
+                              : mca_common_ompio_file_write_at_all(
+                                    fh, at, buf, count, datatype, status);
 }
 
 /* Split collectives: the begin takes the place and starts the collective
@@ -228,7 +239,8 @@ static int sfp_ordered_end(ompio_file_t *fh, ompi_status_public_t *status)
     return rc;
 }
 
-static int sfp_read_ordered_end(ompio_file_t *fh, void *buf, ompi_status_public_t *status)
+static int sfp_read_ordered_end(ompio_file_t *fh, void *buf,
+                                ompi_status_public_t *status)
 {
     return sfp_ordered_end(fh, status);
 }
@@ -240,8 +252,8 @@ static int sfp_write_ordered_end(ompio_file_t *fh, const void *buf,
 }
 
 /* The fs component opened the file (and restarted the counter) already. */
-static int sfp_file_open(struct ompi_communicator_t *comm, const char *filename, int amode,
-                         struct opal_info_t *info, ompio_file_t *fh)
+static int sfp_file_open(struct ompi_communicator_t *comm, const char *filename,
+                         int amode, struct opal_info_t *info, ompio_file_t *fh)
 {
     return ompio_galley_file_of(fh) ? OMPI_SUCCESS : MPI_ERR_FILE;
 }
@@ -282,16 +294,18 @@ static mca_sharedfp_base_module_1_0_0_t sharedfp_galley_module = {
     sfp_file_close,
 };
 
-static int sharedfp_galley_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+static int sharedfp_galley_init_query(bool enable_progress_threads,
+                                      bool enable_mpi_threads)
 {
     return OMPI_SUCCESS;
 }
 
-static struct mca_sharedfp_base_module_1_0_0_t *sharedfp_galley_file_query(ompio_file_t *fh,
-                                                                           int *priority)
+static struct mca_sharedfp_base_module_1_0_0_t *
+sharedfp_galley_file_query(ompio_file_t *fh, int *priority)
 {
     *priority = sharedfp_galley_priority;
-    return ompio_galley_is_galley_name(fh->f_filename) ? &sharedfp_galley_module : NULL;
+    return ompio_galley_is_galley_name(fh->f_filename) ? &sharedfp_galley_module
+                                                       : NULL;
 }
 
 static int sharedfp_galley_file_unquery(ompio_file_t *fh)
@@ -301,30 +315,29 @@ static int sharedfp_galley_file_unquery(ompio_file_t *fh)
 
 static int sharedfp_galley_register(void);
 
-OMPI_MODULE_DECLSPEC mca_sharedfp_base_component_2_0_0_t mca_sharedfp_galley_component = {
-    .sharedfpm_version = {
-        MCA_SHAREDFP_BASE_VERSION_2_0_0,
-        .mca_component_name = "galley",
-        MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
-                              OMPI_RELEASE_VERSION),
-        .mca_register_component_params = sharedfp_galley_register,
-    },
-    .sharedfpm_data = {
-        MCA_BASE_METADATA_PARAM_CHECKPOINT
-    },
-    .sharedfpm_init_query = sharedfp_galley_init_query,
-    .sharedfpm_file_query = sharedfp_galley_file_query,
-    .sharedfpm_file_unquery = sharedfp_galley_file_unquery,
+OMPI_MODULE_DECLSPEC mca_sharedfp_base_component_2_0_0_t
+    mca_sharedfp_galley_component = {
+        .sharedfpm_version =
+            {
+                MCA_SHAREDFP_BASE_VERSION_2_0_0,
+                .mca_component_name = "galley",
+                MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION,
+                                      OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION),
+                .mca_register_component_params = sharedfp_galley_register,
+            },
+        .sharedfpm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+        .sharedfpm_init_query = sharedfp_galley_init_query,
+        .sharedfpm_file_query = sharedfp_galley_file_query,
+        .sharedfpm_file_unquery = sharedfp_galley_file_unquery,
 };
 
 static int sharedfp_galley_register(void)
 {
-    (void) mca_base_component_var_register(&mca_sharedfp_galley_component.sharedfpm_version,
-                                           "priority",
-                                           "Priority of the sharedfp galley component for "
-                                           "galley: names",
-                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
-                                           MCA_BASE_VAR_SCOPE_READONLY,
-                                           &sharedfp_galley_priority);
+    (void)mca_base_component_var_register(
+        &mca_sharedfp_galley_component.sharedfpm_version, "priority",
+        "Priority of the sharedfp galley component for "
+        "galley: names",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &sharedfp_galley_priority);
     return OMPI_SUCCESS;
 }

@@ -6,7 +6,6 @@ servers.  The support code is mpiio-tests' (mpiio_support.py)."""
 import re
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "mpiio-tests"))
 
-from mpiio_support import (PROGRAMS, SRC, Cluster, Mpi, compile_c, find_mpich,  # noqa: E402
-                           galley_libdir, gt, out_dir, require_or_skip)
+from mpiio_support import (Mpi, build_programs, galley_cluster, galley_libdir,  # noqa: E402
+                           our_mpich, out_dir, require_or_skip, unique_name)
 
 OMPI_MPICC = "/usr/bin/mpicc.openmpi"
 OMPI_MPIEXEC = "/usr/bin/mpiexec.openmpi"
@@ -70,30 +69,21 @@ def ompi():
 
 @pytest.fixture(scope="session")
 def mpich():
-    prefix, libdir = find_mpich()
-    return Mpi(prefix, libdir)
+    return our_mpich()
 
 
 @pytest.fixture(scope="session")
 def oprogs(ompi, tmp_path_factory):
     """mpiio-tests' programs built with Open MPI's mpicc: name -> path."""
-    d = out_dir(tmp_path_factory, "openmpi-bin")
-    built = {}
-    for name, extra in PROGRAMS.items():
-        srcs = [SRC / (name + ".c"), SRC / "mt.c"] + [SRC / e for e in extra]
-        built[name] = compile_c(ompi.mpicc, srcs, d / name, ompi.env(), ["-Wall"])
-    return built
+    return build_programs(ompi.mpicc, ompi.env(), out_dir(tmp_path_factory, "openmpi-bin"),
+                          ["-Wall"])
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("cluster"), n=4).start()
-    yield c
-    c.check_alive()
-    gt._teardown(c)
+    yield from galley_cluster(tmp_path_factory)
 
 
 @pytest.fixture
 def uniq(request):
-    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:60]
-    return "/om/%s-%s" % (base, uuid.uuid4().hex[:8])
+    return unique_name(request, "om")

@@ -31,31 +31,28 @@ static void show(const gfs_fsck_item *it, void *arg)
     switch (it->kind) {
     case GFS_FSCK_ORPHAN:
         printf("orphan      server %d sub %llu of '%s' subfile %u: no record "
-               "names it\n", it->server, (unsigned long long)it->hid,
-               it->name, it->subfile);
+               "names it\n",
+               it->server, (unsigned long long)it->hid, it->name, it->subfile);
         break;
     case GFS_FSCK_DANGLING:
         printf("dangling    '%s' subfile %u: server %d has no sub %llu\n",
-               it->name, it->subfile, it->server,
-               (unsigned long long)it->hid);
+               it->name, it->subfile, it->server, (unsigned long long)it->hid);
         break;
     case GFS_FSCK_MISMATCH:
         printf("mismatch    server %d sub %llu is not '%s' subfile %u\n",
-               it->server, (unsigned long long)it->hid, it->name,
-               it->subfile);
+               it->server, (unsigned long long)it->hid, it->name, it->subfile);
         break;
     case GFS_FSCK_UNREACHABLE:
         printf("unreachable server %d: %s\n", it->server,
                gfs_strerror(it->status));
         break;
     case GFS_FSCK_REPAIRED:
-        printf("repaired    server %d sub %llu of '%s': removed\n",
-               it->server, (unsigned long long)it->hid, it->name);
+        printf("repaired    server %d sub %llu of '%s': removed\n", it->server,
+               (unsigned long long)it->hid, it->name);
         break;
     case GFS_FSCK_NOT_REPAIRED:
         printf("not repaired server %d sub %llu of '%s': %s\n", it->server,
-               (unsigned long long)it->hid, it->name,
-               gfs_strerror(it->status));
+               (unsigned long long)it->hid, it->name, gfs_strerror(it->status));
         break;
     }
 }
@@ -69,8 +66,10 @@ int galley_fsck(int argc, char **argv, const char *cluster, int timeout_s)
         } else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
             cluster = argv[++i];
         } else {
-            fprintf(stderr, "galley: fsck: unknown argument '%s' "
-                            "(usage: galley fsck [--repair])\n", argv[i]);
+            fprintf(stderr,
+                    "galley: fsck: unknown argument '%s' "
+                    "(usage: galley fsck [--repair])\n",
+                    argv[i]);
             return 2;
         }
     }
@@ -92,9 +91,10 @@ int galley_fsck(int argc, char **argv, const char *cluster, int timeout_s)
     }
     int left = rc - t.found[GFS_FSCK_REPAIRED];
     printf("fsck: %d orphan(s), %d dangling, %d mismatch(es), %d server(s) "
-           "unreachable; %d repaired\n", t.found[GFS_FSCK_ORPHAN],
-           t.found[GFS_FSCK_DANGLING], t.found[GFS_FSCK_MISMATCH],
-           t.found[GFS_FSCK_UNREACHABLE], t.found[GFS_FSCK_REPAIRED]);
+           "unreachable; %d repaired\n",
+           t.found[GFS_FSCK_ORPHAN], t.found[GFS_FSCK_DANGLING],
+           t.found[GFS_FSCK_MISMATCH], t.found[GFS_FSCK_UNREACHABLE],
+           t.found[GFS_FSCK_REPAIRED]);
     if (!repair && t.found[GFS_FSCK_ORPHAN])
         printf("fsck: 'galley fsck --repair' removes the orphans\n");
     return left > 0 ? 1 : 0;

@@ -1,9 +1,15 @@
 # The `galley` command-line tool (ping, ls, stat, rm, create, put, get, df,
 # fork ...).  Uses only the public client API.
 bin_PROGRAMS += tools/galley
-tools_galley_SOURCES = tools/galley.c tools/fsck.c
+tools_galley_SOURCES = tools/galley.c tools/fsck.c tools/galley_cli.h \
+	tools/galley_util.c tools/galley_files.c tools/galley_servers.c \
+	tools/galley_forks.c
+# The cluster-file reader of libgalley (private to it), compiled in too so
+# that the addresses shown are the ones the library reads.
+tools_galley_SOURCES += libgalley/cluster_file.c libgalley/cluster_file.h
 tools_galley_LDADD = libgalley/libgalley.la
 tools_galley_SOURCES += tools/galley_exec.c tools/galley_exec.h \
 	tools/galley_mount.c tools/galley_mount.h
-tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -DGALLEY_LIBDIR='"$(libdir)"' \
+tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libgalley \
+	-DGALLEY_LIBDIR='"$(libdir)"' \
 	-DGALLEY_BINDIR='"$(bindir)"' -DGALLEY_HAVE_FUSE=$(GALLEY_HAVE_FUSE)

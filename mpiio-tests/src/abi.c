@@ -36,19 +36,20 @@ int main(int argc, char **argv)
     int P = mt_nprocs, r = mt_rank, v[100], back[100];
     for (int i = 0; i < 100; i++)
         v[i] = r * 1000 + i;
-    MT_OK(MPI_File_write_at_all(fh, (MPI_Offset) 400 * r, v, 100, MPI_INT, &st));
+    MT_OK(MPI_File_write_at_all(fh, (MPI_Offset)400 * r, v, 100, MPI_INT, &st));
     mt_sync_barrier(fh, MPI_COMM_WORLD);
     /* every 4th int of the next rank's block */
     int q = (r + 1) % P;
     MPI_Datatype vec;
     MPI_Type_vector(25, 1, 4, MPI_INT, &vec);
     MPI_Type_commit(&vec);
-    MT_OK(MPI_File_set_view(fh, (MPI_Offset) 400 * q, MPI_INT, vec, "native", MPI_INFO_NULL));
+    MT_OK(MPI_File_set_view(fh, (MPI_Offset)400 * q, MPI_INT, vec, "native",
+                            MPI_INFO_NULL));
     MT_OK(MPI_File_read_all(fh, back, 25, MPI_INT, &st));
     for (int i = 0; i < 25; i++)
         if (back[i] != q * 1000 + 4 * i) {
-            mt_fail("element %d of rank %d's block: %d, expected %d", 4 * i, q, back[i],
-                    q * 1000 + 4 * i);
+            mt_fail("element %d of rank %d's block: %d, expected %d", 4 * i, q,
+                    back[i], q * 1000 + 4 * i);
             break;
         }
     if (!strncmp(mt_fname, "galley:", 7)) {
@@ -58,7 +59,8 @@ int main(int argc, char **argv)
         MT_OK(MPI_File_get_info(fh, &used));
         MPI_Info_get(used, "galley_cb", MPI_MAX_INFO_VAL, val, &flag);
         if (!flag)
-            mt_fail("get_info of a galley: file has no galley_cb: not our driver?");
+            mt_fail(
+                "get_info of a galley: file has no galley_cb: not our driver?");
         MPI_Info_free(&used);
     }
     MPI_Type_free(&vec);

@@ -30,14 +30,17 @@ static int uniform(const unsigned char *b, int n, int *where)
     return 1;
 }
 
-static void report_mix(const char *what, int it, const unsigned char *b, int n, int at)
+static void report_mix(const char *what, int it, const unsigned char *b, int n,
+                       int at)
 {
-    int hist[256] = { 0 }, kinds = 0;
+    int hist[256] = {0}, kinds = 0;
     for (int i = 0; i < n; i++)
         if (!hist[b[i]]++)
             kinds++;
-    mt_fail("%s iteration %d: a read saw %d different values (byte 0 = %d, byte %d = %d): "
-            "a write was not atomic", what, it, kinds, b[0], at, b[at]);
+    mt_fail("%s iteration %d: a read saw %d different values (byte 0 = %d, "
+            "byte %d = %d): "
+            "a write was not atomic",
+            what, it, kinds, b[0], at, b[at]);
 }
 
 int main(int argc, char **argv)
@@ -73,7 +76,8 @@ int main(int argc, char **argv)
 
     /* ---- contiguous and non-blocking rounds ---- */
     for (int round = 0; round < 2; round++) {
-        const char *what = round == 0 ? "write_at/read_at" : "iwrite_at/iread_at";
+        const char *what =
+            round == 0 ? "write_at/read_at" : "iwrite_at/iread_at";
         mt_begin(what);
         for (int it = 0; it < iter; it++) {
             int at;
@@ -83,7 +87,8 @@ int main(int argc, char **argv)
                     MT_OK(MPI_File_write_at(fh, 0, w, REGION, MPI_BYTE, &st));
                 } else {
                     MPI_Request rq;
-                    if (!MT_OK(MPI_File_iwrite_at(fh, 0, w, REGION, MPI_BYTE, &rq)))
+                    if (!MT_OK(MPI_File_iwrite_at(fh, 0, w, REGION, MPI_BYTE,
+                                                  &rq)))
                         MT_OK(MPI_Wait(&rq, &st));
                 }
             }
@@ -92,7 +97,8 @@ int main(int argc, char **argv)
                     MT_OK(MPI_File_read_at(fh, 0, rd, REGION, MPI_BYTE, &st));
                 } else {
                     MPI_Request rq;
-                    if (!MT_OK(MPI_File_iread_at(fh, 0, rd, REGION, MPI_BYTE, &rq)))
+                    if (!MT_OK(MPI_File_iread_at(fh, 0, rd, REGION, MPI_BYTE,
+                                                 &rq)))
                         MT_OK(MPI_Wait(&rq, &st));
                 }
                 if (!uniform(rd, REGION, &at))
@@ -131,12 +137,15 @@ int main(int argc, char **argv)
 
     /* ---- final state: one value throughout each written part ---- */
     mt_begin("final content");
-    MT_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    MT_OK(
+        MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
     MT_OK(MPI_File_read_at(fh, 0, rd, REGION, MPI_BYTE, &st));
     for (int b = 0; b < REGION / 512; b += 2) {
         int at;
         if (!uniform(rd + b * 512, 512, &at) || rd[b * 512] != rd[0]) {
-            mt_fail("after the strided round, block %d does not hold the value of block 0", b);
+            mt_fail("after the strided round, block %d does not hold the value "
+                    "of block 0",
+                    b);
             break;
         }
     }

@@ -16,10 +16,10 @@
 typedef struct mt_case {
     const char *name;
     mt_view view;
-    MPI_Datatype mtype;         /* memory type */
-    int mcount;                 /* instances of mtype this rank accesses */
-    MPI_Offset off;             /* view position of the access (etypes) */
-    int64_t len;                /* bytes of the file image (all ranks) */
+    MPI_Datatype mtype; /* memory type */
+    int mcount;         /* instances of mtype this rank accesses */
+    MPI_Offset off;     /* view position of the access (etypes) */
+    int64_t len;        /* bytes of the file image (all ranks) */
     MPI_Datatype owned[CASE_MAX_TYPES];
     int nowned;
 } mt_case;
@@ -45,6 +45,7 @@ int mt_run_case(MPI_File fh, MPI_Comm comm, const char *tag, int i, int wmethod,
 /* Open "<fname>.<tag>" fresh on comm (hints: mt_info), run every selected
  * case with each (write method, read method) pair, close, and delete the
  * file unless something failed.  Returns this rank's failures. */
-int mt_run_cases(MPI_Comm comm, const char *tag, const int (*pairs)[2], int npairs);
+int mt_run_cases(MPI_Comm comm, const char *tag, const int (*pairs)[2],
+                 int npairs);
 
 #endif /* CASES_H */

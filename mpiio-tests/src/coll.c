@@ -15,9 +15,9 @@
 
 int main(int argc, char **argv)
 {
-    static const int pairs[][2] = {
-        {MT_AT_ALL, MT_ALL}, {MT_ALL, MT_AT_ALL_SPLIT}, {MT_AT_ALL_SPLIT, MT_ALL_SPLIT}
-    };
+    static const int pairs[][2] = {{MT_AT_ALL, MT_ALL},
+                                   {MT_ALL, MT_AT_ALL_SPLIT},
+                                   {MT_AT_ALL_SPLIT, MT_ALL_SPLIT}};
     mt_init(&argc, &argv);
     mt_run_cases(MPI_COMM_WORLD, "coll", pairs, 3);
     return mt_finish();

@@ -12,9 +12,10 @@
  *  - every rank reports the same values; set_info after open changes
  *    galley_cb.
  * For each file it prints
- *   LAYOUT file=NAME striping_factor=F striping_unit=U galley_servers=S|- galley_fork=K
- * which the test harness compares with `galley stat`.  Files are left in
- * place for that (the harness removes them).
+ *   LAYOUT file=NAME striping_factor=F striping_unit=U galley_servers=S|-
+ *       galley_fork=K
+ * (one line), which the test harness compares with `galley stat`.  Files
+ * are left in place for that (the harness removes them).
  * On other file systems only the "bad hints do not break open" part runs.
  *
  *   hints -fname NAME [-nservers N] [-only TAG | -skip TAG,TAG] [-hint K=V]...
@@ -43,7 +44,8 @@ static void same_on_all(const char *what, const char *key, const char *val)
     memcpy(first, mine, sizeof(first));
     MPI_Bcast(first, sizeof(first), MPI_CHAR, 0, MPI_COMM_WORLD);
     if (strcmp(first, mine))
-        mt_fail("%s: rank 0 reports %s=%s, this rank %s", what, key, first, mine);
+        mt_fail("%s: rank 0 reports %s=%s, this rank %s", what, key, first,
+                mine);
 }
 
 /* Open NAME (created fresh when `create`) with hints "k=v;k=v", check it
@@ -90,7 +92,8 @@ static void one(const char *tag, const char *hints, int create, int want_factor,
     if (create) {
         mt_remove(MPI_COMM_WORLD, name);
         MPI_Info all = mt_info_with(info);
-        err = MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, all, &fh);
+        err = MPI_File_open(MPI_COMM_WORLD, name,
+                            MPI_MODE_CREATE | MPI_MODE_RDWR, all, &fh);
         MPI_Info_free(&all);
     } else {
         err = MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDWR, info, &fh);
@@ -112,8 +115,9 @@ static void one(const char *tag, const char *hints, int create, int want_factor,
         MPI_File_close(&fh);
         return;
     }
-    char f[MPI_MAX_INFO_VAL + 1], u[MPI_MAX_INFO_VAL + 1], s[MPI_MAX_INFO_VAL + 1],
-        k[MPI_MAX_INFO_VAL + 1], cb[MPI_MAX_INFO_VAL + 1];
+    char f[MPI_MAX_INFO_VAL + 1], u[MPI_MAX_INFO_VAL + 1],
+        s[MPI_MAX_INFO_VAL + 1], k[MPI_MAX_INFO_VAL + 1],
+        cb[MPI_MAX_INFO_VAL + 1];
     int hf = get_hint(used, "striping_factor", f);
     int hu = get_hint(used, "striping_unit", u);
     int hs = get_hint(used, "galley_servers", s);
@@ -121,28 +125,35 @@ static void one(const char *tag, const char *hints, int create, int want_factor,
     int hcb = get_hint(used, "galley_cb", cb);
     if (is_galley) {
         if (!hf || !hu || !hk || !hcb)
-            mt_fail("get_info lacks striping_factor/striping_unit/galley_fork/galley_cb "
-                    "(%d%d%d%d)", hf, hu, hk, hcb);
+            mt_fail("get_info lacks "
+                    "striping_factor/striping_unit/galley_fork/galley_cb "
+                    "(%d%d%d%d)",
+                    hf, hu, hk, hcb);
         if (want_factor > 0 && atoi(f) != want_factor)
             mt_fail("striping_factor reported %s, expected %d", f, want_factor);
         if (want_factor == 0 && (atoi(f) < 1 || atoi(f) > nservers))
-            mt_fail("striping_factor reported '%s', expected 1..%d", f, nservers);
+            mt_fail("striping_factor reported '%s', expected 1..%d", f,
+                    nservers);
         if (want_unit > 0 && atoi(u) != want_unit)
             mt_fail("striping_unit reported %s, expected %d", u, want_unit);
         if (want_unit == 0 && atoi(u) < 1)
-            mt_fail("striping_unit reported '%s', expected a positive number", u);
+            mt_fail("striping_unit reported '%s', expected a positive number",
+                    u);
         if (want_servers && (!hs || strcmp(s, want_servers)))
-            mt_fail("galley_servers reported '%s', expected '%s'", hs ? s : "(none)",
-                    want_servers);
-        if (strcmp(cb, "auto") && strcmp(cb, "server") && strcmp(cb, "two_phase"))
+            mt_fail("galley_servers reported '%s', expected '%s'",
+                    hs ? s : "(none)", want_servers);
+        if (strcmp(cb, "auto") && strcmp(cb, "server") &&
+            strcmp(cb, "two_phase"))
             mt_fail("galley_cb reported '%s'", cb);
         same_on_all(t, "striping_factor", f);
         same_on_all(t, "striping_unit", u);
         same_on_all(t, "galley_fork", k);
         same_on_all(t, "galley_servers", hs ? s : "-");
         if (mt_rank == 0) {
-            printf("LAYOUT file=%s striping_factor=%s striping_unit=%s galley_servers=%s "
-                   "galley_fork=%s\n", name, f, u, hs ? s : "-", k);
+            printf("LAYOUT file=%s striping_factor=%s striping_unit=%s "
+                   "galley_servers=%s "
+                   "galley_fork=%s\n",
+                   name, f, u, hs ? s : "-", k);
             fflush(stdout);
         }
     }
@@ -162,7 +173,7 @@ static void runtime_info(void)
     MPI_Info_create(&set);
     MPI_Info_set(set, "cb_buffer_size", "65536");
     MPI_Info_set(set, "romio_cb_write", "disable");
-    MPI_Info_set(set, "cb_nodes", "abc");       /* bad: ignored */
+    MPI_Info_set(set, "cb_nodes", "abc"); /* bad: ignored */
     if (mt_fresh(MPI_COMM_WORLD, name, MPI_MODE_RDWR, set, &fh)) {
         MPI_Info_free(&set);
         return;
@@ -174,7 +185,9 @@ static void runtime_info(void)
     if (!get_hint(used, "romio_cb_write", v) || strcmp(v, "disable"))
         mt_fail("romio_cb_write reported '%s', expected disable", v);
     if (!get_hint(used, "cb_nodes", v) || atoi(v) < 1)
-        mt_fail("cb_nodes reported '%s' after a bad value, expected a positive number", v);
+        mt_fail("cb_nodes reported '%s' after a bad value, expected a positive "
+                "number",
+                v);
     MPI_Info_free(&used);
     if (is_galley) {
         MPI_Info_create(&set);
@@ -186,12 +199,13 @@ static void runtime_info(void)
             mt_fail("galley_cb after set_info(two_phase) reported '%s'", v);
         MPI_Info_free(&used);
         /* and it still works */
-        int x[4] = { 1, 2, 3, mt_rank }, y[4];
+        int x[4] = {1, 2, 3, mt_rank}, y[4];
         MPI_Status st;
         MT_OK(MPI_File_write_at_all(fh, 16 * mt_rank, x, 4, MPI_INT, &st));
         MT_OK(MPI_File_read_at_all(fh, 16 * mt_rank, y, 4, MPI_INT, &st));
         if (memcmp(x, y, 16))
-            mt_fail("collective write/read after set_info(galley_cb=two_phase) differ");
+            mt_fail("collective write/read after set_info(galley_cb=two_phase) "
+                    "differ");
     }
     MT_OK(MPI_File_close(&fh));
     mt_remove(MPI_COMM_WORLD, name);
@@ -208,7 +222,8 @@ int main(int argc, char **argv)
     one("f3u8192", "striping_factor=3;striping_unit=8192", 1, 3, 8192, NULL);
     one("f1u100", "striping_factor=1;striping_unit=100", 1, 1, 100, NULL);
     if (nservers >= 3) {
-        one("srv02", "galley_servers=0,2;striping_unit=1000", 1, 2, 1000, "0,2");
+        one("srv02", "galley_servers=0,2;striping_unit=1000", 1, 2, 1000,
+            "0,2");
         snprintf(s, sizeof(s), "galley_servers=%d,0,1", nservers - 1);
         char want[32];
         snprintf(want, sizeof(want), "%d,0,1", nservers - 1);
@@ -236,9 +251,12 @@ int main(int argc, char **argv)
     snprintf(s, sizeof(s), "galley_servers=0,%d", nservers + 3);
     one("bad-servers-unknown", s, 1, 0, 0, NULL);
     one("bad-cb", "galley_cb=bogus", 1, 0, 0, NULL);
-    one("bad-fork-long", "galley_fork=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1, 0,
-        0, NULL);
+    one("bad-fork-long",
+        "galley_fork="
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaa",
+        1, 0, 0, NULL);
 
     runtime_info();
     return mt_finish();

@@ -29,8 +29,10 @@ static char **g_argv;
 static void usage(const char *prog)
 {
     if (mt_rank == 0)
-        fprintf(stderr, "usage: %s -fname NAME [-hint KEY=VAL]... [-v] [program options]\n",
-                prog);
+        fprintf(
+            stderr,
+            "usage: %s -fname NAME [-hint KEY=VAL]... [-v] [program options]\n",
+            prog);
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -139,6 +141,7 @@ void mt_begin(const char *name)
 const char *mt_class_name(int cls)
 {
     switch (cls) {
+        /* clang-format off */
 #define C(x) case x: return #x;
         C(MPI_SUCCESS) C(MPI_ERR_IO) C(MPI_ERR_NO_SUCH_FILE) C(MPI_ERR_FILE_EXISTS)
         C(MPI_ERR_ACCESS) C(MPI_ERR_AMODE) C(MPI_ERR_READ_ONLY) C(MPI_ERR_FILE)
@@ -147,8 +150,9 @@ const char *mt_class_name(int cls)
         C(MPI_ERR_DUP_DATAREP) C(MPI_ERR_CONVERSION) C(MPI_ERR_QUOTA) C(MPI_ERR_NO_MEM)
         C(MPI_ERR_TYPE) C(MPI_ERR_COUNT) C(MPI_ERR_OTHER) C(MPI_ERR_INTERN)
 #undef C
-        default:
-            return "(other class)";
+    default:
+        return "(other class)";
+        /* clang-format on */
     }
 }
 
@@ -175,8 +179,8 @@ int mt_ok_(int err, const char *what, const char *file, int line)
     return 1;
 }
 
-int mt_class_(int err, int cls, const char *clsname, const char *what, const char *file,
-              int line)
+int mt_class_(int err, int cls, const char *clsname, const char *what,
+              const char *file, int line)
 {
     int got = MPI_SUCCESS;
     if (err != MPI_SUCCESS)
@@ -235,11 +239,13 @@ void mt_cleanup(MPI_Comm comm, const char *name)
         mt_remove(comm, name);
 }
 
-int mt_fresh(MPI_Comm comm, const char *name, int amode, MPI_Info extra, MPI_File *fh)
+int mt_fresh(MPI_Comm comm, const char *name, int amode, MPI_Info extra,
+             MPI_File *fh)
 {
     mt_remove(comm, name);
     MPI_Info info = mt_info_with(extra);
-    int rc = MT_OK(MPI_File_open(comm, name, amode | MPI_MODE_CREATE, info, fh));
+    int rc =
+        MT_OK(MPI_File_open(comm, name, amode | MPI_MODE_CREATE, info, fh));
     MPI_Info_free(&info);
     if (rc)
         *fh = MPI_FILE_NULL;
@@ -263,8 +269,8 @@ void mt_fill_pat(unsigned char *p, int64_t n, uint32_t seed, int64_t first)
         p[i] = mt_pat(seed, first + i);
 }
 
-int64_t mt_compare(const char *what, const unsigned char *got, const unsigned char *want,
-                   int64_t n, int64_t base)
+int64_t mt_compare(const char *what, const unsigned char *got,
+                   const unsigned char *want, int64_t n, int64_t base)
 {
     int64_t bad = 0, shown = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -275,15 +281,17 @@ int64_t mt_compare(const char *what, const unsigned char *got, const unsigned ch
         while (j + 1 < n && got[j + 1] != want[j + 1])
             j++;
         if (shown < 4)
-            mt_fail("%s: bytes %lld..%lld differ (first: got 0x%02x want 0x%02x)", what,
-                    (long long) (base + i), (long long) (base + j), got[i], want[i]);
+            mt_fail(
+                "%s: bytes %lld..%lld differ (first: got 0x%02x want 0x%02x)",
+                what, (long long)(base + i), (long long)(base + j), got[i],
+                want[i]);
         shown++;
         bad += j - i + 1;
         i = j;
     }
     if (shown > 4)
-        mt_fail("%s: %lld bytes differ in total, in %lld runs", what, (long long) bad,
-                (long long) shown);
+        mt_fail("%s: %lld bytes differ in total, in %lld runs", what,
+                (long long)bad, (long long)shown);
     return bad;
 }
 
@@ -303,16 +311,17 @@ int mt_mem_alloc(mt_mem *m, int count, MPI_Datatype type)
         mt_fail("mt_mem_alloc: negative extent not supported by the test");
         return 1;
     }
-    int64_t lo = tlb, hi = count > 0 ? (int64_t) (count - 1) * ext + tlb + text : tlb;
+    int64_t lo = tlb,
+            hi = count > 0 ? (int64_t)(count - 1) * ext + tlb + text : tlb;
     m->span = hi - lo;
     m->alloc = malloc(m->span > 0 ? m->span : 1);
     if (!m->alloc) {
-        mt_fail("out of memory (%lld bytes)", (long long) m->span);
+        mt_fail("out of memory (%lld bytes)", (long long)m->span);
         return 1;
     }
     memset(m->alloc, MT_SENTINEL, m->span > 0 ? m->span : 1);
     m->buf = m->alloc - lo;
-    m->size = (int64_t) size * count;
+    m->size = (int64_t)size * count;
     m->count = count;
     m->type = type;
     return 0;
@@ -329,7 +338,8 @@ void mt_mem_scatter(mt_mem *m, const unsigned char *stream)
     int pos = 0;
     if (m->size == 0)
         return;
-    MT_OK(MPI_Unpack(stream, (int) m->size, &pos, m->buf, m->count, m->type, MPI_COMM_SELF));
+    MT_OK(MPI_Unpack(stream, (int)m->size, &pos, m->buf, m->count, m->type,
+                     MPI_COMM_SELF));
 }
 
 void mt_mem_gather(mt_mem *m, unsigned char *stream)
@@ -337,7 +347,8 @@ void mt_mem_gather(mt_mem *m, unsigned char *stream)
     int pos = 0;
     if (m->size == 0)
         return;
-    MT_OK(MPI_Pack(m->buf, m->count, m->type, stream, (int) m->size, &pos, MPI_COMM_SELF));
+    MT_OK(MPI_Pack(m->buf, m->count, m->type, stream, (int)m->size, &pos,
+                   MPI_COMM_SELF));
 }
 
 int64_t mt_mem_check_holes(mt_mem *m)
@@ -355,8 +366,8 @@ int64_t mt_mem_check_holes(mt_mem *m)
     memset(ones, 1, m->size > 0 ? m->size : 1);
     if (m->size > 0) {
         int pos = 0;
-        MPI_Unpack(ones, (int) m->size, &pos, mask + (m->buf - m->alloc), m->count, m->type,
-                   MPI_COMM_SELF);
+        MPI_Unpack(ones, (int)m->size, &pos, mask + (m->buf - m->alloc),
+                   m->count, m->type, MPI_COMM_SELF);
     }
     int64_t first = -1, last = -1;
     for (int64_t i = 0; i < m->span; i++) {
@@ -368,9 +379,10 @@ int64_t mt_mem_check_holes(mt_mem *m)
         }
     }
     if (bad)
-        mt_fail("%lld bytes outside the memory type map were overwritten (buffer bytes "
-                "%lld..%lld relative to its lowest byte)", (long long) bad,
-                (long long) first, (long long) last);
+        mt_fail("%lld bytes outside the memory type map were overwritten "
+                "(buffer bytes "
+                "%lld..%lld relative to its lowest byte)",
+                (long long)bad, (long long)first, (long long)last);
     free(mask);
     free(ones);
     return bad;
@@ -390,7 +402,7 @@ int64_t *mt_view_map(MPI_Datatype ft, int64_t *ftsize, int64_t *extent)
     MPI_Type_size_x(ft, &size);
     *ftsize = size;
     *extent = ext;
-    if (size >= MAP_MAX || text >= 4 * (int64_t) MAP_MAX) {
+    if (size >= MAP_MAX || text >= 4 * (int64_t)MAP_MAX) {
         mt_fail("mt_view_map: filetype too large for the oracle");
         return NULL;
     }
@@ -405,9 +417,10 @@ int64_t *mt_view_map(MPI_Datatype ft, int64_t *ftsize, int64_t *extent)
         goto out;
     for (int k = 0; k < 4; k++) {
         for (int64_t v = 0; v < size; v++)
-            stream[v] = k < 3 ? (unsigned char) (v >> (8 * k)) : 1;
+            stream[v] = k < 3 ? (unsigned char)(v >> (8 * k)) : 1;
         int pos = 0;
-        MPI_Unpack(stream, (int) size, &pos, plane + k * text - tlb, 1, ft, MPI_COMM_SELF);
+        MPI_Unpack(stream, (int)size, &pos, plane + k * text - tlb, 1, ft,
+                   MPI_COMM_SELF);
     }
     for (int64_t v = 0; v < size; v++)
         map[v] = -1;
@@ -415,32 +428,36 @@ int64_t *mt_view_map(MPI_Datatype ft, int64_t *ftsize, int64_t *extent)
     for (int64_t p = 0; p < text; p++) {
         if (!plane[3 * text + p])
             continue;
-        int64_t v = plane[p] | (int64_t) plane[text + p] << 8 | (int64_t) plane[2 * text + p] << 16;
+        int64_t v = plane[p] | (int64_t)plane[text + p] << 8 |
+                    (int64_t)plane[2 * text + p] << 16;
         if (v >= size || map[v] != -1) {
-            mt_fail("mt_view_map: filetype entries overlap (not a valid view for writing)");
+            mt_fail("mt_view_map: filetype entries overlap (not a valid view "
+                    "for writing)");
             goto out_fail;
         }
         map[v] = tlb + p;
         found++;
     }
     if (found != size) {
-        mt_fail("mt_view_map: filetype entries overlap (%lld of %lld bytes placed)",
-                (long long) found, (long long) size);
+        mt_fail(
+            "mt_view_map: filetype entries overlap (%lld of %lld bytes placed)",
+            (long long)found, (long long)size);
         goto out_fail;
     }
-  out:
+out:
     free(stream);
     free(plane);
     return map;
-  out_fail:
+out_fail:
     free(map);
     free(stream);
     free(plane);
     return NULL;
 }
 
-int64_t mt_expect(const mt_view *vw, MPI_Offset off, const unsigned char *stream, int64_t n,
-                  unsigned char *img, unsigned char *cov, int64_t len)
+int64_t mt_expect(const mt_view *vw, MPI_Offset off,
+                  const unsigned char *stream, int64_t n, unsigned char *img,
+                  unsigned char *cov, int64_t len)
 {
     int64_t ftsize, ext;
     int esize;
@@ -454,8 +471,9 @@ int64_t mt_expect(const mt_view *vw, MPI_Offset off, const unsigned char *stream
         int64_t t = v / ftsize, r = v % ftsize;
         int64_t p = vw->disp + t * ext + map[r];
         if (p < 0 || p >= len) {
-            mt_fail("mt_expect: file offset %lld beyond the test's image (%lld)",
-                    (long long) p, (long long) len);
+            mt_fail(
+                "mt_expect: file offset %lld beyond the test's image (%lld)",
+                (long long)p, (long long)len);
             free(map);
             return -1;
         }
@@ -468,14 +486,15 @@ int64_t mt_expect(const mt_view *vw, MPI_Offset off, const unsigned char *stream
     return end;
 }
 
-void mt_merge_image(MPI_Comm comm, unsigned char *img, unsigned char *cov, int64_t len)
+void mt_merge_image(MPI_Comm comm, unsigned char *img, unsigned char *cov,
+                    int64_t len)
 {
-    MPI_Allreduce(MPI_IN_PLACE, img, (int) len, MPI_BYTE, MPI_BOR, comm);
-    MPI_Allreduce(MPI_IN_PLACE, cov, (int) len, MPI_BYTE, MPI_BOR, comm);
+    MPI_Allreduce(MPI_IN_PLACE, img, (int)len, MPI_BYTE, MPI_BOR, comm);
+    MPI_Allreduce(MPI_IN_PLACE, cov, (int)len, MPI_BYTE, MPI_BOR, comm);
 }
 
-int64_t mt_check_file(MPI_File fh, const unsigned char *img, const unsigned char *cov,
-                      int64_t len, int64_t size)
+int64_t mt_check_file(MPI_File fh, const unsigned char *img,
+                      const unsigned char *cov, int64_t len, int64_t size)
 {
     int64_t bad = 0;
     unsigned char *got = calloc(len > 0 ? len : 1, 1);
@@ -488,10 +507,12 @@ int64_t mt_check_file(MPI_File fh, const unsigned char *img, const unsigned char
     }
     for (int64_t i = 0; i < len; i++)
         want[i] = cov[i] ? img[i] : 0;
-    if (MT_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL)))
+    if (MT_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native",
+                                MPI_INFO_NULL)))
         bad++;
     MPI_Status st;
-    if (!bad && len > 0 && MT_OK(MPI_File_read_at(fh, 0, got, (int) len, MPI_BYTE, &st)))
+    if (!bad && len > 0 &&
+        MT_OK(MPI_File_read_at(fh, 0, got, (int)len, MPI_BYTE, &st)))
         bad++;
     if (!mt_strict_holes)
         for (int64_t i = 0; i < len; i++)
@@ -502,8 +523,8 @@ int64_t mt_check_file(MPI_File fh, const unsigned char *img, const unsigned char
     if (size >= 0) {
         MPI_Offset fsize = -1;
         if (!MT_OK(MPI_File_get_size(fh, &fsize)) && fsize != size) {
-            mt_fail("MPI_File_get_size = %lld, expected %lld", (long long) fsize,
-                    (long long) size);
+            mt_fail("MPI_File_get_size = %lld, expected %lld", (long long)fsize,
+                    (long long)size);
             bad++;
         }
     }
@@ -517,14 +538,14 @@ int64_t mt_check_file(MPI_File fh, const unsigned char *img, const unsigned char
  * ------------------------------------------------------------------------ */
 
 const char *mt_method_name[MT_NMETHODS] = {
-    "at", "ptr", "at_all", "all", "at_all_split", "all_split", "iat", "iptr", "iat_all",
-    "iall"
-};
+    "at",        "ptr", "at_all", "all",     "at_all_split",
+    "all_split", "iat", "iptr",   "iat_all", "iall"};
 
 int mt_method_collective(int method)
 {
-    return method == MT_AT_ALL || method == MT_ALL || method == MT_AT_ALL_SPLIT ||
-        method == MT_ALL_SPLIT || method == MT_IAT_ALL || method == MT_IALL;
+    return method == MT_AT_ALL || method == MT_ALL ||
+           method == MT_AT_ALL_SPLIT || method == MT_ALL_SPLIT ||
+           method == MT_IAT_ALL || method == MT_IALL;
 }
 
 static int etype_size(MPI_File fh)
@@ -544,8 +565,8 @@ static int etype_size(MPI_File fh)
     return sz;
 }
 
-int mt_access(MPI_File fh, int method, int op, MPI_Offset off, void *buf, int count,
-              MPI_Datatype type)
+int mt_access(MPI_File fh, int method, int op, MPI_Offset off, void *buf,
+              int count, MPI_Datatype type)
 {
     MPI_Status st;
     MPI_Request req;
@@ -554,103 +575,106 @@ int mt_access(MPI_File fh, int method, int op, MPI_Offset off, void *buf, int co
     memset(&st, 0, sizeof(st));
 
     switch (method) {
-        case MT_PTR:
-        case MT_ALL:
-        case MT_ALL_SPLIT:
-        case MT_IPTR:
-        case MT_IALL:
-            if (MT_OK(MPI_File_seek(fh, off, MPI_SEEK_SET)))
-                return 1;
-            break;
+    case MT_PTR:
+    case MT_ALL:
+    case MT_ALL_SPLIT:
+    case MT_IPTR:
+    case MT_IALL:
+        if (MT_OK(MPI_File_seek(fh, off, MPI_SEEK_SET)))
+            return 1;
+        break;
     }
     switch (method) {
-        case MT_AT:
-            rc = w ? MPI_File_write_at(fh, off, buf, count, type, &st)
-                : MPI_File_read_at(fh, off, buf, count, type, &st);
-            break;
-        case MT_PTR:
-            rc = w ? MPI_File_write(fh, buf, count, type, &st)
-                : MPI_File_read(fh, buf, count, type, &st);
-            break;
-        case MT_AT_ALL:
-            rc = w ? MPI_File_write_at_all(fh, off, buf, count, type, &st)
-                : MPI_File_read_at_all(fh, off, buf, count, type, &st);
-            break;
-        case MT_ALL:
-            rc = w ? MPI_File_write_all(fh, buf, count, type, &st)
-                : MPI_File_read_all(fh, buf, count, type, &st);
-            break;
-        case MT_AT_ALL_SPLIT:
-            rc = w ? MPI_File_write_at_all_begin(fh, off, buf, count, type)
-                : MPI_File_read_at_all_begin(fh, off, buf, count, type);
-            if (rc == MPI_SUCCESS)
-                rc = w ? MPI_File_write_at_all_end(fh, buf, &st)
-                    : MPI_File_read_at_all_end(fh, buf, &st);
-            break;
-        case MT_ALL_SPLIT:
-            rc = w ? MPI_File_write_all_begin(fh, buf, count, type)
-                : MPI_File_read_all_begin(fh, buf, count, type);
-            if (rc == MPI_SUCCESS)
-                rc = w ? MPI_File_write_all_end(fh, buf, &st)
-                    : MPI_File_read_all_end(fh, buf, &st);
-            break;
-        case MT_IAT:
-            rc = w ? MPI_File_iwrite_at(fh, off, buf, count, type, &req)
-                : MPI_File_iread_at(fh, off, buf, count, type, &req);
-            if (rc == MPI_SUCCESS)
-                rc = MPI_Wait(&req, &st);
-            break;
-        case MT_IAT_ALL:
-            rc = w ? MPI_File_iwrite_at_all(fh, off, buf, count, type, &req)
-                : MPI_File_iread_at_all(fh, off, buf, count, type, &req);
-            if (rc == MPI_SUCCESS)
-                rc = MPI_Wait(&req, &st);
-            break;
-        case MT_IPTR:
-        case MT_IALL:
-            if (method == MT_IPTR)
-                rc = w ? MPI_File_iwrite(fh, buf, count, type, &req)
-                    : MPI_File_iread(fh, buf, count, type, &req);
-            else
-                rc = w ? MPI_File_iwrite_all(fh, buf, count, type, &req)
-                    : MPI_File_iread_all(fh, buf, count, type, &req);
-            while (rc == MPI_SUCCESS && !flag)
-                rc = MPI_Test(&req, &flag, &st);
-            break;
+    case MT_AT:
+        rc = w ? MPI_File_write_at(fh, off, buf, count, type, &st)
+               : MPI_File_read_at(fh, off, buf, count, type, &st);
+        break;
+    case MT_PTR:
+        rc = w ? MPI_File_write(fh, buf, count, type, &st)
+               : MPI_File_read(fh, buf, count, type, &st);
+        break;
+    case MT_AT_ALL:
+        rc = w ? MPI_File_write_at_all(fh, off, buf, count, type, &st)
+               : MPI_File_read_at_all(fh, off, buf, count, type, &st);
+        break;
+    case MT_ALL:
+        rc = w ? MPI_File_write_all(fh, buf, count, type, &st)
+               : MPI_File_read_all(fh, buf, count, type, &st);
+        break;
+    case MT_AT_ALL_SPLIT:
+        rc = w ? MPI_File_write_at_all_begin(fh, off, buf, count, type)
+               : MPI_File_read_at_all_begin(fh, off, buf, count, type);
+        if (rc == MPI_SUCCESS)
+            rc = w ? MPI_File_write_at_all_end(fh, buf, &st)
+                   : MPI_File_read_at_all_end(fh, buf, &st);
+        break;
+    case MT_ALL_SPLIT:
+        rc = w ? MPI_File_write_all_begin(fh, buf, count, type)
+               : MPI_File_read_all_begin(fh, buf, count, type);
+        if (rc == MPI_SUCCESS)
+            rc = w ? MPI_File_write_all_end(fh, buf, &st)
+                   : MPI_File_read_all_end(fh, buf, &st);
+        break;
+    case MT_IAT:
+        rc = w ? MPI_File_iwrite_at(fh, off, buf, count, type, &req)
+               : MPI_File_iread_at(fh, off, buf, count, type, &req);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Wait(&req, &st);
+        break;
+    case MT_IAT_ALL:
+        rc = w ? MPI_File_iwrite_at_all(fh, off, buf, count, type, &req)
+               : MPI_File_iread_at_all(fh, off, buf, count, type, &req);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Wait(&req, &st);
+        break;
+    case MT_IPTR:
+    case MT_IALL:
+        if (method == MT_IPTR)
+            rc = w ? MPI_File_iwrite(fh, buf, count, type, &req)
+                   : MPI_File_iread(fh, buf, count, type, &req);
+        else
+            rc = w ? MPI_File_iwrite_all(fh, buf, count, type, &req)
+                   : MPI_File_iread_all(fh, buf, count, type, &req);
+        while (rc == MPI_SUCCESS && !flag)
+            rc = MPI_Test(&req, &flag, &st);
+        break;
     }
     if (rc != MPI_SUCCESS) {
         char d[MPI_MAX_ERROR_STRING + 128];
         describe_err(rc, d, sizeof(d));
         mt_fail("%s %s at %lld (count %d) failed: %s", w ? "write" : "read", m,
-                (long long) off, count, d);
+                (long long)off, count, d);
         return 1;
     }
     int tsize;
     MPI_Type_size(type, &tsize);
     MPI_Count got = -1;
     MPI_Get_elements_x(&st, MPI_BYTE, &got);
-    if (got != (MPI_Count) tsize * count) {
-        mt_fail("%s %s at %lld: status says %lld bytes, expected %lld", w ? "write" : "read",
-                m, (long long) off, (long long) got, (long long) tsize * count);
+    if (got != (MPI_Count)tsize * count) {
+        mt_fail("%s %s at %lld: status says %lld bytes, expected %lld",
+                w ? "write" : "read", m, (long long)off, (long long)got,
+                (long long)tsize * count);
         return 1;
     }
     switch (method) {
-        case MT_PTR:
-        case MT_ALL:
-        case MT_ALL_SPLIT:
-        case MT_IPTR:
-        case MT_IALL:{
-                MPI_Offset pos = -1;
-                int es = etype_size(fh);
-                MT_OK(MPI_File_get_position(fh, &pos));
-                MPI_Offset want = off + (MPI_Offset) tsize * count / es;
-                if (pos != want) {
-                    mt_fail("%s %s at %lld: individual pointer at %lld after the access, "
-                            "expected %lld", w ? "write" : "read", m, (long long) off,
-                            (long long) pos, (long long) want);
-                    return 1;
-                }
-            }
+    case MT_PTR:
+    case MT_ALL:
+    case MT_ALL_SPLIT:
+    case MT_IPTR:
+    case MT_IALL: {
+        MPI_Offset pos = -1;
+        int es = etype_size(fh);
+        MT_OK(MPI_File_get_position(fh, &pos));
+        MPI_Offset want = off + (MPI_Offset)tsize * count / es;
+        if (pos != want) {
+            mt_fail(
+                "%s %s at %lld: individual pointer at %lld after the access, "
+                "expected %lld",
+                w ? "write" : "read", m, (long long)off, (long long)pos,
+                (long long)want);
+            return 1;
+        }
+    }
     }
     return 0;
 }

@@ -29,10 +29,10 @@
 #include <stdio.h>
 
 extern int mt_rank, mt_nprocs;
-extern const char *mt_fname;    /* -fname */
-extern MPI_Info mt_info;        /* -hint KEY=VAL ...; never MPI_INFO_NULL */
+extern const char *mt_fname; /* -fname */
+extern MPI_Info mt_info;     /* -hint KEY=VAL ...; never MPI_INFO_NULL */
 extern int mt_verbose;
-extern const char *mt_test;     /* name of the running sub-test, in messages */
+extern const char *mt_test; /* name of the running sub-test, in messages */
 /* Whether bytes of a file no one wrote must read as zeros.  MPI leaves
  * them undefined (ROMIO's data sieving fills holes past the end of file
  * with whatever its buffer held); Galley promises zeros.  Default: on for
@@ -61,9 +61,10 @@ void mt_begin(const char *name);
 #define MT_OK(call) mt_ok_((call), #call, __FILE__, __LINE__)
 int mt_ok_(int err, const char *what, const char *file, int line);
 /* MPI call that must fail with error class `cls`. */
-#define MT_EXPECT_CLASS(call, cls) mt_class_((call), (cls), #cls, #call, __FILE__, __LINE__)
-int mt_class_(int err, int cls, const char *clsname, const char *what, const char *file,
-              int line);
+#define MT_EXPECT_CLASS(call, cls)                                             \
+    mt_class_((call), (cls), #cls, #call, __FILE__, __LINE__)
+int mt_class_(int err, int cls, const char *clsname, const char *what,
+              const char *file, int line);
 /* Human name of an MPI error class (MPI_ERR_IO, ...). */
 const char *mt_class_name(int cls);
 
@@ -73,7 +74,8 @@ void mt_name(char *out, const char *tag);
 /* Delete (rank 0, errors ignored) and create+open NAME on comm with
  * amode | MPI_MODE_CREATE, with mt_info plus extra (may be MPI_INFO_NULL).
  * Returns 0 or 1 (failure recorded). */
-int mt_fresh(MPI_Comm comm, const char *name, int amode, MPI_Info extra, MPI_File *fh);
+int mt_fresh(MPI_Comm comm, const char *name, int amode, MPI_Info extra,
+             MPI_File *fh);
 /* mt_info merged with extra: caller frees. */
 MPI_Info mt_info_with(MPI_Info extra);
 /* Collective: delete NAME on rank 0 of comm (ignore errors). */
@@ -85,11 +87,12 @@ void mt_cleanup(MPI_Comm comm, const char *name);
 /* The value every test writes at position idx of stream `seed`: 1..255. */
 static inline unsigned char mt_pat(uint32_t seed, int64_t idx)
 {
-    uint64_t x = (uint64_t) seed * 0x9E3779B97F4A7C15ull + (uint64_t) idx * 0xBF58476D1CE4E5B9ull;
+    uint64_t x = (uint64_t)seed * 0x9E3779B97F4A7C15ull +
+                 (uint64_t)idx * 0xBF58476D1CE4E5B9ull;
     x ^= x >> 31;
     x *= 0x94D049BB133111EBull;
     x ^= x >> 29;
-    return (unsigned char) (1 + x % 255);
+    return (unsigned char)(1 + x % 255);
 }
 void mt_fill_pat(unsigned char *p, int64_t n, uint32_t seed, int64_t first);
 
@@ -99,10 +102,10 @@ void mt_fill_pat(unsigned char *p, int64_t n, uint32_t seed, int64_t first);
  * calls get; every byte of the region starts as MT_SENTINEL. */
 #define MT_SENTINEL 0xEE
 typedef struct mt_mem {
-    unsigned char *alloc;       /* malloc'ed region */
-    unsigned char *buf;         /* pointer passed to MPI (alloc - true_lb) */
-    int64_t span;               /* bytes in region */
-    int64_t size;               /* data bytes (count * type size) */
+    unsigned char *alloc; /* malloc'ed region */
+    unsigned char *buf;   /* pointer passed to MPI (alloc - true_lb) */
+    int64_t span;         /* bytes in region */
+    int64_t size;         /* data bytes (count * type size) */
     int count;
     MPI_Datatype type;
 } mt_mem;
@@ -131,39 +134,41 @@ typedef struct mt_view {
 /* Mark in img/cov (file-sized arrays of len bytes) the bytes that writing
  * stream[0..n) at view position off (etypes) puts in the file.  Returns
  * the file offset just past the last byte, or -1 if outside len. */
-int64_t mt_expect(const mt_view *v, MPI_Offset off, const unsigned char *stream, int64_t n,
-                  unsigned char *img, unsigned char *cov, int64_t len);
+int64_t mt_expect(const mt_view *v, MPI_Offset off, const unsigned char *stream,
+                  int64_t n, unsigned char *img, unsigned char *cov,
+                  int64_t len);
 
 /* Read the whole file (bytes [0, len)) through a byte view on every rank
  * of comm and compare with img where cov is set, and with zero elsewhere
  * when mt_strict_holes.
  * Also checks MPI_File_get_size == size when size >= 0.  The file's view
  * is left as bytes.  Returns mismatches (recorded). */
-int64_t mt_check_file(MPI_File fh, const unsigned char *img, const unsigned char *cov,
-                      int64_t len, int64_t size);
+int64_t mt_check_file(MPI_File fh, const unsigned char *img,
+                      const unsigned char *cov, int64_t len, int64_t size);
 
 /* Combine per-rank images (disjoint coverage) over comm: bitwise OR. */
-void mt_merge_image(MPI_Comm comm, unsigned char *img, unsigned char *cov, int64_t len);
+void mt_merge_image(MPI_Comm comm, unsigned char *img, unsigned char *cov,
+                    int64_t len);
 
 /* sync, barrier, sync: MPI's recipe for making writes visible. */
 void mt_sync_barrier(MPI_File fh, MPI_Comm comm);
 
 /* Compare two buffers; records up to a few differing positions. */
-int64_t mt_compare(const char *what, const unsigned char *got, const unsigned char *want,
-                   int64_t n, int64_t base);
+int64_t mt_compare(const char *what, const unsigned char *got,
+                   const unsigned char *want, int64_t n, int64_t base);
 
 /* ---- access methods --------------------------------------------------- */
 enum mt_method {
-    MT_AT,              /* write_at / read_at */
-    MT_PTR,             /* seek + write / read (individual pointer) */
-    MT_AT_ALL,          /* write_at_all / read_at_all */
-    MT_ALL,             /* seek + write_all / read_all */
-    MT_AT_ALL_SPLIT,    /* write_at_all_begin/end */
-    MT_ALL_SPLIT,       /* seek + write_all_begin/end */
-    MT_IAT,             /* iwrite_at + MPI_Wait */
-    MT_IPTR,            /* seek + iwrite + MPI_Test loop */
-    MT_IAT_ALL,         /* iwrite_at_all + MPI_Wait */
-    MT_IALL,            /* seek + iwrite_all + MPI_Test loop */
+    MT_AT,           /* write_at / read_at */
+    MT_PTR,          /* seek + write / read (individual pointer) */
+    MT_AT_ALL,       /* write_at_all / read_at_all */
+    MT_ALL,          /* seek + write_all / read_all */
+    MT_AT_ALL_SPLIT, /* write_at_all_begin/end */
+    MT_ALL_SPLIT,    /* seek + write_all_begin/end */
+    MT_IAT,          /* iwrite_at + MPI_Wait */
+    MT_IPTR,         /* seek + iwrite + MPI_Test loop */
+    MT_IAT_ALL,      /* iwrite_at_all + MPI_Wait */
+    MT_IALL,         /* seek + iwrite_all + MPI_Test loop */
     MT_NMETHODS
 };
 extern const char *mt_method_name[MT_NMETHODS];
@@ -172,7 +177,7 @@ int mt_method_collective(int method);
  * Checks the status count (bytes) equals the data size, and for pointer
  * methods that the individual pointer moved to off + size/etype_size.
  * Returns 0 or 1 (failure recorded). */
-int mt_access(MPI_File fh, int method, int op, MPI_Offset off, void *buf, int count,
-              MPI_Datatype type);
+int mt_access(MPI_File fh, int method, int op, MPI_Offset off, void *buf,
+              int count, MPI_Datatype type);
 
 #endif /* MT_H */

@@ -29,7 +29,7 @@ static void check_status(MPI_Status *st, int64_t want, const char *what, int k)
     MPI_Get_elements_x(st, MPI_BYTE, &got);
     if (got != want)
         mt_fail("%s request %d: status says %lld bytes, expected %lld", what, k,
-                (long long) got, (long long) want);
+                (long long)got, (long long)want);
 }
 
 /* ---- contiguous, interleaved, Waitall / Testall ---- */
@@ -52,8 +52,9 @@ static void contig_many(void)
         rd[k] = malloc(slot);
         mt_fill_pat(w[k], 1000 + k, 77 + r, k * 5000);
         memset(rd[k], MT_SENTINEL, slot);
-        MPI_Offset off = (MPI_Offset) (k * P + r) * slot;
-        if (MT_OK(MPI_File_iwrite_at(fh, off, w[k], 1000 + k, MPI_BYTE, &rq[k])))
+        MPI_Offset off = (MPI_Offset)(k * P + r) * slot;
+        if (MT_OK(
+                MPI_File_iwrite_at(fh, off, w[k], 1000 + k, MPI_BYTE, &rq[k])))
             rq[k] = MPI_REQUEST_NULL;
     }
     MT_OK(MPI_Waitall(K, rq, st));
@@ -64,8 +65,9 @@ static void contig_many(void)
     /* read the slots of the next rank (data written by another process) */
     int src = (r + 1) % P;
     for (int k = 0; k < K; k++) {
-        MPI_Offset off = (MPI_Offset) (k * P + src) * slot;
-        if (MT_OK(MPI_File_iread_at(fh, off, rd[k], 1000 + k, MPI_BYTE, &rq[k])))
+        MPI_Offset off = (MPI_Offset)(k * P + src) * slot;
+        if (MT_OK(
+                MPI_File_iread_at(fh, off, rd[k], 1000 + k, MPI_BYTE, &rq[k])))
             rq[k] = MPI_REQUEST_NULL;
     }
     int done = 0;
@@ -76,7 +78,8 @@ static void contig_many(void)
         unsigned char want[1200];
         check_status(&st[k], 1000 + k, "iread_at", k);
         mt_fill_pat(want, 1000 + k, 77 + src, k * 5000);
-        mt_compare("iread_at data", rd[k], want, 1000 + k, (int64_t) (k * P + src) * slot);
+        mt_compare("iread_at data", rd[k], want, 1000 + k,
+                   (int64_t)(k * P + src) * slot);
         for (int i = 1000 + k; i < slot; i++)
             if (rd[k][i] != MT_SENTINEL) {
                 mt_fail("iread_at %d wrote past its count (byte %d)", k, i);
@@ -86,9 +89,10 @@ static void contig_many(void)
     /* the last slot of the file tells the size */
     MPI_Offset size;
     MT_OK(MPI_File_get_size(fh, &size));
-    MPI_Offset want = (MPI_Offset) ((K - 1) * P + P - 1) * slot + 1000 + K - 1;
+    MPI_Offset want = (MPI_Offset)((K - 1) * P + P - 1) * slot + 1000 + K - 1;
     if (size != want)
-        mt_fail("file size %lld, expected %lld", (long long) size, (long long) want);
+        mt_fail("file size %lld, expected %lld", (long long)size,
+                (long long)want);
     MT_OK(MPI_File_close(&fh));
     for (int k = 0; k < K; k++) {
         free(w[k]);
@@ -106,7 +110,7 @@ static void strided_many(void)
     MPI_Status st;
     int r = mt_rank, P = mt_nprocs;
     MPI_Datatype blk, ft, mt;
-    const int per = 6 * 5;      /* ints per request: mt = vector(6,5,7) */
+    const int per = 6 * 5; /* ints per request: mt = vector(6,5,7) */
 
     mt_begin("several strided iwrite_at/iread_at");
     mt_name(name, "nb-strided-many");
@@ -114,14 +118,14 @@ static void strided_many(void)
         return;
     /* file: records of 3 ints, interleaved over the ranks */
     MPI_Type_contiguous(3, MPI_INT, &blk);
-    MPI_Type_create_resized(blk, 0, (MPI_Aint) 12 * P, &ft);
+    MPI_Type_create_resized(blk, 0, (MPI_Aint)12 * P, &ft);
     MPI_Type_commit(&ft);
     MPI_Type_vector(6, 5, 7, MPI_INT, &mt);
     MPI_Type_commit(&mt);
-    mt_view vw = { (MPI_Offset) r * 12, MPI_INT, ft };
+    mt_view vw = {(MPI_Offset)r * 12, MPI_INT, ft};
     MT_OK(MPI_File_set_view(fh, vw.disp, MPI_INT, ft, "native", MPI_INFO_NULL));
 
-    int64_t len = (int64_t) K * per / 3 * 12 * P + 12 * P;
+    int64_t len = (int64_t)K * per / 3 * 12 * P + 12 * P;
     unsigned char *img = calloc(len, 1), *cov = calloc(len, 1);
     mt_mem wm[K], rm[K];
     unsigned char *stream[K];
@@ -136,10 +140,12 @@ static void strided_many(void)
     /* request k covers view ints [k*per, (k+1)*per): issue in reverse order
      * so completion order cannot follow file order */
     for (int k = K - 1; k >= 0; k--)
-        if (MT_OK(MPI_File_iwrite_at(fh, (MPI_Offset) k * per, wm[k].buf, 1, mt, &rq[k])))
+        if (MT_OK(MPI_File_iwrite_at(fh, (MPI_Offset)k * per, wm[k].buf, 1, mt,
+                                     &rq[k])))
             rq[k] = MPI_REQUEST_NULL;
     for (int k = 0; k < K; k++) {
-        int64_t e = mt_expect(&vw, (MPI_Offset) k * per, stream[k], wm[k].size, img, cov, len);
+        int64_t e = mt_expect(&vw, (MPI_Offset)k * per, stream[k], wm[k].size,
+                              img, cov, len);
         if (e > end)
             end = e;
     }
@@ -161,7 +167,8 @@ static void strided_many(void)
 
     MT_OK(MPI_File_set_view(fh, vw.disp, MPI_INT, ft, "native", MPI_INFO_NULL));
     for (int k = 0; k < K; k++)
-        if (MT_OK(MPI_File_iread_at(fh, (MPI_Offset) k * per, rm[k].buf, 1, mt, &rq[k])))
+        if (MT_OK(MPI_File_iread_at(fh, (MPI_Offset)k * per, rm[k].buf, 1, mt,
+                                    &rq[k])))
             rq[k] = MPI_REQUEST_NULL;
     int left = K, spins = 0;
     while (left > 0) {
@@ -216,18 +223,19 @@ static void pointer_many(void)
     if (mt_fresh(MPI_COMM_WORLD, name, MPI_MODE_RDWR, MPI_INFO_NULL, &fh))
         return;
     /* each rank a region of its own, reached through the view's disp */
-    MT_OK(MPI_File_set_view(fh, (MPI_Offset) r * K * n, MPI_BYTE, MPI_BYTE, "native",
-                            MPI_INFO_NULL));
+    MT_OK(MPI_File_set_view(fh, (MPI_Offset)r * K * n, MPI_BYTE, MPI_BYTE,
+                            "native", MPI_INFO_NULL));
     mt_fill_pat(w, K * n, 900 + r, 0);
     for (int k = 0; k < K; k++) {
         if (MT_OK(MPI_File_iwrite(fh, w + k * n, n, MPI_BYTE, &rq[k])))
             rq[k] = MPI_REQUEST_NULL;
         MPI_Offset pos;
         MT_OK(MPI_File_get_position(fh, &pos));
-        if (pos != (MPI_Offset) (k + 1) * n)
-            mt_fail("after iwrite %d the individual pointer is %lld, expected %lld "
-                    "(it moves when the call returns)", k, (long long) pos,
-                    (long long) (k + 1) * n);
+        if (pos != (MPI_Offset)(k + 1) * n)
+            mt_fail(
+                "after iwrite %d the individual pointer is %lld, expected %lld "
+                "(it moves when the call returns)",
+                k, (long long)pos, (long long)(k + 1) * n);
     }
     int left = K;
     while (left > 0) {
@@ -251,7 +259,7 @@ static void pointer_many(void)
     MT_OK(MPI_Waitall(K, rq, st));
     for (int k = 0; k < K; k++)
         check_status(&st[k], n, "iread", k);
-    mt_compare("iread data", rd, w, K * n, (int64_t) r * K * n);
+    mt_compare("iread data", rd, w, K * n, (int64_t)r * K * n);
 
     /* reads of the region just written, outstanding together with writes
      * to a new region after it */
@@ -260,23 +268,25 @@ static void pointer_many(void)
     unsigned char *w2 = malloc(K * n), *rd2 = malloc(K * n);
     mt_fill_pat(w2, K * n, 950 + r, 0);
     memset(rd2, MT_SENTINEL, K * n);
-    MT_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
-    MPI_Offset base2 = (MPI_Offset) mt_nprocs * K * n + (MPI_Offset) r * K * n;
+    MT_OK(
+        MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    MPI_Offset base2 = (MPI_Offset)mt_nprocs * K * n + (MPI_Offset)r * K * n;
     for (int k = 0; k < K; k++) {
-        if (MT_OK(MPI_File_iread_at(fh, (MPI_Offset) r * K * n + k * n, rd2 + k * n, n,
-                                    MPI_BYTE, &mix[2 * k])))
+        if (MT_OK(MPI_File_iread_at(fh, (MPI_Offset)r * K * n + k * n,
+                                    rd2 + k * n, n, MPI_BYTE, &mix[2 * k])))
             mix[2 * k] = MPI_REQUEST_NULL;
         if (MT_OK(MPI_File_iwrite_at(fh, base2 + k * n, w2 + k * n, n, MPI_BYTE,
                                      &mix[2 * k + 1])))
             mix[2 * k + 1] = MPI_REQUEST_NULL;
     }
     MT_OK(MPI_Waitall(2 * K, mix, mixst));
-    mt_compare("iread_at next to iwrite_at", rd2, w, K * n, (int64_t) r * K * n);
+    mt_compare("iread_at next to iwrite_at", rd2, w, K * n, (int64_t)r * K * n);
     mt_sync_barrier(fh, MPI_COMM_WORLD);
     memset(rd2, 0, K * n);
     MPI_Status s1;
     MT_OK(MPI_File_read_at(fh, base2, rd2, K * n, MPI_BYTE, &s1));
-    mt_compare("data of the iwrite_at issued beside reads", rd2, w2, K * n, base2);
+    mt_compare("data of the iwrite_at issued beside reads", rd2, w2, K * n,
+               base2);
     MT_OK(MPI_File_close(&fh));
     free(w);
     free(rd);
@@ -289,7 +299,8 @@ int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
     /* -many-only: just part 2; -cases ...: just those cases of part 1 */
-    static const int pairs[][2] = { {MT_IAT, MT_IPTR}, {MT_IPTR, MT_IAT}, {MT_IAT_ALL, MT_IALL} };
+    static const int pairs[][2] = {
+        {MT_IAT, MT_IPTR}, {MT_IPTR, MT_IAT}, {MT_IAT_ALL, MT_IALL}};
     if (!mt_flag("many-only"))
         mt_run_cases(MPI_COMM_WORLD, "nb", pairs, 3);
     if (!mt_flag("cases")) {

@@ -16,7 +16,7 @@
 
 int main(int argc, char **argv)
 {
-    static const int pairs[][2] = { {MT_AT, MT_PTR}, {MT_PTR, MT_AT} };
+    static const int pairs[][2] = {{MT_AT, MT_PTR}, {MT_PTR, MT_AT}};
     mt_init(&argc, &argv);
     mt_run_cases(MPI_COMM_WORLD, "nc", pairs, 2);
     return mt_finish();

@@ -43,25 +43,27 @@ int main(int argc, char **argv)
             continue;
         }
         if (pos < 0) /* another open may have reset it to 0 meanwhile */
-            mt_fail("round %d: shared position %lld", r, (long long) pos);
+            mt_fail("round %d: shared position %lld", r, (long long)pos);
         MT_OK(MPI_File_close(&fh));
     }
     MPI_Comm_free(&pair);
 
     mt_begin("a fresh open starts at zero");
     MPI_Barrier(MPI_COMM_WORLD);
-    if (MT_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDWR, mt_info, &fh)) == 0) {
+    if (MT_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDWR, mt_info,
+                            &fh)) == 0) {
         MPI_Offset pos = -1;
         MT_OK(MPI_File_get_position_shared(fh, &pos));
         if (pos != 0)
-            mt_fail("shared position %lld after open, expected 0", (long long) pos);
+            mt_fail("shared position %lld after open, expected 0",
+                    (long long)pos);
         MPI_Barrier(MPI_COMM_WORLD);
         MT_OK(MPI_File_write_shared(fh, rec, 8, MPI_BYTE, &st));
         MPI_Barrier(MPI_COMM_WORLD);
         MT_OK(MPI_File_get_position_shared(fh, &pos));
-        if (pos != 8 * (MPI_Offset) mt_nprocs)
-            mt_fail("shared position %lld, expected %lld", (long long) pos,
-                    8 * (long long) mt_nprocs);
+        if (pos != 8 * (MPI_Offset)mt_nprocs)
+            mt_fail("shared position %lld, expected %lld", (long long)pos,
+                    8 * (long long)mt_nprocs);
         MT_OK(MPI_File_close(&fh));
     }
     mt_cleanup(MPI_COMM_WORLD, name);

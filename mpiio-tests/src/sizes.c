@@ -23,7 +23,7 @@
 
 #define MAXLEN 200000
 
-static unsigned char model[MAXLEN];     /* expected content */
+static unsigned char model[MAXLEN]; /* expected content */
 static int64_t model_size;
 
 static void expect_size(MPI_File fh, int64_t want, const char *when)
@@ -33,10 +33,11 @@ static void expect_size(MPI_File fh, int64_t want, const char *when)
     MPI_Allreduce(&s, &mn, 1, MPI_OFFSET, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&s, &mx, 1, MPI_OFFSET, MPI_MAX, MPI_COMM_WORLD);
     if (s != want)
-        mt_fail("%s: size %lld, expected %lld", when, (long long) s, (long long) want);
+        mt_fail("%s: size %lld, expected %lld", when, (long long)s,
+                (long long)want);
     else if (mn != mx)
-        mt_fail("%s: ranks disagree on the size (%lld..%lld)", when, (long long) mn,
-                (long long) mx);
+        mt_fail("%s: ranks disagree on the size (%lld..%lld)", when,
+                (long long)mn, (long long)mx);
 }
 
 /* Every rank reads [0, model_size + 1000) and compares with the model. */
@@ -46,16 +47,17 @@ static void expect_content(MPI_File fh, const char *when)
     MPI_Status st;
     int64_t n = model_size + 1000;
     memset(got, 0xAB, n);
-    MT_OK(MPI_File_read_at(fh, 0, got, (int) n, MPI_BYTE, &st));
+    MT_OK(MPI_File_read_at(fh, 0, got, (int)n, MPI_BYTE, &st));
     int c;
     MPI_Get_count(&st, MPI_BYTE, &c);
     if (c != model_size)
-        mt_fail("%s: reading %lld bytes from 0 returned %d, expected the size %lld", when,
-                (long long) n, c, (long long) model_size);
+        mt_fail(
+            "%s: reading %lld bytes from 0 returned %d, expected the size %lld",
+            when, (long long)n, c, (long long)model_size);
     char what[200];
     snprintf(what, sizeof(what), "%s: content", when);
     mt_compare(what, got, model, model_size, 0);
-    MPI_Barrier(MPI_COMM_WORLD);        /* before anyone changes the file again */
+    MPI_Barrier(MPI_COMM_WORLD); /* before anyone changes the file again */
 }
 
 static void put(MPI_File fh, int64_t off, int64_t n, uint32_t seed)
@@ -64,7 +66,7 @@ static void put(MPI_File fh, int64_t off, int64_t n, uint32_t seed)
     unsigned char *b = malloc(n);
     mt_fill_pat(b, n, seed, 0);
     if (mt_rank == 0)
-        MT_OK(MPI_File_write_at(fh, off, b, (int) n, MPI_BYTE, &st));
+        MT_OK(MPI_File_write_at(fh, off, b, (int)n, MPI_BYTE, &st));
     memcpy(model + off, b, n);
     if (off + n > model_size)
         model_size = off + n;
@@ -76,7 +78,7 @@ static void resize(MPI_File fh, int64_t size)
 {
     MT_OK(MPI_File_set_size(fh, size));
     if (size < model_size)
-        memset(model + size, 0, model_size - size);     /* beyond the size: zeros */
+        memset(model + size, 0, model_size - size); /* beyond the size: zeros */
     else
         memset(model + model_size, 0, size - model_size);
     model_size = size;
@@ -121,14 +123,16 @@ static void run(const char *tag, MPI_Info extra)
         MT_OK(MPI_File_read_at(fh, 7000, b, 100, MPI_BYTE, &st));
         MPI_Get_count(&st, MPI_BYTE, &c);
         if (c != 0)
-            mt_fail("%s: read at 7000 after shrinking to 6001 returned %d bytes", t, c);
+            mt_fail(
+                "%s: read at 7000 after shrinking to 6001 returned %d bytes", t,
+                c);
         MPI_Barrier(MPI_COMM_WORLD);
     }
 
     STEP("cut-off bytes do not come back");
-    put(fh, 9000, 50, 3);       /* grows the file past the old data */
+    put(fh, 9000, 50, 3); /* grows the file past the old data */
     expect_size(fh, 9050, t);
-    expect_content(fh, t);      /* 6001..9000 must be zeros, not 2's data */
+    expect_content(fh, t); /* 6001..9000 must be zeros, not 2's data */
     resize(fh, 8000);
     resize(fh, 20000);
     expect_content(fh, t);
@@ -145,7 +149,7 @@ static void run(const char *tag, MPI_Info extra)
         MPI_Offset s;
         MT_OK(MPI_File_get_size(fh, &s));
         if (s < 100000)
-            mt_fail("%s: size %lld after preallocate(100000)", t, (long long) s);
+            mt_fail("%s: size %lld after preallocate(100000)", t, (long long)s);
         memset(model + model_size, 0, s - model_size);
         model_size = s;
     }
@@ -156,19 +160,22 @@ static void run(const char *tag, MPI_Info extra)
     expect_content(fh, t);
 
     STEP("size is in bytes whatever the view");
-    MT_OK(MPI_File_set_view(fh, 24, MPI_DOUBLE, MPI_DOUBLE, "native", MPI_INFO_NULL));
+    MT_OK(MPI_File_set_view(fh, 24, MPI_DOUBLE, MPI_DOUBLE, "native",
+                            MPI_INFO_NULL));
     expect_size(fh, model_size, t);
     MT_OK(MPI_File_set_size(fh, 12345));
     model_size = 12345;
     expect_size(fh, 12345, t);
-    MT_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    MT_OK(
+        MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
     mt_sync_barrier(fh, MPI_COMM_WORLD);
     expect_content(fh, t);
 
     STEP("size after reopen");
     MT_OK(MPI_File_close(&fh));
     MPI_Info info = mt_info_with(extra);
-    if (!MT_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, info, &fh))) {
+    if (!MT_OK(
+            MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, info, &fh))) {
         expect_size(fh, 12345, t);
         expect_content(fh, t);
         MT_OK(MPI_File_close(&fh));

@@ -41,24 +41,32 @@ int main(int argc, char **argv)
         fprintf(stderr, "warning: '%s' failed\n", argv[2]);
     MPI_Barrier(MPI_COMM_WORLD);
 
-    int rc = MPI_File_iwrite_at(f, rank * (MPI_Offset) sizeof buf, buf, 100, MPI_BYTE, &q);
+    int rc = MPI_File_iwrite_at(f, rank * (MPI_Offset)sizeof buf, buf, 100,
+                                MPI_BYTE, &q);
     if (rc == MPI_SUCCESS)
         rc = MPI_Wait(&q, &st);
     MPI_Error_class(rc, &cls);
     if (cls != MPI_ERR_IO) {
-        printf("rank %d: iwrite_at + wait returned class %d, expected MPI_ERR_IO\n", rank, cls);
+        printf("rank %d: iwrite_at + wait returned class %d, expected "
+               "MPI_ERR_IO\n",
+               rank, cls);
         errs++;
     }
-    rc = MPI_File_write_at(f, rank * (MPI_Offset) sizeof buf, buf, sizeof buf, MPI_BYTE, &st);
+    rc = MPI_File_write_at(f, rank * (MPI_Offset)sizeof buf, buf, sizeof buf,
+                           MPI_BYTE, &st);
     MPI_Get_count(&st, MPI_BYTE, &count);
-    if (rc == MPI_SUCCESS && count == (int) sizeof buf) {
-        printf("rank %d: write_at to dead servers reported success and a full count\n", rank);
+    if (rc == MPI_SUCCESS && count == (int)sizeof buf) {
+        printf("rank %d: write_at to dead servers reported success and a full "
+               "count\n",
+               rank);
         errs++;
     }
     rc = MPI_File_read_at(f, 0, buf, sizeof buf, MPI_BYTE, &st);
     MPI_Get_count(&st, MPI_BYTE, &count);
-    if (rc == MPI_SUCCESS && count == (int) sizeof buf) {
-        printf("rank %d: read_at from dead servers reported success and a full count\n", rank);
+    if (rc == MPI_SUCCESS && count == (int)sizeof buf) {
+        printf("rank %d: read_at from dead servers reported success and a full "
+               "count\n",
+               rank);
         errs++;
     }
     MPI_File_close(&f);

@@ -19,7 +19,8 @@
 static void report(MPI_File f, int rank)
 {
     char line[3 * MPI_MAX_INFO_VAL + 64], v[3][MPI_MAX_INFO_VAL + 1];
-    static const char *keys[3] = { "striping_factor", "striping_unit", "galley_fork" };
+    static const char *keys[3] = {"striping_factor", "striping_unit",
+                                  "galley_fork"};
     MPI_Info info;
     MPI_File_get_info(f, &info);
     for (int i = 0; i < 3; i++) {
@@ -29,8 +30,9 @@ static void report(MPI_File f, int rank)
             strcpy(v[i], "-");
     }
     MPI_Info_free(&info);
-    snprintf(line, sizeof(line), "INFO striping_factor=%s striping_unit=%s galley_fork=%s",
-             v[0], v[1], v[2]);
+    snprintf(line, sizeof(line),
+             "INFO striping_factor=%s striping_unit=%s galley_fork=%s", v[0],
+             v[1], v[2]);
     char first[sizeof(line)];
     memcpy(first, line, sizeof(line));
     MPI_Bcast(first, sizeof(first), MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -62,14 +64,16 @@ int main(int argc, char **argv)
         *eq = 0;
         MPI_Info_set(info, argv[i], eq + 1);
     }
-    if (MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, info, &f)) {
+    if (MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR,
+                      info, &f)) {
         printf("open failed\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     int share = sizeof(buf) / nprocs;
     memset(buf, 'a' + rank, sizeof(buf));
-    MPI_File_write_at_all(f, (MPI_Offset) rank * share, buf,
-                          rank == nprocs - 1 ? (int) sizeof(buf) - rank * share : share,
+    MPI_File_write_at_all(f, (MPI_Offset)rank * share, buf,
+                          rank == nprocs - 1 ? (int)sizeof(buf) - rank * share
+                                             : share,
                           MPI_BYTE, MPI_STATUS_IGNORE);
     report(f, rank);
     MPI_File_close(&f);

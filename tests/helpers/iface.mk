@@ -6,7 +6,8 @@ IFACE_HELPERS = tests/helpers/t_iface_io tests/helpers/t_iface_nb \
 	tests/helpers/t_iface_group tests/helpers/t_iface_sfio
 noinst_PROGRAMS += $(IFACE_HELPERS)
 
-tests_helpers_t_iface_io_SOURCES = tests/helpers/t_iface_io.c tests/helpers/thelp.h
+tests_helpers_t_iface_io_SOURCES = tests/helpers/t_iface_io.c tests/helpers/thelp.h \
+	tests/helpers/t_iface_model.h
 tests_helpers_t_iface_io_LDADD = libgalley/libgalley.la
 tests_helpers_t_iface_nb_SOURCES = tests/helpers/t_iface_nb.c tests/helpers/thelp.h
 tests_helpers_t_iface_nb_LDADD = libgalley/libgalley.la -lpthread

@@ -32,7 +32,7 @@ static gfs_group_stats S(void)
 }
 
 /* All counters at once: requests, groups, and flushes by cause. */
-#define EXPECT_STATS(req, grp, fork, op, count, size, call, send)             \
+#define EXPECT_STATS(req, grp, fork, op, count, size, call, send)              \
     do {                                                                       \
         gfs_group_stats s_ = S();                                              \
         EXPECT_EQ(s_.requests, req);                                           \
@@ -96,9 +96,9 @@ static void fork_change(const char *name)
     EXPECT_STATS(10, 0, 0, 0, 0, 0, 0, 0); /* nothing sent yet */
     put_column(k[1], src[1], 10, 16, 0);   /* other server */
     EXPECT_STATS(20, 1, 1, 0, 0, 0, 0, 0);
-    put_column(k[2], src[2], 10, 16, 0);   /* same server, other fork */
+    put_column(k[2], src[2], 10, 16, 0); /* same server, other fork */
     EXPECT_STATS(30, 2, 2, 0, 0, 0, 0, 0);
-    put_column(k[0], src[3], 10, 16, 10);  /* back to the first */
+    put_column(k[0], src[3], 10, 16, 10); /* back to the first */
     EXPECT_STATS(40, 3, 3, 0, 0, 0, 0, 0);
     EXPECT_EQ(gfs_group_waitio(), 0);
     EXPECT_STATS(40, 4, 3, 0, 0, 0, 1, 0);
@@ -280,8 +280,7 @@ static void send(const char *name)
     EXPECT_EQ(gfs_group_write(k[1], 0, src, BIG), 0);
     EXPECT_STATS(1, 1, 0, 0, 0, 0, 0, 1);
     for (int i = 0; i < 50; i++)
-        EXPECT_EQ(gfs_group_write(k[1], BIG + i * 100, src + i * 100, 100),
-                  0);
+        EXPECT_EQ(gfs_group_write(k[1], BIG + i * 100, src + i * 100, 100), 0);
     gfs_group_stats mid = S();
     int t;
     double give_up = t_now() + 60;
@@ -291,8 +290,7 @@ static void send(const char *name)
     gfs_group_stats st = S();
     EXPECT_EQ(st.requests, 51);
     EXPECT_EQ(st.flush_call, 0);
-    EXPECT_EQ(st.flush_count + st.flush_size + st.flush_fork + st.flush_op,
-              0);
+    EXPECT_EQ(st.flush_count + st.flush_size + st.flush_fork + st.flush_op, 0);
     EXPECT_EQ(st.groups, st.flush_send);
     EXPECT_TRUE(st.groups >= 2 && st.groups <= 51);
     printf("INFO send: groups after the 51 calls %" PRIu64 ", after testio "
@@ -381,11 +379,10 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(const char *);
-    } scen[] = {{"fork", fork_change}, {"op", op_change},
-                {"count", count_limit}, {"size", size_limit},
-                {"done", done},        {"nosend", nosend},
-                {"send", send},        {"env", env},
-                {"errors", errors}};
+    } scen[] = {
+        {"fork", fork_change}, {"op", op_change}, {"count", count_limit},
+        {"size", size_limit},  {"done", done},    {"nosend", nosend},
+        {"send", send},        {"env", env},      {"errors", errors}};
     for (size_t i = 0; i < sizeof(scen) / sizeof(scen[0]); i++) {
         if (!strcmp(argv[1], scen[i].name)) {
             t_init();

@@ -9,66 +9,16 @@
  *
  *   strided|nested|batch|listio|million|striped NAME
  *
- * The expected bytes are computed here by independent code (a recursive
- * walk over the stride levels, the striping formula of galley.h), never by
- * the library's own expansion.
+ * The expected bytes are computed by independent code (t_iface_model.h:
+ * a recursive walk over the stride levels; here: the striping formula of
+ * galley.h), never by the library's own expansion.
  *
  * Threads: single-threaded.
  */
 #include <errno.h>
 
+#include "t_iface_model.h"
 #include "thelp.h"
-
-/* ------------------------------------------------------------ model ---- */
-
-/* What a fork (or a striped file) should hold. */
-typedef struct model {
-    unsigned char *b;
-    int64_t cap, size;
-} model;
-
-static void model_init(model *m, int64_t cap)
-{
-    m->b = t_xmalloc((size_t)cap);
-    memset(m->b, 0, (size_t)cap);
-    m->cap = cap;
-    m->size = 0;
-}
-
-static void model_put(model *m, int64_t off, const void *src, int64_t n)
-{
-    if (n <= 0)
-        return;
-    if (off + n > m->cap) {
-        printf("FAIL model too small (%" PRId64 ")\n", off + n);
-        exit(1);
-    }
-    memcpy(m->b + off, src, (size_t)n);
-    if (off + n > m->size)
-        m->size = off + n;
-}
-
-/* n bytes at off as a read sees them: zeros past the end. */
-static void model_get(const model *m, int64_t off, void *dst, int64_t n)
-{
-    memset(dst, 0, (size_t)n);
-    if (off < m->size) {
-        int64_t k = m->size - off < n ? m->size - off : n;
-        memcpy(dst, m->b + off, (size_t)k);
-    }
-}
-
-/* The whole fork must equal the model. */
-static void check_fork(int kid, const model *m, const char *what)
-{
-    if (!EXPECT_EQ(gfs_fork_size(kid), m->size))
-        printf("  (%s)\n", what);
-    unsigned char *img = t_xmalloc((size_t)m->size);
-    memset(img, 0xee, (size_t)m->size);
-    EXPECT_EQ(gfs_read(kid, 0, img, m->size), m->size);
-    EXPECT_MEM(img, m->b, (size_t)m->size, what);
-    free(img);
-}
 
 /* A file of nsub subfiles with fork "f" in each, opened; -1 on failure. */
 static int make_forks(const char *name, int nsub, int *kids)
@@ -82,39 +32,6 @@ static int make_forks(const char *name, int nsub, int *kids)
     if (EXPECT_OK(gfs_all_open(fid, "f", kids)) < 0)
         return -1;
     return fid;
-}
-
-/* ----------------------------------------- reference stride walking ---- */
-
-/* Every piece of a nested request, in the order the paper defines
- * (levels[0] outermost).  moff is relative to the buffer pointer and may
- * be negative. */
-typedef struct walk {
-    model *m;
-    unsigned char *buf;
-    int op; /* GFS_WRITE: apply buf to model; GFS_READ: fill buf */
-} walk;
-
-static void ref_walk(const walk *w, int64_t foff, int64_t moff, int64_t size,
-                     int nl, const gfs_stride *lv)
-{
-    if (nl == 0) {
-        if (w->op == GFS_WRITE)
-            model_put(w->m, foff, w->buf + moff, size);
-        else
-            model_get(w->m, foff, w->buf + moff, size);
-        return;
-    }
-    for (int64_t i = 0; i < lv[0].count; i++)
-        ref_walk(w, foff + i * lv[0].fstride, moff + i * lv[0].mstride, size,
-                 nl - 1, lv + 1);
-}
-
-static void ref_apply(model *m, int op, unsigned char *buf, int64_t off,
-                      int64_t size, int nl, const gfs_stride *lv)
-{
-    walk w = {m, buf, op};
-    ref_walk(&w, off, 0, size, nl, lv);
 }
 
 /* ------------------------------------------------------ simple-strided -- */
@@ -236,8 +153,7 @@ static void nested(const char *name)
     model_put(&m, BASE, src, R * C * E);
     gfs_stride two[2] = {{40, C * E, E}, {40, E, 40 * E}};
     int64_t off2 = BASE + (5 * C + 10) * E;
-    EXPECT_EQ(gfs_write_nested(kid, off2, src + 50000, E, 2, two),
-              40 * 40 * E);
+    EXPECT_EQ(gfs_write_nested(kid, off2, src + 50000, E, 2, two), 40 * 40 * E);
     ref_apply(&m, GFS_WRITE, src + 50000, off2, E, 2, two);
     check_fork(kid, &m, "nested 2 levels, transposed memory");
 
@@ -285,8 +201,8 @@ static void nested(const char *name)
     check_fork(kid, &m, "nested 3 levels, overlaps and negative stride");
 
     /* Four levels, one with count 1, one with file stride 0 (re-reads). */
-    gfs_stride four[4] = {{2, 3000, 1000}, {1, 999, 0}, {3, 0, 300},
-                          {5, 50, 20}};
+    gfs_stride four[4] = {
+        {2, 3000, 1000}, {1, 999, 0}, {3, 0, 300}, {5, 50, 20}};
     memset(got, 0xee, 3000);
     memset(want, 0xee, 3000);
     EXPECT_EQ(gfs_read_nested(kid, BASE, got, 20, 4, four), 2 * 3 * 5 * 20);
@@ -311,97 +227,9 @@ static void nested(const char *name)
 
 /* ----------------------------------------------------- nested-batched -- */
 
-static void batch_apply(model *m, int op, unsigned char *buf, int64_t n,
-                        const gfs_batch_entry *e)
+/* Random batches of overlapping strided entries, later wins. */
+static void batch_random(int kid, model *m, unsigned char *src)
 {
-    for (int64_t i = 0; i < n; i++)
-        ref_apply(m, op, buf + e[i].mem_offset, e[i].file_offset, e[i].size,
-                  e[i].nlevels, e[i].levels);
-}
-
-static int64_t batch_bytes(int64_t n, const gfs_batch_entry *e)
-{
-    int64_t t = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t k = e[i].size;
-        for (int l = 0; l < e[i].nlevels; l++)
-            k *= e[i].levels[l].count;
-        t += k;
-    }
-    return t;
-}
-
-static void batch(const char *name)
-{
-    int kid;
-    if (make_forks(name, 1, &kid) < 0)
-        return;
-    model m;
-    model_init(&m, 1 << 20);
-    unsigned char *src = t_xmalloc(1 << 18), *got = t_xmalloc(1 << 18),
-                  *want = t_xmalloc(1 << 18);
-    t_fill(src, 1 << 18, 3);
-
-    gfs_batch_entry e[9];
-    memset(e, 0, sizeof(e));
-    /* simple piece */
-    e[0] = (gfs_batch_entry){.file_offset = 0, .mem_offset = 0, .size = 100};
-    /* simple-strided */
-    e[1] = (gfs_batch_entry){.file_offset = 1000, .mem_offset = 100,
-                             .size = 10, .nlevels = 1,
-                             .levels = {{20, 30, 10}}};
-    /* nested, 2 levels */
-    e[2] = (gfs_batch_entry){.file_offset = 3000, .mem_offset = 300,
-                             .size = 4, .nlevels = 2,
-                             .levels = {{5, 100, 24}, {6, 8, 4}}};
-    /* zero-size simple piece */
-    e[3] = (gfs_batch_entry){.file_offset = 50, .mem_offset = 0, .size = 0};
-    /* a level with count 0 */
-    e[4] = (gfs_batch_entry){.file_offset = 60, .mem_offset = 0, .size = 9,
-                             .nlevels = 1, .levels = {{0, 5, 5}}};
-    /* simple piece overlapping e[0] and e[1]: later wins */
-    e[5] = (gfs_batch_entry){.file_offset = 90, .mem_offset = 500,
-                             .size = 930};
-    /* 3 levels overlapping e[2] partially */
-    e[6] = (gfs_batch_entry){.file_offset = 3002, .mem_offset = 2000,
-                             .size = 3, .nlevels = 3,
-                             .levels = {{2, 200, 300}, {3, 8, 30}, {4, 2, 5}}};
-    /* negative memory stride; mem_offset points at the last piece */
-    e[7] = (gfs_batch_entry){.file_offset = 6000, .mem_offset = 3000 + 49 * 12,
-                             .size = 12, .nlevels = 1,
-                             .levels = {{50, 20, -12}}};
-    /* simple piece entirely inside e[7]'s range, after it */
-    e[8] = (gfs_batch_entry){.file_offset = 6105, .mem_offset = 4000,
-                             .size = 33};
-    int64_t total = batch_bytes(9, e);
-    EXPECT_EQ(gfs_batch_io(kid, GFS_WRITE, 9, e, src), total);
-    batch_apply(&m, GFS_WRITE, src, 9, e);
-    check_fork(kid, &m, "batch write, mixed entries");
-
-    /* Read with a different memory layout: everything packed. */
-    gfs_batch_entry r[6];
-    memset(r, 0, sizeof(r));
-    r[0] = (gfs_batch_entry){.file_offset = 0, .mem_offset = 0, .size = 1500};
-    r[1] = (gfs_batch_entry){.file_offset = 1000, .mem_offset = 1500,
-                             .size = 10, .nlevels = 1,
-                             .levels = {{20, 30, 10}}};
-    r[2] = (gfs_batch_entry){.file_offset = 3000, .mem_offset = 1700,
-                             .size = 8, .nlevels = 2,
-                             .levels = {{5, 100, 48}, {6, 8, 8}}};
-    r[3] = (gfs_batch_entry){.file_offset = 6000, .mem_offset = 2000,
-                             .size = 0};
-    r[4] = (gfs_batch_entry){.file_offset = 5990, .mem_offset = 2000 + 59 * 17,
-                             .size = 17, .nlevels = 1,
-                             .levels = {{60, 17, -17}}};
-    r[5] = (gfs_batch_entry){.file_offset = 6900, .mem_offset = 4000,
-                             .size = 300}; /* past the end: zeros */
-    memset(got, 0xee, 5000);
-    memset(want, 0xee, 5000);
-    EXPECT_EQ(gfs_batch_io(kid, GFS_READ, 6, r, got), batch_bytes(6, r));
-    batch_apply(&m, GFS_READ, want, 6, r);
-    EXPECT_MEM(got, want, 5000, "batch read, other layout");
-
-    /* Random batches of overlapping strided entries, later wins. */
     uint64_t st = 99;
     for (int round = 0; round < 5; round++) {
         gfs_batch_entry rb[40];
@@ -429,9 +257,99 @@ static void batch(const char *name)
         }
         EXPECT_EQ(gfs_batch_io(kid, GFS_WRITE, 40, rb, src),
                   batch_bytes(40, rb));
-        batch_apply(&m, GFS_WRITE, src, 40, rb);
-        check_fork(kid, &m, "random overlapping batch");
+        batch_apply(m, GFS_WRITE, src, 40, rb);
+        check_fork(kid, m, "random overlapping batch");
     }
+}
+
+static void batch(const char *name)
+{
+    int kid;
+    if (make_forks(name, 1, &kid) < 0)
+        return;
+    model m;
+    model_init(&m, 1 << 20);
+    unsigned char *src = t_xmalloc(1 << 18), *got = t_xmalloc(1 << 18),
+                  *want = t_xmalloc(1 << 18);
+    t_fill(src, 1 << 18, 3);
+
+    gfs_batch_entry e[9];
+    memset(e, 0, sizeof(e));
+    /* simple piece */
+    e[0] = (gfs_batch_entry){.file_offset = 0, .mem_offset = 0, .size = 100};
+    /* simple-strided */
+    e[1] = (gfs_batch_entry){.file_offset = 1000,
+                             .mem_offset = 100,
+                             .size = 10,
+                             .nlevels = 1,
+                             .levels = {{20, 30, 10}}};
+    /* nested, 2 levels */
+    e[2] = (gfs_batch_entry){.file_offset = 3000,
+                             .mem_offset = 300,
+                             .size = 4,
+                             .nlevels = 2,
+                             .levels = {{5, 100, 24}, {6, 8, 4}}};
+    /* zero-size simple piece */
+    e[3] = (gfs_batch_entry){.file_offset = 50, .mem_offset = 0, .size = 0};
+    /* a level with count 0 */
+    e[4] = (gfs_batch_entry){.file_offset = 60,
+                             .mem_offset = 0,
+                             .size = 9,
+                             .nlevels = 1,
+                             .levels = {{0, 5, 5}}};
+    /* simple piece overlapping e[0] and e[1]: later wins */
+    e[5] = (gfs_batch_entry){.file_offset = 90, .mem_offset = 500, .size = 930};
+    /* 3 levels overlapping e[2] partially */
+    e[6] = (gfs_batch_entry){.file_offset = 3002,
+                             .mem_offset = 2000,
+                             .size = 3,
+                             .nlevels = 3,
+                             .levels = {{2, 200, 300}, {3, 8, 30}, {4, 2, 5}}};
+    /* negative memory stride; mem_offset points at the last piece */
+    e[7] = (gfs_batch_entry){.file_offset = 6000,
+                             .mem_offset = 3000 + 49 * 12,
+                             .size = 12,
+                             .nlevels = 1,
+                             .levels = {{50, 20, -12}}};
+    /* simple piece entirely inside e[7]'s range, after it */
+    e[8] =
+        (gfs_batch_entry){.file_offset = 6105, .mem_offset = 4000, .size = 33};
+    int64_t total = batch_bytes(9, e);
+    EXPECT_EQ(gfs_batch_io(kid, GFS_WRITE, 9, e, src), total);
+    batch_apply(&m, GFS_WRITE, src, 9, e);
+    check_fork(kid, &m, "batch write, mixed entries");
+
+    /* Read with a different memory layout: everything packed. */
+    gfs_batch_entry r[6];
+    memset(r, 0, sizeof(r));
+    r[0] = (gfs_batch_entry){.file_offset = 0, .mem_offset = 0, .size = 1500};
+    r[1] = (gfs_batch_entry){.file_offset = 1000,
+                             .mem_offset = 1500,
+                             .size = 10,
+                             .nlevels = 1,
+                             .levels = {{20, 30, 10}}};
+    r[2] = (gfs_batch_entry){.file_offset = 3000,
+                             .mem_offset = 1700,
+                             .size = 8,
+                             .nlevels = 2,
+                             .levels = {{5, 100, 48}, {6, 8, 8}}};
+    r[3] =
+        (gfs_batch_entry){.file_offset = 6000, .mem_offset = 2000, .size = 0};
+    r[4] = (gfs_batch_entry){.file_offset = 5990,
+                             .mem_offset = 2000 + 59 * 17,
+                             .size = 17,
+                             .nlevels = 1,
+                             .levels = {{60, 17, -17}}};
+    r[5] = (gfs_batch_entry){.file_offset = 6900,
+                             .mem_offset = 4000,
+                             .size = 300}; /* past the end: zeros */
+    memset(got, 0xee, 5000);
+    memset(want, 0xee, 5000);
+    EXPECT_EQ(gfs_batch_io(kid, GFS_READ, 6, r, got), batch_bytes(6, r));
+    batch_apply(&m, GFS_READ, want, 6, r);
+    EXPECT_MEM(got, want, 5000, "batch read, other layout");
+
+    batch_random(kid, &m, src);
     EXPECT_EQ(gfs_batch_io(kid, GFS_WRITE, 0, NULL, NULL), 0);
     free(src);
     free(got);
@@ -440,25 +358,6 @@ static void batch(const char *name)
 }
 
 /* ------------------------------------------------------------ list I/O -- */
-
-static void list_apply(model *m, int op, unsigned char *buf, int64_t n,
-                       const gfs_list_entry *e)
-{
-    for (int64_t i = 0; i < n; i++) {
-        if (op == GFS_WRITE)
-            model_put(m, e[i].file_offset, buf + e[i].mem_offset, e[i].size);
-        else
-            model_get(m, e[i].file_offset, buf + e[i].mem_offset, e[i].size);
-    }
-}
-
-static int64_t list_bytes(int64_t n, const gfs_list_entry *e)
-{
-    int64_t t = 0;
-    for (int64_t i = 0; i < n; i++)
-        t += e[i].size;
-    return t;
-}
 
 static void listio(const char *name)
 {
@@ -474,13 +373,13 @@ static void listio(const char *name)
     /* Hand-made overlaps: identical range, partial, contained, covering,
      * descending adjacent, and zero-length pieces between them. */
     gfs_list_entry h[] = {
-        {100, 0, 50},    {100, 50, 50},   /* identical: second wins     */
-        {200, 100, 40},  {220, 140, 40},  /* partial overlap            */
-        {300, 200, 100}, {330, 300, 10},  /* contained, after the large */
-        {500, 310, 10},  {480, 320, 60},  /* covering, after the small  */
-        {0, 380, 0},     {700, 380, 0},   /* zero-length                */
-        {900, 380, 20},  {880, 400, 20},  /* descending, adjacent       */
-        {860, 420, 20},  {5000, 440, 0},  /* zero-length past the end   */
+        {100, 0, 50},    {100, 50, 50},  /* identical: second wins     */
+        {200, 100, 40},  {220, 140, 40}, /* partial overlap            */
+        {300, 200, 100}, {330, 300, 10}, /* contained, after the large */
+        {500, 310, 10},  {480, 320, 60}, /* covering, after the small  */
+        {0, 380, 0},     {700, 380, 0},  /* zero-length                */
+        {900, 380, 20},  {880, 400, 20}, /* descending, adjacent       */
+        {860, 420, 20},  {5000, 440, 0}, /* zero-length past the end   */
     };
     int64_t nh = (int64_t)(sizeof(h) / sizeof(h[0]));
     EXPECT_EQ(gfs_listio(kid, GFS_WRITE, nh, h, src), list_bytes(nh, h));
@@ -655,7 +554,8 @@ static void check_subfiles(int sid, const model *m, int nsub, int64_t unit,
             }
         }
         int64_t fs = gfs_fork_size(kid);
-        bool ok = fs >= 0 && fs <= bound && t_all_zero(exp + fs, (size_t)(bound - fs));
+        bool ok = fs >= 0 && fs <= bound &&
+                  t_all_zero(exp + fs, (size_t)(bound - fs));
         if (s == last_sub)
             ok &= fs == bound;
         if (!EXPECT_TRUE(ok)) {
@@ -676,6 +576,58 @@ static void check_subfiles(int sid, const model *m, int nsub, int64_t unit,
     EXPECT_EQ(gfs_striped_read(sid, 0, img, m->size), m->size);
     EXPECT_MEM(img, m->b, (size_t)m->size, what);
     free(img);
+}
+
+/* Overlapping striped list writes, later wins: hand-made first (the
+ * same range twice; a piece inside an earlier one; one that starts in
+ * another subfile and overlaps on this one), then random rounds. */
+static void striped_overlap(int sid, model *m, int nsub, int64_t U,
+                            unsigned char *src, uint64_t *st)
+{
+    {
+        gfs_list_entry h[] = {{1000, 0, 600},   {1000, 600, 600},
+                              {1150, 1200, 20}, {1100, 1220, 400},
+                              {1399, 1620, 3},  {0, 2000, 0}};
+        int64_t nh = (int64_t)(sizeof(h) / sizeof(h[0]));
+        EXPECT_EQ(gfs_striped_listio(sid, GFS_WRITE, nh, h, src),
+                  list_bytes(nh, h));
+        list_apply(m, GFS_WRITE, src, nh, h);
+        check_subfiles(sid, m, nsub, U, "striped overlapping (hand-made)");
+    }
+    for (int round = 0; round < 4; round++) {
+        int n = 500;
+        gfs_list_entry e[500];
+        for (int i = 0; i < n; i++) {
+            e[i].file_offset = (int64_t)(t_rand(st) % 40000);
+            e[i].size = (int64_t)(t_rand(st) % 700);
+            if (t_rand(st) % 10 == 0)
+                e[i].size = 0;
+            e[i].mem_offset = (int64_t)(t_rand(st) % ((1 << 20) - 700));
+        }
+        EXPECT_EQ(gfs_striped_listio(sid, GFS_WRITE, n, e, src),
+                  list_bytes(n, e));
+        list_apply(m, GFS_WRITE, src, n, e);
+        check_subfiles(sid, m, nsub, U, "striped overlapping (random)");
+    }
+}
+
+/* Non-blocking striped list read of scattered pieces. */
+static void striped_nb(int sid, model *m, unsigned char *got,
+                       unsigned char *want, uint64_t *st)
+{
+    gfs_list_entry e[300];
+    int64_t at = 0;
+    for (int i = 0; i < 300; i++) {
+        e[i] = (gfs_list_entry){(int64_t)(t_rand(st) % 42000), at,
+                                (int64_t)(t_rand(st) % 450)};
+        at += e[i].size;
+    }
+    memset(got, 0xee, (size_t)at);
+    gfs_handle hd = gfs_new_handle();
+    EXPECT_EQ(gfs_nb_striped_listio(hd, sid, GFS_READ, 300, e, got), 0);
+    EXPECT_EQ(gfs_wait(hd), at);
+    list_apply(m, GFS_READ, want, 300, e);
+    EXPECT_MEM(got, want, (size_t)at, "nb striped list read");
 }
 
 static void striped_one(const char *base, int nsub)
@@ -699,8 +651,8 @@ static void striped_one(const char *base, int nsub)
     t_fill(src, 1 << 20, 6 + (uint64_t)nsub);
 
     /* Plain writes crossing units, subfiles and a whole row. */
-    static const int64_t pw[][2] = {{150, 1000}, {0, 1},   {199, 2},
-                                    {799, 2},    {599, 402}, {17, 12345},
+    static const int64_t pw[][2] = {{150, 1000},  {0, 1},     {199, 2},
+                                    {799, 2},     {599, 402}, {17, 12345},
                                     {20000, 200}, {20400, 1}};
     int64_t moff = 0;
     for (size_t i = 0; i < sizeof(pw) / sizeof(pw[0]); i++) {
@@ -711,12 +663,12 @@ static void striped_one(const char *base, int nsub)
     }
     check_subfiles(sid, &m, nsub, U, "striped plain writes");
     /* Plain reads at awkward places, one across the logical end. */
-    static const int64_t pr[][2] = {{199, 2},   {150, 1000}, {1, 798},
-                                    {20390, 5}, {20300, 300}};
+    static const int64_t pr[][2] = {
+        {199, 2}, {150, 1000}, {1, 798}, {20390, 5}, {20300, 300}};
     for (size_t i = 0; i < sizeof(pr) / sizeof(pr[0]); i++) {
         memset(got, 0xee, (size_t)pr[i][1]);
-        int64_t expect = pr[i][0] + pr[i][1] <= m.size ? pr[i][1]
-                                                       : m.size - pr[i][0];
+        int64_t expect =
+            pr[i][0] + pr[i][1] <= m.size ? pr[i][1] : m.size - pr[i][0];
         EXPECT_EQ(gfs_striped_read(sid, pr[i][0], got, pr[i][1]), expect);
         model_get(&m, pr[i][0], want, pr[i][1]);
         EXPECT_MEM(got, want, (size_t)pr[i][1], "striped plain read");
@@ -756,52 +708,9 @@ static void striped_one(const char *base, int nsub)
         EXPECT_MEM(got, want, (size_t)at, "striped list read");
     }
 
-    /* Overlapping striped list writes, later wins: hand-made first (the
-     * same range twice; a piece inside an earlier one; one that starts in
-     * another subfile and overlaps on this one), then random rounds. */
-    {
-        gfs_list_entry h[] = {{1000, 0, 600},  {1000, 600, 600},
-                              {1150, 1200, 20}, {1100, 1220, 400},
-                              {1399, 1620, 3},  {0, 2000, 0}};
-        int64_t nh = (int64_t)(sizeof(h) / sizeof(h[0]));
-        EXPECT_EQ(gfs_striped_listio(sid, GFS_WRITE, nh, h, src),
-                  list_bytes(nh, h));
-        list_apply(&m, GFS_WRITE, src, nh, h);
-        check_subfiles(sid, &m, nsub, U, "striped overlapping (hand-made)");
-    }
     uint64_t st = 11 + (uint64_t)nsub;
-    for (int round = 0; round < 4; round++) {
-        int n = 500;
-        gfs_list_entry e[500];
-        for (int i = 0; i < n; i++) {
-            e[i].file_offset = (int64_t)(t_rand(&st) % 40000);
-            e[i].size = (int64_t)(t_rand(&st) % 700);
-            if (t_rand(&st) % 10 == 0)
-                e[i].size = 0;
-            e[i].mem_offset = (int64_t)(t_rand(&st) % ((1 << 20) - 700));
-        }
-        EXPECT_EQ(gfs_striped_listio(sid, GFS_WRITE, n, e, src),
-                  list_bytes(n, e));
-        list_apply(&m, GFS_WRITE, src, n, e);
-        check_subfiles(sid, &m, nsub, U, "striped overlapping (random)");
-    }
-
-    /* Non-blocking striped list read of scattered pieces. */
-    {
-        gfs_list_entry e[300];
-        int64_t at = 0;
-        for (int i = 0; i < 300; i++) {
-            e[i] = (gfs_list_entry){(int64_t)(t_rand(&st) % 42000), at,
-                                    (int64_t)(t_rand(&st) % 450)};
-            at += e[i].size;
-        }
-        memset(got, 0xee, (size_t)at);
-        gfs_handle hd = gfs_new_handle();
-        EXPECT_EQ(gfs_nb_striped_listio(hd, sid, GFS_READ, 300, e, got), 0);
-        EXPECT_EQ(gfs_wait(hd), at);
-        list_apply(&m, GFS_READ, want, 300, e);
-        EXPECT_MEM(got, want, (size_t)at, "nb striped list read");
-    }
+    striped_overlap(sid, &m, nsub, U, src, &st);
+    striped_nb(sid, &m, got, want, &st);
     EXPECT_EQ(gfs_striped_close(sid), 0);
     EXPECT_EQ(gfs_delete_file(name), 0);
     free(src);

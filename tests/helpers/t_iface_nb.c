@@ -19,16 +19,16 @@
 #include "thelp.h"
 
 #define NSUB 4
-#define NFORK 2            /* forks per subfile: "a" and "b" */
-#define NK (NSUB * NFORK)  /* forks in all                   */
-#define SLOT 8192          /* bytes of a fork one request owns */
-#define ROUNDS 24          /* requests per fork              */
+#define NFORK 2           /* forks per subfile: "a" and "b" */
+#define NK (NSUB * NFORK) /* forks in all                   */
+#define SLOT 8192         /* bytes of a fork one request owns */
+#define ROUNDS 24         /* requests per fork              */
 
 /* One request of the "many" scenario and what it should move. */
 typedef struct job {
     int kind;
-    int kid;       /* -1: the striped file */
-    int64_t base;  /* its slot in the fork (or the logical file) */
+    int kid;      /* -1: the striped file */
+    int64_t base; /* its slot in the fork (or the logical file) */
     unsigned char *mem;
     int64_t bytes;
 } job;
@@ -76,11 +76,10 @@ static int start_job(gfs_handle h, const job *j, int op, int sid,
         return gfs_nb_listio(h, j->kid, op, N, e, mem);
     }
     case K_STRIDED:
-        return op == GFS_WRITE
-                   ? gfs_nb_write_strided(h, j->kid, j->base, mem, P, N, 2 * P,
-                                          P)
-                   : gfs_nb_read_strided(h, j->kid, j->base, mem, P, N, 2 * P,
-                                         P);
+        return op == GFS_WRITE ? gfs_nb_write_strided(h, j->kid, j->base, mem,
+                                                      P, N, 2 * P, P)
+                               : gfs_nb_read_strided(h, j->kid, j->base, mem, P,
+                                                     N, 2 * P, P);
     case K_NESTED: {
         gfs_stride l[2] = {{8, 16 * P, 8 * P}, {8, 2 * P, P}};
         return op == GFS_WRITE
@@ -90,10 +89,12 @@ static int start_job(gfs_handle h, const job *j, int op, int sid,
     case K_BATCH: {
         gfs_batch_entry b[2];
         memset(b, 0, sizeof(b));
-        b[0] = (gfs_batch_entry){.file_offset = j->base, .mem_offset = 0,
-                                 .size = P};
+        b[0] = (gfs_batch_entry){
+            .file_offset = j->base, .mem_offset = 0, .size = P};
         b[1] = (gfs_batch_entry){.file_offset = j->base + 2 * P,
-                                 .mem_offset = P, .size = P, .nlevels = 1,
+                                 .mem_offset = P,
+                                 .size = P,
+                                 .nlevels = 1,
                                  .levels = {{N - 1, 2 * P, P}}};
         return gfs_nb_batch_io(h, j->kid, op, 2, b, mem);
     }
@@ -107,7 +108,8 @@ static int start_job(gfs_handle h, const job *j, int op, int sid,
 }
 
 /* Where job j's bytes lie in its fork (or logical file) image. */
-static void job_image(const job *j, unsigned char *img, const unsigned char *mem)
+static void job_image(const job *j, unsigned char *img,
+                      const unsigned char *mem)
 {
     if (j->kind == K_PLAIN) {
         memcpy(img + j->base, mem, SLOT / 2);
@@ -115,6 +117,38 @@ static void job_image(const job *j, unsigned char *img, const unsigned char *mem
     }
     for (int i = 0; i < SLOT / 2 / 64; i++)
         memcpy(img + j->base + i * 128, mem + i * 64, 64);
+}
+
+/* After the writes of "many": every fork and the striped file, read with
+ * blocking calls, hold exactly the jobs' bytes. */
+static void check_images(const job *jobs, int nj, const int *kids, int sid)
+{
+    int64_t fsize = (int64_t)ROUNDS * SLOT;
+    unsigned char *img = t_xmalloc((size_t)fsize),
+                  *got = t_xmalloc((size_t)fsize);
+    for (int k = 0; k <= NK; k++) {
+        memset(img, 0, (size_t)fsize);
+        for (int i = 0; i < nj; i++)
+            if (jobs[i].kid == (k == NK ? -1 : kids[k]))
+                job_image(&jobs[i], img, jobs[i].mem);
+        /* where the last round's job ends: plain I/O fills the first half
+         * of the slot, the pieces of the others reach its last 64 bytes */
+        int last_kind = k == NK ? K_STRIPED : (ROUNDS - 1 + k) % K_STRIPED;
+        int64_t end =
+            (ROUNDS - 1) * SLOT + (last_kind == K_PLAIN ? SLOT / 2 : SLOT - 64);
+        if (k < NK) {
+            EXPECT_EQ(gfs_fork_size(kids[k]), end);
+            memset(got, 0xee, (size_t)fsize);
+            EXPECT_EQ(gfs_read(kids[k], 0, got, end), end);
+        } else {
+            EXPECT_EQ(gfs_striped_size(sid), end);
+            memset(got, 0xee, (size_t)fsize);
+            EXPECT_EQ(gfs_striped_read(sid, 0, got, end), end);
+        }
+        EXPECT_MEM(got, img, (size_t)end, "after waitall");
+    }
+    free(img);
+    free(got);
 }
 
 static void many(const char *name)
@@ -148,9 +182,8 @@ static void many(const char *name)
     for (int i = 0; i < nj; i++) {
         h[i] = gfs_new_handle();
         EXPECT_OK(h[i]);
-        started += EXPECT_EQ(start_job(h[i], &jobs[i], GFS_WRITE, sid,
-                                       jobs[i].mem),
-                             0);
+        started += EXPECT_EQ(
+            start_job(h[i], &jobs[i], GFS_WRITE, sid, jobs[i].mem), 0);
     }
     EXPECT_EQ(started, nj);
     EXPECT_EQ(gfs_waitall(nj, h, res), 0);
@@ -164,30 +197,7 @@ static void many(const char *name)
     EXPECT_EQ(gfs_wait(h[nj - 1]), GFS_EBADID);
 
     /* Check every fork and the striped file with blocking reads. */
-    int64_t fsize = (int64_t)ROUNDS * SLOT;
-    unsigned char *img = t_xmalloc((size_t)fsize),
-                  *got = t_xmalloc((size_t)fsize);
-    for (int k = 0; k <= NK; k++) {
-        memset(img, 0, (size_t)fsize);
-        for (int i = 0; i < nj; i++)
-            if (jobs[i].kid == (k == NK ? -1 : kids[k]))
-                job_image(&jobs[i], img, jobs[i].mem);
-        /* where the last round's job ends: plain I/O fills the first half
-         * of the slot, the pieces of the others reach its last 64 bytes */
-        int last_kind = k == NK ? K_STRIPED : (ROUNDS - 1 + k) % K_STRIPED;
-        int64_t end = (ROUNDS - 1) * SLOT +
-                      (last_kind == K_PLAIN ? SLOT / 2 : SLOT - 64);
-        if (k < NK) {
-            EXPECT_EQ(gfs_fork_size(kids[k]), end);
-            memset(got, 0xee, (size_t)fsize);
-            EXPECT_EQ(gfs_read(kids[k], 0, got, end), end);
-        } else {
-            EXPECT_EQ(gfs_striped_size(sid), end);
-            memset(got, 0xee, (size_t)fsize);
-            EXPECT_EQ(gfs_striped_read(sid, 0, got, end), end);
-        }
-        EXPECT_MEM(got, img, (size_t)end, "after waitall");
-    }
+    check_images(jobs, nj, kids, sid);
 
     /* All reads outstanding at once, completed by gfs_test polling. */
     memset(dst, 0xee, (size_t)nj * SLOT / 2);
@@ -240,8 +250,6 @@ static void many(const char *name)
     free(dst);
     free(h);
     free(res);
-    free(img);
-    free(got);
 }
 
 /* ------------------------------------------------------------- order -- */

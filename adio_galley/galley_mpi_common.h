@@ -1,0 +1,124 @@
+/*
+ * galley_mpi_common.h -- what the two MPI-IO drivers share: the ROMIO
+ * driver (this directory, copied into MPICH's ROMIO by
+ * mpich/build-mpich.sh with every other file here) and the OMPIO plug-ins
+ * of ompio_galley/ (built by our configure with -I adio_galley).  Header
+ * only, static functions: nothing to link, and each driver keeps its own
+ * way of reading an info object and of making an error code.
+ *
+ *  - galley_mpi_error_class: the one place a gfs error becomes an MPI
+ *    error class;
+ *  - the layout hints of a new file (striping_factor, striping_unit,
+ *    galley_servers, galley_fork, galley_layout): their names and what
+ *    counts as a valid value.  A value that does not parse is ignored, as
+ *    ROMIO does for its own hints.
+ *
+ * Needs mpi.h (for the error classes) before it, or includes it.
+ * Threads: any (no state).
+ */
+#ifndef GALLEY_MPI_COMMON_H
+#define GALLEY_MPI_COMMON_H
+
+#include "galley.h"
+#include "mpi.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------- errors ---- */
+
+/* The MPI error class of gfs error gfs_err (< 0). */
+static inline int galley_mpi_error_class(int gfs_err)
+{
+    switch (gfs_err) {
+    case -ENOENT:
+        return MPI_ERR_NO_SUCH_FILE;
+    case -EEXIST:
+        return MPI_ERR_FILE_EXISTS;
+    case -EACCES:
+    case -EPERM:
+        return MPI_ERR_ACCESS;
+    case -ENOSPC:
+    case -EDQUOT:
+        return MPI_ERR_NO_SPACE;
+    case -ENAMETOOLONG:
+    case GFS_ELAYOUT:
+        return MPI_ERR_BAD_FILE;
+    case -EINVAL:
+        return MPI_ERR_ARG;
+    case -ENOMEM:
+        return MPI_ERR_NO_MEM;
+    case -EBUSY:
+    case GFS_EBUSY:
+        return MPI_ERR_FILE_IN_USE;
+    default:
+        /* unreachable or dead servers, timeouts, protocol and disk
+         * errors */
+        return MPI_ERR_IO;
+    }
+}
+
+/* ---------------------------------------------------- layout hints ---- */
+
+#define GALLEY_HINT_STRIPING_FACTOR "striping_factor" /* subfiles     */
+#define GALLEY_HINT_STRIPING_UNIT "striping_unit"     /* bytes        */
+#define GALLEY_HINT_SERVERS "galley_servers"          /* "0,2,3"      */
+#define GALLEY_HINT_FORK "galley_fork"                /* data fork    */
+#define GALLEY_HINT_LAYOUT "galley_layout" /* striped, local, template:N */
+
+/* striping_factor: a subfile count 1..GFS_MAX_SUBFILES, else 0. */
+static inline int galley_hint_striping_factor(const char *v)
+{
+    int n = atoi(v);
+    return n > 0 && n <= GFS_MAX_SUBFILES ? n : 0;
+}
+
+/* striping_unit: a stripe unit in bytes (any size > 0), else 0. */
+static inline int64_t galley_hint_striping_unit(const char *v)
+{
+    long long u = atoll(v);
+    return u > 0 ? (int64_t)u : 0;
+}
+
+/* galley_servers: "0,2,3" into out[] (GFS_MAX_SUBFILES entries); returns
+ * how many, or 0 if the list is malformed, names a server twice or one
+ * that is not below nserv (the cluster's servers).  out[] may be written
+ * even when 0 is returned. */
+static inline int galley_hint_servers(const char *s, int nserv, int *out)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v >= nserv || n == GFS_MAX_SUBFILES)
+            return 0;
+        for (int i = 0; i < n; i++)
+            if (out[i] == v)
+                return 0;
+        out[n++] = (int)v;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return 0;
+    }
+    return n;
+}
+
+/* galley_fork: a fork name (1..GFS_FORK_NAME_MAX bytes)? */
+static inline bool galley_hint_fork_ok(const char *v)
+{
+    return v[0] && strlen(v) <= GFS_FORK_NAME_MAX;
+}
+
+/* galley_layout: fits a buffer of cap bytes (the value itself is checked
+ * by gfs_create_layout when the file is created)? */
+static inline bool galley_hint_layout_ok(const char *v, size_t cap)
+{
+    return strlen(v) < cap;
+}
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * gp_dir.c -- opendir/readdir on galley: directories in
+ * libgalley-posix.so (see galley_posix.c).
+ *
+ * Threads: any.  gp_dir_lock guards the table of open directories; a
+ * stream itself, as with libc's, is used by one thread at a time.
+ */
+#define _GNU_SOURCE
+#include "gp_internal.h"
+
+/* ------------------------------------------------------------------------
+ * Directories of galley: names (opendir/readdir): the next component of
+ * every name under the directory, listed once when it is opened.  Paths
+ * under a galley mount are left to the mount (it also knows directories
+ * made with mkdir).
+ * ------------------------------------------------------------------------ */
+
+typedef struct gp_dir {
+    int fd; /* a reserved descriptor for dirfd() */
+    size_t n, pos, cap;
+    struct dirent64 *ents;
+} gp_dir;
+
+#define GP_NDIRS 256
+static pthread_mutex_t gp_dir_lock = PTHREAD_MUTEX_INITIALIZER;
+static gp_dir *gp_dirs[GP_NDIRS];
+static int gp_ndirs_open;
+
+static gp_dir *gp_dir_of(DIR *d)
+{
+    if (!__atomic_load_n(&gp_ndirs_open, __ATOMIC_ACQUIRE))
+        return NULL;
+    gp_dir *r = NULL;
+    pthread_mutex_lock(&gp_dir_lock);
+    for (int i = 0; i < GP_NDIRS && !r; i++)
+        if (gp_dirs[i] == (gp_dir *)d)
+            r = gp_dirs[i];
+    pthread_mutex_unlock(&gp_dir_lock);
+    return r;
+}
+
+static int gp_dir_add(gp_dir *g, const char *name, size_t len,
+                      unsigned char type)
+{
+    if (len == 0 || len >= sizeof(g->ents[0].d_name))
+        return 0;
+    if (g->n > 0 && strlen(g->ents[g->n - 1].d_name) == len &&
+        strncmp(g->ents[g->n - 1].d_name, name, len) == 0) {
+        if (type == DT_DIR)
+            g->ents[g->n - 1].d_type = DT_DIR;
+        return 0; /* names are listed sorted: repeats are adjacent */
+    }
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        struct dirent64 *e = realloc(g->ents, cap * sizeof(*e));
+        if (!e)
+            return -ENOMEM;
+        g->ents = e;
+        g->cap = cap;
+    }
+    struct dirent64 *e = &g->ents[g->n++];
+    memset(e, 0, sizeof(*e));
+    memcpy(e->d_name, name, len);
+    e->d_ino = gp_hash(name);
+    e->d_type = type;
+    e->d_reclen = sizeof(*e);
+    e->d_off = (off64_t)g->n;
+    return 0;
+}
+
+typedef struct gp_lister {
+    gp_dir *g;
+    size_t plen;
+} gp_lister;
+
+static int gp_list_cb(const char *name, void *arg)
+{
+    gp_lister *l = arg;
+    const char *rest = name + l->plen;
+    size_t n = strcspn(rest, "/");
+    return gp_dir_add(l->g, rest, n, rest[n] == '/' ? DT_DIR : DT_REG);
+}
+
+static DIR *gp_opendir(const char *name)
+{
+    struct stat st;
+    if (gp_stat_path(name, &st))
+        return NULL;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return NULL;
+    }
+    gp_dir *g = calloc(1, sizeof(*g));
+    if (!g) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char prefix[GFS_NAME_MAX + 2];
+    size_t n = strlen(name);
+    snprintf(prefix, sizeof(prefix), "%s%s", name,
+             n && name[n - 1] == '/' ? "" : "/");
+    gp_lister l = {g, strlen(prefix)};
+    int rc = gp_dir_add(g, ".", 1, DT_DIR);
+    if (!rc)
+        rc = gp_dir_add(g, "..", 2, DT_DIR);
+    if (!rc)
+        rc = gfs_list_files(prefix, gp_list_cb, &l);
+    if (rc == 0) {
+        g->fd = REAL(open)("/dev/null", O_RDONLY | O_CLOEXEC);
+        rc = g->fd < 0 ? -errno : -EMFILE;
+        pthread_mutex_lock(&gp_dir_lock);
+        for (int i = 0; g->fd >= 0 && i < GP_NDIRS; i++)
+            if (!gp_dirs[i]) {
+                gp_dirs[i] = g;
+                __atomic_add_fetch(&gp_ndirs_open, 1, __ATOMIC_RELEASE);
+                rc = 0;
+                break;
+            }
+        pthread_mutex_unlock(&gp_dir_lock);
+    }
+    if (rc) {
+        if (g->fd > 0)
+            REAL(close)(g->fd);
+        free(g->ents);
+        free(g);
+        gp_fail(rc);
+        return NULL;
+    }
+    return (DIR *)g;
+}
+
+GP_EXPORT DIR *opendir(const char *path)
+{
+    const char *name = gp_name(path);
+    if (name && !gp_from_mount)
+        return gp_opendir(name);
+    return REAL(opendir)(path);
+}
+
+GP_EXPORT struct dirent64 *readdir64(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    if (!g)
+        return REAL(readdir64)(d);
+    return g->pos < g->n ? &g->ents[g->pos++] : NULL;
+}
+
+GP_EXPORT struct dirent *readdir(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    if (!g)
+        return REAL(readdir)(d);
+    /* struct dirent and dirent64 are the same on LP64 */
+    return (struct dirent *)readdir64(d);
+}
+
+GP_EXPORT void rewinddir(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    if (g)
+        g->pos = 0;
+    else
+        REAL(rewinddir)(d);
+}
+
+GP_EXPORT int dirfd(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    return g ? g->fd : REAL(dirfd)(d);
+}
+
+GP_EXPORT int closedir(DIR *d)
+{
+    gp_dir *g = gp_dir_of(d);
+    if (!g)
+        return REAL(closedir)(d);
+    pthread_mutex_lock(&gp_dir_lock);
+    for (int i = 0; i < GP_NDIRS; i++)
+        if (gp_dirs[i] == g) {
+            gp_dirs[i] = NULL;
+            __atomic_sub_fetch(&gp_ndirs_open, 1, __ATOMIC_RELEASE);
+        }
+    pthread_mutex_unlock(&gp_dir_lock);
+    REAL(close)(g->fd);
+    free(g->ents);
+    free(g);
+    return 0;
+}

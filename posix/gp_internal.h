@@ -1,0 +1,167 @@
+/*
+ * gp_internal.h -- what the files of libgalley-posix.so share (see
+ * galley_posix.c for how the library works).  Private to posix/; every
+ * symbol declared here is hidden, only the interposed calls (GP_EXPORT)
+ * leave the library.
+ *
+ *   galley_posix.c  the next definitions (real_*), the descriptor table,
+ *                   starting the client, gfs error -> errno
+ *   gp_path.c       which paths are ours: "galley:" names and mapped
+ *                   directories (GALLEY_POSIX_MOUNTS, galley mounts)
+ *   gp_open.c       open family, close, dup family, fcntl, flock
+ *   gp_data.c       read/write family, lseek, truncate, sync
+ *   gp_names.c      stat family, access, unlink, rename, xattr
+ *   gp_dir.c        opendir/readdir of galley: directories
+ *   gp_stdio.c      fopen/fdopen/fileno over fopencookie
+ */
+#ifndef GP_INTERNAL_H
+#define GP_INTERNAL_H
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "galley.h"
+
+#define GP_PREFIX "galley:"
+#define GP_PREFIX_LEN 7
+#define GP_NFD 65536 /* descriptors we can track */
+#define GP_DEV 0x67616cULL
+
+#define GP_EXPORT __attribute__((visibility("default")))
+
+#pragma GCC visibility push(hidden)
+
+/* ------------------------------------------------------------------------
+ * The next definitions of what we interpose (galley_posix.c)
+ * ------------------------------------------------------------------------ */
+
+#define GP_REAL_TABLE(X)                                                       \
+    X(open, int, (const char *, int, ...))                                     \
+    X(openat, int, (int, const char *, int, ...))                              \
+    X(close, int, (int))                                                       \
+    X(read, ssize_t, (int, void *, size_t))                                    \
+    X(write, ssize_t, (int, const void *, size_t))                             \
+    X(pread, ssize_t, (int, void *, size_t, off_t))                            \
+    X(pwrite, ssize_t, (int, const void *, size_t, off_t))                     \
+    X(readv, ssize_t, (int, const struct iovec *, int))                        \
+    X(writev, ssize_t, (int, const struct iovec *, int))                       \
+    X(lseek, off_t, (int, off_t, int))                                         \
+    X(fstat, int, (int, struct stat *))                                        \
+    X(stat, int, (const char *, struct stat *))                                \
+    X(lstat, int, (const char *, struct stat *))                               \
+    X(fstatat, int, (int, const char *, struct stat *, int))                   \
+    X(statx, int, (int, const char *, int, unsigned, struct statx *))          \
+    X(__fxstat, int, (int, int, struct stat *))                                \
+    X(__xstat, int, (int, const char *, struct stat *))                        \
+    X(__lxstat, int, (int, const char *, struct stat *))                       \
+    X(__fxstatat, int, (int, int, const char *, struct stat *, int))           \
+    X(access, int, (const char *, int))                                        \
+    X(faccessat, int, (int, const char *, int, int))                           \
+    X(unlink, int, (const char *))                                             \
+    X(unlinkat, int, (int, const char *, int))                                 \
+    X(remove, int, (const char *))                                             \
+    X(rename, int, (const char *, const char *))                               \
+    X(renameat, int, (int, const char *, int, const char *))                   \
+    X(renameat2, int, (int, const char *, int, const char *, unsigned))        \
+    X(getxattr, ssize_t, (const char *, const char *, void *, size_t))         \
+    X(lgetxattr, ssize_t, (const char *, const char *, void *, size_t))        \
+    X(listxattr, ssize_t, (const char *, char *, size_t))                      \
+    X(llistxattr, ssize_t, (const char *, char *, size_t))                     \
+    X(ftruncate, int, (int, off_t))                                            \
+    X(truncate, int, (const char *, off_t))                                    \
+    X(fsync, int, (int))                                                       \
+    X(fdatasync, int, (int))                                                   \
+    X(dup, int, (int))                                                         \
+    X(dup2, int, (int, int))                                                   \
+    X(dup3, int, (int, int, int))                                              \
+    X(fcntl, int, (int, int, ...))                                             \
+    X(flock, int, (int, int))                                                  \
+    X(copy_file_range, ssize_t,                                                \
+      (int, off64_t *, int, off64_t *, size_t, unsigned))                      \
+    X(sendfile, ssize_t, (int, int, off_t *, size_t))                          \
+    X(fopen, FILE *, (const char *, const char *))                             \
+    X(fdopen, FILE *, (int, const char *))                                     \
+    X(fileno, int, (FILE *))                                                   \
+    X(opendir, DIR *, (const char *))                                          \
+    X(readdir, struct dirent *, (DIR *))                                       \
+    X(readdir64, struct dirent64 *, (DIR *))                                   \
+    X(closedir, int, (DIR *))                                                  \
+    X(dirfd, int, (DIR *))                                                     \
+    X(rewinddir, void, (DIR *))
+
+#define GP_X_PTR(name, ret, args) extern ret(*real_##name) args;
+GP_REAL_TABLE(GP_X_PTR)
+#undef GP_X_PTR
+
+extern pthread_once_t gp_resolve_once;
+void gp_resolve(void);
+
+/* Every wrapper calls this before using a real_* pointer (a constructor of
+ * another library may call us before ours runs). */
+#define REAL(name) (pthread_once(&gp_resolve_once, gp_resolve), real_##name)
+
+/* A wrapper whose libc has no such symbol (e.g. __fxstat on a newer glibc)
+ * is never called through it; guard anyway. */
+#define HAVE_REAL(name) (REAL(name) != NULL)
+
+/* ------------------------------------------------------------------------
+ * Descriptor table and client (galley_posix.c)
+ * ------------------------------------------------------------------------ */
+
+typedef struct gp_file {
+    int refs; /* descriptors pointing here + calls in progress (gp_lock) */
+    int sid;
+    int flags; /* O_ACCMODE bits and O_APPEND */
+    int64_t off;
+    uint64_t ino;
+    pthread_mutex_t lock; /* guards off */
+    char name[GFS_NAME_MAX + 1];
+} gp_file;
+
+extern gp_file *gp_fds[GP_NFD];
+extern bool gp_forked; /* child of a parent whose client was running */
+
+int gp_errno(int64_t rc);
+int gp_fail(int64_t rc);
+int gp_start(void);
+gp_file *gp_get(int fd);
+void gp_put(gp_file *f);
+void gp_install(int fd, gp_file *f);
+void gp_forget(int fd);
+uint64_t gp_hash(const char *s);
+
+/* ------------------------------------------------------------------------
+ * Paths (gp_path.c)
+ * ------------------------------------------------------------------------ */
+
+extern __thread bool gp_from_mount; /* gp_name's last answer was a mount's */
+const char *gp_name(const char *path);
+
+/* ------------------------------------------------------------------------
+ * Shared by the calls (gp_open.c, gp_names.c)
+ * ------------------------------------------------------------------------ */
+
+int gp_open(const char *name, int flags, mode_t mode);
+int gp_is_dir(const char *name);
+int gp_stat_path(const char *name, struct stat *st);
+
+#pragma GCC visibility pop
+
+#endif

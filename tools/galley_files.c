@@ -1,0 +1,337 @@
+/*
+ * galley_files.c -- the `galley` tool's commands on files: ls, stat, rm,
+ * create, put (a local file into a new striped file) and get (a striped
+ * file out).
+ *
+ * Threads: single-threaded.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "galley_cli.h"
+
+static int print_name(const char *name, void *arg)
+{
+    (void)arg;
+    printf("%s\n", name);
+    return 0;
+}
+
+int cmd_ls(opts *o)
+{
+    const char *prefix = o->npos ? o->pos[0] : "";
+    int rc = gfs_list_files(prefix, print_name, NULL);
+    if (rc < 0)
+        return fail(rc, "cannot list files", NULL);
+    return EXIT_OK;
+}
+
+/* For a local-layout file: its blocks per server.  0 when printed or not
+ * a local file, -1 on error. */
+static int stat_local_blocks(int sid)
+{
+    gfs_local_stat ls;
+    int rc = gfs_striped_local_stat(sid, &ls);
+    if (rc == -EINVAL)
+        return 0;
+    if (rc < 0) {
+        printf("blocks:    unknown (%s)\n", gfs_strerror(rc));
+        return -1;
+    }
+    printf("blocks:    %" PRId64 " of %" PRId64 " bytes\n", ls.total_blocks,
+           ls.block_size);
+    for (int i = 0; i < ls.nsubfiles; i++)
+        printf("  server %d (%s): %" PRId64 " blocks\n", ls.servers[i],
+               addr_of(ls.servers[i]), ls.blocks[i]);
+    return 0;
+}
+
+int cmd_stat(opts *o)
+{
+    const char *name = o->pos[0];
+    int fid = open_file(name);
+    if (fid < 0)
+        return EXIT_FAIL;
+    int ret = EXIT_OK;
+    gfs_file_stat st;
+    int rc = gfs_stat_file(fid, &st);
+    if (rc < 0) {
+        ret = fail(rc, "cannot stat", name);
+        goto out_close;
+    }
+    printf("file:      %s\n", name);
+    printf("subfiles:  %d\n", st.nsubfiles);
+
+    char unit[1024], fork[1024];
+    int ru = gfs_get_attr(fid, "galley.stripe_unit", unit, sizeof(unit));
+    int rf = gfs_get_attr(fid, "galley.stripe_fork", fork, sizeof(fork));
+    char lay[32];
+    if (gfs_get_attr(fid, "galley.layout", lay, sizeof(lay)) < 0)
+        strcpy(lay, "striped");
+    if (ru >= 0 || rf >= 0) {
+        printf("layout:    %s, unit %s, fork %s\n", lay,
+               ru >= 0 ? unit : "(missing)", rf >= 0 ? fork : "(missing)");
+        int sid = gfs_striped_open(name);
+        if (sid < 0) {
+            printf("size:      unknown (%s)\n", gfs_strerror(sid));
+            ret = EXIT_FAIL;
+        } else {
+            int64_t sz = gfs_striped_size(sid);
+            if (sz < 0) {
+                printf("size:      unknown (%s)\n", gfs_strerror((int)sz));
+                ret = EXIT_FAIL;
+            } else {
+                char h[32];
+                human((uint64_t)sz, h, sizeof(h));
+                printf("size:      %" PRId64 " bytes (%s, logical)\n", sz, h);
+            }
+            if (stat_local_blocks(sid) < 0)
+                ret = EXIT_FAIL;
+            gfs_striped_close(sid);
+        }
+    } else if (ru != -ENOENT && ru < 0) {
+        printf("layout:    unknown (%s)\n", gfs_strerror(ru));
+    } else {
+        printf("layout:    none (plain Galley file)\n");
+    }
+
+    for (int i = 0; i < st.nsubfiles; i++) {
+        printf("subfile %d: server %d (%s)\n", i, st.servers[i],
+               addr_of(st.servers[i]));
+        struct fork_print fp = {0, "    "};
+        rc = gfs_list_forks(fid, i, print_fork, &fp);
+        if (rc < 0) {
+            printf("    error listing forks: %s\n", gfs_strerror(rc));
+            ret = EXIT_FAIL;
+        } else if (fp.count == 0) {
+            printf("    (no forks)\n");
+        }
+    }
+out_close:
+    gfs_close_file(fid);
+    return ret;
+}
+
+int cmd_rm(opts *o)
+{
+    int rc = gfs_delete_file(o->pos[0]);
+    if (rc < 0)
+        return fail(rc, "cannot delete", o->pos[0]);
+    return EXIT_OK;
+}
+
+/* Subfile count and server list for create/put from -n and -s. */
+static int layout_args(const opts *o, int *nsub, const int **servers)
+{
+    int n = gfs_num_servers();
+    if (n < 0)
+        return fail(n, "cannot count servers", NULL);
+    *servers = NULL;
+    if (o->nservers) {
+        if (o->nsub && o->nsub != o->nservers) {
+            fprintf(stderr,
+                    "%s: -n %d does not match the %d servers given with -s\n",
+                    prog, o->nsub, o->nservers);
+            return EXIT_USAGE;
+        }
+        for (int i = 0; i < o->nservers; i++)
+            if (o->servers[i] >= n) {
+                fprintf(stderr, "%s: no server %d (the cluster has 0..%d)\n",
+                        prog, o->servers[i], n - 1);
+                return EXIT_USAGE;
+            }
+        *nsub = o->nservers;
+        *servers = o->servers;
+    } else {
+        *nsub = o->nsub ? o->nsub : n;
+        if (*nsub > n) {
+            fprintf(stderr,
+                    "%s: %d subfiles need %d servers; the cluster has %d\n",
+                    prog, *nsub, *nsub, n);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+int cmd_create(opts *o)
+{
+    const char *name = o->pos[0];
+    int nsub;
+    const int *servers;
+    int ret = layout_args(o, &nsub, &servers);
+    if (ret)
+        return ret;
+    int rc;
+    if (o->plain) {
+        if (o->unit || o->fork)
+            return bad_usage("%s", "-p (plain) excludes -u and -F");
+        rc = gfs_create_file(name, nsub, servers);
+    } else if (o->layout) {
+        rc =
+            gfs_create_layout(name, nsub, servers, o->unit, o->fork, o->layout);
+    } else {
+        rc = gfs_create_striped(name, nsub, servers,
+                                o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
+                                o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK);
+    }
+    if (rc < 0)
+        return fail(rc, "cannot create", name);
+    return EXIT_OK;
+}
+
+int cmd_put(opts *o)
+{
+    const char *local = o->pos[0], *name = o->pos[1];
+    int nsub;
+    const int *servers;
+    int ret = layout_args(o, &nsub, &servers);
+    if (ret)
+        return ret;
+
+    int fd = in_open(local);
+    if (fd < 0)
+        return fail_errno(-fd, "cannot open", local);
+    char *buf = malloc(CHUNK);
+    if (!buf) {
+        in_close(fd);
+        return fail_errno(ENOMEM, "cannot allocate buffer for", local);
+    }
+
+    int fid = gfs_open_file(name);
+    if (fid >= 0) {
+        gfs_close_file(fid);
+        if (!o->force) {
+            fprintf(stderr, "%s: '%s' already exists (use -f to replace it)\n",
+                    prog, name);
+            ret = EXIT_FAIL;
+            goto out_free;
+        }
+        int rc = gfs_delete_file(name);
+        if (rc < 0) {
+            ret = fail(rc, "cannot delete", name);
+            goto out_free;
+        }
+    } else if (fid != -ENOENT) {
+        ret = fail(fid, "cannot look up", name);
+        goto out_free;
+    }
+
+    int rc =
+        o->layout
+            ? gfs_create_layout(name, nsub, servers, o->unit, o->fork,
+                                o->layout)
+            : gfs_create_striped(name, nsub, servers,
+                                 o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
+                                 o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK);
+    if (rc < 0) {
+        ret = fail(rc, "cannot create", name);
+        goto out_free;
+    }
+    int sid = gfs_striped_open(name);
+    if (sid < 0) {
+        ret = fail(sid, "cannot open", name);
+        goto out_delete;
+    }
+    int64_t off = 0;
+    for (;;) {
+        ssize_t n = read_full(fd, buf, CHUNK);
+        if (n < 0) {
+            ret = fail_errno((int)-n, "cannot read", local);
+            goto out_sclose;
+        }
+        if (n == 0)
+            break;
+        int64_t w = gfs_striped_write(sid, off, buf, n);
+        if (w < 0) {
+            ret = fail((int)w, "cannot write", name);
+            goto out_sclose;
+        }
+        if (w != n) {
+            fprintf(stderr, "%s: short write to '%s' (%" PRId64 " of %zd)\n",
+                    prog, name, w, n);
+            ret = EXIT_FAIL;
+            goto out_sclose;
+        }
+        off += n;
+        if ((size_t)n < CHUNK)
+            break;
+    }
+    rc = gfs_striped_truncate(sid, off);
+    if (rc < 0) {
+        ret = fail(rc, "cannot set size of", name);
+        goto out_sclose;
+    }
+    gfs_striped_close(sid);
+    goto out_free;
+
+out_sclose:
+    gfs_striped_close(sid);
+out_delete:
+    /* A half-written copy is worse than none: remove what we created. */
+    rc = gfs_delete_file(name);
+    if (rc < 0)
+        fail(rc, "cannot remove partial copy", name);
+    else
+        fprintf(stderr, "%s: removed the partial copy '%s'\n", prog, name);
+out_free:
+    free(buf);
+    in_close(fd);
+    return ret;
+}
+
+int cmd_get(opts *o)
+{
+    const char *name = o->pos[0], *local = o->pos[1];
+    int sid = gfs_striped_open(name);
+    if (sid < 0)
+        return fail(sid, "cannot open", name);
+    int ret = EXIT_OK;
+    char *buf = NULL;
+    int64_t size = gfs_striped_size(sid);
+    if (size < 0) {
+        ret = fail((int)size, "cannot get size of", name);
+        goto out_close;
+    }
+    buf = malloc(CHUNK);
+    if (!buf) {
+        ret = fail_errno(ENOMEM, "cannot allocate buffer for", name);
+        goto out_close;
+    }
+    outfile out;
+    int rc = out_open(&out, local);
+    if (rc < 0) {
+        ret = fail_errno(-rc, "cannot create", local);
+        goto out_close;
+    }
+    bool ok = true;
+    for (int64_t off = 0; off < size;) {
+        int64_t want = size - off < CHUNK ? size - off : CHUNK;
+        int64_t r = gfs_striped_read(sid, off, buf, want);
+        if (r < 0) {
+            ret = fail((int)r, "cannot read", name);
+            ok = false;
+            break;
+        }
+        if (r == 0) /* shrunk under us: copy what there is */
+            break;
+        rc = write_all(out.fd, buf, (size_t)r);
+        if (rc < 0) {
+            ret = fail_errno(-rc, "cannot write", local);
+            ok = false;
+            break;
+        }
+        off += r;
+    }
+    rc = out_close(&out, ok);
+    if (ok && rc < 0)
+        ret = fail_errno(-rc, "cannot finish", local);
+out_close:
+    free(buf);
+    gfs_striped_close(sid);
+    return ret;
+}

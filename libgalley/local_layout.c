@@ -559,7 +559,7 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
     gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
     if (o) {
         o->x = calloc((size_t)l->nsub, sizeof(gc_xfer));
-        o->store = malloc(sizeof(gc_piece) * (nfr ? nfr : 1));
+        o->store = malloc(sizeof(gx_ext) * (nfr ? nfr : 1));
     }
     if (!rc && (!o || !o->x || !o->store))
         rc = -ENOMEM;
@@ -580,8 +580,8 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
         size_t first = at;
         for (size_t i = 0; i < nfr; i++)
             if (subof[i] == s)
-                o->store[at++] = (gc_piece){fr[i].within, fr[i].len,
-                                            fr[i].mem};
+                o->store[at++] = (gx_ext){fr[i].within, fr[i].len,
+                                          {fr[i].mem}};
         if (at == first)
             continue;
         gc_fork k;

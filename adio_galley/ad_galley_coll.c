@@ -70,11 +70,6 @@ static int64_t folded_segments(const ADIOI_GALLEY_piece * p, int64_t n)
     return segs;
 }
 
-typedef struct frag {
-    int64_t off, len;           /* logical file range */
-    ADIO_Offset mem;            /* offset in the caller's buffer */
-} frag;
-
 static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
                         int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
                         int *error_code)
@@ -152,7 +147,7 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     int64_t nfrag = 0;
     for (int64_t i = 0; i < n; i++)
         nfrag += (p[i].off + p[i].len - 1) / unit - p[i].off / unit + 1;
-    frag *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
+    ADIOI_GALLEY_piece *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
     int *dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
     int64_t *scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));  /* frags, bytes */
     if (!fr || !dest || !scnt)
@@ -162,14 +157,14 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
         int64_t off = p[i].off, left = p[i].len;
         ADIO_Offset mem = p[i].mem;
         while (left > 0) {
-            int64_t len = unit - off % unit;
+            int64_t len;
+            int sub = gfs_layout_locate(nsub, unit, off, NULL, &len);
             if (len > left)
                 len = left;
-            int sub = (int) ((off / unit) % nsub);
             int agg = sub % naggr;
             int r = (int) ((int64_t) agg * nprocs / naggr);
-            fr[k] = (frag) {
-            off, len, mem};
+            fr[k] = (ADIOI_GALLEY_piece) {
+            .off = off,.len = len,.mem = mem};
             dest[k++] = r;
             scnt[2 * r]++;
             scnt[2 * r + 1] += len;

@@ -47,6 +47,7 @@
  * (claims must see one consistent map).  It never nests inside st_lock.
  */
 #include "internal.h"
+#include "layout.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -467,21 +468,16 @@ static int raise_lengths(gc_local *l, const want *w, size_t n)
 
 /* ------------------------------------------------------- requests ------ */
 
-typedef struct lfrag {
-    uint64_t g, within, len;
-    char *mem;
-} lfrag;
-
-int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
-                const gfs_list_entry *entries, void *buf, const int *kids)
+/* Cut a list request into pieces of at most one block each, in list
+ * order; a piece's off is its logical offset until place() makes it a
+ * fork offset. */
+static int cut_blocks(uint64_t B, int64_t n, const gfs_list_entry *entries,
+                      void *buf, gx_ext **out, size_t *nout, int64_t *total)
 {
-    if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
-        return -EINVAL;
-    uint64_t B = l->bsize;
-    lfrag *fr = NULL;
+    gx_ext *fr = NULL;
     size_t nfr = 0, capfr = 0;
-    int64_t total = 0;
     int rc = 0;
+    *total = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
         const gfs_list_entry *e = &entries[i];
         if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
@@ -496,66 +492,134 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
         while (left > 0) {
             if (nfr == capfr) {
                 capfr = capfr ? capfr * 2 : 64;
-                lfrag *nf = realloc(fr, sizeof(*nf) * capfr);
+                gx_ext *nf = realloc(fr, sizeof(*nf) * capfr);
                 if (!nf) {
                     rc = -ENOMEM;
                     break;
                 }
                 fr = nf;
             }
-            uint64_t within = x % B;
-            uint64_t len = B - within < left ? B - within : left;
-            fr[nfr++] = (lfrag){x / B, within, len, mem};
+            uint64_t within, len;
+            gl_block(B, x, &within, &len);
+            if (len > left)
+                len = left;
+            fr[nfr++] = (gx_ext){.off = x, .len = len, .mem = mem};
             x += len;
             mem += len;
             left -= len;
         }
-        total += e->size;
+        *total += e->size;
     }
-    /* the distinct blocks touched, with how far each is written */
-    want *w = rc ? NULL : malloc(sizeof(*w) * (nfr ? nfr : 1));
-    if (!rc && !w)
-        rc = -ENOMEM;
+    *out = fr;
+    *nout = nfr;
+    return rc;
+}
+
+/* The distinct blocks the pieces touch, by block number, each with how
+ * far the request writes it. */
+static int touched_blocks(uint64_t B, const gx_ext *fr, size_t nfr,
+                          want **out, size_t *nout)
+{
+    want *w = malloc(sizeof(*w) * (nfr ? nfr : 1));
+    if (!w)
+        return -ENOMEM;
     size_t nw = 0;
-    if (!rc) {
-        for (size_t i = 0; i < nfr; i++)
-            w[i] = (want){fr[i].g, fr[i].within + fr[i].len};
-        qsort(w, nfr, sizeof(*w), want_cmp);
-        for (size_t i = 0; i < nfr; i++) {
-            if (nw && w[nw - 1].g == w[i].g) {
-                if (w[i].end > w[nw - 1].end)
-                    w[nw - 1].end = w[i].end;
-            } else {
-                w[nw++] = w[i];
-            }
+    for (size_t i = 0; i < nfr; i++)
+        w[i] = (want){fr[i].off / B, fr[i].off % B + fr[i].len};
+    qsort(w, nfr, sizeof(*w), want_cmp);
+    for (size_t i = 0; i < nfr; i++) {
+        if (nw && w[nw - 1].g == w[i].g) {
+            if (w[i].end > w[nw - 1].end)
+                w[nw - 1].end = w[i].end;
+        } else {
+            w[nw++] = w[i];
         }
     }
+    *out = w;
+    *nout = nw;
+    return 0;
+}
 
-    pthread_mutex_lock(&l->lock);
+/* Under l->lock: know every block the request touches.  A read that
+ * misses reads the maps again; a write claims its new blocks and raises
+ * the written lengths. */
+static int prepare_blocks(gc_local *l, int sid, int op, const want *w,
+                          size_t nw)
+{
     size_t nmiss = 0;
-    for (size_t i = 0; i < nw && !rc; i++)
+    for (size_t i = 0; i < nw; i++)
         if (!find(l, w[i].g))
             nmiss++;
     /* a miss: the maps may have grown (a write's claim reads them again
      * under its lock, so only a read does it here) */
-    if (nmiss && !rc && op == GFS_READ)
-        rc = refresh(l, false);
-    if (op == GFS_WRITE && !rc) {
-        want *miss = malloc(sizeof(*miss) * (nw ? nw : 1));
-        size_t k = 0;
-        if (!miss)
-            rc = -ENOMEM;
-        for (size_t i = 0; i < nw && !rc; i++)
-            if (!find(l, w[i].g))
-                miss[k++] = w[i];
-        if (k && !rc)
-            rc = claim(l, sid, miss, k);
-        free(miss);
-        if (!rc)
-            rc = raise_lengths(l, w, nw);
-    }
+    if (op == GFS_READ)
+        return nmiss ? refresh(l, false) : 0;
+    want *miss = malloc(sizeof(*miss) * (nw ? nw : 1));
+    if (!miss)
+        return -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < nw; i++)
+        if (!find(l, w[i].g))
+            miss[k++] = w[i];
+    int rc = k ? claim(l, sid, miss, k) : 0;
+    free(miss);
+    return rc ? rc : raise_lengths(l, w, nw);
+}
 
-    /* per subfile, in list order: fork offset = slot * B + within */
+/* Under l->lock: each piece's subfile (-1 for a hole, whose memory reads
+ * as zeros) and fork offset, slot * B + offset in the block. */
+static void place(gc_local *l, gx_ext *fr, size_t nfr, int *subof)
+{
+    uint64_t B = l->bsize;
+    for (size_t i = 0; i < nfr; i++) {
+        blk *b = find(l, fr[i].off / B);
+        subof[i] = b ? b->sub : -1;
+        if (b)
+            fr[i].off = b->slot * B + fr[i].off % B;
+        else
+            memset(fr[i].mem, 0, fr[i].len);
+    }
+}
+
+/* The transfers of the op: per subfile, its pieces in list order. */
+static int fill_xfers(gc_local *l, gc_op *o, const gx_ext *fr, size_t nfr,
+                      const int *subof, const int *kids)
+{
+    size_t at = 0;
+    for (int s = 0; s < l->nsub; s++) {
+        size_t first = at;
+        for (size_t i = 0; i < nfr; i++)
+            if (subof[i] == s)
+                o->store[at++] = fr[i];
+        if (at == first)
+            continue;
+        gc_fork k;
+        int rc = gc_fork_get(kids[s], &k);
+        if (rc)
+            return rc;
+        o->x[o->nx++] = (gc_xfer){.server = k.server, .fkid = k.fkid,
+                                  .pieces = o->store + first,
+                                  .n = at - first};
+    }
+    return 0;
+}
+
+int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
+                const gfs_list_entry *entries, void *buf, const int *kids)
+{
+    if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
+        return -EINVAL;
+    gx_ext *fr;
+    size_t nfr, nw = 0;
+    int64_t total;
+    want *w = NULL;
+    int rc = cut_blocks(l->bsize, n, entries, buf, &fr, &nfr, &total);
+    if (!rc)
+        rc = touched_blocks(l->bsize, fr, nfr, &w, &nw);
+
+    pthread_mutex_lock(&l->lock);
+    if (!rc)
+        rc = prepare_blocks(l, sid, op, w, nw);
     gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
     if (o) {
         o->x = calloc((size_t)l->nsub, sizeof(gc_xfer));
@@ -566,32 +630,11 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
     int *subof = rc ? NULL : malloc(sizeof(*subof) * (nfr ? nfr : 1));
     if (!rc && !subof)
         rc = -ENOMEM;
-    for (size_t i = 0; i < nfr && !rc; i++) {
-        blk *b = find(l, fr[i].g);
-        subof[i] = b ? b->sub : -1;
-        if (b)
-            fr[i].within += b->slot * B; /* now the fork offset */
-        else
-            memset(fr[i].mem, 0, fr[i].len); /* a hole reads as zeros */
-    }
+    if (!rc)
+        place(l, fr, nfr, subof);
     pthread_mutex_unlock(&l->lock);
-    size_t at = 0;
-    for (int s = 0; s < l->nsub && !rc; s++) {
-        size_t first = at;
-        for (size_t i = 0; i < nfr; i++)
-            if (subof[i] == s)
-                o->store[at++] = (gx_ext){fr[i].within, fr[i].len,
-                                          {fr[i].mem}};
-        if (at == first)
-            continue;
-        gc_fork k;
-        rc = gc_fork_get(kids[s], &k);
-        if (rc)
-            break;
-        o->x[o->nx++] = (gc_xfer){.server = k.server, .fkid = k.fkid,
-                                  .pieces = o->store + first,
-                                  .n = at - first};
-    }
+    if (!rc)
+        rc = fill_xfers(l, o, fr, nfr, subof, kids);
     free(subof);
     free(fr);
     free(w);

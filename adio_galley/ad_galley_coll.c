@@ -70,11 +70,6 @@ static int64_t folded_segments(const ADIOI_GALLEY_piece * p, int64_t n)
     return segs;
 }
 
-typedef struct frag {
-    int64_t off, len;           /* logical file range */
-    ADIO_Offset mem;            /* offset in the caller's buffer */
-} frag;
-
 static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
                         int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
                         int *error_code)
@@ -83,132 +78,63 @@ static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
                         error_code);
 }
 
-static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
-                        int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
-                        int force, int *error_code)
+/* Whether independent I/O serves this call better, decided together from
+ * every rank's bytes, folded segments and range (or an error on any rank).
+ * If so the call is served (or fails) here, p is freed and 1 returned. */
+static int decided_independent(ADIO_File fd, int op, void *buf, ADIOI_GALLEY_piece * p,
+                               int64_t n, int64_t total, ADIO_Offset end, int rc,
+                               MPI_Datatype datatype, int file_ptr_type,
+                               ADIO_Status * status, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_COLL";
-    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
-    int nprocs, rank;
+    int nprocs;
     MPI_Comm_size(fd->comm, &nprocs);
-    MPI_Comm_rank(fd->comm, &rank);
-    int nsub = fs->layout.nsubfiles;
-    int64_t unit = fs->layout.unit;
-    /* aggregators: cb_nodes if the user set it, else one per subfile */
-    int naggr = fs->cb_nodes > 0 ? fs->cb_nodes : nsub;
-    if (naggr > nsub)
-        naggr = nsub;
-    if (naggr > nprocs)
-        naggr = nprocs;
-    if (naggr < 1)
-        naggr = 1;
-
-    ADIOI_GALLEY_piece *p = NULL;
-    int64_t n = 0, total = 0;
-    ADIO_Offset end;
-    int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset, 0,
-                                     &p, &n, &total, &end);
-
-    if (!force) {
-        /* decide together: bytes, segments, [start, end) of every rank */
-        int64_t me[5] = { rc ? 1 : 0, 0, 0, INT64_MAX, 0 };
-        for (int64_t i = 0; i < n && !rc; i++) {
-            if (p[i].len == 0)
-                continue;
-            me[2] += p[i].len;
-            if (p[i].off < me[3])
-                me[3] = p[i].off;
-            if (p[i].off + p[i].len > me[4])
-                me[4] = p[i].off + p[i].len;
-        }
-        if (!rc)
-            me[1] = folded_segments(p, n);
-        int64_t *all = ADIOI_Malloc(sizeof(int64_t) * 5 * nprocs);
-        MPI_Allgather(me, 5, MPI_INT64_T, all, 5, MPI_INT64_T, fd->comm);
-        int64_t segs = 0, bytes = 0;
-        int anyerr = 0, interleaved = 0;
-        for (int r = 0; r < nprocs; r++) {
-            anyerr |= all[5 * r] != 0;
-            segs += all[5 * r + 1];
-            bytes += all[5 * r + 2];
-            for (int q = 0; q < r && !interleaved; q++)
-                interleaved = all[5 * r + 2] > 0 && all[5 * q + 2] > 0 &&
-                    all[5 * r + 3] < all[5 * q + 4] && all[5 * q + 3] < all[5 * r + 4];
-        }
-        ADIOI_Free(all);
-        if (anyerr || !interleaved || segs == 0 || bytes >= AUTO_BYTES_PER_SEG * segs) {
-            if (rc)
-                *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
-            else
-                ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype,
-                                         file_ptr_type, status, error_code);
-            if (p)
-                ADIOI_Free(p);
-            return;
-        }
-    }
-
-    /* cut into stripe fragments, counted per destination rank */
-    int64_t nfrag = 0;
-    for (int64_t i = 0; i < n; i++)
-        nfrag += (p[i].off + p[i].len - 1) / unit - p[i].off / unit + 1;
-    frag *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
-    int *dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
-    int64_t *scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));  /* frags, bytes */
-    if (!fr || !dest || !scnt)
-        rc = -ENOMEM;
-    int64_t k = 0;
+    /* decide together: bytes, segments, [start, end) of every rank */
+    int64_t me[5] = { rc ? 1 : 0, 0, 0, INT64_MAX, 0 };
     for (int64_t i = 0; i < n && !rc; i++) {
-        int64_t off = p[i].off, left = p[i].len;
-        ADIO_Offset mem = p[i].mem;
-        while (left > 0) {
-            int64_t len = unit - off % unit;
-            if (len > left)
-                len = left;
-            int sub = (int) ((off / unit) % nsub);
-            int agg = sub % naggr;
-            int r = (int) ((int64_t) agg * nprocs / naggr);
-            fr[k] = (frag) {
-            off, len, mem};
-            dest[k++] = r;
-            scnt[2 * r]++;
-            scnt[2 * r + 1] += len;
-            off += len;
-            mem += len;
-            left -= len;
-        }
+        if (p[i].len == 0)
+            continue;
+        me[2] += p[i].len;
+        if (p[i].off < me[3])
+            me[3] = p[i].off;
+        if (p[i].off + p[i].len > me[4])
+            me[4] = p[i].off + p[i].len;
     }
-    if (p)
-        ADIOI_Free(p);
-
-    /* everyone agrees to go on (errors, int-sized counts) or falls back */
-    int64_t mine[2] = { rc ? 1 : 0, 0 }, all[2];
-    for (int r = 0; r < nprocs; r++)
-        if (16 * scnt[2 * r] > mine[1] || scnt[2 * r + 1] > mine[1])
-            mine[1] = 16 * scnt[2 * r] > scnt[2 * r + 1] ? 16 * scnt[2 * r]
-                : scnt[2 * r + 1];
-    int64_t totfr = 0, totby = 0;
+    if (!rc)
+        me[1] = folded_segments(p, n);
+    int64_t *all = ADIOI_Malloc(sizeof(int64_t) * 5 * nprocs);
+    MPI_Allgather(me, 5, MPI_INT64_T, all, 5, MPI_INT64_T, fd->comm);
+    int64_t segs = 0, bytes = 0;
+    int anyerr = 0, interleaved = 0;
     for (int r = 0; r < nprocs; r++) {
-        totfr += 16 * scnt[2 * r];
-        totby += scnt[2 * r + 1];
+        anyerr |= all[5 * r] != 0;
+        segs += all[5 * r + 1];
+        bytes += all[5 * r + 2];
+        for (int q = 0; q < r && !interleaved; q++)
+            interleaved = all[5 * r + 2] > 0 && all[5 * q + 2] > 0 &&
+                all[5 * r + 3] < all[5 * q + 4] && all[5 * q + 3] < all[5 * r + 4];
     }
-    if (totfr > mine[1])
-        mine[1] = totfr;
-    if (totby > mine[1])
-        mine[1] = totby;
-    MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, fd->comm);
-    if (all[0] || all[1] > INT_MAX / 2) {
-        ADIOI_Free(fr);
-        ADIOI_Free(dest);
-        ADIOI_Free(scnt);
-        if (all[0] && rc) {
+    ADIOI_Free(all);
+    if (anyerr || !interleaved || segs == 0 || bytes >= AUTO_BYTES_PER_SEG * segs) {
+        if (rc)
             *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
-            return;
-        }
-        independent(fd, op, buf, count, datatype, file_ptr_type, offset, status, error_code);
-        return;
+        else
+            ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype,
+                                     file_ptr_type, status, error_code);
+        if (p)
+            ADIOI_Free(p);
+        return 1;
     }
+    return 0;
+}
 
+/* Send every fragment (descriptors, and data for writes) to its
+ * aggregator, which moves all it received with one list request, and
+ * bring read data back.  Returns the lowest error of any rank, or 0. */
+static int64_t exchange(ADIO_File fd, int op, void *buf, const ADIOI_GALLEY_piece * fr,
+                        const int *dest, int64_t * scnt, int64_t nfrag, int64_t totby,
+                        int nprocs)
+{
     /* exchange counts, then descriptors (and data for writes) */
     int64_t *rcnt = ADIOI_Malloc(sizeof(int64_t) * 2 * nprocs);
     MPI_Alltoall(scnt, 2, MPI_INT64_T, rcnt, 2, MPI_INT64_T, fd->comm);
@@ -284,6 +210,101 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     ADIOI_Free(sdesc);
     ADIOI_Free(sd);
     ADIOI_Free(rcnt);
+    return anyerr;
+}
+
+static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
+                        int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
+                        int force, int *error_code)
+{
+    static char myname[] = "ADIOI_GALLEY_COLL";
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
+    int nprocs, rank;
+    MPI_Comm_size(fd->comm, &nprocs);
+    MPI_Comm_rank(fd->comm, &rank);
+    int nsub = fs->layout.nsubfiles;
+    int64_t unit = fs->layout.unit;
+    /* aggregators: cb_nodes if the user set it, else one per subfile */
+    int naggr = fs->cb_nodes > 0 ? fs->cb_nodes : nsub;
+    if (naggr > nsub)
+        naggr = nsub;
+    if (naggr > nprocs)
+        naggr = nprocs;
+    if (naggr < 1)
+        naggr = 1;
+
+    ADIOI_GALLEY_piece *p = NULL;
+    int64_t n = 0, total = 0;
+    ADIO_Offset end;
+    int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset, 0,
+                                     &p, &n, &total, &end);
+
+    if (!force && decided_independent(fd, op, buf, p, n, total, end, rc, datatype,
+                                      file_ptr_type, status, error_code))
+        return;
+
+    /* cut into stripe fragments, counted per destination rank */
+    int64_t nfrag = 0;
+    for (int64_t i = 0; i < n; i++)
+        nfrag += (p[i].off + p[i].len - 1) / unit - p[i].off / unit + 1;
+    ADIOI_GALLEY_piece *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
+    int *dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
+    int64_t *scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));  /* frags, bytes */
+    if (!fr || !dest || !scnt)
+        rc = -ENOMEM;
+    int64_t k = 0;
+    for (int64_t i = 0; i < n && !rc; i++) {
+        int64_t off = p[i].off, left = p[i].len;
+        ADIO_Offset mem = p[i].mem;
+        while (left > 0) {
+            int64_t len;
+            int sub = gfs_layout_locate(nsub, unit, off, NULL, &len);
+            if (len > left)
+                len = left;
+            int agg = sub % naggr;
+            int r = (int) ((int64_t) agg * nprocs / naggr);
+            fr[k] = (ADIOI_GALLEY_piece) {
+            .off = off,.len = len,.mem = mem};
+            dest[k++] = r;
+            scnt[2 * r]++;
+            scnt[2 * r + 1] += len;
+            off += len;
+            mem += len;
+            left -= len;
+        }
+    }
+    if (p)
+        ADIOI_Free(p);
+
+    /* everyone agrees to go on (errors, int-sized counts) or falls back */
+    int64_t mine[2] = { rc ? 1 : 0, 0 }, all[2];
+    for (int r = 0; r < nprocs; r++)
+        if (16 * scnt[2 * r] > mine[1] || scnt[2 * r + 1] > mine[1])
+            mine[1] = 16 * scnt[2 * r] > scnt[2 * r + 1] ? 16 * scnt[2 * r]
+                : scnt[2 * r + 1];
+    int64_t totfr = 0, totby = 0;
+    for (int r = 0; r < nprocs; r++) {
+        totfr += 16 * scnt[2 * r];
+        totby += scnt[2 * r + 1];
+    }
+    if (totfr > mine[1])
+        mine[1] = totfr;
+    if (totby > mine[1])
+        mine[1] = totby;
+    MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, fd->comm);
+    if (all[0] || all[1] > INT_MAX / 2) {
+        ADIOI_Free(fr);
+        ADIOI_Free(dest);
+        ADIOI_Free(scnt);
+        if (all[0] && rc) {
+            *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
+            return;
+        }
+        independent(fd, op, buf, count, datatype, file_ptr_type, offset, status, error_code);
+        return;
+    }
+
+    int64_t anyerr = exchange(fd, op, buf, fr, dest, scnt, nfrag, totby, nprocs);
     ADIOI_Free(scnt);
     ADIOI_Free(dest);
     ADIOI_Free(fr);

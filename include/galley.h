@@ -452,6 +452,12 @@ int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile,
 /* Logical size implied by subfile fork sizes fsizes[0..nsub-1]. */
 int64_t gfs_layout_logical_size(int nsub, int64_t unit,
                                 const int64_t *fsizes);
+/* Where logical byte `offset` lives: returns its subfile (or -EINVAL for
+ * nsub < 1, unit < 1, offset < 0); *fork_offset (if not NULL) is its
+ * offset in that subfile's fork and *room (if not NULL) the bytes from it
+ * to the end of its stripe unit, all in that fork. */
+int gfs_layout_locate(int nsub, int64_t unit, int64_t offset,
+                      int64_t *fork_offset, int64_t *room);
 
 /* ------------------------------------------------------------------------
  * The locality layout ("local"; variable data distribution)

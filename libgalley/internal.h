@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "extent.h"
 #include "galley.h"
 #include "gproto.h"
 #include "handle.h"
@@ -171,18 +172,14 @@ int gc_attr_lookup(const char *attrs, const char *key, char *value,
 
 /* --------------------------------------------------------------- io.c -- */
 
-/* One piece of a transfer: len bytes at fork offset off <-> mem. */
-typedef struct gc_piece {
-    uint64_t off;
-    uint64_t len;
-    char *mem;
-} gc_piece;
+/* A piece of a transfer is a gx_ext (extent.h): len bytes at fork offset
+ * off <-> mem. */
 
 /* A transfer to one fork (one server). */
 typedef struct gc_xfer {
     int server;
     uint64_t fkid;
-    const gc_piece *pieces;
+    const gx_ext *pieces;
     size_t n; /* pieces move in this order; file-adjacent neighbours
                * are merged into one wire extent */
     /* results */
@@ -205,23 +202,27 @@ int gc_transfer(int op, gc_xfer *x, size_t nx);
  */
 enum gc_fin { GC_FIN_TOTAL, GC_FIN_FORK_READ, GC_FIN_STRIPED_READ };
 
-typedef struct gc_op {
+typedef struct gc_op gc_op;
+struct gc_op {
     int op;           /* GFS_READ or GFS_WRITE */
     gc_xfer *x;
     size_t nx;
-    gc_piece *store;  /* every piece of every xfer */
+    gx_ext *store;  /* every piece of every xfer */
     int64_t total;    /* bytes asked for */
     int fin;          /* enum gc_fin */
     int64_t off;      /* single-range reads: the range, for EOF */
     int sid;          /* GC_FIN_STRIPED_READ: the striped file */
-} gc_op;
+    /* GC_FIN_STRIPED_READ: the result, computed by the layer that made
+     * the op (striped.c), so io.c never calls up into it */
+    int64_t (*finish)(gc_op *o);
+};
 
 /* Run a prepared op and free it; returns bytes or a negative error. */
 int64_t gc_op_run(gc_op *o);
 void gc_op_free(gc_op *o);
 
 /* Prepare I/O of n pieces (taking ownership of `pieces`) on fork kid. */
-int gc_op_fork(gc_op **out, int kid, int op, gc_piece *pieces, size_t n,
+int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
                int64_t total, int fin, int64_t off);
 /* Prepare plain / list I/O on a fork (io.c). */
 int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
@@ -245,12 +246,10 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
                   const gfs_list_entry *entries, void *buf);
 /* Forget every striped id (gfs_finalize; their forks close after). */
 void gc_striped_shutdown(void);
-/* Finish of striped single-range reads (striped.c). */
-int64_t gc_striped_read_result(gc_op *o);
 
 /* Expand a list / nested / batched request into pieces (structured.c). */
 int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
-                    gc_piece **out, size_t *np, int64_t *total);
+                    gx_ext **out, size_t *np, int64_t *total);
 
 /* Fork-size request for many forks at once (concurrently). */
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes);

@@ -51,52 +51,17 @@ static void chunk_free(chunk *c)
 }
 
 /*
- * The wire form of a run of pieces.  File-adjacent pieces merge into one
- * extent; equal-size pieces at a constant file stride become one strided
- * segment (count, stride), so regular patterns stay compact on the wire
- * whatever interface produced them.  Memory is the client's business:
- * every piece keeps its own iovec unless memory-contiguous too.
+ * The wire form of a run of pieces (gx_fold, extent.h): file-adjacent
+ * pieces merge into one extent; equal-size pieces at a constant file
+ * stride become one strided segment (count, stride), so regular patterns
+ * stay compact on the wire whatever interface produced them.  Memory is
+ * the client's business: every piece keeps its own iovec unless
+ * memory-contiguous too.
  */
-typedef struct run {
-    uint64_t off, size, count, stride;
-} run;
-
-static void run_emit(gp_wbuf *segs, const run *r, uint32_t *nseg)
+static void seg_emit(gp_wbuf *segs, const gp_seg *s, uint32_t *nseg)
 {
-    gp_seg s = {.off = r->off, .size = r->size};
-    if (r->count <= 1) {
-        s.kind = GP_SEG_EXTENT;
-    } else {
-        s.kind = GP_SEG_STRIDED;
-        s.nlev = 1;
-        s.count[0] = r->count;
-        s.stride[0] = r->stride;
-    }
-    gp_put_seg(segs, &s);
+    gp_put_seg(segs, s);
     (*nseg)++;
-}
-
-/* Try to append [off, off+len) to the run; false if it does not fit. */
-static bool run_extend(run *r, uint64_t off, uint64_t len)
-{
-    if (r->count == 1 && r->off + r->size == off) {
-        r->size += len; /* adjacent: one longer extent */
-        return true;
-    }
-    if (len != r->size)
-        return false;
-    if (r->count == 1) {
-        if (off < r->off + r->size)
-            return false; /* backwards or overlapping: keep apart */
-        r->stride = off - r->off;
-        r->count = 2;
-        return true;
-    }
-    if (off == r->off + r->count * r->stride) {
-        r->count++;
-        return true;
-    }
-    return false;
 }
 
 /* Build the next request of x from the cursor; NULL with *err = 0 when
@@ -121,10 +86,10 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     uint32_t nseg = 0;
     uint64_t npieces = 0; /* at most limit / GP_PIECE_DIVISOR (gproto.h) */
     bool have = false;
-    run r = {0};
+    gp_seg r;
 
     while (cur->piece < x->n && c->iov) {
-        const gc_piece *p = &x->pieces[cur->piece];
+        const gx_ext *p = &x->pieces[cur->piece];
         if (p->len == 0) {
             cur->piece++;
             continue;
@@ -136,14 +101,14 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
         uint64_t take = p->len - cur->done;
         if (take > room)
             take = room;
-        if (!have || !run_extend(&r, off, take)) {
+        if (!have || !gx_fold(&r, off, take)) {
             if (have)
-                run_emit(&segs, &r, &nseg);
+                seg_emit(&segs, &r, &nseg);
             if (nseg == GC_MAX_CHUNK_SEGS) {
                 have = false;
                 break;
             }
-            r = (run){off, take, 1, 0};
+            gx_fold_start(&r, off, take);
             have = true;
         }
         char *mem = p->mem + cur->done;
@@ -172,7 +137,7 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
         }
     }
     if (have)
-        run_emit(&segs, &r, &nseg);
+        seg_emit(&segs, &r, &nseg);
     /* IO_READ, IO_WRITE and their V forms begin alike (gmsg.h: fkid, then
      * the segs tail); chunk_submit picks the opcode */
     gp_IO_READ_req_encode(&c->desc, &(gp_IO_READ_req){.fkid = x->fkid});
@@ -208,20 +173,20 @@ static int chunk_submit(int op, const gc_xfer *x, chunk *c, bool cma)
         size_t at = c->desc.len;
         uint32_t nseg = 0;
         gp_put_u32(&c->desc, 0);
-        run r = {0};
+        gp_seg r;
         bool have = false;
         for (int i = 0; i < c->niov; i++) {
             uint64_t a = (uint64_t)(uintptr_t)c->iov[i].iov_base;
             uint64_t len = c->iov[i].iov_len;
-            if (!have || !run_extend(&r, a, len)) {
+            if (!have || !gx_fold(&r, a, len)) {
                 if (have)
-                    run_emit(&c->desc, &r, &nseg);
-                r = (run){a, len, 1, 0};
+                    seg_emit(&c->desc, &r, &nseg);
+                gx_fold_start(&r, a, len);
                 have = true;
             }
         }
         if (have)
-            run_emit(&c->desc, &r, &nseg);
+            seg_emit(&c->desc, &r, &nseg);
         if (!c->desc.err)
             for (int k = 0; k < 4; k++)
                 c->desc.data[at + (size_t)k] = (uint8_t)(nseg >> (8 * k));
@@ -362,14 +327,14 @@ int64_t gc_op_run(gc_op *o)
         uint64_t fs = o->x[0].fork_size, off = (uint64_t)o->off;
         uint64_t avail = fs > off ? fs - off : 0;
         res = avail < (uint64_t)o->total ? (int64_t)avail : o->total;
-    } else if (!rc && o->fin == GC_FIN_STRIPED_READ) {
-        res = gc_striped_read_result(o);
+    } else if (!rc && o->fin == GC_FIN_STRIPED_READ && o->finish) {
+        res = o->finish(o);
     }
     gc_op_free(o);
     return res;
 }
 
-int gc_op_fork(gc_op **out, int kid, int op, gc_piece *pieces, size_t n,
+int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
                int64_t total, int fin, int64_t off)
 {
     gc_fork k;
@@ -407,7 +372,7 @@ int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
         return -EINVAL;
     if ((uint64_t)n > GP_MAX_PIECES)
         return GFS_ETOOBIG;
-    gc_piece *p = malloc(sizeof(*p) * (size_t)(n ? n : 1));
+    gx_ext *p = malloc(sizeof(*p) * (size_t)(n ? n : 1));
     if (!p)
         return -ENOMEM;
     int64_t total = 0;
@@ -432,10 +397,10 @@ int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
 {
     if (!range_ok(offset, size) || (size && !buf))
         return -EINVAL;
-    gc_piece *p = malloc(sizeof(*p));
+    gx_ext *p = malloc(sizeof(*p));
     if (!p)
         return -ENOMEM;
-    *p = (gc_piece){(uint64_t)offset, (uint64_t)size, buf};
+    *p = (gx_ext){(uint64_t)offset, (uint64_t)size, {buf}};
     return gc_op_fork(o, kid, op, p, size ? 1 : 0, size,
                       op == GFS_READ ? GC_FIN_FORK_READ : GC_FIN_TOTAL,
                       offset);

@@ -4,9 +4,14 @@
  * Logical byte x of a file striped over nsub subfiles with stripe unit u
  * lives in subfile (x / u) % nsub at fork offset (x / (u * nsub)) * u + x % u.
  *
+ * The arithmetic itself is proto/layout.h's (gl_*), shared with the rest
+ * of the client; these are its public face for programs that see only
+ * galley.h (the MPI-IO driver).
+ *
  * Threads: pure functions.
  */
 #include "internal.h"
+#include "layout.h"
 
 int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile,
                              int64_t size)
@@ -39,4 +44,19 @@ int64_t gfs_layout_logical_size(int nsub, int64_t unit, const int64_t *fsizes)
             size = x + 1;
     }
     return size;
+}
+
+int gfs_layout_locate(int nsub, int64_t unit, int64_t offset,
+                      int64_t *fork_offset, int64_t *room)
+{
+    if (nsub < 1 || unit < 1 || offset < 0)
+        return -22; /* -EINVAL */
+    uint64_t foff, r;
+    unsigned sub = gl_locate((uint64_t)unit, (unsigned)nsub,
+                             (uint64_t)offset, &foff, &r);
+    if (fork_offset)
+        *fork_offset = (int64_t)foff;
+    if (room)
+        *room = (int64_t)r;
+    return (int)sub;
 }

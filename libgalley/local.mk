@@ -16,7 +16,7 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/group.c \
 	libgalley/io.c \
 	libgalley/layout.c \
-	libgalley/local_layout.c \
+	libgalley/local_layout.c libgalley/local_io.c libgalley/local_internal.h \
 	libgalley/nb.c \
 	libgalley/sfio.c \
 	libgalley/structured.c \

@@ -42,46 +42,21 @@
  * NAME has it before anything is written (the paper's reuse of a learned
  * distribution).
  *
+ * Requests (a list request -> one transfer per subfile) are in
+ * local_io.c; the types both files share in local_internal.h.
+ *
  * Threads: any; one mutex per open local file (gc_local.lock) is held
  * across the whole of a request's preparation, network calls included
  * (claims must see one consistent map).  It never nests inside st_lock.
  */
 #include "internal.h"
+#include "local_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAP_SUFFIX ".map"
-#define SLOT_BYTES 16
-#define SLOTS_KEY "galley.local.slots"
-#define TOMBSTONE UINT64_MAX /* a slot given up by truncate */
-#define CLAIM_BASE (GP_MAX_OFFSET / 2)
-#define READ_CHUNK (1 << 20)
-#define MAP_CHUNK (16 << 10) /* bytes of one map read in a refresh */
-
-typedef struct blk {
-    uint64_t key;  /* g + 1; 0 = empty hash cell */
-    int sub;
-    uint64_t slot;
-    uint64_t len;
-} blk;
-
-struct gc_local {
-    pthread_mutex_t lock;
-    int nsub;
-    uint64_t bsize;
-    int me;                           /* subfile of my server, or -1 */
-    int servers[GFS_MAX_SUBFILES];
-    uint64_t hids[GFS_MAX_SUBFILES];
-    int mkids[GFS_MAX_SUBFILES];      /* map forks */
-    uint64_t scanned[GFS_MAX_SUBFILES]; /* slots read up to the first gap */
-    blk *tab;
-    size_t cap, used;
-    uint64_t maxend;                  /* logical end known so far */
-};
 
 /* --------------------------------------------------------- the hash ---- */
 
@@ -93,7 +68,7 @@ static size_t hash_of(uint64_t key, size_t cap)
     return (size_t)key & (cap - 1);
 }
 
-static blk *find(gc_local *l, uint64_t g)
+blk *gc_local_find(gc_local *l, uint64_t g)
 {
     if (!l->cap)
         return NULL;
@@ -130,7 +105,7 @@ static int grow(gc_local *l)
 static int insert(gc_local *l, uint64_t g, int sub, uint64_t slot,
                   uint64_t len)
 {
-    blk *b = find(l, g);
+    blk *b = gc_local_find(l, g);
     if (!b) {
         if ((l->used + 1) * 2 > l->cap) {
             int rc = grow(l);
@@ -174,7 +149,7 @@ static uint64_t get_le64(const uint8_t *p)
  * given blocks up).  A slot still zero was taken by a writer that has not
  * filled it in yet: reading resumes there next time.
  */
-static int refresh(gc_local *l, bool full)
+int gc_local_refresh(gc_local *l, bool full)
 {
     if (full) {
         if (l->tab)
@@ -329,7 +304,7 @@ int gc_local_open(int fid, const gfs_layout *lay, gc_local **out)
     rc = gfs_all_open(fid, mapfork, l->mkids);
     if (rc)
         goto out_free;
-    rc = refresh(l, true);
+    rc = gc_local_refresh(l, true);
     if (rc) {
         gfs_all_close(l->nsub, l->mkids);
         goto out_free;
@@ -353,26 +328,22 @@ void gc_local_free(gc_local *l)
 
 /* ---------------------------------------------------------- claims ----- */
 
-typedef struct want {
-    uint64_t g;
-    uint64_t end; /* bytes of the block this request writes up to */
-} want;
-
-static int want_cmp(const void *a, const void *b)
+int gc_local_want_cmp(const void *a, const void *b)
 {
     const want *x = a, *y = b;
     return x->g < y->g ? -1 : x->g > y->g;
 }
 
 /* Give blocks w[0..n) (sorted, distinct, not yet known) a home. */
-static int claim(gc_local *l, int sid, want *w, size_t n)
+int gc_local_claim(gc_local *l, int sid, want *w, size_t n)
 {
     uint64_t lo = w[0].g, hi = w[n - 1].g;
     int rc = gfs_striped_lock(sid, (int64_t)(CLAIM_BASE + lo),
                               (int64_t)(hi - lo + 1), 1);
     if (rc)
         return rc;
-    rc = refresh(l, false); /* someone may have claimed them meanwhile */
+    /* someone may have claimed them meanwhile */
+    rc = gc_local_refresh(l, false);
     uint64_t *count = calloc((size_t)l->nsub, sizeof(*count));
     uint8_t *ent = malloc(n * SLOT_BYTES);
     int *dest = malloc(n * sizeof(*dest));
@@ -380,7 +351,7 @@ static int claim(gc_local *l, int sid, want *w, size_t n)
         rc = -ENOMEM;
     for (size_t i = 0; i < n && !rc; i++) {
         dest[i] = -1;
-        if (find(l, w[i].g))
+        if (gc_local_find(l, w[i].g))
             continue;
         dest[i] = l->me >= 0 ? l->me : (int)(w[i].g % (uint64_t)l->nsub);
         count[dest[i]]++;
@@ -430,7 +401,7 @@ static bool must_raise(const gc_local *l, const blk *b, const want *w)
 
 /* Raise the recorded lengths of known blocks this write extends: one small
  * list write per owning subfile. */
-static int raise_lengths(gc_local *l, const want *w, size_t n)
+int gc_local_raise_lengths(gc_local *l, const want *w, size_t n)
 {
     gfs_list_entry *le = malloc(sizeof(*le) * (n ? n : 1));
     uint8_t *val = malloc(8 * (n ? n : 1));
@@ -438,7 +409,7 @@ static int raise_lengths(gc_local *l, const want *w, size_t n)
     for (int s = 0; s < l->nsub && !rc; s++) {
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            blk *b = find(l, w[i].g);
+            blk *b = gc_local_find(l, w[i].g);
             if (b && b->sub == s && must_raise(l, b, &w[i])) {
                 put_le64(val + 8 * m, w[i].end);
                 le[m] = (gfs_list_entry){(int64_t)(b->slot * SLOT_BYTES + 8),
@@ -454,7 +425,7 @@ static int raise_lengths(gc_local *l, const want *w, size_t n)
         }
     }
     for (size_t i = n; i-- > 0 && !rc;) { /* highest first, as decided */
-        blk *b = find(l, w[i].g);
+        blk *b = gc_local_find(l, w[i].g);
         if (must_raise(l, b, &w[i])) {
             b->len = w[i].end;
             if (w[i].g * l->bsize + b->len > l->maxend)
@@ -464,177 +435,6 @@ static int raise_lengths(gc_local *l, const want *w, size_t n)
     free(le);
     free(val);
     return rc;
-}
-
-/* ------------------------------------------------------- requests ------ */
-
-typedef struct lfrag {
-    uint64_t g, within, len;
-    char *mem;
-} lfrag;
-
-int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
-                const gfs_list_entry *entries, void *buf, const int *kids)
-{
-    if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
-        return -EINVAL;
-    uint64_t B = l->bsize;
-    lfrag *fr = NULL;
-    size_t nfr = 0, capfr = 0;
-    int64_t total = 0;
-    int rc = 0;
-    for (int64_t i = 0; i < n && !rc; i++) {
-        const gfs_list_entry *e = &entries[i];
-        if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
-            (uint64_t)e->file_offset > CLAIM_BASE / 2 ||
-            (uint64_t)e->size > CLAIM_BASE / 2 - (uint64_t)e->file_offset ||
-            (e->size && !buf)) {
-            rc = -EINVAL;
-            break;
-        }
-        uint64_t x = (uint64_t)e->file_offset, left = (uint64_t)e->size;
-        char *mem = (char *)buf + e->mem_offset;
-        while (left > 0) {
-            if (nfr == capfr) {
-                capfr = capfr ? capfr * 2 : 64;
-                lfrag *nf = realloc(fr, sizeof(*nf) * capfr);
-                if (!nf) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                fr = nf;
-            }
-            uint64_t within = x % B;
-            uint64_t len = B - within < left ? B - within : left;
-            fr[nfr++] = (lfrag){x / B, within, len, mem};
-            x += len;
-            mem += len;
-            left -= len;
-        }
-        total += e->size;
-    }
-    /* the distinct blocks touched, with how far each is written */
-    want *w = rc ? NULL : malloc(sizeof(*w) * (nfr ? nfr : 1));
-    if (!rc && !w)
-        rc = -ENOMEM;
-    size_t nw = 0;
-    if (!rc) {
-        for (size_t i = 0; i < nfr; i++)
-            w[i] = (want){fr[i].g, fr[i].within + fr[i].len};
-        qsort(w, nfr, sizeof(*w), want_cmp);
-        for (size_t i = 0; i < nfr; i++) {
-            if (nw && w[nw - 1].g == w[i].g) {
-                if (w[i].end > w[nw - 1].end)
-                    w[nw - 1].end = w[i].end;
-            } else {
-                w[nw++] = w[i];
-            }
-        }
-    }
-
-    pthread_mutex_lock(&l->lock);
-    size_t nmiss = 0;
-    for (size_t i = 0; i < nw && !rc; i++)
-        if (!find(l, w[i].g))
-            nmiss++;
-    /* a miss: the maps may have grown (a write's claim reads them again
-     * under its lock, so only a read does it here) */
-    if (nmiss && !rc && op == GFS_READ)
-        rc = refresh(l, false);
-    if (op == GFS_WRITE && !rc) {
-        want *miss = malloc(sizeof(*miss) * (nw ? nw : 1));
-        size_t k = 0;
-        if (!miss)
-            rc = -ENOMEM;
-        for (size_t i = 0; i < nw && !rc; i++)
-            if (!find(l, w[i].g))
-                miss[k++] = w[i];
-        if (k && !rc)
-            rc = claim(l, sid, miss, k);
-        free(miss);
-        if (!rc)
-            rc = raise_lengths(l, w, nw);
-    }
-
-    /* per subfile, in list order: fork offset = slot * B + within */
-    gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
-    if (o) {
-        o->x = calloc((size_t)l->nsub, sizeof(gc_xfer));
-        o->store = malloc(sizeof(gc_piece) * (nfr ? nfr : 1));
-    }
-    if (!rc && (!o || !o->x || !o->store))
-        rc = -ENOMEM;
-    int *subof = rc ? NULL : malloc(sizeof(*subof) * (nfr ? nfr : 1));
-    if (!rc && !subof)
-        rc = -ENOMEM;
-    for (size_t i = 0; i < nfr && !rc; i++) {
-        blk *b = find(l, fr[i].g);
-        subof[i] = b ? b->sub : -1;
-        if (b)
-            fr[i].within += b->slot * B; /* now the fork offset */
-        else
-            memset(fr[i].mem, 0, fr[i].len); /* a hole reads as zeros */
-    }
-    pthread_mutex_unlock(&l->lock);
-    size_t at = 0;
-    for (int s = 0; s < l->nsub && !rc; s++) {
-        size_t first = at;
-        for (size_t i = 0; i < nfr; i++)
-            if (subof[i] == s)
-                o->store[at++] = (gc_piece){fr[i].within, fr[i].len,
-                                            fr[i].mem};
-        if (at == first)
-            continue;
-        gc_fork k;
-        rc = gc_fork_get(kids[s], &k);
-        if (rc)
-            break;
-        o->x[o->nx++] = (gc_xfer){.server = k.server, .fkid = k.fkid,
-                                  .pieces = o->store + first,
-                                  .n = at - first};
-    }
-    free(subof);
-    free(fr);
-    free(w);
-    if (rc) {
-        gc_op_free(o);
-        return rc;
-    }
-    o->op = op;
-    o->total = total;
-    o->sid = sid;
-    o->fin = GC_FIN_TOTAL;
-    if (op == GFS_READ && n == 1) {
-        o->fin = GC_FIN_STRIPED_READ;
-        o->off = entries[0].file_offset;
-    }
-    *out = o;
-    return 0;
-}
-
-int64_t gc_local_size(gc_local *l)
-{
-    pthread_mutex_lock(&l->lock);
-    int rc = refresh(l, true);
-    int64_t size = rc ? rc : (int64_t)l->maxend;
-    pthread_mutex_unlock(&l->lock);
-    return size;
-}
-
-int64_t gc_local_read_result(gc_local *l, gc_op *o)
-{
-    int64_t end = o->off + o->total;
-    pthread_mutex_lock(&l->lock);
-    int64_t lower = (int64_t)l->maxend;
-    pthread_mutex_unlock(&l->lock);
-    if (lower < end) {
-        lower = gc_local_size(l);
-        if (lower < 0)
-            return lower;
-    }
-    if (lower <= o->off)
-        return 0;
-    return lower < end ? lower - o->off : o->total;
 }
 
 /*
@@ -693,13 +493,13 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
             rc = (int)r;
     }
     if (!rc)
-        rc = refresh(l, true);
+        rc = gc_local_refresh(l, true);
     /* the new last block records exactly where the file ends now (its
      * length may have been left lower by must_raise) */
     bool absent = false;
     if (!rc && size > 0) {
         uint64_t g = ((uint64_t)size - 1) / B;
-        blk *b = find(l, g);
+        blk *b = gc_local_find(l, g);
         if (b && b->len != (uint64_t)size - g * B) {
             uint8_t v[8];
             put_le64(v, (uint64_t)size - g * B);
@@ -708,7 +508,7 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
             if (r < 0)
                 rc = (int)r;
             else
-                rc = refresh(l, true);
+                rc = gc_local_refresh(l, true);
         }
         absent = !b;
     }
@@ -745,7 +545,7 @@ int gc_local_stat(gc_local *l, gfs_local_stat *st)
 {
     memset(st, 0, sizeof(*st));
     pthread_mutex_lock(&l->lock);
-    int rc = refresh(l, true);
+    int rc = gc_local_refresh(l, true);
     if (!rc) {
         st->nsubfiles = l->nsub;
         st->block_size = (int64_t)l->bsize;

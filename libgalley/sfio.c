@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layout.h"
 
 struct MFILE {
     int sid;
@@ -165,15 +166,16 @@ static long fragment_rw(MFILE *f, int op, long offset, char *buf,
 {
     if (!f || offset < 0 || (size && !buf))
         return -EINVAL;
-    int ns = f->lay.nsubfiles;
-    uint64_t unit = (uint64_t)f->lay.unit, row = unit * (uint64_t)ns;
+    unsigned ns = (unsigned)f->lay.nsubfiles;
+    uint64_t unit = (uint64_t)f->lay.unit;
     uint64_t x = (uint64_t)offset, left = size;
     bool short_read = false;
     while (left > 0) {
-        uint64_t within = x % unit;
-        uint64_t len = unit - within < left ? unit - within : left;
-        int sub = (int)((x / unit) % (uint64_t)ns);
-        int64_t foff = (int64_t)((x / row) * unit + within);
+        uint64_t ufoff, len;
+        int sub = (int)gl_locate(unit, ns, x, &ufoff, &len);
+        if (len > left)
+            len = left;
+        int64_t foff = (int64_t)ufoff;
         int kid = gfs_striped_kid(f->sid, sub);
         int64_t k = op == GFS_READ ? gfs_read(kid, foff, buf, (int64_t)len)
                                    : gfs_write(kid, foff, buf, (int64_t)len);

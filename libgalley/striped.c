@@ -9,6 +9,7 @@
  * only around table access, never across network calls.
  */
 #include "internal.h"
+#include "layout.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -416,69 +417,27 @@ int gfs_striped_sync(int sid)
 
 /* ------------------------------------------------------ fragmenting ---- */
 
-typedef struct frag {
-    gc_piece p;
-    size_t seq; /* list order, for stable sorting */
-} frag;
-
-typedef struct fragvec {
-    frag *v;
+/* One subfile's pieces, in list order until gx_order. */
+typedef struct extvec {
+    gx_ext *v;
     size_t n, cap;
-} fragvec;
+} extvec;
 
-static int fv_push(fragvec *fv, uint64_t off, uint64_t len, char *mem)
+static int ev_push(extvec *ev, uint64_t off, uint64_t len, char *mem)
 {
-    if (fv->n == fv->cap) {
-        size_t cap = fv->cap ? fv->cap * 2 : 64;
-        frag *nv = realloc(fv->v, sizeof(*nv) * cap);
+    if (ev->n == ev->cap) {
+        size_t cap = ev->cap ? ev->cap * 2 : 64;
+        gx_ext *nv = realloc(ev->v, sizeof(*nv) * cap);
         if (!nv)
             return -ENOMEM;
-        fv->v = nv;
-        fv->cap = cap;
+        ev->v = nv;
+        ev->cap = cap;
     }
-    fv->v[fv->n] = (frag){{off, len, mem}, fv->n};
-    fv->n++;
+    ev->v[ev->n++] = (gx_ext){.off = off, .len = len, .mem = mem};
     return 0;
 }
 
-static int frag_cmp(const void *a, const void *b)
-{
-    const frag *x = a, *y = b;
-    if (x->p.off != y->p.off)
-        return x->p.off < y->p.off ? -1 : 1;
-    return x->seq < y->seq ? -1 : (x->seq > y->seq);
-}
-
-/*
- * Sort one server's fragments by fork offset.  Writes whose fragments
- * overlap keep list order instead, so that the server, which applies
- * overlapping pieces in request order, makes a later piece win.
- */
-static void order_fragments(int op, fragvec *fv)
-{
-    bool sorted = true;
-    for (size_t i = 1; i < fv->n && sorted; i++)
-        if (fv->v[i].p.off < fv->v[i - 1].p.off + fv->v[i - 1].p.len)
-            sorted = false;
-    if (sorted)
-        return;
-    frag *copy = NULL;
-    if (op == GFS_WRITE) {
-        copy = malloc(sizeof(*copy) * fv->n);
-        if (!copy)
-            return; /* list order is always correct, just slower */
-        memcpy(copy, fv->v, sizeof(*copy) * fv->n);
-    }
-    qsort(fv->v, fv->n, sizeof(frag), frag_cmp);
-    if (copy) {
-        for (size_t i = 1; i < fv->n; i++)
-            if (fv->v[i].p.off < fv->v[i - 1].p.off + fv->v[i - 1].p.len) {
-                memcpy(fv->v, copy, sizeof(*copy) * fv->n);
-                break;
-            }
-        free(copy);
-    }
-}
+static int64_t striped_read_result(gc_op *o);
 
 int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
                   const gfs_list_entry *entries, void *buf)
@@ -487,13 +446,17 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
     int rc = st_get(sid, &s);
     if (rc)
         return rc;
-    if (s.loc)
-        return gc_local_op(s.loc, sid, out, op, n, entries, buf, s.kids);
+    if (s.loc) {
+        rc = gc_local_op(s.loc, sid, out, op, n, entries, buf, s.kids);
+        if (!rc)
+            (*out)->finish = striped_read_result;
+        return rc;
+    }
     if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
         return -EINVAL;
     int ns = s.lay.nsubfiles;
-    uint64_t unit = (uint64_t)s.lay.unit, row = unit * (uint64_t)ns;
-    fragvec fv[GFS_MAX_SUBFILES];
+    uint64_t unit = (uint64_t)s.lay.unit;
+    extvec fv[GFS_MAX_SUBFILES];
     memset(fv, 0, sizeof(fv[0]) * (size_t)ns);
     int64_t total = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
@@ -508,11 +471,11 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
         uint64_t x = (uint64_t)e->file_offset, left = (uint64_t)e->size;
         char *mem = (char *)buf + e->mem_offset;
         while (left > 0 && !rc) {
-            uint64_t within = x % unit;
-            uint64_t len = unit - within < left ? unit - within : left;
-            int sub = (int)((x / unit) % (uint64_t)ns);
-            uint64_t foff = (x / row) * unit + within;
-            rc = fv_push(&fv[sub], foff, len, mem);
+            uint64_t foff, len;
+            unsigned sub = gl_locate(unit, (unsigned)ns, x, &foff, &len);
+            if (len > left)
+                len = left;
+            rc = ev_push(&fv[sub], foff, len, mem);
             x += len;
             mem += len;
             left -= len;
@@ -525,7 +488,7 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
     gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
     if (o) {
         o->x = calloc((size_t)ns, sizeof(gc_xfer));
-        o->store = malloc(sizeof(gc_piece) * (nfrag ? nfrag : 1));
+        o->store = malloc(sizeof(gx_ext) * (nfrag ? nfrag : 1));
     }
     if (!rc && (!o || !o->x || !o->store))
         rc = -ENOMEM;
@@ -533,13 +496,12 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
     for (int i = 0; i < ns && !rc; i++) {
         if (fv[i].n == 0)
             continue;
-        order_fragments(op, &fv[i]);
+        gx_order(fv[i].v, fv[i].n, op == GFS_WRITE);
         gc_fork k;
         rc = gc_fork_get(s.kids[i], &k);
         if (rc)
             break;
-        for (size_t j = 0; j < fv[i].n; j++)
-            o->store[at + j] = fv[i].v[j].p;
+        memcpy(o->store + at, fv[i].v, sizeof(gx_ext) * fv[i].n);
         o->x[o->nx++] = (gc_xfer){.server = k.server, .fkid = k.fkid,
                                   .pieces = o->store + at, .n = fv[i].n};
         at += fv[i].n;
@@ -556,6 +518,7 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
     o->fin = GC_FIN_TOTAL;
     if (op == GFS_READ && n == 1) {
         o->fin = GC_FIN_STRIPED_READ;
+        o->finish = striped_read_result;
         o->off = entries[0].file_offset;
     }
     *out = o;
@@ -565,7 +528,7 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
 /* A single-range read reports the bytes before the logical end of file.
  * The forks it touched told us their sizes; the others are asked only if
  * those do not already show the range is inside the file. */
-int64_t gc_striped_read_result(gc_op *o)
+static int64_t striped_read_result(gc_op *o)
 {
     gc_striped s;
     int rc = st_get(o->sid, &s);

@@ -416,33 +416,3 @@ bool gp_seg_measure(const gp_seg *s, uint64_t *npieces, uint64_t *nbytes)
     *nbytes = bytes;
     return true;
 }
-
-void gp_seg_expand(const gp_seg *s, gp_piece *out, uint64_t *n)
-{
-    if (s->kind == GP_SEG_EXTENT) {
-        out[*n].off = s->off;
-        out[*n].len = s->size;
-        (*n)++;
-        return;
-    }
-    uint64_t idx[GP_MAX_LEVELS] = {0};
-    unsigned L = s->nlev;
-    for (unsigned i = 0; i < L; i++)
-        if (s->count[i] == 0)
-            return;
-    for (;;) {
-        uint64_t off = s->off;
-        for (unsigned i = 0; i < L; i++)
-            off += idx[i] * s->stride[i];
-        out[*n].off = off;
-        out[*n].len = s->size;
-        (*n)++;
-        int lev = (int)L - 1;
-        while (lev >= 0 && ++idx[lev] == s->count[lev]) {
-            idx[lev] = 0;
-            lev--;
-        }
-        if (lev < 0)
-            return;
-    }
-}

@@ -223,15 +223,7 @@ void gp_get_seg(gp_rbuf *r, gp_seg *s);
 #define GP_MAX_OFFSET (UINT64_C(1) << 62)
 bool gp_seg_measure(const gp_seg *s, uint64_t *npieces, uint64_t *nbytes);
 
-/* One expanded piece. */
-typedef struct gp_piece {
-    uint64_t off;
-    uint64_t len;
-} gp_piece;
-
-/* Append the expansion of s to out[*n ...]; caller sized out by
- * gp_seg_measure. */
-void gp_seg_expand(const gp_seg *s, gp_piece *out, uint64_t *n);
+/* Expanding a segment into pieces: gp_seg_expand (extent.h). */
 
 /* ------------------------------------------------------------------------
  * Same-host transport

@@ -1,6 +1,7 @@
 # The wire protocol, compiled into both libgalley and galleyd.
 noinst_LTLIBRARIES += proto/libgproto.la
 proto_libgproto_la_SOURCES = proto/gproto.c proto/gproto.h \
+	proto/extent.c proto/extent.h \
 	proto/gauth.c proto/gauth.h \
 	proto/gerror.c proto/gerror.h
 # the cluster secret's MAC and random numbers come from libsodium

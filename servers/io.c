@@ -17,14 +17,15 @@
  *    bounded by its frame plus 16 bytes per piece; segments that move no
  *    bytes are never expanded (2^24 empty pieces cost nothing), and for a write
  *    the data must be exactly the rest of the payload (else GFS_EPROTO).
- * 2. Expand (gp_seg_expand) into pieces in list order; zero-length pieces
- *    are dropped (they move nothing).  A piece is kept in 16 bytes: offset,
- *    length, and where its data starts in the payload / reply ("src"),
- *    which is also its position in list order.
- * 3. Sort by offset and coalesce adjacent or overlapping pieces into
- *    extents before touching the cache.  For writes, an extent whose pieces
- *    overlap is resolved first: its pieces are applied in list order into a
- *    scratch buffer (a later piece wins) and replaced by one piece.
+ * 2. Expand (gp_seg_expand, extent.h) into pieces in list order;
+ *    zero-length pieces are dropped (they move nothing).  A piece is a
+ *    gx_ext of 24 bytes: offset, length, and where its data starts in the
+ *    payload / reply ("src"), which is also its position in list order.
+ * 3. Sort by offset (gx_sort) and coalesce adjacent or overlapping pieces
+ *    into extents (gx_extent_at) before touching the cache.  For writes, an
+ *    extent whose pieces overlap is resolved first (gx_resolve): its pieces
+ *    are applied in list order into a scratch buffer (a later piece wins)
+ *    and replaced by one piece.
  * 4. Blocks: the extents are walked block by block; a window of at most
  *    gsrv_cache_window() distinct blocks is requested from the
  *    CacheManager at a time.  For a write, a block that is only partly
@@ -51,6 +52,8 @@
  */
 #include "gsrv_internal.h"
 
+#include "extent.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,18 +61,7 @@
 
 #define BS ((uint64_t)GSRV_BLOCK_SIZE)
 #define SEG_MIN_BYTES 17 /* smallest encoded segment: u8 + 2 x u64 */
-#define IO_RESOLVED 0x80000000u /* src flag: data is in q->resolved */
-
-/* A piece: len bytes at fork offset off; data at src (see above).  Data
- * limits keep len and src below 2^31. */
-typedef struct io_item {
-    uint64_t off;
-    uint32_t len;
-    uint32_t src;
-} io_item;
-
-_Static_assert(sizeof(io_item) == sizeof(gp_piece),
-               "pieces are converted in place");
+#define IO_RESOLVED (UINT64_C(1) << 63) /* src flag: data in q->resolved */
 
 typedef struct io_req {
     gsrv_fork *f;
@@ -80,7 +72,7 @@ typedef struct io_req {
     bool direct;          /* cma: copied straight between the blocks and
                            * the client's memory */
     uint8_t *pulled;      /* cma write: the data, copied in (malloc'd) */
-    io_item *it;
+    gx_ext *it;           /* the pieces, numbered (gx_number) */
     size_t n;
     uint64_t bytes;       /* sum of piece lengths */
     const uint8_t *data;  /* write: the payload's data part */
@@ -198,8 +190,8 @@ static int decode(gp_rbuf *r, io_req *q)
     if (npieces == 0)
         return 0;
 
-    /* pass 2: expand into pieces, then turn them into items in place */
-    gp_piece *pc = malloc(npieces * sizeof(*pc));
+    /* pass 2: expand into pieces, numbered in list order */
+    gx_ext *pc = malloc(npieces * sizeof(*pc));
     if (!pc)
         return -ENOMEM;
     gp_rbuf r2 = *r;
@@ -213,130 +205,18 @@ static int decode(gp_rbuf *r, io_req *q)
         if (gp_seg_measure(&s, &p, &b) && b)
             gp_seg_expand(&s, pc, &k);
     }
-    uint8_t *mem = (uint8_t *)pc;
-    size_t n = 0;
-    uint64_t src = 0;
-    for (uint64_t i = 0; i < k; i++) {
-        gp_piece p;
-        memcpy(&p, mem + i * sizeof(p), sizeof(p));
-        if (p.len == 0)
-            continue;
-        io_item it = {.off = p.off, .len = (uint32_t)p.len,
-                      .src = (uint32_t)src};
-        memcpy(mem + n * sizeof(it), &it, sizeof(it));
-        src += p.len;
-        n++;
-    }
-    q->it = (io_item *)mem;
-    q->n = n;
+    q->it = pc;
+    q->n = gx_number(pc, (size_t)k);
     return 0;
 }
 
-/* ------------------------------------------------- sort and coalesce ---- */
+/* ------------------------------------------------------------ pieces ---- */
 
-static int cmp_off(const void *a, const void *b)
-{
-    const io_item *x = a, *y = b;
-    if (x->off != y->off)
-        return x->off < y->off ? -1 : 1;
-    return x->src < y->src ? -1 : x->src > y->src;
-}
-
-static int cmp_src(const void *a, const void *b)
-{
-    const io_item *x = a, *y = b;
-    return x->src < y->src ? -1 : x->src > y->src;
-}
-
-static uint64_t item_end(const io_item *it)
-{
-    return it->off + it->len;
-}
-
-/* Sort by offset; returns true when the items were already in order. */
-static bool sort_items(io_item *it, size_t n)
-{
-    for (size_t i = 1; i < n; i++)
-        if (it[i].off < it[i - 1].off) {
-            qsort(it, n, sizeof(*it), cmp_off);
-            return false;
-        }
-    return true;
-}
-
-/* The extent starting at item i: [*off, *end), items [i, *j); *overlap
- * when some of its pieces overlap. */
-static void extent_at(const io_item *it, size_t n, size_t i, uint64_t *off,
-                      uint64_t *end, size_t *j, bool *overlap)
-{
-    uint64_t e = item_end(&it[i]);
-    bool ov = false;
-    size_t k = i + 1;
-    while (k < n && it[k].off <= e) {
-        if (it[k].off < e)
-            ov = true;
-        if (item_end(&it[k]) > e)
-            e = item_end(&it[k]);
-        k++;
-    }
-    *off = it[i].off;
-    *end = e;
-    *j = k;
-    if (overlap)
-        *overlap = ov;
-}
-
-static const uint8_t *item_data(const io_req *q, const io_item *it)
+static const uint8_t *item_data(const io_req *q, const gx_ext *it)
 {
     if (it->src & IO_RESOLVED)
         return q->resolved + (it->src & ~IO_RESOLVED);
     return q->data + it->src;
-}
-
-/* Writes: replace each extent whose pieces overlap by one piece holding
- * the result of applying them in list order. */
-static int resolve_overlaps(io_req *q)
-{
-    uint64_t need = 0;
-    for (size_t i = 0; i < q->n;) {
-        uint64_t off, end;
-        size_t j;
-        bool ov;
-        extent_at(q->it, q->n, i, &off, &end, &j, &ov);
-        if (ov)
-            need += end - off;
-        i = j;
-    }
-    if (need == 0)
-        return 0;
-    /* an extent is no longer than the data of its pieces: need <= bytes */
-    q->resolved = malloc(need);
-    if (!q->resolved)
-        return -ENOMEM;
-    size_t w = 0;
-    uint32_t roff = 0;
-    for (size_t i = 0; i < q->n;) {
-        uint64_t off, end;
-        size_t j;
-        bool ov;
-        extent_at(q->it, q->n, i, &off, &end, &j, &ov);
-        if (!ov) {
-            memmove(&q->it[w], &q->it[i], (j - i) * sizeof(*q->it));
-            w += j - i;
-            i = j;
-            continue;
-        }
-        qsort(&q->it[i], j - i, sizeof(*q->it), cmp_src); /* list order */
-        for (size_t k = i; k < j; k++)
-            memcpy(q->resolved + roff + (q->it[k].off - off),
-                   q->data + q->it[k].src, q->it[k].len);
-        q->it[w++] = (io_item){.off = off, .len = (uint32_t)(end - off),
-                               .src = IO_RESOLVED | roff};
-        roff += (uint32_t)(end - off);
-        i = j;
-    }
-    q->n = w;
-    return 0;
 }
 
 /* ------------------------------------------------------------ windows ---- */
@@ -349,7 +229,7 @@ static int alloc_window(io_req *q)
     size_t W = gsrv_cache_window(), need = 0;
     uint64_t last = UINT64_MAX; /* last block counted */
     for (size_t i = 0; i < q->n && need < W; i++) {
-        uint64_t b0 = q->it[i].off / BS, b1 = (item_end(&q->it[i]) - 1) / BS;
+        uint64_t b0 = q->it[i].off / BS, b1 = (gx_end(&q->it[i]) - 1) / BS;
         if (last != UINT64_MAX && b0 <= last)
             b0 = last + 1;
         if (b1 >= b0 && (last == UINT64_MAX || b1 > last)) {
@@ -408,8 +288,8 @@ static size_t fill_window(io_req *q)
         if (!q->have_ext) {
             if (q->inext >= q->n)
                 break;
-            extent_at(q->it, q->n, q->inext, &q->eoff, &q->eend, &q->elast,
-                      NULL);
+            q->elast = gx_extent_at(q->it, q->n, q->inext, &q->eoff,
+                                    &q->eend, NULL);
             q->efirst = q->inext;
             q->inext = q->elast;
             q->ebno = q->eoff / BS;
@@ -514,9 +394,9 @@ static int copy_window(io_req *q)
         whi = q->limit;
     size_t k = 0; /* items are sorted by offset: blocks only move forward */
     for (size_t i = q->wfirst; i < q->wlast; i++) {
-        const io_item *it = &q->it[i];
+        const gx_ext *it = &q->it[i];
         uint64_t a = it->off > wlo ? it->off : wlo;
-        uint64_t e = item_end(it) < whi ? item_end(it) : whi;
+        uint64_t e = gx_end(it) < whi ? gx_end(it) : whi;
         if (a >= e)
             continue;
         if (q->bno[k] > a / BS) /* an overlapping piece starting earlier */
@@ -648,14 +528,6 @@ static int pull_data(gsrv_conn *c, io_req *q)
     return rc;
 }
 
-static bool items_overlap(const io_item *it, size_t n)
-{
-    for (size_t i = 1; i < n; i++)
-        if (it[i].off < item_end(&it[i - 1]))
-            return true;
-    return false;
-}
-
 static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
 {
     int rc;
@@ -681,23 +553,25 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     if (q->n == 0)
         goto out_reply;
 
-    sort_items(q->it, q->n);
+    rc = gx_sort(q->it, q->n);
+    if (rc)
+        goto out_free;
     if (cma && !q->data) {
         /* large pieces: straight from the client into the cache blocks */
-        if (items_overlap(q->it, q->n))
+        if (!gx_disjoint(q->it, q->n))
             rc = pull_data(c, q);
         else
             q->direct = true;
         if (rc)
             goto out_free;
     }
-    rc = resolve_overlaps(q);
+    rc = gx_resolve(q->it, &q->n, q->data, &q->resolved, IO_RESOLVED);
     if (!rc)
         rc = alloc_window(q);
     if (rc)
         goto out_free;
     /* after resolving, pieces are disjoint and sorted: the last ends last */
-    uint64_t end = item_end(&q->it[q->n - 1]);
+    uint64_t end = gx_end(&q->it[q->n - 1]);
     rc = write_windows(q);
     if (rc) {
         /* acknowledge nothing: back to the old size, cache included */
@@ -740,8 +614,8 @@ static void send_from_cache(gsrv_out *o, void *arg)
 {
     io_req *q = arg;
     for (size_t i = 0; i < q->n && !o->err; i++) {
-        const io_item *it = &q->it[i];
-        uint64_t pos = it->off, e = item_end(it);
+        const gx_ext *it = &q->it[i];
+        uint64_t pos = it->off, e = gx_end(it);
         size_t k = 0;
         while (pos < e) {
             if (pos >= q->size) {
@@ -789,10 +663,10 @@ static int read_windows(io_req *q)
 static int read_zeros(io_req *q)
 {
     for (size_t i = 0; i < q->n; i++) {
-        const io_item *it = &q->it[i];
+        const gx_ext *it = &q->it[i];
         for (uint64_t a = it->off > q->size ? it->off : q->size;
-             a < item_end(it);) {
-            uint64_t z = item_end(it) - a;
+             a < gx_end(it);) {
+            uint64_t z = gx_end(it) - a;
             if (!q->direct) {
                 memset(q->staged + it->src + (a - it->off), 0, z);
                 break;
@@ -831,18 +705,20 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     if (q->n == 0)
         goto out_free;
 
-    bool in_order = sort_items(q->it, q->n);
-    rc = alloc_window(q);
+    bool in_order = gx_sorted(q->it, q->n);
+    rc = gx_sort(q->it, q->n);
+    if (!rc)
+        rc = alloc_window(q);
     if (rc)
         goto out_free;
     fill_window(q);
     if (!q->have_ext && q->inext >= q->n) {
         /* every block fits in one window: send from the cache */
         rc = get_window(q);
+        if (!rc && !in_order)
+            rc = gx_sort_src(q->it, q->n); /* the reply is in list order */
         if (rc)
             goto out_free;
-        if (!in_order)
-            qsort(q->it, q->n, sizeof(*q->it), cmp_src);
         rep->datalen = q->bytes;
         rep->send = send_from_cache;
         rep->cleanup = io_free;

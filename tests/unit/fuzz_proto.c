@@ -32,6 +32,7 @@
 
 #include "galley.h"
 #include "gproto.h"
+#include "extent.h"
 
 #ifndef GALLEY_FUZZ_DEFAULT_ITERS
 #define GALLEY_FUZZ_DEFAULT_ITERS 200000
@@ -120,7 +121,7 @@ static void check_seg(gp_rbuf *r)
     uint64_t np, nb;
     if (!gp_seg_measure(&s, &np, &nb) || np > MAX_EXPAND)
         return;
-    gp_piece *p = malloc((np ? np : 1) * sizeof(*p));
+    gx_ext *p = malloc((np ? np : 1) * sizeof(*p));
     ENSURE(p != NULL);
     uint64_t n = 0, bytes = 0;
     gp_seg_expand(&s, p, &n);

@@ -1,6 +1,8 @@
 # C unit tests that need no servers; `make check` runs them.
 #   test_proto   round trips and rejections for every gproto.c codec
 #   test_layout  striped-layout arithmetic against a byte-by-byte model
+#   test_extent  the extent module (proto/extent.c: sort, merge, overlaps,
+#                stride folding) and the striping arithmetic (proto/layout.h)
 #   test_cma     galleyd's cross-memory copies (servers/cma.c): `mem` lists
 #                and every position of a strided stream, on this process
 #   fuzz_proto   the protocol fuzz target driven by generated inputs
@@ -10,7 +12,7 @@
 #                UndefinedBehaviorSanitizer (any finding aborts), over 50000
 #                inputs unless GALLEY_FUZZ_ITERS says otherwise
 UNIT_TESTS = tests/unit/test_proto tests/unit/test_layout \
-	tests/unit/test_cma tests/unit/fuzz_proto tests/unit/fuzz_proto_asan
+	tests/unit/test_extent tests/unit/test_cma tests/unit/fuzz_proto tests/unit/fuzz_proto_asan
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -19,6 +21,9 @@ tests_unit_test_proto_LDADD = proto/libgproto.la
 
 tests_unit_test_layout_SOURCES = tests/unit/test_layout.c tests/unit/utest.h
 tests_unit_test_layout_LDADD = libgalley/libgalley.la
+
+tests_unit_test_extent_SOURCES = tests/unit/test_extent.c tests/unit/utest.h
+tests_unit_test_extent_LDADD = proto/libgproto.la
 
 tests_unit_test_cma_SOURCES = tests/unit/test_cma.c tests/unit/utest.h \
 	servers/cma.c
@@ -39,7 +44,8 @@ tests_unit_fuzz_proto_LDADD = proto/libgproto.la
 
 SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
-tests_unit_fuzz_proto_asan_SOURCES = tests/unit/fuzz_proto.c proto/gproto.c
+tests_unit_fuzz_proto_asan_SOURCES = tests/unit/fuzz_proto.c proto/gproto.c \
+	proto/extent.c
 tests_unit_fuzz_proto_asan_CFLAGS = $(AM_CFLAGS) -g -O1 $(SANITIZE) \
 	-DGALLEY_FUZZ_DEFAULT_ITERS=50000
 tests_unit_fuzz_proto_asan_LDFLAGS = $(SANITIZE)

@@ -19,6 +19,7 @@
 
 #include "galley.h"
 #include "gproto.h"
+#include "extent.h"
 #include "utest.h"
 
 /* ------------------------------------------------------------ helpers ---- */
@@ -821,7 +822,7 @@ static void test_measure(void)
 
 /* Reference expansion: recursive nested loop, outermost level first. */
 static void ref_expand(const gp_seg *s, unsigned lev, uint64_t base,
-                       gp_piece *out, uint64_t *n)
+                       gx_ext *out, uint64_t *n)
 {
     if (lev == s->nlev) {
         out[*n].off = base;
@@ -838,7 +839,7 @@ static void test_expand(void)
     /* A worked example: levels outermost first, last level fastest. */
     uint64_t c[2] = {2, 3}, st[2] = {100, 10};
     gp_seg s = strided(7, 4, 2, c, st);
-    gp_piece out[16];
+    gx_ext out[16];
     uint64_t n = 0;
     gp_seg_expand(&s, out, &n);
     static const uint64_t want[6] = {7, 17, 27, 107, 117, 127};
@@ -866,8 +867,8 @@ static void test_expand(void)
 
     /* Random segments against the reference, and against measure. */
     enum { CAP = 4096 };
-    gp_piece *got = malloc(CAP * sizeof(*got));
-    gp_piece *ref = malloc(CAP * sizeof(*ref));
+    gx_ext *got = calloc(CAP, sizeof(*got)); /* memcmp: ref zeroed */
+    gx_ext *ref = calloc(CAP, sizeof(*ref));
     if (!got || !ref)
         abort();
     int mismatches = 0, measured_wrong = 0;

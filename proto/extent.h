@@ -1,0 +1,107 @@
+/*
+ * extent.h -- the one piece type inside client and server, and what both
+ * do with lists of pieces.  Compiled into libgalley and galleyd with the
+ * rest of proto/; no I/O, no allocation except where stated.
+ *
+ * Three piece types exist end to end: gfs_list_entry at the API
+ * (galley.h), gp_seg on the wire (gproto.h) and gx_ext in between.  A
+ * request's path through this module:
+ *
+ *   client: pieces (gx_ext, ref = memory) -> gx_order -> gx_fold into
+ *           gp_seg, extents merged and equal strides folded
+ *   server: gp_seg -> gp_seg_expand (gx_ext) -> gx_number (ref = data
+ *           position, list order) -> gx_sort -> gx_extent_at / gx_resolve
+ *
+ * Overlap semantics (the file's rule, not an accident of sorting): pieces
+ * of one write that overlap are applied in list order, so a later piece
+ * wins; reads of overlapping pieces each get the bytes.
+ *
+ * Threads: pure functions on caller-owned arrays.
+ */
+#ifndef GALLEY_EXTENT_H
+#define GALLEY_EXTENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gproto.h"
+
+/* len bytes at fork offset off.  ref says where the bytes are: the
+ * client's memory (mem), or the position of the piece's data in the
+ * request's data stream, which is also its list order (src). */
+typedef struct gx_ext {
+    uint64_t off;
+    uint64_t len;
+    union {
+        char *mem;
+        uint64_t src;
+    };
+} gx_ext;
+
+/* End of a piece (off + len; callers keep both below GP_MAX_OFFSET). */
+static inline uint64_t gx_end(const gx_ext *e)
+{
+    return e->off + e->len;
+}
+
+/* Append the expansion of a segment to out[*n ...], in list order (off and
+ * len; ref is left as it is, gx_number sets it); the caller sized out by
+ * gp_seg_measure (gproto.h). */
+void gp_seg_expand(const gp_seg *s, gx_ext *out, uint64_t *n);
+
+/* Drop empty pieces and number the others by their data position: src of
+ * each is the sum of the lengths before it.  Returns the new count. */
+size_t gx_number(gx_ext *e, size_t n);
+
+/* True when the pieces are in offset order (ties allowed). */
+bool gx_sorted(const gx_ext *e, size_t n);
+
+/* True when every piece starts at or after the end of the one before
+ * (sorted and no two overlap). */
+bool gx_disjoint(const gx_ext *e, size_t n);
+
+/* Sort by offset, stably (pieces at one offset keep list order).  Uses a
+ * scratch array of n pieces: 0, or -ENOMEM with e unchanged. */
+int gx_sort(gx_ext *e, size_t n);
+/* Back to list order: sort by src (numbered pieces).  0 or -ENOMEM. */
+int gx_sort_src(gx_ext *e, size_t n);
+
+/*
+ * Order a subfile's pieces for the wire: by offset when that changes no
+ * outcome.  Reads are always sorted; writes stay in list order when their
+ * pieces overlap (the server applies overlapping pieces in request order).
+ * Without memory for sorting the list order is kept: always correct,
+ * perhaps slower.
+ */
+void gx_order(gx_ext *e, size_t n, bool write);
+
+/* In a list sorted by offset, the extent that starts at piece i: pieces
+ * [i, return value) that touch or overlap, covering [*off, *end);
+ * *overlap (if not NULL) when some of them overlap. */
+size_t gx_extent_at(const gx_ext *e, size_t n, size_t i, uint64_t *off,
+                    uint64_t *end, bool *overlap);
+
+/*
+ * A write's overlaps, resolved: in a list sorted by offset whose src are
+ * positions in data, every extent with overlapping pieces is replaced by
+ * one piece holding the bytes of applying them in list order.  Its data
+ * is in *resolved (malloc'd here when needed, NULL otherwise; the caller
+ * frees) and its src is `flag` | position in *resolved.  0 or -ENOMEM.
+ */
+int gx_resolve(gx_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
+               uint64_t flag);
+
+/*
+ * Folding pieces into wire segments.  s holds the segment being built: an
+ * extent, or a strided segment of one level.  gx_fold_start makes it the
+ * extent [off, off + len); gx_fold appends [off, off + len) when the
+ * segment can take it (file-adjacent to an extent: a longer extent; the
+ * same size at the same stride: one more strided piece) and returns false
+ * otherwise, when the caller emits s and starts anew.  Backward or
+ * overlapping pieces are never folded, so list order is kept.
+ */
+void gx_fold_start(gp_seg *s, uint64_t off, uint64_t len);
+bool gx_fold(gp_seg *s, uint64_t off, uint64_t len);
+
+#endif /* GALLEY_EXTENT_H */

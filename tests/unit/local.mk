@@ -1,5 +1,6 @@
 # C unit tests that need no servers; `make check` runs them.
 #   test_proto   round trips and rejections for every gproto.c codec
+#   test_seg     data-request segments: codec, measure, expansion order
 #   test_layout  striped-layout arithmetic against a byte-by-byte model
 #   test_extent  the extent module (proto/extent.c: sort, merge, overlaps,
 #                stride folding) and the striping arithmetic (proto/layout.h)
@@ -11,13 +12,16 @@
 #   fuzz_proto_asan  the same target built with AddressSanitizer and
 #                UndefinedBehaviorSanitizer (any finding aborts), over 50000
 #                inputs unless GALLEY_FUZZ_ITERS says otherwise
-UNIT_TESTS = tests/unit/test_proto tests/unit/test_layout \
+UNIT_TESTS = tests/unit/test_proto tests/unit/test_seg tests/unit/test_layout \
 	tests/unit/test_extent tests/unit/test_cma tests/unit/fuzz_proto tests/unit/fuzz_proto_asan
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
 tests_unit_test_proto_SOURCES = tests/unit/test_proto.c tests/unit/utest.h
 tests_unit_test_proto_LDADD = proto/libgproto.la
+
+tests_unit_test_seg_SOURCES = tests/unit/test_seg.c tests/unit/utest.h
+tests_unit_test_seg_LDADD = proto/libgproto.la
 
 tests_unit_test_layout_SOURCES = tests/unit/test_layout.c tests/unit/utest.h
 tests_unit_test_layout_LDADD = libgalley/libgalley.la

@@ -55,6 +55,24 @@ static int utest_failures;
         }                                                                      \
     } while (0)
 
+/* A xorshift64 generator: the same sequence on every run. */
+static uint64_t utest_rng_state = 0x243F6A8885A308D3ull;
+
+static inline uint64_t utest_rnd(void)
+{
+    uint64_t x = utest_rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    utest_rng_state = x;
+    return x;
+}
+
+static inline uint64_t utest_rnd_below(uint64_t n)
+{
+    return n ? utest_rnd() % n : 0;
+}
+
 static inline int utest_exit(const char *name)
 {
     printf("%s: %d checks, %d failures\n", name, utest_checks, utest_failures);

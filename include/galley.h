@@ -48,7 +48,7 @@ extern "C" {
  * message).  Standard conditions use negative errno values instead.
  */
 #define GFS_ERROR_TABLE(X)                                                     \
-    X(GFS_ENOTINIT, -1001, "galley client not initialised (call gfs_init)")   \
+    X(GFS_ENOTINIT, -1001, "galley client not initialised (call gfs_init)")    \
     X(GFS_ENOCLUSTER, -1002, "no cluster file (set GALLEY_CLUSTER)")           \
     X(GFS_EBADCLUSTER, -1003, "malformed cluster file")                        \
     X(GFS_ESERVERDOWN, -1004, "I/O server unreachable or connection lost")     \
@@ -59,9 +59,10 @@ extern "C" {
     X(GFS_ESTALE, -1009, "fork or file was removed on the server")             \
     X(GFS_ETOOBIG, -1010, "request larger than the server accepts")            \
     X(GFS_ELAYOUT, -1011, "file has no (or an invalid) striped layout")        \
-    X(GFS_EBUSY, -1012, "resource busy (name being created or deleted)")   \
-    X(GFS_EAUTH, -1020, "cluster secret missing or wrong (the key file "      \
-                        "beside the cluster file, or GALLEY_KEY)")             \
+    X(GFS_EBUSY, -1012, "resource busy (name being created or deleted)")       \
+    X(GFS_EAUTH, -1020,                                                        \
+      "cluster secret missing or wrong (the key file "                         \
+      "beside the cluster file, or GALLEY_KEY)")                               \
     X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")
 
 enum gfs_error {
@@ -278,8 +279,8 @@ typedef struct gfs_stride {
  * for every index vector, levels[0] outermost (1..GFS_MAX_LEVELS levels). */
 int64_t gfs_read_nested(int kid, int64_t offset, void *buf, int64_t size,
                         int nlevels, const gfs_stride *levels);
-int64_t gfs_write_nested(int kid, int64_t offset, const void *buf,
-                         int64_t size, int nlevels, const gfs_stride *levels);
+int64_t gfs_write_nested(int kid, int64_t offset, const void *buf, int64_t size,
+                         int nlevels, const gfs_stride *levels);
 
 /* Nested-batched: a list of simple (nlevels 0) or nested-strided pieces,
  * memory relative to buf, applied in list order. */
@@ -308,8 +309,7 @@ typedef int gfs_handle;
 /* A new handle >= 0, or -ENOMEM / GFS_ENOTINIT. */
 gfs_handle gfs_new_handle(void);
 
-int gfs_nb_read(gfs_handle h, int kid, int64_t offset, void *buf,
-                int64_t size);
+int gfs_nb_read(gfs_handle h, int kid, int64_t offset, void *buf, int64_t size);
 int gfs_nb_write(gfs_handle h, int kid, int64_t offset, const void *buf,
                  int64_t size);
 int gfs_nb_listio(gfs_handle h, int kid, int op, int64_t n,
@@ -317,14 +317,13 @@ int gfs_nb_listio(gfs_handle h, int kid, int op, int64_t n,
 int gfs_nb_read_strided(gfs_handle h, int kid, int64_t offset, void *buf,
                         int64_t size, int64_t count, int64_t fstride,
                         int64_t mstride);
-int gfs_nb_write_strided(gfs_handle h, int kid, int64_t offset,
-                         const void *buf, int64_t size, int64_t count,
-                         int64_t fstride, int64_t mstride);
+int gfs_nb_write_strided(gfs_handle h, int kid, int64_t offset, const void *buf,
+                         int64_t size, int64_t count, int64_t fstride,
+                         int64_t mstride);
 int gfs_nb_read_nested(gfs_handle h, int kid, int64_t offset, void *buf,
                        int64_t size, int nlevels, const gfs_stride *levels);
-int gfs_nb_write_nested(gfs_handle h, int kid, int64_t offset,
-                        const void *buf, int64_t size, int nlevels,
-                        const gfs_stride *levels);
+int gfs_nb_write_nested(gfs_handle h, int kid, int64_t offset, const void *buf,
+                        int64_t size, int nlevels, const gfs_stride *levels);
 int gfs_nb_batch_io(gfs_handle h, int kid, int op, int64_t n,
                     const gfs_batch_entry *e, void *buf);
 /* Striped files too (see below). */
@@ -447,11 +446,9 @@ int64_t gfs_striped_fetch_set(int sid, const char *key, int64_t value);
 
 /* Pure layout arithmetic (no servers needed). */
 /* Bytes of logical range [0, size) that subfile `subfile` holds. */
-int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile,
-                             int64_t size);
+int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile, int64_t size);
 /* Logical size implied by subfile fork sizes fsizes[0..nsub-1]. */
-int64_t gfs_layout_logical_size(int nsub, int64_t unit,
-                                const int64_t *fsizes);
+int64_t gfs_layout_logical_size(int nsub, int64_t unit, const int64_t *fsizes);
 /* Where logical byte `offset` lives: returns its subfile (or -EINVAL for
  * nsub < 1, unit < 1, offset < 0); *fork_offset (if not NULL) is its
  * offset in that subfile's fork and *room (if not NULL) the bytes from it
@@ -485,11 +482,11 @@ int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
 typedef struct gfs_local_stat {
     int nsubfiles;
     int64_t block_size;
-    int64_t size;                    /* logical size */
-    int me;                          /* subfile this process writes new
-                                      * blocks to, -1: none on its host */
-    int servers[GFS_MAX_SUBFILES];   /* server of each subfile */
-    int64_t blocks[GFS_MAX_SUBFILES];/* blocks placed in each subfile */
+    int64_t size;                     /* logical size */
+    int me;                           /* subfile this process writes new
+                                       * blocks to, -1: none on its host */
+    int servers[GFS_MAX_SUBFILES];    /* server of each subfile */
+    int64_t blocks[GFS_MAX_SUBFILES]; /* blocks placed in each subfile */
     int64_t total_blocks;
 } gfs_local_stat;
 
@@ -524,12 +521,12 @@ enum {
 };
 
 typedef struct gfs_fsck_item {
-    int kind;      /* GFS_FSCK_* */
+    int kind; /* GFS_FSCK_* */
     int server;
-    uint64_t hid;  /* the subfile header id on that server */
+    uint64_t hid;                /* the subfile header id on that server */
     char name[GFS_NAME_MAX + 1]; /* the file it belongs (or belonged) to */
     uint32_t subfile;
-    int status;    /* UNREACHABLE, NOT_REPAIRED: the error */
+    int status; /* UNREACHABLE, NOT_REPAIRED: the error */
 } gfs_fsck_item;
 
 typedef void (*gfs_fsck_fn)(const gfs_fsck_item *item, void *arg);

@@ -43,8 +43,8 @@ static void group_init(void)
     g.max_bytes = 16 << 20;
     g.kid = -1;
     const char *env = getenv("GALLEY_GROUP_POLICY");
-    g.policy = env && strcmp(env, "send") == 0 ? GFS_GROUP_SEND
-                                                : GFS_GROUP_NOSEND;
+    g.policy =
+        env && strcmp(env, "send") == 0 ? GFS_GROUP_SEND : GFS_GROUP_NOSEND;
 }
 
 /* Reap finished groups without blocking; keep the first error. */
@@ -97,8 +97,7 @@ static int flush(uint64_t *why)
     return rc;
 }
 
-static int group_add(int kid, int op, int64_t offset, void *buf,
-                     int64_t size)
+static int group_add(int kid, int op, int64_t offset, void *buf, int64_t size)
 {
     gc_fork k;
     int rc = gc_fork_get(kid, &k);

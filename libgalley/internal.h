@@ -26,7 +26,12 @@
 
 typedef struct gc_conn gc_conn;
 
-enum gc_req_state { GC_REQ_IDLE, GC_REQ_PENDING, GC_REQ_RECEIVING, GC_REQ_DONE };
+enum gc_req_state {
+    GC_REQ_IDLE,
+    GC_REQ_PENDING,
+    GC_REQ_RECEIVING,
+    GC_REQ_DONE
+};
 
 /*
  * One request in flight.  The caller owns the struct (stack or heap) from
@@ -35,7 +40,7 @@ enum gc_req_state { GC_REQ_IDLE, GC_REQ_PENDING, GC_REQ_RECEIVING, GC_REQ_DONE }
 typedef struct gc_req {
     uint64_t reqid;
     int state;
-    int status;        /* reply status, or a local error */
+    int status; /* reply status, or a local error */
     uint16_t opcode;
     gc_conn *conn;
     uint64_t submit_ns;
@@ -85,8 +90,7 @@ int gc_conn_transport(gc_conn *c);
  * zeroed or prepared by the caller (riov / prefix_len for data replies).
  */
 int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
-              const struct iovec *data, int ndata, size_t datalen,
-              gc_req *req);
+              const struct iovec *data, int ndata, size_t datalen, gc_req *req);
 /* Wait for the reply (bounded by the timeout); returns req->status. */
 int gc_wait(gc_req *req);
 /* Non-blocking check: true when the reply (or an error) has arrived. */
@@ -99,10 +103,10 @@ int gc_call(gc_conn *c, uint16_t opcode, const gp_wbuf *desc, gc_req *req);
 /* ----------------------------------------------------------- client.c -- */
 
 typedef struct gc_fork {
-    int fid;        /* owning file id, or -1 */
+    int fid; /* owning file id, or -1 */
     int subfile;
     int server;
-    uint64_t fkid;  /* server's handle */
+    uint64_t fkid; /* server's handle */
 } gc_fork;
 
 typedef struct gc_file {
@@ -145,9 +149,9 @@ int gc_name_call(int server, uint16_t op, const char *name, gc_req *q);
 int gc_record_call(int server, uint16_t op, const char *name, gp_record *rec);
 
 /* Table helpers (lock held by caller unless noted). */
-int gc_file_get(int fid, gc_file *out);   /* copies under the lock */
-int gc_fork_get(int kid, gc_fork *out);   /* copies under the lock */
-int gc_fork_register(const gc_fork *k);   /* returns kid */
+int gc_file_get(int fid, gc_file *out); /* copies under the lock */
+int gc_fork_get(int kid, gc_fork *out); /* copies under the lock */
+int gc_fork_register(const gc_fork *k); /* returns kid */
 void gc_fork_unregister(int kid);
 /* The first open fork after kid (-1: the first of all), copied to *out;
  * its id, or -1 when there is none.  Takes the lock. */
@@ -167,8 +171,7 @@ int gc_file_register(const char *name, const gp_record *rec);
 int gc_create_file(const char *name, int nsubfiles, const int *servers,
                    const char *attrs);
 /* Value of `key` in an attribute text; length, -ENOENT or -ERANGE. */
-int gc_attr_lookup(const char *attrs, const char *key, char *value,
-                   size_t len);
+int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len);
 
 /* --------------------------------------------------------------- io.c -- */
 
@@ -204,14 +207,14 @@ enum gc_fin { GC_FIN_TOTAL, GC_FIN_FORK_READ, GC_FIN_STRIPED_READ };
 
 typedef struct gc_op gc_op;
 struct gc_op {
-    int op;           /* GFS_READ or GFS_WRITE */
+    int op; /* GFS_READ or GFS_WRITE */
     gc_xfer *x;
     size_t nx;
-    gx_ext *store;  /* every piece of every xfer */
-    int64_t total;    /* bytes asked for */
-    int fin;          /* enum gc_fin */
-    int64_t off;      /* single-range reads: the range, for EOF */
-    int sid;          /* GC_FIN_STRIPED_READ: the striped file */
+    gx_ext *store; /* every piece of every xfer */
+    int64_t total; /* bytes asked for */
+    int fin;       /* enum gc_fin */
+    int64_t off;   /* single-range reads: the range, for EOF */
+    int sid;       /* GC_FIN_STRIPED_READ: the striped file */
     /* GC_FIN_STRIPED_READ: the result, computed by the layer that made
      * the op (striped.c), so io.c never calls up into it */
     int64_t (*finish)(gc_op *o);
@@ -253,7 +256,6 @@ int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
 
 /* Fork-size request for many forks at once (concurrently). */
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes);
-
 
 /* ------------------------------------------------------------------------
  * The locality layout (local_layout.c)

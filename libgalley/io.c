@@ -18,14 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GC_WINDOW 4            /* requests in flight per transfer       */
+#define GC_WINDOW 4                  /* requests in flight per transfer       */
 #define GC_MAX_CHUNK_SEGS (1u << 20) /* wire extents per request        */
 
 /* One request of a transfer, built from pieces [from..] of the xfer. */
 typedef struct chunk {
     gc_req req;
-    int xi;         /* index of its gc_xfer */
-    gp_wbuf desc;   /* fkid, nseg, segs */
+    int xi;       /* index of its gc_xfer */
+    gp_wbuf desc; /* fkid, nseg, segs */
     struct iovec *iov;
     int niov;
     uint64_t bytes;
@@ -112,9 +112,9 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
             have = true;
         }
         char *mem = p->mem + cur->done;
-        if (c->niov > 0 &&
-            (char *)c->iov[c->niov - 1].iov_base +
-                    c->iov[c->niov - 1].iov_len == mem) {
+        if (c->niov > 0 && (char *)c->iov[c->niov - 1].iov_base +
+                                   c->iov[c->niov - 1].iov_len ==
+                               mem) {
             c->iov[c->niov - 1].iov_len += take;
         } else {
             if ((size_t)c->niov == cap) {
@@ -194,8 +194,8 @@ static int chunk_submit(int op, const gc_xfer *x, chunk *c, bool cma)
             c->req.state = GC_REQ_DONE;
             return c->req.status = c->desc.err;
         }
-        return gc_submit(conn, op == GFS_READ ? GP_OP_IO_READV
-                                              : GP_OP_IO_WRITEV,
+        return gc_submit(conn,
+                         op == GFS_READ ? GP_OP_IO_READV : GP_OP_IO_WRITEV,
                          c->desc.data, c->desc.len, NULL, 0, 0, &c->req);
     }
     if (op == GFS_READ) {
@@ -203,8 +203,8 @@ static int chunk_submit(int op, const gc_xfer *x, chunk *c, bool cma)
         c->req.riov = c->iov;
         c->req.riovcnt = c->niov;
         c->req.rdata = c->bytes;
-        return gc_submit(conn, GP_OP_IO_READ, c->desc.data, c->desc.len,
-                         NULL, 0, 0, &c->req);
+        return gc_submit(conn, GP_OP_IO_READ, c->desc.data, c->desc.len, NULL,
+                         0, 0, &c->req);
     }
     return gc_submit(conn, GP_OP_IO_WRITE, c->desc.data, c->desc.len, c->iov,
                      c->niov, c->bytes, &c->req);
@@ -266,8 +266,8 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
             x[i].status = -EINVAL;
             continue;
         }
-        int rc = gc_conn_data_limit(gc_server_conn(x[i].server),
-                                    &cur[i].limit, &cur[i].cma);
+        int rc = gc_conn_data_limit(gc_server_conn(x[i].server), &cur[i].limit,
+                                    &cur[i].cma);
         if (rc)
             x[i].status = rc;
     }
@@ -348,10 +348,15 @@ int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
         free(pieces);
         return rc;
     }
-    *x = (gc_xfer){.server = k.server, .fkid = k.fkid, .pieces = pieces,
-                   .n = n};
-    *o = (gc_op){.op = op, .x = x, .nx = 1, .store = pieces, .total = total,
-                 .fin = fin, .off = off};
+    *x =
+        (gc_xfer){.server = k.server, .fkid = k.fkid, .pieces = pieces, .n = n};
+    *o = (gc_op){.op = op,
+                 .x = x,
+                 .nx = 1,
+                 .store = pieces,
+                 .total = total,
+                 .fin = fin,
+                 .off = off};
     *out = o;
     return 0;
 }
@@ -402,8 +407,7 @@ int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
         return -ENOMEM;
     *p = (gx_ext){(uint64_t)offset, (uint64_t)size, {buf}};
     return gc_op_fork(o, kid, op, p, size ? 1 : 0, size,
-                      op == GFS_READ ? GC_FIN_FORK_READ : GC_FIN_TOTAL,
-                      offset);
+                      op == GFS_READ ? GC_FIN_FORK_READ : GC_FIN_TOTAL, offset);
 }
 
 int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,

@@ -13,8 +13,7 @@
 #include "internal.h"
 #include "layout.h"
 
-int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile,
-                             int64_t size)
+int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile, int64_t size)
 {
     if (nsub < 1 || unit < 1 || subfile < 0 || subfile >= nsub || size < 0)
         return -22; /* -EINVAL */
@@ -52,8 +51,8 @@ int gfs_layout_locate(int nsub, int64_t unit, int64_t offset,
     if (nsub < 1 || unit < 1 || offset < 0)
         return -22; /* -EINVAL */
     uint64_t foff, r;
-    unsigned sub = gl_locate((uint64_t)unit, (unsigned)nsub,
-                             (uint64_t)offset, &foff, &r);
+    unsigned sub =
+        gl_locate((uint64_t)unit, (unsigned)nsub, (uint64_t)offset, &foff, &r);
     if (fork_offset)
         *fork_offset = (int64_t)foff;
     if (room)

@@ -102,8 +102,7 @@ static int grow(gc_local *l)
 /* Record block g at (sub, slot).  A block already known elsewhere keeps
  * its first home (claims are serialised, so this only guards against a
  * damaged map). */
-static int insert(gc_local *l, uint64_t g, int sub, uint64_t slot,
-                  uint64_t len)
+static int insert(gc_local *l, uint64_t g, int sub, uint64_t slot, uint64_t len)
 {
     blk *b = gc_local_find(l, g);
     if (!b) {
@@ -179,11 +178,11 @@ int gc_local_refresh(gc_local *l, bool full)
             if (!more[s] || rc)
                 continue;
             h[s] = gfs_new_handle();
-            int k = h[s] < 0 ? h[s]
-                             : gfs_nb_read(h[s], l->mkids[s],
-                                           (int64_t)(slot[s] * SLOT_BYTES),
-                                           buf + (size_t)s * MAP_CHUNK,
-                                           MAP_CHUNK);
+            int k = h[s] < 0
+                        ? h[s]
+                        : gfs_nb_read(h[s], l->mkids[s],
+                                      (int64_t)(slot[s] * SLOT_BYTES),
+                                      buf + (size_t)s * MAP_CHUNK, MAP_CHUNK);
             if (k < 0) {
                 rc = k;
                 h[s] = -1;
@@ -251,8 +250,7 @@ static int64_t slot_add(gc_local *l, int s, const char *key, int64_t delta)
 static int local_rank(void)
 {
     static const char *vars[] = {"GALLEY_LOCAL_RANK", "MPI_LOCALRANKID",
-                                 "OMPI_COMM_WORLD_LOCAL_RANK",
-                                 "SLURM_LOCALID"};
+                                 "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = getenv(vars[i]);
         char *end;
@@ -418,8 +416,7 @@ int gc_local_raise_lengths(gc_local *l, const want *w, size_t n)
             }
         }
         if (m) {
-            int64_t r = gfs_listio(l->mkids[s], GFS_WRITE, (int64_t)m, le,
-                                   val);
+            int64_t r = gfs_listio(l->mkids[s], GFS_WRITE, (int64_t)m, le, val);
             if (r < 0)
                 rc = (int)r;
         }
@@ -483,8 +480,8 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
             uint64_t cut = (uint64_t)size % B;
             uint8_t v[8];
             put_le64(v, cut);
-            r = gfs_write(kids[b->sub], (int64_t)(b->slot * B + cut),
-                          zeros, (int64_t)(B - cut));
+            r = gfs_write(kids[b->sub], (int64_t)(b->slot * B + cut), zeros,
+                          (int64_t)(B - cut));
             if (r >= 0)
                 r = gfs_write(l->mkids[b->sub],
                               (int64_t)(b->slot * SLOT_BYTES + 8), v, 8);
@@ -681,7 +678,8 @@ int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
     char attrs[512];
     snprintf(attrs, sizeof(attrs),
              "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n"
-             "galley.layout=local\n", unit, fork);
+             "galley.layout=local\n",
+             unit, fork);
     rc = gc_create_file(name, nsubfiles, servers, attrs);
     if (rc)
         goto out_close;

@@ -161,8 +161,7 @@ int mdelete(const char *name)
 /* --------------------------------------------------- unoptimised path -- */
 
 /* One request per stripe fragment, in logical order. */
-static long fragment_rw(MFILE *f, int op, long offset, char *buf,
-                        unsigned size)
+static long fragment_rw(MFILE *f, int op, long offset, char *buf, unsigned size)
 {
     if (!f || offset < 0 || (size && !buf))
         return -EINVAL;
@@ -180,9 +179,8 @@ static long fragment_rw(MFILE *f, int op, long offset, char *buf,
         int64_t k = op == GFS_READ ? gfs_read(kid, foff, buf, (int64_t)len)
                                    : gfs_write(kid, foff, buf, (int64_t)len);
         if (k < 0) {
-            count_error(f->servers[sub], op == GFS_READ ? MERR_READ
-                                                        : MERR_WRITE,
-                        (int)k);
+            count_error(f->servers[sub],
+                        op == GFS_READ ? MERR_READ : MERR_WRITE, (int)k);
             return (long)k;
         }
         if ((uint64_t)k < len)
@@ -247,8 +245,7 @@ static long blocks_rw(MFILE *f, int op, unsigned n, const long offsets[],
         if (buffers[i] && (!base || buffers[i] < base))
             base = buffers[i];
     for (unsigned i = 0; i < n; i++)
-        e[i] = (gfs_list_entry){offsets[i],
-                                buffers[i] ? buffers[i] - base : 0,
+        e[i] = (gfs_list_entry){offsets[i], buffers[i] ? buffers[i] - base : 0,
                                 sizes[i]};
     int64_t k = gfs_striped_listio(f->sid, op, n, e, base);
     free(e);

@@ -89,8 +89,8 @@ static int striped_from_fid(int fid)
     long long unit = strtoll(v, &end, 10);
     if (*end || unit <= 0)
         goto out_layout;
-    rc = gfs_get_attr(fid, "galley.stripe_fork", s.lay.fork,
-                      sizeof(s.lay.fork));
+    rc =
+        gfs_get_attr(fid, "galley.stripe_fork", s.lay.fork, sizeof(s.lay.fork));
     if (rc <= 0)
         goto out_layout;
     s.lay.unit = unit;
@@ -208,8 +208,7 @@ static int lock_call(int sid, uint16_t op, int64_t offset, int64_t len,
     rc = home_of(&s, &server, &hid);
     if (rc)
         return rc;
-    uint64_t ulen = len == 0 ? GP_MAX_OFFSET - (uint64_t)offset
-                             : (uint64_t)len;
+    uint64_t ulen = len == 0 ? GP_MAX_OFFSET - (uint64_t)offset : (uint64_t)len;
     for (;;) {
         gp_wbuf w;
         gp_wbuf_init(&w);
@@ -282,15 +281,13 @@ static int64_t counter_call(int sid, const char *key, uint16_t op,
     gp_wbuf w;
     gp_wbuf_init(&w);
     if (op == GP_OP_FETCH_SET)
-        gp_FETCH_SET_req_encode(&w, &(gp_FETCH_SET_req){.hid = hid,
-                                                        .key = key,
-                                                        .value =
-                                                            (uint64_t)delta});
+        gp_FETCH_SET_req_encode(
+            &w, &(gp_FETCH_SET_req){
+                    .hid = hid, .key = key, .value = (uint64_t)delta});
     else
-        gp_FETCH_ADD_req_encode(&w, &(gp_FETCH_ADD_req){.hid = hid,
-                                                        .key = key,
-                                                        .delta =
-                                                            (uint64_t)delta});
+        gp_FETCH_ADD_req_encode(
+            &w, &(gp_FETCH_ADD_req){
+                    .hid = hid, .key = key, .delta = (uint64_t)delta});
     gc_req q;
     rc = gc_call(gc_server_conn(server), op, &w, &q);
     gp_wbuf_free(&w);
@@ -502,8 +499,10 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
         if (rc)
             break;
         memcpy(o->store + at, fv[i].v, sizeof(gx_ext) * fv[i].n);
-        o->x[o->nx++] = (gc_xfer){.server = k.server, .fkid = k.fkid,
-                                  .pieces = o->store + at, .n = fv[i].n};
+        o->x[o->nx++] = (gc_xfer){.server = k.server,
+                                  .fkid = k.fkid,
+                                  .pieces = o->store + at,
+                                  .n = fv[i].n};
         at += fv[i].n;
     }
     for (int i = 0; i < ns; i++)

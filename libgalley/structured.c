@@ -125,8 +125,8 @@ int gc_prep_nested(gc_op **o, int kid, int op, int64_t offset, void *buf,
 {
     if (nlevels < 1 || nlevels > GFS_MAX_LEVELS || !levels)
         return -EINVAL;
-    gfs_batch_entry b = {.file_offset = offset, .size = size,
-                         .nlevels = nlevels};
+    gfs_batch_entry b = {
+        .file_offset = offset, .size = size, .nlevels = nlevels};
     memcpy(b.levels, levels, sizeof(*levels) * (size_t)nlevels);
     return gc_prep_batch(o, kid, op, 1, &b, buf);
 }
@@ -151,8 +151,8 @@ int64_t gfs_read_strided(int kid, int64_t offset, void *buf, int64_t size,
                          int64_t count, int64_t fstride, int64_t mstride)
 {
     gc_op *o = NULL;
-    int rc = gc_prep_strided(&o, kid, GFS_READ, offset, buf, size, count, fstride,
-                        mstride);
+    int rc = gc_prep_strided(&o, kid, GFS_READ, offset, buf, size, count,
+                             fstride, mstride);
     return run(rc, o);
 }
 
@@ -161,8 +161,8 @@ int64_t gfs_write_strided(int kid, int64_t offset, const void *buf,
                           int64_t mstride)
 {
     gc_op *o = NULL;
-    int rc = gc_prep_strided(&o, kid, GFS_WRITE, offset, (void *)buf, size, count,
-                        fstride, mstride);
+    int rc = gc_prep_strided(&o, kid, GFS_WRITE, offset, (void *)buf, size,
+                             count, fstride, mstride);
     return run(rc, o);
 }
 
@@ -170,17 +170,17 @@ int64_t gfs_read_nested(int kid, int64_t offset, void *buf, int64_t size,
                         int nlevels, const gfs_stride *levels)
 {
     gc_op *o = NULL;
-    int rc = gc_prep_nested(&o, kid, GFS_READ, offset, buf, size, nlevels,
-                       levels);
+    int rc =
+        gc_prep_nested(&o, kid, GFS_READ, offset, buf, size, nlevels, levels);
     return run(rc, o);
 }
 
-int64_t gfs_write_nested(int kid, int64_t offset, const void *buf,
-                         int64_t size, int nlevels, const gfs_stride *levels)
+int64_t gfs_write_nested(int kid, int64_t offset, const void *buf, int64_t size,
+                         int nlevels, const gfs_stride *levels)
 {
     gc_op *o = NULL;
     int rc = gc_prep_nested(&o, kid, GFS_WRITE, offset, (void *)buf, size,
-                       nlevels, levels);
+                            nlevels, levels);
     return run(rc, o);
 }
 

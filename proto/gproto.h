@@ -37,10 +37,10 @@
 /* Default per-request data limit a server accepts (bytes of data). */
 #define GP_DEFAULT_DATA_LIMIT (32u << 20)
 /* Limits on the description of a data request. */
-#define GP_MAX_SEGMENTS (1u << 22)  /* segments in one data request      */
-#define GP_MAX_PIECES (1u << 24)    /* pieces after expanding strides     */
-#define GP_MAX_LEVELS 8             /* nesting levels of a strided segment */
-#define GP_MAX_NAMES 1000000        /* names in a list reply               */
+#define GP_MAX_SEGMENTS (1u << 22) /* segments in one data request      */
+#define GP_MAX_PIECES (1u << 24)   /* pieces after expanding strides     */
+#define GP_MAX_LEVELS 8            /* nesting levels of a strided segment */
+#define GP_MAX_NAMES 1000000       /* names in a list reply               */
 /* A data request expands into at most data_limit / GP_PIECE_DIVISOR
  * pieces that move bytes (clients split by it): the server's memory for a
  * request stays within its data limit whatever the pieces' sizes. */
@@ -75,18 +75,18 @@
  * or gp_local_addr("*:PORT") when it listens on a wildcard address: a
  * client that finds the name of the address it resolved (or, when that
  * address is one of its own host's, "*:PORT") is on the server's host and
- * in its network namespace, and uses it instead of TCP.  On such a local connection the
- * server knows the client's pid from the socket (SO_PEERCRED), and data
- * may skip the socket altogether (cross-memory attach): CMA_PROBE asks the
- * server to copy 8 bytes of the client's memory from src to dst, which
+ * in its network namespace, and uses it instead of TCP.  On such a local
+ * connection the server knows the client's pid from the socket (SO_PEERCRED),
+ * and data may skip the socket altogether (cross-memory attach): CMA_PROBE asks
+ * the server to copy 8 bytes of the client's memory from src to dst, which
  * tells the client that process_vm_readv/writev work between the two
  * (same user, ptrace rules).  IO_READV / IO_WRITEV are IO_READ / IO_WRITE
  * whose data is not in the frame: `mem` = u32 nseg, nseg x segment, in
  * the same encoding as the file side's but naming addresses in the
  * client's memory (extents, or strided with one level), which hold the
- * data stream in order (they add up to the file segments' bytes).  The server copies straight
- * between that memory and its cache, then replies; the client must keep
- * the memory valid until the reply.  On TCP connections these three
+ * data stream in order (they add up to the file segments' bytes).  The server
+ * copies straight between that memory and its cache, then replies; the client
+ * must keep the memory valid until the reply.  On TCP connections these three
  * opcodes answer -EOPNOTSUPP.
  *
  * The cluster secret (gauth.h).  A server that has a key answers every

@@ -33,9 +33,9 @@
 
 /* The client's address of stream byte pos: segment, piece, offset. */
 typedef struct mpos {
-    size_t s;      /* segment */
-    uint64_t p;    /* piece in it */
-    uint64_t off;  /* byte in the piece */
+    size_t s;     /* segment */
+    uint64_t p;   /* piece in it */
+    uint64_t off; /* byte in the piece */
 } mpos;
 
 static uint64_t seg_bytes(const gsrv_mseg *g)
@@ -46,8 +46,8 @@ static uint64_t seg_bytes(const gsrv_mseg *g)
 /* The piece of client memory at *at, at most len bytes; advances *at. */
 static struct iovec take(const gsrv_rmem *m, mpos *at, uint64_t len)
 {
-    while (at->s < m->n && (at->p >= m->s[at->s].count ||
-                            m->s[at->s].size == 0)) {
+    while (at->s < m->n &&
+           (at->p >= m->s[at->s].count || m->s[at->s].size == 0)) {
         at->s++;
         at->p = at->off = 0;
     }
@@ -55,9 +55,9 @@ static struct iovec take(const gsrv_rmem *m, mpos *at, uint64_t len)
     uint64_t left = g->size - at->off;
     if (len > left)
         len = left;
-    struct iovec v = {(void *)(uintptr_t)(g->addr + at->p * g->stride +
-                                          at->off),
-                      (size_t)len};
+    struct iovec v = {
+        (void *)(uintptr_t)(g->addr + at->p * g->stride + at->off),
+        (size_t)len};
     at->off += len;
     if (at->off == g->size) {
         at->off = 0;
@@ -103,8 +103,8 @@ static void iov_advance(struct iovec **v, int *n, size_t k)
 
 /* One process_vm_* call's worth: local[0..nl) against remote[0..nr) of
  * equal total length; partial transfers are resumed. */
-static int xfer_pairs(pid_t pid, int pidfd, bool push, struct iovec *l,
-                      int nl, struct iovec *r, int nr)
+static int xfer_pairs(pid_t pid, int pidfd, bool push, struct iovec *l, int nl,
+                      struct iovec *r, int nr)
 {
     /* The process the connection came from must still be there: its pid
      * could otherwise name a newer process (a pidfd turns readable when
@@ -144,8 +144,8 @@ int gsrv_rmem_init(gsrv_rmem *m, const gsrv_conn *c)
 int gsrv_rmem_flush(gsrv_rmem *m)
 {
     if (m->bn > 0 && !m->err)
-        m->err = xfer_pairs(m->pid, m->pidfd, m->push, m->bl, m->bn, m->br,
-                            m->bn);
+        m->err =
+            xfer_pairs(m->pid, m->pidfd, m->push, m->bl, m->bn, m->br, m->bn);
     m->bn = 0;
     return m->err;
 }

@@ -82,28 +82,32 @@
 /* ------------------------------------------------------------------------
  * Limits and constants
  * ------------------------------------------------------------------------ */
-#define GSRV_BLOCK_SIZE 32768u         /* cache and disk block (paper: 32 KB) */
+#define GSRV_BLOCK_SIZE 32768u /* cache and disk block (paper: 32 KB) */
 #define GSRV_DEFAULT_CACHE_MB 64
 #define GSRV_MAX_CACHE_MB (1u << 20)
 #define GSRV_MIN_DATA_LIMIT 4096u
-#define GSRV_MAX_FORK_INDEX 0xffffu    /* fork index is the low 16 bits    */
+#define GSRV_MAX_FORK_INDEX 0xffffu /* fork index is the low 16 bits    */
 #define GSRV_MAX_HID ((UINT64_C(1) << 48) - 1)
-#define GSRV_MAX_COUNTERS 4096         /* FETCH_ADD keys per subfile       */
+#define GSRV_MAX_COUNTERS 4096 /* FETCH_ADD keys per subfile       */
 #define GSRV_MAX_OPENS_PER_CONN (1u << 20)
 #define GSRV_MAX_LOCKS_PER_CONN 65536
 #define GSRV_MAX_META_FILE (64u << 20) /* largest metadata file we load    */
 #define GSRV_IOV_BATCH 1024            /* iovecs per writev/sendmsg        */
 #define GSRV_STAGE_KEEP (1u << 20)     /* local writes: staging kept per conn */
-#define GSRV_CMA_DIRECT_MIN 512        /* local writes: mean piece size from
-                                        * which data goes straight into the
-                                        * cache blocks                       */
+#define GSRV_CMA_DIRECT_MIN                                                    \
+    512 /* local writes: mean piece size from                                  \
+         * which data goes straight into the                                   \
+         * cache blocks                       */
 
 /* fkid = (hid << 16) | fork index: handles survive server restarts. */
 static inline uint64_t gsrv_fkid(uint64_t hid, uint32_t idx)
 {
     return (hid << 16) | idx;
 }
-static inline uint64_t gsrv_fkid_hid(uint64_t fkid) { return fkid >> 16; }
+static inline uint64_t gsrv_fkid_hid(uint64_t fkid)
+{
+    return fkid >> 16;
+}
 static inline uint32_t gsrv_fkid_idx(uint64_t fkid)
 {
     return (uint32_t)(fkid & 0xffffu);
@@ -116,12 +120,12 @@ typedef struct gsrv_globals {
     int dfd;             /* the data directory, opened O_DIRECTORY      */
     uint64_t data_limit; /* advertised per-request data limit (bytes)   */
     int verbose;
-    unsigned spin_us;    /* local connections: poll this long before recv */
+    unsigned spin_us;      /* local connections: poll this long before recv */
     volatile int stopping; /* set once on SIGTERM/SIGINT               */
-    unsigned max_conns;  /* connections served at once (--max-conns)    */
-    int frame_timeout_ms; /* a begun frame or an unauthenticated
-                           * connection may stall this long (--frame-timeout) */
-    int lock_lease_ms;   /* a lock's holder must show life this often */
+    unsigned max_conns;    /* connections served at once (--max-conns)    */
+    int frame_timeout_ms;  /* a begun frame or an unauthenticated
+                            * connection may stall this long (--frame-timeout) */
+    int lock_lease_ms;     /* a lock's holder must show life this often */
 } gsrv_globals;
 
 #define GSRV_DEFAULT_MAX_CONNS 1024
@@ -150,10 +154,10 @@ typedef struct gsrv_open {
 
 typedef struct gsrv_conn {
     int fd;
-    uint64_t id;          /* unique, never 0 */
-    bool local;           /* same-host (Unix socket) connection */
-    pid_t pid;            /* local: the client's pid (SO_PEERCRED), or 0 */
-    int pidfd;            /* local: a pidfd of that process, or -1 */
+    uint64_t id; /* unique, never 0 */
+    bool local;  /* same-host (Unix socket) connection */
+    pid_t pid;   /* local: the client's pid (SO_PEERCRED), or 0 */
+    int pidfd;   /* local: a pidfd of that process, or -1 */
     char peer[80];
     /* forks opened by this connection, sorted by fkid (handler thread only) */
     gsrv_open *opens;
@@ -164,13 +168,13 @@ typedef struct gsrv_conn {
     /* local writes: the data copied in from the client (io.c); NULL or
      * GSRV_STAGE_KEEP bytes */
     uint8_t *stage;
-    struct gsrv_out *out; /* reply batch, allocated on first use */
+    struct gsrv_out *out;          /* reply batch, allocated on first use */
     struct gsrv_conn *prev, *next; /* registry in galleyd.c */
     /* the cluster secret (auth.c) */
     uint8_t auth_state;
-    bool auth_failed;     /* a wrong proof: close after the reply */
-    bool over_cap;        /* past --max-conns: answer GFS_ECONNLIMIT, close */
-    bool holds_locks;     /* has taken a byte-range lock (lease renewals) */
+    bool auth_failed; /* a wrong proof: close after the reply */
+    bool over_cap;    /* past --max-conns: answer GFS_ECONNLIMIT, close */
+    bool holds_locks; /* has taken a byte-range lock (lease renewals) */
     uint8_t auth_cnonce[32], auth_snonce[32];
 } gsrv_conn;
 
@@ -213,8 +217,8 @@ void gsrv_conn_unregister(gsrv_conn *c);
  * calls send(out, arg) after the small payload, then cleanup(arg) whether
  * or not sending worked (cleanup is also called if send is never reached).
  * ------------------------------------------------------------------------ */
-#define GSRV_OUT_SMALL 512      /* pieces below this are copied ...  */
-#define GSRV_OUT_BOUNCE 32768   /* ... into a bounce buffer this big */
+#define GSRV_OUT_SMALL 512    /* pieces below this are copied ...  */
+#define GSRV_OUT_BOUNCE 32768 /* ... into a bounce buffer this big */
 
 /* ------------------------------------------------------------------------
  * Cross-memory attach (cma.c): the client's memory a local request names.
@@ -229,12 +233,12 @@ typedef struct gsrv_mseg {
 
 typedef struct gsrv_rmem {
     pid_t pid;
-    int pidfd;       /* the connection's: copies stop once it has exited */
-    gsrv_mseg *s;    /* the `mem` segments, in stream order */
+    int pidfd;    /* the connection's: copies stop once it has exited */
+    gsrv_mseg *s; /* the `mem` segments, in stream order */
     size_t n;
-    uint64_t bytes;  /* stream bytes they hold */
-    uint64_t pos;    /* gsrv_rmem_xfer: the next stream byte */
-    bool push;       /* queued copies go to the client (reads) */
+    uint64_t bytes;        /* stream bytes they hold */
+    uint64_t pos;          /* gsrv_rmem_xfer: the next stream byte */
+    bool push;             /* queued copies go to the client (reads) */
     struct iovec *bl, *br; /* queued copies: local, remote */
     int bn;
     int err;
@@ -312,8 +316,7 @@ GP_OPCODES(GSRV_X_PROTO)
 /* Replace `rel` atomically with buf[0..len): write rel.tmp, (fsync), rename,
  * (fsync the parent directory).  durable=false skips both fsyncs (the result
  * still survives a kill -9 of galleyd, not a machine crash). */
-int gsrv_meta_write(const char *rel, const void *buf, size_t len,
-                    bool durable);
+int gsrv_meta_write(const char *rel, const void *buf, size_t len, bool durable);
 /* Read a whole metadata file of at most max bytes; *buf is malloc'd (free
  * it).  -ENOENT, -EFBIG, -EIO, ... */
 int gsrv_meta_read(const char *rel, uint8_t **buf, size_t *len, size_t max);
@@ -352,7 +355,7 @@ int gsrv_meta_scan(gsrv_scan *sc);
 /* ------------------------------------------------------------------------
  * NameServer (nameserver.c)
  * ------------------------------------------------------------------------ */
-int gsrv_ns_init(void);  /* load DIR/ns */
+int gsrv_ns_init(void); /* load DIR/ns */
 void gsrv_ns_fini(void);
 void gsrv_ns_drop_conn(uint64_t conn_id); /* release its reservations */
 uint64_t gsrv_ns_count(void);
@@ -364,10 +367,10 @@ typedef struct gsrv_fork gsrv_fork;
 
 struct gsrv_fork {
     uint64_t fkid;
-    pthread_rwlock_t rw;  /* see the locking order above */
-    int fd;               /* data file, opened on first use; -1 until then */
-    uint64_t size;        /* authoritative; read/written with __atomic ops,
-                           * changed only under rw held exclusively */
+    pthread_rwlock_t rw; /* see the locking order above */
+    int fd;              /* data file, opened on first use; -1 until then */
+    uint64_t size;       /* authoritative; read/written with __atomic ops,
+                          * changed only under rw held exclusively */
     /* the rest is guarded by subtab.lock */
     char *name;
     uint32_t index;
@@ -378,7 +381,7 @@ struct gsrv_fork {
     gsrv_fork *reap_next; /* subfile.c: freed after subtab.lock is dropped */
 };
 
-int gsrv_sub_init(void);  /* load DIR/sub, finish deferred deletions */
+int gsrv_sub_init(void); /* load DIR/sub, finish deferred deletions */
 void gsrv_sub_fini(void);
 
 /* Look up a fork by handle (live or marked deleted) and take a reference;
@@ -402,8 +405,7 @@ typedef struct gsrv_sub_info {
     uint32_t subidx;
     bool deleted;
 } gsrv_sub_info;
-int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out,
-                  size_t *n);
+int gsrv_sub_list(uint64_t after, size_t max, gsrv_sub_info **out, size_t *n);
 void gsrv_sub_info_free(gsrv_sub_info *v, size_t n);
 
 /* For STATFS. */
@@ -427,11 +429,11 @@ enum { GSRV_DISK_READ = 0, GSRV_DISK_WRITE = 1 };
 typedef struct gsrv_dreq gsrv_dreq;
 
 struct gsrv_dreq {
-    uint64_t fkid;   /* with bno: the C-SCAN key */
+    uint64_t fkid; /* with bno: the C-SCAN key */
     uint64_t bno;
     int fd;
-    int op;          /* GSRV_DISK_READ / GSRV_DISK_WRITE */
-    uint32_t lo, hi; /* byte range within the block (reads: 0..BLOCK) */
+    int op;             /* GSRV_DISK_READ / GSRV_DISK_WRITE */
+    uint32_t lo, hi;    /* byte range within the block (reads: 0..BLOCK) */
     unsigned char *buf; /* the block's GSRV_BLOCK_SIZE bytes */
     /* Called by the DiskManager thread, no lock held, err 0 or -errno. */
     void (*done)(gsrv_dreq *d, int err);
@@ -456,15 +458,15 @@ typedef struct gsrv_block gsrv_block;
 
 struct gsrv_block {
     uint64_t fkid, bno;
-    unsigned char *data;  /* GSRV_BLOCK_SIZE bytes */
+    unsigned char *data; /* GSRV_BLOCK_SIZE bytes */
     /* below: cache.lock */
     uint32_t refs;
     int state;
     int err;
-    bool discard;         /* free at the last release instead of caching */
-    gsrv_hlink hlink;     /* in the cache's table by (fkid, bno) */
+    bool discard;              /* free at the last release instead of caching */
+    gsrv_hlink hlink;          /* in the cache's table by (fkid, bno) */
     gsrv_block *lprev, *lnext; /* LRU list, only while refs == 0 */
-    gsrv_dreq dreq;       /* the read that fills it */
+    gsrv_dreq dreq;            /* the read that fills it */
 };
 
 /*
@@ -482,7 +484,7 @@ typedef struct gsrv_creq {
     const uint8_t *noread;
     gsrv_block **blk;
     /* CacheManager bookkeeping */
-    size_t next;          /* blocks looked up so far */
+    size_t next;                     /* blocks looked up so far */
     struct gsrv_creq *rprev, *rnext; /* round-robin ring */
 } gsrv_creq;
 

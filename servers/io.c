@@ -67,30 +67,30 @@ typedef struct io_req {
     gsrv_fork *f;
     bool locked;
     bool write;
-    bool cma;             /* IO_READV / IO_WRITEV: data in client memory */
-    gsrv_rmem rmem;       /* cma: where the data stream lives */
-    bool direct;          /* cma: copied straight between the blocks and
-                           * the client's memory */
-    uint8_t *pulled;      /* cma write: the data, copied in (malloc'd) */
-    gx_ext *it;           /* the pieces, numbered (gx_number) */
+    bool cma;        /* IO_READV / IO_WRITEV: data in client memory */
+    gsrv_rmem rmem;  /* cma: where the data stream lives */
+    bool direct;     /* cma: copied straight between the blocks and
+                      * the client's memory */
+    uint8_t *pulled; /* cma write: the data, copied in (malloc'd) */
+    gx_ext *it;      /* the pieces, numbered (gx_number) */
     size_t n;
-    uint64_t bytes;       /* sum of piece lengths */
-    const uint8_t *data;  /* write: the payload's data part */
-    uint8_t *resolved;    /* write: data of resolved overlapping extents */
-    uint8_t *staged;      /* read: reply data when not sent from the cache */
-    uint64_t size;        /* fork size the request works against */
-    uint64_t limit;       /* blocks at or past this offset are not fetched */
+    uint64_t bytes;      /* sum of piece lengths */
+    const uint8_t *data; /* write: the payload's data part */
+    uint8_t *resolved;   /* write: data of resolved overlapping extents */
+    uint8_t *staged;     /* read: reply data when not sent from the cache */
+    uint64_t size;       /* fork size the request works against */
+    uint64_t limit;      /* blocks at or past this offset are not fetched */
     /* the current window of blocks */
     size_t W, nb;
     uint64_t *bno;
     uint8_t *noread;
     uint32_t *lo, *hi;
-    uint32_t *cov;        /* bytes written among the block's valid ones */
-    uint32_t *covall;     /* bytes written in the block */
+    uint32_t *cov;    /* bytes written among the block's valid ones */
+    uint32_t *covall; /* bytes written in the block */
     gsrv_block **blk;
     gsrv_dreq *dreq;
     gsrv_dreq **dptr;
-    bool held;            /* blk[0..nb) referenced */
+    bool held; /* blk[0..nb) referenced */
     /* walk over extents: the current extent [eoff, eend) made of items
      * [efirst, elast), and the next block of it to emit */
     size_t inext;
@@ -288,8 +288,8 @@ static size_t fill_window(io_req *q)
         if (!q->have_ext) {
             if (q->inext >= q->n)
                 break;
-            q->elast = gx_extent_at(q->it, q->n, q->inext, &q->eoff,
-                                    &q->eend, NULL);
+            q->elast =
+                gx_extent_at(q->it, q->n, q->inext, &q->eoff, &q->eend, NULL);
             q->efirst = q->inext;
             q->inext = q->elast;
             q->ebno = q->eoff / BS;
@@ -578,8 +578,8 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         if (end > q->size) {
             if (ftruncate(q->f->fd, (off_t)q->size) < 0)
                 gsrv_log(0, "fork %llx: cannot roll back to %llu bytes: %s",
-                         (unsigned long long)fkid,
-                         (unsigned long long)q->size, strerror(errno));
+                         (unsigned long long)fkid, (unsigned long long)q->size,
+                         strerror(errno));
             gsrv_cache_trim(fkid, q->size, end);
         }
         goto out_free;
@@ -673,8 +673,8 @@ static int read_zeros(io_req *q)
             }
             if (z > sizeof(zeros))
                 z = sizeof(zeros);
-            gsrv_rmem_copy_at(&q->rmem, it->src + (a - it->off),
-                              (void *)zeros, z);
+            gsrv_rmem_copy_at(&q->rmem, it->src + (a - it->off), (void *)zeros,
+                              z);
             a += z;
         }
     }

@@ -110,8 +110,7 @@ static void check_seg(gp_rbuf *r)
     if (r->err)
         return;
     ENSURE(s.kind == GP_SEG_EXTENT || s.kind == GP_SEG_STRIDED);
-    ENSURE(s.kind == GP_SEG_EXTENT ||
-           (s.nlev >= 1 && s.nlev <= GP_MAX_LEVELS));
+    ENSURE(s.kind == GP_SEG_EXTENT || (s.nlev >= 1 && s.nlev <= GP_MAX_LEVELS));
     gp_wbuf w;
     gp_wbuf_init(&w);
     gp_put_seg(&w, &s);
@@ -214,13 +213,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* Field kinds chosen by the bytes themselves. */
         while (!r.err && gp_remaining(&r)) {
             switch (gp_get_u8(&r) % 7) {
-            case 0: check_str(&r, GFS_NAME_MAX); break;
-            case 1: check_str(&r, UINT16_MAX); break;
-            case 2: check_blob(&r, GP_ATTR_MAX); break;
-            case 3: (void)gp_get_u16(&r); break;
-            case 4: (void)gp_get_u32(&r); break;
-            case 5: (void)gp_get_u64(&r); break;
-            case 6: check_blob(&r, UINT32_MAX); break;
+            case 0:
+                check_str(&r, GFS_NAME_MAX);
+                break;
+            case 1:
+                check_str(&r, UINT16_MAX);
+                break;
+            case 2:
+                check_blob(&r, GP_ATTR_MAX);
+                break;
+            case 3:
+                (void)gp_get_u16(&r);
+                break;
+            case 4:
+                (void)gp_get_u32(&r);
+                break;
+            case 5:
+                (void)gp_get_u64(&r);
+                break;
+            case 6:
+                check_blob(&r, UINT32_MAX);
+                break;
             }
         }
         break;
@@ -269,11 +282,16 @@ static uint64_t below(uint64_t n)
 static uint64_t interesting_u64(void)
 {
     switch (below(8)) {
-    case 0: return 0;
-    case 1: return UINT64_MAX;
-    case 2: return GP_MAX_OFFSET - below(3);
-    case 3: return rnd();
-    default: return below(64);
+    case 0:
+        return 0;
+    case 1:
+        return UINT64_MAX;
+    case 2:
+        return GP_MAX_OFFSET - below(3);
+    case 3:
+        return rnd();
+    default:
+        return below(64);
     }
 }
 
@@ -340,8 +358,12 @@ static void gen_valid(gp_wbuf *w, unsigned mode)
             unsigned k = (unsigned)below(7);
             gp_put_u8(&body, (uint8_t)k);
             switch (k) {
-            case 0: gen_str(&body, GFS_NAME_MAX); break;
-            case 1: gen_str(&body, 299); break;
+            case 0:
+                gen_str(&body, GFS_NAME_MAX);
+                break;
+            case 1:
+                gen_str(&body, 299);
+                break;
             case 2:
             case 6: {
                 uint8_t b[64];
@@ -350,18 +372,24 @@ static void gen_valid(gp_wbuf *w, unsigned mode)
                 gp_put_blob(&body, b, (uint32_t)below(sizeof(b)));
                 break;
             }
-            case 3: gp_put_u16(&body, (uint16_t)rnd()); break;
-            case 4: gp_put_u32(&body, (uint32_t)rnd()); break;
-            case 5: gp_put_u64(&body, rnd()); break;
+            case 3:
+                gp_put_u16(&body, (uint16_t)rnd());
+                break;
+            case 4:
+                gp_put_u32(&body, (uint32_t)rnd());
+                break;
+            case 5:
+                gp_put_u64(&body, rnd());
+                break;
             }
         }
         break;
     case MODE_FRAME: {
         static const unsigned ops[] = {
-            GP_OP_PING,       GP_OP_NS_RESERVE,    GP_OP_NS_COMMIT,
-            GP_OP_NS_SETATTR, GP_OP_SUB_CREATE,    GP_OP_FORK_OPEN,
+            GP_OP_PING,          GP_OP_NS_RESERVE, GP_OP_NS_COMMIT,
+            GP_OP_NS_SETATTR,    GP_OP_SUB_CREATE, GP_OP_FORK_OPEN,
             GP_OP_FORK_TRUNCATE, GP_OP_IO_READ,    GP_OP_IO_WRITE,
-            GP_OP_FETCH_ADD,  GP_OP_LOCK,          GP_OP_FORK_CLOSE};
+            GP_OP_FETCH_ADD,     GP_OP_LOCK,       GP_OP_FORK_CLOSE};
         op = ops[below(sizeof(ops) / sizeof(*ops))];
         switch (op) {
         case GP_OP_NS_RESERVE:
@@ -416,8 +444,8 @@ static void gen_valid(gp_wbuf *w, unsigned mode)
         fuzz_msg_gen(&body, rnd());
         break;
     }
-    gp_hdr h = {GP_MAGIC, GP_VERSION, (uint16_t)op, rnd(), 0,
-                (uint32_t)body.len};
+    gp_hdr h = {GP_MAGIC, GP_VERSION, (uint16_t)op,
+                rnd(),    0,          (uint32_t)body.len};
     uint8_t hb[GP_HDR_SIZE];
     gp_hdr_encode(&h, hb);
     if (mode == MODE_FRAME)
@@ -495,9 +523,15 @@ int main(int argc, char **argv)
                 for (uint64_t k = 0, m = 1 + below(4); k < m; k++) {
                     size_t at = 1 + (size_t)below(n - 1);
                     switch (below(3)) {
-                    case 0: buf[at] ^= (uint8_t)(1u << below(8)); break;
-                    case 1: buf[at] = below(2) ? 0xFF : 0x00; break;
-                    default: buf[at] = (uint8_t)rnd(); break;
+                    case 0:
+                        buf[at] ^= (uint8_t)(1u << below(8));
+                        break;
+                    case 1:
+                        buf[at] = below(2) ? 0xFF : 0x00;
+                        break;
+                    default:
+                        buf[at] = (uint8_t)rnd();
+                        break;
                     }
                 }
             } else if (kind == 3) {

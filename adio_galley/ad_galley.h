@@ -38,14 +38,10 @@ typedef struct ADIOI_GALLEY_fs_s {
     int local;          /* the open file has the locality layout */
 } ADIOI_GALLEY_fs;
 
-/* One logical piece of an access: file offset, offset in the user buffer
- * (relative to the buffer, may be negative for types with negative
- * displacements), length. */
-typedef struct ADIOI_GALLEY_piece_s {
-    ADIO_Offset off;
-    ADIO_Offset mem;
-    ADIO_Offset len;
-} ADIOI_GALLEY_piece;
+/* A piece of an access is a gfs_list_entry (galley.h), the type the
+ * library's list I/O takes: file offset, size, and an offset in the user
+ * buffer that is relative to the buffer and may be negative for types
+ * with negative displacements until ADIOI_GALLEY_Entries rebases it. */
 
 /* ad_galley_common.c */
 int ADIOI_GALLEY_Init(void);
@@ -58,14 +54,14 @@ int ADIOI_GALLEY_Err(const char *myname, int line, int gfs_err);
 ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd);
 /* Pieces to gfs list entries relative to *base (the lowest memory piece);
  * [*fmin, *fmax) is the file range touched.  *out is ADIOI_Malloc'ed. */
-int ADIOI_GALLEY_Entries(const ADIOI_GALLEY_piece * p, int64_t n, const void *buf,
+int ADIOI_GALLEY_Entries(const gfs_list_entry * p, int64_t n, const void *buf,
                          gfs_list_entry ** out, char **base, ADIO_Offset * fmin,
                          ADIO_Offset * fmax);
 /* Run a list of pieces (logical offsets) through gfs_striped_listio,
  * rebasing memory offsets; atomic mode takes a range lock around it.
  * Returns bytes or a negative gfs error. */
 int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, const void *buf,
-                            ADIOI_GALLEY_piece *p, int64_t n);
+                            gfs_list_entry *p, int64_t n);
 
 /* ad_galley_io.c: the one place that turns an MPI access (memory type x
  * file view) into pieces.  On success *p is ADIOI_Malloc'ed, also for an
@@ -74,11 +70,11 @@ int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, const void *buf,
 int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
                             MPI_Datatype datatype, int file_ptr_type,
                             ADIO_Offset offset, int contig_call,
-                            ADIOI_GALLEY_piece ** p, int64_t * n,
+                            gfs_list_entry ** p, int64_t * n,
                             int64_t * total, ADIO_Offset * end);
 /* Run an access already turned into pieces (by Build_list), then move the
  * individual pointer and set the status as Access does. */
-void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, ADIOI_GALLEY_piece * p,
+void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
                               int64_t n, int64_t total, ADIO_Offset end,
                               MPI_Datatype datatype, int file_ptr_type,
                               ADIO_Status * status, int *error_code);

@@ -106,7 +106,7 @@ static void start(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datat
         return;
     }
 
-    ADIOI_GALLEY_piece *p;
+    gfs_list_entry *p;
     int64_t n, total;
     ADIO_Offset end;
     gfs_list_entry *e = NULL;

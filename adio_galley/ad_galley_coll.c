@@ -40,31 +40,31 @@
 
 /* How many wire segments a list of pieces folds into (io.c's rule:
  * adjacent pieces merge, equal pieces at a constant stride fold). */
-static int64_t folded_segments(const ADIOI_GALLEY_piece * p, int64_t n)
+static int64_t folded_segments(const gfs_list_entry * p, int64_t n)
 {
     int64_t segs = 0, count = 0;
     ADIO_Offset off = 0, size = 0, stride = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (p[i].len == 0)
+        if (p[i].size == 0)
             continue;
-        if (count == 1 && off + size == p[i].off) {
-            size += p[i].len;
+        if (count == 1 && off + size == p[i].file_offset) {
+            size += p[i].size;
             continue;
         }
-        if (count >= 1 && p[i].len == size) {
-            if (count == 1 && p[i].off >= off + size) {
-                stride = p[i].off - off;
+        if (count >= 1 && p[i].size == size) {
+            if (count == 1 && p[i].file_offset >= off + size) {
+                stride = p[i].file_offset - off;
                 count = 2;
                 continue;
             }
-            if (count > 1 && p[i].off == off + count * stride) {
+            if (count > 1 && p[i].file_offset == off + count * stride) {
                 count++;
                 continue;
             }
         }
         segs++;
-        off = p[i].off;
-        size = p[i].len;
+        off = p[i].file_offset;
+        size = p[i].size;
         count = 1;
     }
     return segs;
@@ -81,7 +81,7 @@ static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
 /* Whether independent I/O serves this call better, decided together from
  * every rank's bytes, folded segments and range (or an error on any rank).
  * If so the call is served (or fails) here, p is freed and 1 returned. */
-static int decided_independent(ADIO_File fd, int op, void *buf, ADIOI_GALLEY_piece * p,
+static int decided_independent(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
                                int64_t n, int64_t total, ADIO_Offset end, int rc,
                                MPI_Datatype datatype, int file_ptr_type,
                                ADIO_Status * status, int *error_code)
@@ -92,13 +92,13 @@ static int decided_independent(ADIO_File fd, int op, void *buf, ADIOI_GALLEY_pie
     /* decide together: bytes, segments, [start, end) of every rank */
     int64_t me[5] = { rc ? 1 : 0, 0, 0, INT64_MAX, 0 };
     for (int64_t i = 0; i < n && !rc; i++) {
-        if (p[i].len == 0)
+        if (p[i].size == 0)
             continue;
-        me[2] += p[i].len;
-        if (p[i].off < me[3])
-            me[3] = p[i].off;
-        if (p[i].off + p[i].len > me[4])
-            me[4] = p[i].off + p[i].len;
+        me[2] += p[i].size;
+        if (p[i].file_offset < me[3])
+            me[3] = p[i].file_offset;
+        if (p[i].file_offset + p[i].size > me[4])
+            me[4] = p[i].file_offset + p[i].size;
     }
     if (!rc)
         me[1] = folded_segments(p, n);
@@ -131,7 +131,7 @@ static int decided_independent(ADIO_File fd, int op, void *buf, ADIOI_GALLEY_pie
 /* Send every fragment (descriptors, and data for writes) to its
  * aggregator, which moves all it received with one list request, and
  * bring read data back.  Returns the lowest error of any rank, or 0. */
-static int64_t exchange(ADIO_File fd, int op, void *buf, const ADIOI_GALLEY_piece * fr,
+static int64_t exchange(ADIO_File fd, int op, void *buf, const gfs_list_entry * fr,
                         const int *dest, int64_t * scnt, int64_t nfrag, int64_t totby,
                         int nprocs)
 {
@@ -169,12 +169,12 @@ static int64_t exchange(ADIO_File fd, int op, void *buf, const ADIOI_GALLEY_piec
     for (int64_t i = 0; i < nfrag; i++) {
         int r = dest[i];
         int64_t at = sdd[r] / 16 + fill[2 * r]++;
-        sdesc[2 * at] = fr[i].off;
-        sdesc[2 * at + 1] = fr[i].len;
+        sdesc[2 * at] = fr[i].file_offset;
+        sdesc[2 * at + 1] = fr[i].size;
         slot[i] = sbd[r] + fill[2 * r + 1];
-        fill[2 * r + 1] += fr[i].len;
+        fill[2 * r + 1] += fr[i].size;
         if (op == GFS_WRITE)
-            memcpy(sdata + slot[i], (char *) buf + fr[i].mem, fr[i].len);
+            memcpy(sdata + slot[i], (char *) buf + fr[i].mem_offset, fr[i].size);
     }
     MPI_Alltoallv(sdesc, sdc, sdd, MPI_BYTE, rdesc, rdc, rdd, MPI_BYTE, fd->comm);
     if (op == GFS_WRITE)
@@ -183,13 +183,13 @@ static int64_t exchange(ADIO_File fd, int op, void *buf, const ADIOI_GALLEY_piec
     /* aggregators: one list request for everything received */
     int64_t got = 0;
     if (rfr > 0) {
-        ADIOI_GALLEY_piece *ap = ADIOI_Malloc(sizeof(*ap) * rfr);
+        gfs_list_entry *ap = ADIOI_Malloc(sizeof(*ap) * rfr);
         int64_t at = 0;
         for (int64_t i = 0; i < rfr; i++) {
-            ap[i].off = rdesc[2 * i];
-            ap[i].len = rdesc[2 * i + 1];
-            ap[i].mem = at;
-            at += ap[i].len;
+            ap[i].file_offset = rdesc[2 * i];
+            ap[i].size = rdesc[2 * i + 1];
+            ap[i].mem_offset = at;
+            at += ap[i].size;
         }
         got = ADIOI_GALLEY_Listio(fd, op, rdata, ap, rfr);
         ADIOI_Free(ap);
@@ -198,7 +198,7 @@ static int64_t exchange(ADIO_File fd, int op, void *buf, const ADIOI_GALLEY_piec
     if (op == GFS_READ) {
         MPI_Alltoallv(rdata, rbc, rbd, MPI_BYTE, sdata, sbc, sbd, MPI_BYTE, fd->comm);
         for (int64_t i = 0; i < nfrag; i++)
-            memcpy((char *) buf + fr[i].mem, sdata + slot[i], fr[i].len);
+            memcpy((char *) buf + fr[i].mem_offset, sdata + slot[i], fr[i].size);
     }
     MPI_Allreduce(&err, &anyerr, 1, MPI_INT64_T, MPI_MIN, fd->comm);
 
@@ -233,7 +233,7 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     if (naggr < 1)
         naggr = 1;
 
-    ADIOI_GALLEY_piece *p = NULL;
+    gfs_list_entry *p = NULL;
     int64_t n = 0, total = 0;
     ADIO_Offset end;
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset, 0,
@@ -246,16 +246,16 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     /* cut into stripe fragments, counted per destination rank */
     int64_t nfrag = 0;
     for (int64_t i = 0; i < n; i++)
-        nfrag += (p[i].off + p[i].len - 1) / unit - p[i].off / unit + 1;
-    ADIOI_GALLEY_piece *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
+        nfrag += (p[i].file_offset + p[i].size - 1) / unit - p[i].file_offset / unit + 1;
+    gfs_list_entry *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
     int *dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
     int64_t *scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));  /* frags, bytes */
     if (!fr || !dest || !scnt)
         rc = -ENOMEM;
     int64_t k = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
-        int64_t off = p[i].off, left = p[i].len;
-        ADIO_Offset mem = p[i].mem;
+        int64_t off = p[i].file_offset, left = p[i].size;
+        ADIO_Offset mem = p[i].mem_offset;
         while (left > 0) {
             int64_t len;
             int sub = gfs_layout_locate(nsub, unit, off, NULL, &len);
@@ -263,8 +263,8 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
                 len = left;
             int agg = sub % naggr;
             int r = (int) ((int64_t) agg * nprocs / naggr);
-            fr[k] = (ADIOI_GALLEY_piece) {
-            .off = off,.len = len,.mem = mem};
+            fr[k] = (gfs_list_entry) {
+            .file_offset = off,.size = len,.mem_offset = mem};
             dest[k++] = r;
             scnt[2 * r]++;
             scnt[2 * r + 1] += len;

@@ -78,29 +78,29 @@ ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd)
     return fd->fs_ptr;
 }
 
-int ADIOI_GALLEY_Entries(const ADIOI_GALLEY_piece * p, int64_t n, const void *buf,
+int ADIOI_GALLEY_Entries(const gfs_list_entry * p, int64_t n, const void *buf,
                          gfs_list_entry ** out, char **base, ADIO_Offset * fmin,
                          ADIO_Offset * fmax)
 {
     /* memory offsets relative to the lowest one; the file range for locks */
-    ADIO_Offset lo = n ? p[0].mem : 0;
-    *fmin = n ? p[0].off : 0;
+    ADIO_Offset lo = n ? p[0].mem_offset : 0;
+    *fmin = n ? p[0].file_offset : 0;
     *fmax = *fmin;
     for (int64_t i = 0; i < n; i++) {
-        if (p[i].mem < lo)
-            lo = p[i].mem;
-        if (p[i].off < *fmin)
-            *fmin = p[i].off;
-        if (p[i].off + p[i].len > *fmax)
-            *fmax = p[i].off + p[i].len;
+        if (p[i].mem_offset < lo)
+            lo = p[i].mem_offset;
+        if (p[i].file_offset < *fmin)
+            *fmin = p[i].file_offset;
+        if (p[i].file_offset + p[i].size > *fmax)
+            *fmax = p[i].file_offset + p[i].size;
     }
     gfs_list_entry *e = ADIOI_Malloc(sizeof(*e) * (n ? n : 1));
     if (!e)
         return -ENOMEM;
     for (int64_t i = 0; i < n; i++) {
-        e[i].file_offset = p[i].off;
-        e[i].mem_offset = p[i].mem - lo;
-        e[i].size = p[i].len;
+        e[i].file_offset = p[i].file_offset;
+        e[i].mem_offset = p[i].mem_offset - lo;
+        e[i].size = p[i].size;
     }
     *out = e;
     *base = (char *) buf + lo;
@@ -108,7 +108,7 @@ int ADIOI_GALLEY_Entries(const ADIOI_GALLEY_piece * p, int64_t n, const void *bu
 }
 
 int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, const void *buf,
-                            ADIOI_GALLEY_piece * p, int64_t n)
+                            gfs_list_entry * p, int64_t n)
 {
     ADIOI_GALLEY_fs *fs = fd->fs_ptr;
     gfs_list_entry *e;

@@ -22,29 +22,29 @@
 
 /* Growable piece array. */
 typedef struct plist {
-    ADIOI_GALLEY_piece *v;
+    gfs_list_entry *v;
     int64_t n, cap;
 } plist;
 
 static int plist_add(plist * l, ADIO_Offset off, ADIO_Offset mem, ADIO_Offset len)
 {
     if (l->n > 0) {
-        ADIOI_GALLEY_piece *t = &l->v[l->n - 1];
-        if (t->off + t->len == off && t->mem + t->len == mem) {
-            t->len += len;
+        gfs_list_entry *t = &l->v[l->n - 1];
+        if (t->file_offset + t->size == off && t->mem_offset + t->size == mem) {
+            t->size += len;
             return 0;
         }
     }
     if (l->n == l->cap) {
         int64_t cap = l->cap ? l->cap * 2 : 64;
-        ADIOI_GALLEY_piece *nv = ADIOI_Realloc(l->v, sizeof(*nv) * cap);
+        gfs_list_entry *nv = ADIOI_Realloc(l->v, sizeof(*nv) * cap);
         if (!nv)
             return -ENOMEM;
         l->v = nv;
         l->cap = cap;
     }
-    l->v[l->n++] = (ADIOI_GALLEY_piece) {
-    off, mem, len};
+    l->v[l->n++] = (gfs_list_entry) {
+    .file_offset = off,.mem_offset = mem,.size = len};
     return 0;
 }
 
@@ -138,7 +138,7 @@ static void fcur_take(fcur * c, ADIO_Offset n)
 int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
                             MPI_Datatype datatype, int file_ptr_type,
                             ADIO_Offset offset, int contig_call,
-                            ADIOI_GALLEY_piece ** p, int64_t * n,
+                            gfs_list_entry ** p, int64_t * n,
                             int64_t * total, ADIO_Offset * end)
 {
     MPI_Count type_size;
@@ -240,7 +240,7 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
     return 0;
 }
 
-void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, ADIOI_GALLEY_piece * p,
+void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
                               int64_t n, int64_t total, ADIO_Offset end,
                               MPI_Datatype datatype, int file_ptr_type,
                               ADIO_Status * status, int *error_code)
@@ -271,7 +271,7 @@ void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
                          ADIO_Status * status, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_ACCESS";
-    ADIOI_GALLEY_piece *p;
+    gfs_list_entry *p;
     int64_t n, total;
     ADIO_Offset end;
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset,

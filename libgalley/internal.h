@@ -203,7 +203,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx);
  * calls prepare and run at once; non-blocking ones prepare in the caller
  * and run in a worker (nb.c).
  */
-enum gc_fin { GC_FIN_TOTAL, GC_FIN_FORK_READ, GC_FIN_STRIPED_READ };
+enum gc_fin { GC_FIN_TOTAL, GC_FIN_FORK_READ };
 
 typedef struct gc_op gc_op;
 struct gc_op {
@@ -214,9 +214,10 @@ struct gc_op {
     int64_t total; /* bytes asked for */
     int fin;       /* enum gc_fin */
     int64_t off;   /* single-range reads: the range, for EOF */
-    int sid;       /* GC_FIN_STRIPED_READ: the striped file */
-    /* GC_FIN_STRIPED_READ: the result, computed by the layer that made
-     * the op (striped.c), so io.c never calls up into it */
+    int sid;       /* striped ops: the striped file */
+    /* Single-range striped reads: the result, computed by the layer that
+     * made the op (striped.c), so io.c never calls up into it; NULL
+     * otherwise */
     int64_t (*finish)(gc_op *o);
 };
 

@@ -327,7 +327,7 @@ int64_t gc_op_run(gc_op *o)
         uint64_t fs = o->x[0].fork_size, off = (uint64_t)o->off;
         uint64_t avail = fs > off ? fs - off : 0;
         res = avail < (uint64_t)o->total ? (int64_t)avail : o->total;
-    } else if (!rc && o->fin == GC_FIN_STRIPED_READ && o->finish) {
+    } else if (!rc && o->finish) {
         res = o->finish(o);
     }
     gc_op_free(o);

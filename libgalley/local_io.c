@@ -192,10 +192,6 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
     o->total = total;
     o->sid = sid;
     o->fin = GC_FIN_TOTAL;
-    if (op == GFS_READ && n == 1) {
-        o->fin = GC_FIN_STRIPED_READ;
-        o->off = entries[0].file_offset;
-    }
     *out = o;
     return 0;
 }

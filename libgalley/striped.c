@@ -435,6 +435,8 @@ static int ev_push(extvec *ev, uint64_t off, uint64_t len, char *mem)
 }
 
 static int64_t striped_read_result(gc_op *o);
+static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
+                      int64_t n, const gfs_list_entry *entries, void *buf);
 
 int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
                   const gfs_list_entry *entries, void *buf)
@@ -443,16 +445,26 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
     int rc = st_get(sid, &s);
     if (rc)
         return rc;
-    if (s.loc) {
-        rc = gc_local_op(s.loc, sid, out, op, n, entries, buf, s.kids);
-        if (!rc)
-            (*out)->finish = striped_read_result;
-        return rc;
+    rc = s.loc ? gc_local_op(s.loc, sid, out, op, n, entries, buf, s.kids)
+               : striped_op(&s, sid, out, op, n, entries, buf);
+    if (!rc && op == GFS_READ && n == 1) {
+        /* a single-range read answers the bytes before the end of file */
+        (*out)->finish = striped_read_result;
+        (*out)->off = entries[0].file_offset;
     }
+    return rc;
+}
+
+/* The striped layout's op: each subfile's pieces, one transfer per
+ * server. */
+static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
+                      int64_t n, const gfs_list_entry *entries, void *buf)
+{
+    int rc = 0;
     if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
         return -EINVAL;
-    int ns = s.lay.nsubfiles;
-    uint64_t unit = (uint64_t)s.lay.unit;
+    int ns = s->lay.nsubfiles;
+    uint64_t unit = (uint64_t)s->lay.unit;
     extvec fv[GFS_MAX_SUBFILES];
     memset(fv, 0, sizeof(fv[0]) * (size_t)ns);
     int64_t total = 0;
@@ -495,7 +507,7 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
             continue;
         gx_order(fv[i].v, fv[i].n, op == GFS_WRITE);
         gc_fork k;
-        rc = gc_fork_get(s.kids[i], &k);
+        rc = gc_fork_get(s->kids[i], &k);
         if (rc)
             break;
         memcpy(o->store + at, fv[i].v, sizeof(gx_ext) * fv[i].n);
@@ -515,11 +527,6 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
     o->total = total;
     o->sid = sid;
     o->fin = GC_FIN_TOTAL;
-    if (op == GFS_READ && n == 1) {
-        o->fin = GC_FIN_STRIPED_READ;
-        o->finish = striped_read_result;
-        o->off = entries[0].file_offset;
-    }
     *out = o;
     return 0;
 }

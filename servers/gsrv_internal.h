@@ -293,10 +293,6 @@ typedef struct gsrv_reply {
     void *arg;
 } gsrv_reply;
 
-/* Finish decoding: 0 when the request was consumed exactly, else the
- * reader's error or GFS_EPROTO for trailing bytes. */
-int gsrv_decoded(const gp_rbuf *r);
-
 /* Validate a file name as stored by the NameServer (1..GFS_NAME_MAX bytes,
  * no NUL, no newline): 0 or -EINVAL. */
 int gsrv_check_name(const char *name);

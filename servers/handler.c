@@ -244,15 +244,6 @@ static int drain(int fd, uint64_t n)
 
 /* ---------------------------------------------------------- helpers ---- */
 
-int gsrv_decoded(const gp_rbuf *r)
-{
-    if (r->err)
-        return r->err;
-    if (!gp_done(r))
-        return GFS_EPROTO;
-    return 0;
-}
-
 bool gsrv_conn_hung_up(const gsrv_conn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};

@@ -178,7 +178,7 @@ static int decode(gp_rbuf *r, io_req *q)
         q->data = r->data + r->pos;
         r->pos = r->len; /* the data is the rest of the payload */
     }
-    int rc = gsrv_decoded(r);
+    int rc = gp_decode_end(r);
     if (rc)
         return rc;
     if (badoff)
@@ -706,7 +706,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         goto out_free;
 
     bool in_order = gx_sorted(q->it, q->n);
-    rc = gx_sort(q->it, q->n);
+    rc = in_order ? 0 : gx_sort(q->it, q->n);
     if (!rc)
         rc = alloc_window(q);
     if (rc)

@@ -24,18 +24,6 @@
 
 #define MAX_NSUB 5
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint64_t rnd(void)
-{
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    rng_state = x;
-    return x;
-}
-
 /* Where logical byte x lives. */
 static void locate(int nsub, int64_t unit, int64_t x, int *sub, int64_t *off)
 {
@@ -127,19 +115,19 @@ static void test_arbitrary_forks(void)
     static const int64_t units[] = {1, 3, 200, 512};
     int bad = 0;
     for (int t = 0; t < 20000; t++) {
-        int nsub = 1 + (int)(rnd() % MAX_NSUB);
-        int64_t unit = units[rnd() % 4];
+        int nsub = 1 + (int)(utest_rnd() % MAX_NSUB);
+        int64_t unit = units[utest_rnd() % 4];
         int64_t fs[MAX_NSUB];
         for (int s = 0; s < nsub; s++) {
-            switch (rnd() % 4) {
+            switch (utest_rnd() % 4) {
             case 0:
                 fs[s] = 0;
                 break;
             case 1:
-                fs[s] = (int64_t)(rnd() % 4) * unit;
+                fs[s] = (int64_t)(utest_rnd() % 4) * unit;
                 break; /* boundary */
             default:
-                fs[s] = (int64_t)(rnd() % (5 * (uint64_t)unit + 2));
+                fs[s] = (int64_t)(utest_rnd() % (5 * (uint64_t)unit + 2));
             }
         }
         int64_t want = model_logical(nsub, unit, fs);
@@ -189,24 +177,25 @@ static void test_huge(void)
 {
     int bad = 0;
     for (int t = 0; t < 200000; t++) {
-        int nsub = 1 + (int)(rnd() % MAX_NSUB);
+        int nsub = 1 + (int)(utest_rnd() % MAX_NSUB);
         int64_t unit;
         switch (t % 3) {
         case 0:
-            unit = 1 + (int64_t)(rnd() % 1000);
+            unit = 1 + (int64_t)(utest_rnd() % 1000);
             break;
         case 1:
-            unit = (int64_t)1 << (rnd() % 31);
+            unit = (int64_t)1 << (utest_rnd() % 31);
             break;
         default:
-            unit = 1 + (int64_t)(rnd() % ((uint64_t)1 << 40));
+            unit = 1 + (int64_t)(utest_rnd() % ((uint64_t)1 << 40));
             break;
         }
-        int64_t size = (int64_t)(rnd() >> (2 + rnd() % 62)); /* < 2^62 */
+        int64_t size =
+            (int64_t)(utest_rnd() >> (2 + utest_rnd() % 62)); /* < 2^62 */
         if (t % 5 == 0) /* near a stripe boundary */
             size = (int64_t)((uint64_t)size / ((uint64_t)unit * nsub) *
                              ((uint64_t)unit * nsub)) +
-                   (int64_t)(rnd() % 3) - 1;
+                   (int64_t)(utest_rnd() % 3) - 1;
         if (size < 0)
             size = 0;
         int64_t fs[MAX_NSUB];
@@ -262,6 +251,7 @@ static void test_invalid(void)
 
 int main(void)
 {
+    utest_rng_state = 0x9E3779B97F4A7C15ull; /* this test's own cases */
     test_exhaustive();
     test_arbitrary_forks();
     test_huge();

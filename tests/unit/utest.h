@@ -55,7 +55,8 @@ static int utest_failures;
         }                                                                      \
     } while (0)
 
-/* A xorshift64 generator: the same sequence on every run. */
+/* A xorshift64 generator: the same sequence on every run (a test may set
+ * utest_rng_state first to choose its own). */
 static uint64_t utest_rng_state = 0x243F6A8885A308D3ull;
 
 static inline uint64_t utest_rnd(void)

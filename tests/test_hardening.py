@@ -17,6 +17,7 @@ adversarial but realistic user tries against real servers.
 
 import os
 import random
+import re
 import shutil
 import socket
 import stat
@@ -303,16 +304,30 @@ def test_cluster_secret(fresh_cluster, tmp_path):
     # another uid, whom the 0600 key does not belong to: told that, not
     # told to chmod a file that is already 0600
     if os.geteuid() == 0 and shutil.which("setpriv"):
+        # everything the other user runs sits in a directory it may enter
+        # (the clone may be in root's 0700 home): galley and libgalley
         shared = Path(tempfile.mkdtemp(prefix="galley-key-"))
         try:
             shared.chmod(0o755)
+            prog = Path(galley_path())
+            real = prog.parent / ".libs" / prog.name
+            shutil.copy(real if real.exists() else prog, shared / "galley")
+            built = prog.parent.parent / "libgalley" / ".libs"
+            ld = os.environ.get("LD_LIBRARY_PATH", "")
+            libs = subprocess.run(
+                ["ldd", str(shared / "galley")], capture_output=True,
+                text=True,
+                env=base_env({"LD_LIBRARY_PATH": "%s:%s" % (built, ld)})).stdout
+            for lib in re.findall(r"(libgalley\S*) => (\S+)", libs):
+                shutil.copy(lib[1], shared / lib[0])
             (shared / "cluster").write_text(c.cluster_file.read_text())
             (shared / "cluster.key").write_text(key.read_text())
             (shared / "cluster.key").chmod(0o600)
             cp = run(["setpriv", "--reuid", "65534", "--regid", "65534",
-                      "--clear-groups", galley_path(), "-c",
+                      "--clear-groups", str(shared / "galley"), "-c",
                       str(shared / "cluster"), "ls"],
-                     env=base_env({"HOME": str(shared)}))
+                     env=base_env({"HOME": str(shared),
+                                   "LD_LIBRARY_PATH": str(shared)}))
         finally:
             shutil.rmtree(shared)
         assert cp.returncode != 0, describe(cp)

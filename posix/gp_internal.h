@@ -10,7 +10,7 @@
  *                   directories (GALLEY_POSIX_MOUNTS, galley mounts)
  *   gp_open.c       open family, close, dup family, fcntl
  *   gp_lock.c       locks: fcntl F_SETLK/F_GETLK/F_OFD_*, lockf, flock
- *   gp_data.c       read/write family, lseek, truncate, sync
+ *   gp_data.c       read/write family, lseek, truncate, sync, POSIX AIO
  *   gp_names.c      stat family, access, unlink, rename, xattr
  *   gp_dir.c        opendir/readdir of galley: directories
  *   gp_stdio.c      fopen/fdopen/fileno over fopencookie
@@ -18,6 +18,7 @@
 #ifndef GP_INTERNAL_H
 #define GP_INTERNAL_H
 
+#include <aio.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -95,6 +96,10 @@
     X(fcntl, int, (int, int, ...))                                             \
     X(flock, int, (int, int))                                                  \
     X(lockf, int, (int, int, off_t))                                           \
+    X(aio_read, int, (struct aiocb *))                                         \
+    X(aio_write, int, (struct aiocb *))                                        \
+    X(aio_fsync, int, (int, struct aiocb *))                                   \
+    X(aio_cancel, int, (int, struct aiocb *))                                  \
     X(copy_file_range, ssize_t,                                                \
       (int, off64_t *, int, off64_t *, size_t, unsigned))                      \
     X(sendfile, ssize_t, (int, int, off_t *, size_t))                          \

@@ -31,19 +31,32 @@ int gp_open(const char *name, int flags, mode_t mode)
     if (flags & O_DIRECTORY)
         return gp_fail(-ENOTDIR);
     int acc = flags & O_ACCMODE;
-    if (flags & O_CREAT) {
-        int nserv = gfs_num_servers();
-        int nsub = gp_env_int("GALLEY_POSIX_SUBFILES", nserv);
-        if (nsub <= 0 || nsub > nserv)
-            nsub = nserv;
-        int64_t unit = gp_env_int("GALLEY_POSIX_UNIT", 0);
-        rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
-        if (rc == -EEXIST && !(flags & O_EXCL))
-            rc = 0;
-        if (rc)
-            return gp_fail(rc);
+    int sid;
+    /* Another process may be creating the same name right now (every rank
+     * of an MPI job opens with O_CREAT): its reservation answers -EEXIST
+     * but the name has no record yet, so the open says -ENOENT.  Try again
+     * for up to about two seconds, until its create is done or gone. */
+    for (int tries = 0;; tries++) {
+        bool exists = false;
+        if (flags & O_CREAT) {
+            int nserv = gfs_num_servers();
+            int nsub = gp_env_int("GALLEY_POSIX_SUBFILES", nserv);
+            if (nsub <= 0 || nsub > nserv)
+                nsub = nserv;
+            int64_t unit = gp_env_int("GALLEY_POSIX_UNIT", 0);
+            rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
+            exists = rc == -EEXIST;
+            if (exists && !(flags & O_EXCL))
+                rc = 0;
+            if (rc)
+                return gp_fail(rc);
+        }
+        sid = gfs_striped_open(name);
+        if (!(exists && sid == -ENOENT && tries < 200))
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
-    int sid = gfs_striped_open(name);
     if (sid < 0) {
         if (sid == GFS_ELAYOUT || (sid == -ENOENT && gp_is_dir(name) == 1))
             return gp_fail(-EISDIR);

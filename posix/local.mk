@@ -18,5 +18,6 @@ posix_tests_helpers_t_posix_SOURCES = posix-tests/helpers/t_posix.c
 noinst_PROGRAMS += posix-tests/helpers/t_locks
 posix_tests_helpers_t_locks_SOURCES = posix-tests/helpers/t_locks.c
 EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
+	posix-tests/test_locks.py posix-tests/helpers/mpi_records.c \
 	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
 	posix-tests/README.md

@@ -219,3 +219,97 @@ def test_strided_independent_writes(cluster, records, mapdir, uniq, np, rec,
     assert len(got) == len(want)
     bad = sum(1 for a, b in zip(got, want) if a != b)
     assert bad == 0, "%d wrong bytes" % bad
+
+
+# ------------------------------------------------------- through mounts
+
+# Where a mount cannot answer as the kernel does for a local file (libfuse
+# and the kernel's FUSE client, not Galley): the kernel does not tell a
+# FUSE daemon that a lock is an OFD lock, so F_GETLK through a mount names
+# the pid that took it instead of -1 ...
+FUSE_OFD_PID = ("P getlk o2 (process):", "C getlk W 0 0:",
+                "C getlk W 0 0 (o2 closed):",
+                "C getlk W 0 0 (o1 closed, dup open):")
+# ... and libfuse's high-level API keeps its own table of the locks it
+# granted, which it consults for F_GETLK before asking us and which
+# forgets an OFD lock only when that owner unlocks: after the last close of
+# the file it still reports the lock there (F_SETLK is granted: the
+# servers released it).  Seen only when both processes use one mount.
+FUSE_SAME_MOUNT = ("C getlk W 0 0 (all closed):",)
+
+
+def _as_on_fuse(libc_lines, same_mount):
+    out = []
+    for l in libc_lines:
+        if same_mount and l.startswith(FUSE_SAME_MOUNT):
+            continue
+        if l.startswith(FUSE_OFD_PID):
+            l = l.replace("pid=-1", "pid=parent")
+        out.append(l)
+    return out
+
+
+@pytest.fixture
+def mounts(cluster, tmp_path):
+    from conftest import Mount, fuse_ok, mounted
+    if not fuse_ok():
+        pytest.skip("no galley-fuse in the build or no /dev/fuse")
+    made = []
+
+    def make(name):
+        m = Mount(cluster, tmp_path / name)
+        made.append(m)
+        return m
+
+    yield make
+    for m in made:
+        if mounted(m.dir):
+            m.umount()
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["one-mount",
+                                                     "two-mounts"])
+def test_locks_through_mounts(cluster, mounts, uniq, tmp_path, two):
+    """t_locks on a mount (both processes through one daemon) and across
+    two mounts of the cluster (two daemons: two hosts' worth of
+    connections): the transcript of libc on a local file, but for the
+    FUSE differences above."""
+    t = helper("t_locks")
+    libc = gt.run([t, tmp_path / "local"], env=gt.base_env(), timeout=120)
+    assert libc.returncode == 0, describe(libc)
+    a = mounts("a")
+    (a.dir / uniq).mkdir(parents=True)
+    paths = [a.dir / uniq / "l"]
+    if two:
+        paths.append(mounts("b").dir / uniq / "l")
+    cp = gt.run([t] + paths, env=gt.base_env(), timeout=120)
+    assert cp.returncode == 0, describe(cp)
+    got = cp.stdout.splitlines()
+    if not two:
+        got = [l for l in got if not l.startswith(FUSE_SAME_MOUNT)]
+    want = _as_on_fuse(libc.stdout.splitlines(), not two)
+    assert got == want, "\n".join(difflib.unified_diff(want, got, "libc",
+                                                       "mount",
+                                                       lineterm=""))
+
+
+@pytest.mark.parametrize("rec", [16, 100])
+def test_records_through_two_mounts(cluster, records, mounts, uniq, rec,
+                                    tmp_path):
+    """Debian's MPICH, ranks 0-1 writing through one mount and ranks 2-3
+    through another (kernel-local locks would not exclude each other):
+    every record arrives, checked through `galley get`."""
+    a, b = mounts("a"), mounts("b")
+    (a.dir / uniq).mkdir(parents=True)
+    # an empty directory made on one mount is that daemon's alone: a file
+    # in it makes it the servers' (and the other mount's)
+    (a.dir / uniq / "rec").write_bytes(b"")
+    rounds = 8
+    argv = [SYS_MPIEXEC, "-n", "2", records, a.dir / uniq / "rec", rec,
+            rounds, ":", "-n", "2", records, b.dir / uniq / "rec", rec,
+            rounds]
+    cp = gt.run(argv, env=gt.base_env(), timeout=300)
+    assert cp.returncode == 0 and "No Errors" in cp.stdout, describe(cp)
+    out = tmp_path / "got"
+    cluster.galley("get", "/%s/rec" % uniq, out, check=True)
+    assert out.read_bytes() == _expected_records(64 * rounds * 4, rec)

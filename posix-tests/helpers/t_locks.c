@@ -3,11 +3,12 @@
  * (libc, the kernel's locks) and on a galley: file under `galley exec`
  * (the servers' locks), the two transcripts must be equal.
  *
- *   t_locks FILE
+ *   t_locks FILE [OTHER]
  *
  * The parent and a second process (this program again, fork + exec, so
  * that it has its own Galley client under the preload) take turns: the
- * parent sends the other one a command on a pipe ("getlk W 0 0") and gets
+ * parent sends the other one (which opens OTHER, default FILE: the same
+ * file through another mount, say) a command on a pipe ("getlk W 0 0") and gets
  * one line back.  Every call's result is printed (0, an errno name, or
  * the lock F_GETLK reports, with pids as "parent", "child" or -1), never
  * a bare pass/fail: the test compares the lines.  Covered: conflicts
@@ -32,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *path;
+static const char *path, *other_path;
 static pid_t parent_pid, child_pid;
 static FILE *to_child, *from_child;
 
@@ -106,6 +107,13 @@ static void getlk(int fd, int cmd, char t, long start, long len, char *out,
              fl.l_whence, who);
 }
 
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 /* ---------------------------------------------------------- the other */
 
 static int child_main(void)
@@ -122,6 +130,29 @@ static int child_main(void)
         char op[32], t = 'W';
         long a = 0, b = 0, c = 0;
         sscanf(line, "%31s %c %ld %ld %ld", op, &t, &a, &b, &c);
+        /* "soon OP ...": the state after a close; a FUSE mount learns of
+         * the last close of a file asynchronously (its release), so ask
+         * again for up to 3 s while the old answer stands. */
+        if (!strcmp(op, "soon")) {
+            double t0 = now();
+            const char *rest = line + 5;
+            for (;;) {
+                sscanf(rest, "%31s %c %ld %ld %ld", op, &t, &a, &b, &c);
+                if (!strcmp(op, "getlk"))
+                    getlk(fd, F_GETLK, t, a, b, out, sizeof(out));
+                else
+                    snprintf(out, sizeof(out), "%s",
+                             rc_str(flock(fd, (t == 'R' ? LOCK_SH : LOCK_EX) |
+                                                  LOCK_NB)));
+                if (!strcmp(out, "0") || !strcmp(out, "UNLCK") ||
+                    now() - t0 > 3)
+                    break;
+                usleep(20000);
+            }
+            printf("%s\n", out);
+            fflush(stdout);
+            continue;
+        }
         if (!strcmp(op, "setlk")) {
             snprintf(out, sizeof(out), "%s",
                      rc_str(setlk(fd, F_SETLK, t, a, b, SEEK_SET)));
@@ -179,7 +210,7 @@ static void start_child(const char *self)
         dup2(out[1], 1);
         close(in[1]);
         close(out[0]);
-        execl(self, self, "--child", path, (char *)NULL);
+        execl(self, self, "--child", other_path, (char *)NULL);
         _exit(127);
     }
     close(in[0]);
@@ -202,13 +233,6 @@ static void stop_child(void)
     child_pid = 0;
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 #define SAY(...)                                                               \
     do {                                                                       \
         printf(__VA_ARGS__);                                                   \
@@ -223,11 +247,12 @@ int main(int argc, char **argv)
         parent_pid = getppid();
         return child_main();
     }
-    if (argc != 2) {
-        fprintf(stderr, "usage: t_locks FILE\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: t_locks FILE [OTHER]\n");
         return 2;
     }
     path = argv[1];
+    other_path = argc == 3 ? argv[2] : path;
     parent_pid = getpid();
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -346,7 +371,7 @@ int main(int argc, char **argv)
     close(o1);
     SAY("C getlk W 0 0 (o1 closed, dup open): %s", ask("getlk W 0 0"));
     close(o3);
-    SAY("C getlk W 0 0 (all closed): %s", ask("getlk W 0 0"));
+    SAY("C getlk W 0 0 (all closed): %s", ask("soon getlk W 0 0"));
 
     /* flock: per open file description, apart from fcntl locks. */
     int f1 = open(path, O_RDONLY), f2 = open(path, O_RDONLY);
@@ -361,7 +386,7 @@ int main(int argc, char **argv)
     SAY("P flock bad op: %s", rc_str(flock(f1, 0)));
     close(f1);
     close(f2);
-    SAY("C flock EX|NB (closed): %s", ask("flock_nb W"));
+    SAY("C flock EX|NB (closed): %s", ask("soon flock_nb W"));
     stop_child(); /* its flock goes with it */
     start_child(self);
 

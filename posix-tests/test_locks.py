@@ -313,3 +313,39 @@ def test_records_through_two_mounts(cluster, records, mounts, uniq, rec,
     out = tmp_path / "got"
     cluster.galley("get", "/%s/rec" % uniq, out, check=True)
     assert out.read_bytes() == _expected_records(64 * rounds * 4, rec)
+
+
+# -------------------------------- Open MPI through its ROMIO component
+
+OMPI_MPICC = "/usr/bin/mpicc.openmpi"
+OMPI_MPIRUN = "/usr/bin/mpirun.openmpi"
+OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1",
+            "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_records_open_mpi_romio(cluster, mapdir, uniq, np, tmp_path):
+    """Debian's Open MPI with its ROMIO component (--mca io romio321: the
+    same ufs driver, data sieving under fcntl locks) under `galley exec`:
+    interleaved records by independent strided writes, byte-checked."""
+    if not (os.access(OMPI_MPICC, os.X_OK) and os.access(OMPI_MPIRUN,
+                                                         os.X_OK)):
+        _require("Debian's Open MPI (libopenmpi-dev) is not installed")
+    prog = _outdir("openmpi") / "mpi_records"
+    src = REPO / "posix-tests" / "helpers" / "mpi_records.c"
+    if not (prog.exists() and prog.stat().st_mtime >= src.stat().st_mtime):
+        cp = gt.run([OMPI_MPICC, "-O1", "-o", prog, src], timeout=300)
+        assert cp.returncode == 0, describe(cp)
+    rounds, rec = 8, 16
+    args = [gt.galley_path(), "-c", str(cluster.cluster_file), "exec", "-m",
+            "%s=/%s" % (mapdir, uniq), "--", OMPI_MPIRUN, "--mca", "io",
+            "romio321", "-n", str(np), prog, mapdir / "rec", rec, rounds]
+    env = dict(cluster.env)
+    env.update(OMPI_ENV)
+    cp = gt.run(args, env=env, timeout=300)
+    assert cp.returncode == 0 and "No Errors" in cp.stdout, describe(cp)
+    out = tmp_path / "got"
+    cluster.galley("get", "/%s/rec" % uniq, out, check=True)
+    assert out.read_bytes() == _expected_records(64 * rounds * np, rec)

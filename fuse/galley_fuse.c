@@ -14,6 +14,11 @@
  *     has no rename), mkdir/rmdir, statfs (sum over the servers), fsync =
  *     gfs_striped_sync.  Times: Galley keeps none; every entry shows the
  *     mount's start time.
+ *   - Locks: fcntl (F_SETLK, F_SETLKW, F_GETLK, OFD) and flock through the
+ *     mount are the servers' POSIX locks (gfs_striped_plock), held in the
+ *     kernel's lock owner's name, so mounts on two hosts exclude each
+ *     other as processes on one host do.  libfuse unlocks a lock owner's
+ *     locks at each flush (close) and its flock at the last release.
  *
  * Coherence: no kernel caching (direct_io, zero attribute and entry
  * timeouts), so bytes written through the mount are on the servers when
@@ -39,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -395,10 +401,19 @@ static int gf_readdir(const char *p, void *buf, fuse_fill_dir_t fill, off_t off,
 }
 
 /* An open file: a striped file (sid) or a plain file's fork (fid, kid). */
+#define GF_OWNERS 8
 typedef struct handle {
     int sid;
     int fid, kid;
+    /* Lock owners that took fcntl locks through this open file (lk_lock):
+     * the kernel never tells us when an OFD lock's file closes (it only
+     * flushes the process's owner), so release drops them all; any
+     * process lock among them went at that process's close already. */
+    uint64_t owners[GF_OWNERS];
+    int nowners;
 } handle;
+
+static pthread_mutex_t lk_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static handle *H(struct fuse_file_info *fi)
 {
@@ -464,12 +479,88 @@ static int gf_create(const char *p, mode_t mode, struct fuse_file_info *fi)
 static int gf_release(const char *p, struct fuse_file_info *fi)
 {
     handle *h = H(fi);
+    if (h->sid >= 0) {
+        /* Locks of this open file description (fcntl OFD locks; flock's
+         * come as fi->lock_owner with flock_release, libfuse unlocks
+         * those).  Past GF_OWNERS owners some may stay until unlocked or
+         * until the daemon's connection ends. */
+        for (int i = 0; i < h->nowners; i++)
+            gfs_striped_plock_release(h->sid, h->owners[i]);
+        if (fi->flock_release)
+            gfs_striped_plock_release(h->sid, fi->lock_owner);
+    }
     if (h->sid >= 0)
         gfs_striped_close(h->sid);
     if (h->fid >= 0)
         gfs_close_file(h->fid); /* closes its fork too */
     free(h);
     return 0;
+}
+
+/* fcntl locks.  libfuse gives the range as SEEK_SET with l_len 0 for "to
+ * the end", and the kernel's lock owner in fi->lock_owner. */
+static int gf_lock(const char *p, struct fuse_file_info *fi, int cmd,
+                   struct flock *lk)
+{
+    (void)p;
+    handle *h = H(fi);
+    int type = lk->l_type == F_RDLCK   ? GFS_PLOCK_SHARED
+               : lk->l_type == F_WRLCK ? GFS_PLOCK_EXCL
+                                       : GFS_PLOCK_UNLOCK;
+    if (h->sid < 0) /* a plain file's fork: nothing to share locks on */
+        return type == GFS_PLOCK_UNLOCK ? 0 : -ENOLCK;
+    gfs_plock g = {.owner = fi->lock_owner,
+                   .type = type,
+                   .start = lk->l_start,
+                   .len = lk->l_len,
+                   .pid = lk->l_pid};
+    int rc;
+    if (cmd == F_GETLK) {
+        if (type == GFS_PLOCK_UNLOCK)
+            return -EINVAL;
+        rc = gfs_striped_plock_test(h->sid, &g, 0);
+        if (rc)
+            return gf_err(rc);
+        if (g.type == GFS_PLOCK_UNLOCK) {
+            lk->l_type = F_UNLCK;
+            return 0;
+        }
+        lk->l_type = g.type == GFS_PLOCK_EXCL ? F_WRLCK : F_RDLCK;
+        lk->l_whence = SEEK_SET;
+        lk->l_start = g.start;
+        lk->l_len = g.len;
+        lk->l_pid = g.pid;
+        return 0;
+    }
+    rc = gfs_striped_plock(h->sid, &g, cmd == F_SETLKW ? GFS_PLOCK_WAIT : 0);
+    if (rc)
+        return gf_err(rc);
+    if (type != GFS_PLOCK_UNLOCK) {
+        pthread_mutex_lock(&lk_lock);
+        bool known = false;
+        for (int i = 0; i < h->nowners && !known; i++)
+            known = h->owners[i] == g.owner;
+        if (!known && h->nowners < GF_OWNERS)
+            h->owners[h->nowners++] = g.owner;
+        pthread_mutex_unlock(&lk_lock);
+    }
+    return 0;
+}
+
+static int gf_flock(const char *p, struct fuse_file_info *fi, int op)
+{
+    (void)p;
+    handle *h = H(fi);
+    int base = op & ~LOCK_NB;
+    int type = base == LOCK_SH   ? GFS_PLOCK_SHARED
+               : base == LOCK_EX ? GFS_PLOCK_EXCL
+                                 : GFS_PLOCK_UNLOCK;
+    if (h->sid < 0)
+        return type == GFS_PLOCK_UNLOCK ? 0 : -ENOLCK;
+    gfs_plock g = {.owner = fi->lock_owner, .type = type, .pid = -1};
+    int flags = GFS_PLOCK_WHOLE | ((op & LOCK_NB) ? 0 : GFS_PLOCK_WAIT);
+    int rc = gfs_striped_plock(h->sid, &g, flags);
+    return rc ? gf_err(rc) : 0;
 }
 
 static int gf_read(const char *p, char *buf, size_t n, off_t off,
@@ -718,6 +809,8 @@ static const struct fuse_operations gf_ops = {
     .utimens = gf_utimens,
     .chmod = gf_chmod,
     .chown = gf_chown,
+    .lock = gf_lock,
+    .flock = gf_flock,
 };
 
 /* ------------------------------------------------------------------------

@@ -7,6 +7,8 @@ and two MPI ranks each (tools/galley-hosts).
   to an uninterrupted run; the same job striped does write remotely (so
   the counters can tell);
 - mpiio_bench with local beside striped in one run;
+- ROMIO's ufs driver through `galley exec` on ranks of three hosts:
+  independent strided writes under fcntl locks keep every record;
 - one host's server killed, or its link cut: every rank of an MPI job on
   the other hosts gets MPI_ERR_IO within the timeout (src/fault_probe.c);
   afterwards, acknowledged data is intact and jobs run again.
@@ -182,3 +184,29 @@ def test_host_cut_off(testbed, probe, tmp_path):
     tb.galley(0, "get", "/hosts/link-ref", tmp_path / "back")
     assert (tmp_path / "back").read_bytes() == src.read_bytes()
     heat(tb, 4, "galley:/hosts/link-job", 20, grid="4x1")
+
+
+def test_preload_locks_across_hosts(testbed, tmp_path):
+    """ROMIO's ufs driver on every rank through `galley exec` (ranks on
+    three hosts, each with its own connections to every server): its
+    independent strided writes are read-modify-writes under fcntl locks,
+    which only the servers' POSIX locks can make exclusive across hosts.
+    Every record of every rank arrives (posix-tests/helpers/mpi_records.c,
+    checked through `galley get`)."""
+    tb = testbed
+    prog = ms.compile_c(tb.mpi.mpicc,
+                        [ms.REPO / "posix-tests" / "helpers" / "mpi_records.c"],
+                        tmp_path / "mpi_records", tb.mpi.env(), ["-Wall"])
+    mapped = tmp_path / "mapped"   # ROMIO statfs's the directory
+    mapped.mkdir()
+    rounds, rec, n = 8, 16, 6
+    cp, _ = tb.mpiexec(n, 2, [ms.gt.galley_path(), "-c", tb.cluster_file,
+                              "exec", "-m", "%s=/plk" % mapped, "--", prog,
+                              mapped / "rec", rec, rounds])
+    assert cp.returncode == 0 and "No Errors" in cp.stdout, ms.describe(cp)
+    assert list(mapped.iterdir()) == []
+    out = tmp_path / "got"
+    tb.galley(0, "get", "/plk/rec", out)
+    nrec = 64 * rounds * n
+    assert out.read_bytes() == bytes(((k * 7 + i) & 0xff)
+                                     for k in range(nrec) for i in range(rec))

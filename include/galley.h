@@ -434,6 +434,47 @@ int gfs_striped_import(const void *buf, size_t len);
  */
 int gfs_striped_lock(int sid, int64_t offset, int64_t len, int exclusive);
 int gfs_striped_unlock(int sid, int64_t offset, int64_t len);
+/*
+ * POSIX locks (fcntl, lockf and flock semantics) in the same lock service,
+ * for libgalley-posix.so and galley mount.  A lock is held by this process
+ * and an owner: owner 0 stands for the process itself (fcntl F_SETLK,
+ * lockf: every sid of the file in this process shares those locks), other
+ * values for whatever the caller chooses (an open file description: fcntl
+ * F_OFD_SETLK, flock); two owners conflict like two processes.
+ *
+ * gfs_striped_plock sets owner's lock over [start, start + len) (len 0: to
+ * the end) to type GFS_PLOCK_UNLOCK, _SHARED or _EXCL, replacing, trimming
+ * or splitting the owner's locks there as fcntl does; unlocking what is
+ * not locked succeeds.  flags: GFS_PLOCK_WAIT blocks until granted, else a
+ * conflict returns -EAGAIN; GFS_PLOCK_WHOLE selects flock's locks, a space
+ * apart from byte ranges (start 0, len 0).  pid is what
+ * gfs_striped_plock_test reports to others (-1: none).  Locks are released
+ * by unlock, gfs_striped_plock_release, or when this process's connection
+ * to the file's first server drops (exit, kill).  -EINVAL for a negative
+ * start or len or a bad type or flag.
+ *
+ * gfs_striped_plock_test: lk->owner, type (SHARED or EXCL), start and len
+ * say what would be asked; on return lk describes the first lock of
+ * another owner or process that conflicts (type, start, len: 0 = to the
+ * end, pid) or lk->type is GFS_PLOCK_UNLOCK.  flags: GFS_PLOCK_WHOLE.
+ *
+ * gfs_striped_plock_release drops every lock of owner on the file (both
+ * spaces): what closing a descriptor does.
+ */
+#define GFS_PLOCK_UNLOCK 0
+#define GFS_PLOCK_SHARED 1
+#define GFS_PLOCK_EXCL 2
+#define GFS_PLOCK_WAIT 1
+#define GFS_PLOCK_WHOLE 2
+typedef struct gfs_plock {
+    uint64_t owner;
+    int type;
+    int64_t start, len;
+    int32_t pid;
+} gfs_plock;
+int gfs_striped_plock(int sid, const gfs_plock *lk, int flags);
+int gfs_striped_plock_test(int sid, gfs_plock *lk, int flags);
+int gfs_striped_plock_release(int sid, uint64_t owner);
 /* Atomically add delta to counter `key` (created as 0); returns the old
  * value (>= 0) or a negative error.  A counter stays within 0 ..
  * INT64_MAX: an add that would leave it answers -ERANGE and changes

@@ -73,6 +73,9 @@ void gc_auth_load(const char *cluster_path);
  * (delta +1 after LOCK, -1 after UNLOCK); while any are held a thread
  * renews them.  gc_lease_stop ends it (gfs_finalize). */
 void gc_lease_hold(int server, int delta);
+/* POSIX locks: the server's count of this connection's locks (PLOCK and
+ * PRELEASE replies). */
+void gc_lease_posix(int server, uint32_t held);
 void gc_lease_stop(void);
 void gc_auth_unload(void);
 int gc_auth_handshake(gc_auth_call call, void *arg);

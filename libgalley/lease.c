@@ -9,10 +9,14 @@
  * this process holds locks.  A process that is stopped or hung sends
  * nothing, and its locks expire.
  *
- * Threads: gc_lease_hold is called by any application thread after LOCK /
- * UNLOCK; it starts the (detached) renewal thread on the first lock held,
- * and the thread exits when none are.  gc_lease_stop (gfs_finalize, before
- * the connections go) waits until it has.
+ * LOCK locks are counted here (gc_lease_hold); for POSIX locks, which split
+ * and merge on the server, each PLOCK / PRELEASE reply says how many the
+ * connection still holds there (gc_lease_posix).
+ *
+ * Threads: gc_lease_hold and gc_lease_posix are called by any application
+ * thread after LOCK / UNLOCK / PLOCK / PRELEASE; it starts the (detached)
+ * renewal thread on the first lock held, and the thread exits when none are.
+ * gc_lease_stop (gfs_finalize, before the connections go) waits until it has.
  * Locks: lease.lock guards everything here; it is never held across a
  * request.
  */
@@ -26,7 +30,8 @@
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cv;
-    int *held; /* locks held per server */
+    int *held;       /* LOCK locks held per server */
+    uint32_t *posix; /* POSIX locks held per server (the server's count) */
     int nheld;
     long total;
     bool running, stop;
@@ -60,7 +65,7 @@ static void *renewer(void *arg)
         int *which = malloc(sizeof(int) * (size_t)(n ? n : 1));
         int k = 0;
         for (int i = 0; which && i < n; i++)
-            if (lease.held[i] > 0)
+            if (lease.held[i] > 0 || lease.posix[i] > 0)
                 which[k++] = i;
         pthread_mutex_unlock(&lease.lock);
         for (int i = 0; i < k; i++) {
@@ -84,26 +89,30 @@ static void *renewer(void *arg)
     return NULL;
 }
 
-void gc_lease_hold(int server, int delta)
+/* Make room for server (lease.lock held); false if out of memory. */
+static bool ensure_server(int server)
 {
-    if (server < 0)
-        return;
-    pthread_mutex_lock(&lease.lock);
-    if (server >= lease.nheld) {
-        int n = server + 1;
-        int *p = realloc(lease.held, sizeof(int) * (size_t)n);
-        if (!p) {
-            pthread_mutex_unlock(&lease.lock);
-            return; /* no renewals: the lock still works within a lease */
-        }
-        memset(p + lease.nheld, 0, sizeof(int) * (size_t)(n - lease.nheld));
-        lease.held = p;
-        lease.nheld = n;
-    }
-    if (delta < 0 && lease.held[server] + delta < 0)
-        delta = -lease.held[server];
-    lease.held[server] += delta;
-    lease.total += delta;
+    if (server < lease.nheld)
+        return true;
+    int n = server + 1;
+    int *p = realloc(lease.held, sizeof(int) * (size_t)n);
+    if (!p)
+        return false;
+    lease.held = p;
+    uint32_t *q = realloc(lease.posix, sizeof(uint32_t) * (size_t)n);
+    if (!q)
+        return false;
+    lease.posix = q;
+    memset(p + lease.nheld, 0, sizeof(int) * (size_t)(n - lease.nheld));
+    memset(q + lease.nheld, 0, sizeof(uint32_t) * (size_t)(n - lease.nheld));
+    lease.nheld = n;
+    return true;
+}
+
+/* Start the renewal thread if locks are held and it is not running
+ * (lease.lock held). */
+static void maybe_start(void)
+{
     if (lease.total > 0 && !lease.running) {
         pthread_attr_t at;
         pthread_attr_init(&at);
@@ -111,6 +120,35 @@ void gc_lease_hold(int server, int delta)
         lease.stop = false;
         lease.running = pthread_create(&lease.thread, &at, renewer, NULL) == 0;
         pthread_attr_destroy(&at);
+    }
+}
+
+void gc_lease_hold(int server, int delta)
+{
+    if (server < 0)
+        return;
+    pthread_mutex_lock(&lease.lock);
+    if (!ensure_server(server)) {
+        pthread_mutex_unlock(&lease.lock);
+        return; /* no renewals: the lock still works within a lease */
+    }
+    if (delta < 0 && lease.held[server] + delta < 0)
+        delta = -lease.held[server];
+    lease.held[server] += delta;
+    lease.total += delta;
+    maybe_start();
+    pthread_mutex_unlock(&lease.lock);
+}
+
+void gc_lease_posix(int server, uint32_t held)
+{
+    if (server < 0)
+        return;
+    pthread_mutex_lock(&lease.lock);
+    if (ensure_server(server)) {
+        lease.total += (held > 0) - (lease.posix[server] > 0);
+        lease.posix[server] = held;
+        maybe_start();
     }
     pthread_mutex_unlock(&lease.lock);
 }
@@ -124,6 +162,8 @@ void gc_lease_stop(void)
         pthread_cond_wait(&lease.cv, &lease.lock);
     free(lease.held);
     lease.held = NULL;
+    free(lease.posix);
+    lease.posix = NULL;
     lease.nheld = 0;
     lease.total = 0;
     lease.stop = false;

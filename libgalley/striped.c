@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct gc_striped {
     int fid;
@@ -245,6 +246,159 @@ int gfs_striped_lock(int sid, int64_t offset, int64_t len, int exclusive)
 int gfs_striped_unlock(int sid, int64_t offset, int64_t len)
 {
     return lock_call(sid, GP_OP_UNLOCK, offset, len, 0);
+}
+
+/* One POSIX lock request (PLOCK, PGETLK or PRELEASE, already encoded in
+ * w) to the home server; the reply is left in q (released by the caller
+ * unless an error is returned). */
+static int plock_send(int server, uint16_t op, gp_wbuf *w, gc_req *q)
+{
+    int rc = gc_call(gc_server_conn(server), op, w, q);
+    if (rc)
+        gc_req_release(q);
+    return rc;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR)
+        ;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int gfs_striped_plock(int sid, const gfs_plock *lk, int flags)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (!lk || lk->start < 0 || lk->len < 0 || lk->type < GFS_PLOCK_UNLOCK ||
+        lk->type > GFS_PLOCK_EXCL ||
+        (flags & ~(GFS_PLOCK_WAIT | GFS_PLOCK_WHOLE)))
+        return -EINVAL;
+    int server;
+    uint64_t hid;
+    rc = home_of(&s, &server, &hid);
+    if (rc)
+        return rc;
+    /* The server waits a fraction of a second, then -EAGAIN: ask again.
+     * An -EAGAIN that came at once (a conflict with another owner of this
+     * process, whose unlock the server cannot see coming) is retried after
+     * a pause that grows to 50 ms. */
+    long pause = 1;
+    for (;;) {
+        gp_wbuf w;
+        gp_wbuf_init(&w);
+        gp_PLOCK_req_encode(&w, &(gp_PLOCK_req){.hid = hid,
+                                                .owner = lk->owner,
+                                                .off = (uint64_t)lk->start,
+                                                .len = (uint64_t)lk->len,
+                                                .type = (uint8_t)lk->type,
+                                                .flags = (uint8_t)flags,
+                                                .pid = (uint32_t)lk->pid});
+        int64_t t0 = mono_ms();
+        gc_req q;
+        rc = plock_send(server, GP_OP_PLOCK, &w, &q);
+        gp_wbuf_free(&w);
+        if (!rc) {
+            gp_rbuf r;
+            gp_rbuf_init(&r, q.reply, q.replylen);
+            gp_PLOCK_rep m;
+            rc = gp_PLOCK_rep_decode(&r, &m) ? GFS_EPROTO : 0;
+            if (!rc)
+                gc_lease_posix(server, m.held);
+            gc_req_release(&q);
+            return rc;
+        }
+        if (rc != -EAGAIN || !(flags & GFS_PLOCK_WAIT))
+            return rc;
+        if (mono_ms() - t0 < 20) {
+            sleep_ms(pause);
+            pause = pause < 50 ? pause * 2 : 50;
+        }
+    }
+}
+
+int gfs_striped_plock_test(int sid, gfs_plock *lk, int flags)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (!lk || lk->start < 0 || lk->len < 0 || lk->type < GFS_PLOCK_SHARED ||
+        lk->type > GFS_PLOCK_EXCL || (flags & ~GFS_PLOCK_WHOLE))
+        return -EINVAL;
+    int server;
+    uint64_t hid;
+    rc = home_of(&s, &server, &hid);
+    if (rc)
+        return rc;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_PGETLK_req_encode(&w, &(gp_PGETLK_req){.hid = hid,
+                                              .owner = lk->owner,
+                                              .off = (uint64_t)lk->start,
+                                              .len = (uint64_t)lk->len,
+                                              .type = (uint8_t)lk->type,
+                                              .flags = (uint8_t)flags});
+    gc_req q;
+    rc = plock_send(server, GP_OP_PGETLK, &w, &q);
+    gp_wbuf_free(&w);
+    if (rc)
+        return rc;
+    gp_rbuf r;
+    gp_rbuf_init(&r, q.reply, q.replylen);
+    gp_PGETLK_rep m;
+    rc = gp_PGETLK_rep_decode(&r, &m) || m.type > GP_PLOCK_EXCL ||
+                 m.off > INT64_MAX || m.len > INT64_MAX
+             ? GFS_EPROTO
+             : 0;
+    gc_req_release(&q);
+    if (rc)
+        return rc;
+    lk->type = m.type;
+    if (m.type != GP_PLOCK_UNLOCK) {
+        lk->start = (int64_t)m.off;
+        lk->len = (int64_t)m.len;
+        lk->pid = (int32_t)m.pid;
+    }
+    return 0;
+}
+
+int gfs_striped_plock_release(int sid, uint64_t owner)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    int server;
+    uint64_t hid;
+    rc = home_of(&s, &server, &hid);
+    if (rc)
+        return rc;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_PRELEASE_req_encode(&w, &(gp_PRELEASE_req){.hid = hid, .owner = owner});
+    gc_req q;
+    rc = plock_send(server, GP_OP_PRELEASE, &w, &q);
+    gp_wbuf_free(&w);
+    if (rc)
+        return rc;
+    gp_rbuf r;
+    gp_rbuf_init(&r, q.reply, q.replylen);
+    gp_PRELEASE_rep m;
+    rc = gp_PRELEASE_rep_decode(&r, &m) ? GFS_EPROTO : 0;
+    if (!rc)
+        gc_lease_posix(server, m.held);
+    gc_req_release(&q);
+    return rc;
 }
 
 /* FETCH_ADD or FETCH_SET of counter key on the file's home server. */

@@ -23,9 +23,12 @@
  *     stream over our descriptor; fread/fwrite/fgets/fputs/fprintf/fseek/
  *     ftell/fflush/fclose then work on it unchanged, and fileno() is
  *     interposed to give the descriptor back.
- *   - Locks (flock, fcntl F_SETLK...) on Galley descriptors succeed without
- *     locking: every /dev/null descriptor shares one inode, so passing them
- *     through would make unrelated processes conflict.
+ *   - Locks (fcntl F_SETLK/F_SETLKW/F_GETLK and the OFD variants, lockf,
+ *     flock) on Galley descriptors are the servers' POSIX locks
+ *     (gfs_striped_plock, gp_lock.c), so they hold between processes and
+ *     hosts; never the kernel's: every /dev/null descriptor shares one
+ *     inode, so passing them through would make unrelated processes
+ *     conflict.
  *   - The client starts (gfs_init, $GALLEY_CLUSTER) at the first galley:
  *     name and is never finalised: nothing is buffered here, so a program
  *     that exits without running atexit handlers loses nothing.
@@ -45,10 +48,10 @@
  *
  * Files: this one (the next definitions, the descriptor table, starting
  * the client, errors); gp_path.c (which paths are ours); gp_open.c (open,
- * close, dup, fcntl); gp_data.c (read, write, seek, truncate, sync);
- * gp_names.c (stat, access, unlink, rename, xattr); gp_dir.c (opendir,
- * readdir); gp_stdio.c (fopen, fdopen, fileno).  gp_internal.h declares
- * what they share.
+ * close, dup, fcntl); gp_lock.c (fcntl locks, lockf, flock); gp_data.c (read,
+ * write, seek, truncate, sync); gp_names.c (stat, access, unlink, rename,
+ * xattr); gp_dir.c (opendir, readdir); gp_stdio.c (fopen, fdopen, fileno).
+ * gp_internal.h declares what they share.
  */
 #define _GNU_SOURCE
 #include "gp_internal.h"
@@ -168,8 +171,10 @@ void gp_put(gp_file *f)
     int left = --f->refs;
     pthread_mutex_unlock(&gp_lock);
     if (left == 0) {
-        if (!gp_forked)
+        if (!gp_forked) {
+            gp_lock_last(f);
             gfs_striped_close(f->sid);
+        }
         pthread_mutex_destroy(&f->lock);
         free(f);
     }

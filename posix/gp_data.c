@@ -1,7 +1,12 @@
 /*
  * gp_data.c -- data calls of libgalley-posix.so (see galley_posix.c):
  * read/write and their positioned and vector forms at the descriptor's
- * shared offset, lseek, truncate, fsync, and the copy calls we refuse.
+ * shared offset, lseek, truncate, fsync, the copy calls we refuse, and
+ * POSIX AIO (aio_read/aio_write, as ROMIO's MPI_File_iwrite uses it):
+ * glibc's AIO threads call the system calls directly, past us, so on a
+ * Galley descriptor the request is done at once and its aiocb completed
+ * in glibc's own fields, which aio_error/aio_return/aio_suspend read.
+ * Only SIGEV_NONE is honoured (no signal or thread is raised).
  * Data moves with gfs_striped_read/write, one transfer per server, no
  * client cache.
  *
@@ -330,4 +335,87 @@ GP_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
 GP_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 {
     return sendfile(out, in, off, n);
+}
+
+/* ------------------------------------------------------------------------
+ * POSIX AIO on Galley descriptors: done at once
+ * ------------------------------------------------------------------------ */
+
+/* On LP64 glibc, struct aiocb64 is struct aiocb (off_t is 64 bits). */
+_Static_assert(sizeof(struct aiocb64) == sizeof(struct aiocb), "aiocb64");
+
+static int gp_aio_rw(struct aiocb *cb, bool wr)
+{
+    gp_file *f = gp_get(cb->aio_fildes);
+    if (!f)
+        return wr ? REAL(aio_write)(cb) : REAL(aio_read)(cb);
+    gp_put(f);
+    ssize_t n = wr ? pwrite(cb->aio_fildes, (const void *)cb->aio_buf,
+                            cb->aio_nbytes, cb->aio_offset)
+                   : pread(cb->aio_fildes, (void *)cb->aio_buf, cb->aio_nbytes,
+                           cb->aio_offset);
+    cb->__return_value = n;
+    cb->__error_code = n < 0 ? errno : 0;
+    return 0;
+}
+
+GP_EXPORT int aio_read(struct aiocb *cb)
+{
+    return gp_aio_rw(cb, false);
+}
+
+GP_EXPORT int aio_write(struct aiocb *cb)
+{
+    return gp_aio_rw(cb, true);
+}
+
+GP_EXPORT int aio_read64(struct aiocb64 *cb)
+{
+    return gp_aio_rw((struct aiocb *)cb, false);
+}
+
+GP_EXPORT int aio_write64(struct aiocb64 *cb)
+{
+    return gp_aio_rw((struct aiocb *)cb, true);
+}
+
+static int gp_aio_fsync(int op, struct aiocb *cb)
+{
+    gp_file *f = gp_get(cb->aio_fildes);
+    if (!f)
+        return REAL(aio_fsync)(op, cb);
+    gp_put(f);
+    int rc = fsync(cb->aio_fildes);
+    cb->__return_value = rc;
+    cb->__error_code = rc < 0 ? errno : 0;
+    return 0;
+}
+
+GP_EXPORT int aio_fsync(int op, struct aiocb *cb)
+{
+    return gp_aio_fsync(op, cb);
+}
+
+GP_EXPORT int aio_fsync64(int op, struct aiocb64 *cb)
+{
+    return gp_aio_fsync(op, (struct aiocb *)cb);
+}
+
+static int gp_aio_cancel(int fd, struct aiocb *cb)
+{
+    gp_file *f = gp_get(fd);
+    if (!f)
+        return REAL(aio_cancel)(fd, cb);
+    gp_put(f);
+    return AIO_ALLDONE; /* ours are always done */
+}
+
+GP_EXPORT int aio_cancel(int fd, struct aiocb *cb)
+{
+    return gp_aio_cancel(fd, cb);
+}
+
+GP_EXPORT int aio_cancel64(int fd, struct aiocb64 *cb)
+{
+    return gp_aio_cancel(fd, (struct aiocb *)cb);
 }

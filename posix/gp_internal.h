@@ -8,8 +8,9 @@
  *                   starting the client, gfs error -> errno
  *   gp_path.c       which paths are ours: "galley:" names and mapped
  *                   directories (GALLEY_POSIX_MOUNTS, galley mounts)
- *   gp_open.c       open family, close, dup family, fcntl, flock
- *   gp_data.c       read/write family, lseek, truncate, sync
+ *   gp_open.c       open family, close, dup family, fcntl
+ *   gp_lock.c       locks: fcntl F_SETLK/F_GETLK/F_OFD_*, lockf, flock
+ *   gp_data.c       read/write family, lseek, truncate, sync, POSIX AIO
  *   gp_names.c      stat family, access, unlink, rename, xattr
  *   gp_dir.c        opendir/readdir of galley: directories
  *   gp_stdio.c      fopen/fdopen/fileno over fopencookie
@@ -17,6 +18,7 @@
 #ifndef GP_INTERNAL_H
 #define GP_INTERNAL_H
 
+#include <aio.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -93,6 +95,11 @@
     X(dup3, int, (int, int, int))                                              \
     X(fcntl, int, (int, int, ...))                                             \
     X(flock, int, (int, int))                                                  \
+    X(lockf, int, (int, int, off_t))                                           \
+    X(aio_read, int, (struct aiocb *))                                         \
+    X(aio_write, int, (struct aiocb *))                                        \
+    X(aio_fsync, int, (int, struct aiocb *))                                   \
+    X(aio_cancel, int, (int, struct aiocb *))                                  \
     X(copy_file_range, ssize_t,                                                \
       (int, off64_t *, int, off64_t *, size_t, unsigned))                      \
     X(sendfile, ssize_t, (int, int, off_t *, size_t))                          \
@@ -131,6 +138,8 @@ typedef struct gp_file {
     int flags; /* O_ACCMODE bits and O_APPEND */
     int64_t off;
     uint64_t ino;
+    uint64_t owner;       /* lock owner of this open file description */
+    bool ofd_locked;      /* has taken OFD or flock locks (atomic) */
     pthread_mutex_t lock; /* guards off */
     char name[GFS_NAME_MAX + 1];
 } gp_file;
@@ -159,6 +168,16 @@ const char *gp_name(const char *path);
  * ------------------------------------------------------------------------ */
 
 int gp_open(const char *name, int flags, mode_t mode);
+
+/* Locks (gp_lock.c).  gp_lock_fcntl: an fcntl lock command on our file
+ * (-1 with errno on failure).  gp_lock_closing: a descriptor of f is being
+ * closed, so the process's fcntl locks on that file go (POSIX).
+ * gp_lock_last: the last descriptor of f's open file description went:
+ * its OFD and flock locks go. */
+int gp_lock_fcntl(gp_file *f, int cmd, void *arg);
+void gp_lock_closing(gp_file *f);
+void gp_lock_last(gp_file *f);
+uint64_t gp_lock_new_owner(void);
 int gp_is_dir(const char *name);
 int gp_stat_path(const char *name, struct stat *st);
 

@@ -1,8 +1,8 @@
 /*
  * gp_open.c -- descriptors of libgalley-posix.so (see galley_posix.c):
  * opening a Galley file (a /dev/null descriptor that our table maps to the
- * striped file), the interposed open family, close, dup family, fcntl and
- * flock.
+ * striped file), the interposed open family, close, dup family and fcntl
+ * (whose lock commands gp_lock.c serves).
  *
  * Threads: any (the table's locking is galley_posix.c's).
  */
@@ -31,19 +31,32 @@ int gp_open(const char *name, int flags, mode_t mode)
     if (flags & O_DIRECTORY)
         return gp_fail(-ENOTDIR);
     int acc = flags & O_ACCMODE;
-    if (flags & O_CREAT) {
-        int nserv = gfs_num_servers();
-        int nsub = gp_env_int("GALLEY_POSIX_SUBFILES", nserv);
-        if (nsub <= 0 || nsub > nserv)
-            nsub = nserv;
-        int64_t unit = gp_env_int("GALLEY_POSIX_UNIT", 0);
-        rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
-        if (rc == -EEXIST && !(flags & O_EXCL))
-            rc = 0;
-        if (rc)
-            return gp_fail(rc);
+    int sid;
+    /* Another process may be creating the same name right now (every rank
+     * of an MPI job opens with O_CREAT): its reservation answers -EEXIST
+     * but the name has no record yet, so the open says -ENOENT.  Try again
+     * for up to about two seconds, until its create is done or gone. */
+    for (int tries = 0;; tries++) {
+        bool exists = false;
+        if (flags & O_CREAT) {
+            int nserv = gfs_num_servers();
+            int nsub = gp_env_int("GALLEY_POSIX_SUBFILES", nserv);
+            if (nsub <= 0 || nsub > nserv)
+                nsub = nserv;
+            int64_t unit = gp_env_int("GALLEY_POSIX_UNIT", 0);
+            rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
+            exists = rc == -EEXIST;
+            if (exists && !(flags & O_EXCL))
+                rc = 0;
+            if (rc)
+                return gp_fail(rc);
+        }
+        sid = gfs_striped_open(name);
+        if (!(exists && sid == -ENOENT && tries < 200))
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
-    int sid = gfs_striped_open(name);
     if (sid < 0) {
         if (sid == GFS_ELAYOUT || (sid == -ENOENT && gp_is_dir(name) == 1))
             return gp_fail(-EISDIR);
@@ -64,6 +77,7 @@ int gp_open(const char *name, int flags, mode_t mode)
     f->sid = sid;
     f->flags = flags & (O_ACCMODE | O_APPEND);
     f->ino = gp_hash(name);
+    f->owner = gp_lock_new_owner();
     snprintf(f->name, sizeof(f->name), "%s", name);
     pthread_mutex_init(&f->lock, NULL);
     int fd = REAL(open)("/dev/null", O_RDWR | (flags & O_CLOEXEC));
@@ -172,9 +186,12 @@ GP_EXPORT int creat64(const char *path, mode_t mode)
 
 GP_EXPORT int close(int fd)
 {
-    if (fd >= 0 && fd < GP_NFD &&
-        __atomic_load_n(&gp_fds[fd], __ATOMIC_ACQUIRE))
+    gp_file *f = gp_get(fd);
+    if (f) {
+        gp_lock_closing(f); /* POSIX: the process's locks on the file go */
+        gp_put(f);
         gp_forget(fd);
+    }
     return REAL(close)(fd);
 }
 
@@ -217,6 +234,9 @@ static int gp_dup23(int fd, int nfd, int flags, bool three)
     }
     int r = three ? REAL(dup3)(fd, nfd, flags) : REAL(dup2)(fd, nfd);
     if (r >= 0) {
+        gp_file *old = gp_get(r); /* closed by the call: as close() */
+        gp_lock_closing(old);
+        gp_put(old);
         if (f)
             gp_install(r, f); /* releases what r held */
         else
@@ -258,14 +278,11 @@ static int gp_fcntl(int fd, int cmd, void *arg)
         break;
     case F_GETLK:
     case F_OFD_GETLK:
-        ((struct flock *)arg)->l_type = F_UNLCK;
-        r = 0;
-        break;
     case F_SETLK:
     case F_SETLKW:
     case F_OFD_SETLK:
     case F_OFD_SETLKW:
-        r = 0; /* see the header: locks are not kept */
+        r = gp_lock_fcntl(f, cmd, arg);
         break;
     default: /* F_GETFD, F_SETFD, ...: the descriptor itself */
         r = REAL(fcntl)(fd, cmd, arg);
@@ -290,13 +307,4 @@ GP_EXPORT int fcntl64(int fd, int cmd, ...)
     void *arg = va_arg(ap, void *);
     va_end(ap);
     return gp_fcntl(fd, cmd, arg);
-}
-
-GP_EXPORT int flock(int fd, int op)
-{
-    gp_file *f = gp_get(fd);
-    if (!f)
-        return REAL(flock)(fd, op);
-    gp_put(f);
-    return 0;
 }

@@ -3,7 +3,7 @@
 # loaded with LD_PRELOAD, never linked against.
 lib_LTLIBRARIES += posix/libgalley-posix.la
 posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/gp_path.c \
-	posix/gp_open.c posix/gp_data.c posix/gp_names.c posix/gp_dir.c \
+	posix/gp_open.c posix/gp_lock.c posix/gp_data.c posix/gp_names.c posix/gp_dir.c \
 	posix/gp_stdio.c posix/gp_internal.h posix/gp_rename.c \
 	posix/gp_rename.h
 posix_libgalley_posix_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
@@ -14,6 +14,10 @@ posix_libgalley_posix_la_LDFLAGS = -module -avoid-version -shared
 # program: it does not link libgalley).
 noinst_PROGRAMS += posix-tests/helpers/t_posix
 posix_tests_helpers_t_posix_SOURCES = posix-tests/helpers/t_posix.c
+# Lock semantics as a transcript, compared between libc and the preload.
+noinst_PROGRAMS += posix-tests/helpers/t_locks
+posix_tests_helpers_t_locks_SOURCES = posix-tests/helpers/t_locks.c
 EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
+	posix-tests/test_locks.py posix-tests/helpers/mpi_records.c \
 	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
 	posix-tests/README.md

@@ -76,7 +76,10 @@
     X(FETCH_ADD, 50, "add delta to a subfile's counter, answer the old value") \
     X(LOCK, 51, "byte-range lock; len 0 = to the end")                         \
     X(UNLOCK, 52, "release exactly a held (hid, off, len)")                    \
-    X(FETCH_SET, 53, "set a subfile's counter, answer the old value")
+    X(FETCH_SET, 53, "set a subfile's counter, answer the old value")          \
+    X(PLOCK, 54, "POSIX lock: set an owner's lock over a range")               \
+    X(PGETLK, 55, "POSIX lock: the first lock that would conflict")            \
+    X(PRELEASE, 56, "drop every POSIX lock of an owner on a subfile")
 
 /* ------------------------------------------------------------ fields ---- */
 
@@ -191,6 +194,30 @@
 
 #define GP_FETCH_SET_REQ(F) F(u64, hid) F(str, key, GFS_NAME_MAX) F(u64, value)
 #define GP_FETCH_SET_REP(F) F(u64, old)
+
+/* POSIX locks (fcntl, lockf, flock; servers/rangelock.c): owner names the
+ * holder within the connection (0: the process, else an open file
+ * description); type GP_PLOCK_UNLOCK / _SHARED / _EXCL; flags GP_PLOCK_WAIT
+ * (wait a while before -EAGAIN) and GP_PLOCK_WHOLE (flock's locks, apart
+ * from byte ranges); pid is what a conflicting PGETLK reports (u32 of an
+ * int32: 0xffffffff = -1).  held: the connection's POSIX locks on this
+ * server after the call (the client renews leases while it is > 0). */
+#define GP_PLOCK_REQ(F)                                                        \
+    F(u64, hid)                                                                \
+    F(u64, owner)                                                              \
+    F(u64, off)                                                                \
+    F(u64, len)                                                                \
+    F(u8, type)                                                                \
+    F(u8, flags)                                                               \
+    F(u32, pid)
+#define GP_PLOCK_REP(F) F(u32, held)
+
+#define GP_PGETLK_REQ(F)                                                       \
+    F(u64, hid) F(u64, owner) F(u64, off) F(u64, len) F(u8, type) F(u8, flags)
+#define GP_PGETLK_REP(F) F(u8, type) F(u64, off) F(u64, len) F(u32, pid)
+
+#define GP_PRELEASE_REQ(F) F(u64, hid) F(u64, owner)
+#define GP_PRELEASE_REP(F) F(u32, held)
 
 /* ------------------------------------------------------------- items ---- */
 

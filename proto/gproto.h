@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GP_MAGIC 0x59414c47u /* "GLAY" little-endian */
-#define GP_VERSION 3
+#define GP_VERSION 4
 #define GP_HDR_SIZE 24
 
 /* Hard ceiling on any payload; servers advertise a lower limit in PING. */
@@ -67,7 +67,20 @@
  * waits at most about a second, then answers -EAGAIN and the client asks
  * again (so a long wait never looks like a dead server).  UNLOCK must name
  * exactly a held (hid, off, len), else -ENOLCK.  A connection's locks and
- * name reservations go when it drops.  An unknown hid or fkid gives
+ * name reservations go when it drops.
+ * PLOCK, PGETLK, PRELEASE are POSIX locks (fcntl, lockf, flock) in the
+ * same lock space: a lock is held by (connection, owner), where owner 0 is
+ * the client process and others are its open file descriptions, so two
+ * owners of one connection conflict like two processes.  PLOCK sets the
+ * owner's lock over [off, off + len) to type, splitting and merging the
+ * owner's locks as fcntl does (GP_PLOCK_UNLOCK frees a range, never an
+ * error); it never conflicts with the owner's own locks.  Without
+ * GP_PLOCK_WAIT a conflict answers -EAGAIN at once; with it the server
+ * waits as for LOCK (a fraction of a second) before -EAGAIN.  PGETLK
+ * answers the first conflicting lock (type GP_PLOCK_UNLOCK: none), with
+ * its holder's pid.  GP_PLOCK_WHOLE locks (flock) never meet range locks.
+ * LOCK's locks conflict with every POSIX lock of another connection.
+ * An unknown hid or fkid gives
  * GFS_ESTALE; offsets past GP_MAX_OFFSET give -EFBIG.
  *
  * The same-host transport.  Besides TCP, a server listens on the Unix
@@ -105,6 +118,13 @@
  * their first request and are closed.
  */
 #define GP_FRAME_SLACK (64u << 10)
+
+/* PLOCK / PGETLK types and flags (see above). */
+#define GP_PLOCK_UNLOCK 0
+#define GP_PLOCK_SHARED 1
+#define GP_PLOCK_EXCL 2
+#define GP_PLOCK_WAIT 1u
+#define GP_PLOCK_WHOLE 2u
 #include "gmsg.h" /* GP_OPCODES: every message and its fields */
 
 enum gp_opcode {

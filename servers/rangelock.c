@@ -39,6 +39,24 @@
  * Since one handler thread serves a connection in order, a LOCK that waits
  * also holds up the connection's later requests (for at most LOCK_WAIT_MS
  * per attempt).
+ *
+ * POSIX locks (PLOCK, PGETLK, PRELEASE: fcntl, lockf and flock through
+ * libgalley-posix.so and galley mount) live in the same table.  A POSIX
+ * lock belongs to (connection, owner): owner 0 is the client process,
+ * others its open file descriptions (or, from a FUSE daemon, the kernel's
+ * lock owners), so two owners of one connection conflict as two processes
+ * would, while a LOCK lock (no owner) still never conflicts with its own
+ * connection.  An owner holds at most one lock per byte: PLOCK replaces
+ * the owner's locks over its range (trimming and splitting those that
+ * stick out) and merges it with touching locks of the same type, as the
+ * kernel does, so F_GETLK and unlocks of sub-ranges answer as fcntl does.
+ * GP_PLOCK_WHOLE locks (flock) are a space of their own.  A PLOCK that
+ * must wait conflicts with another connection's lock waits as LOCK does
+ * but for at most PLOCK_WAIT_MS (a waiting handler holds up its
+ * connection's other requests -- in a FUSE daemon, other processes'); one
+ * that conflicts only with its own connection's locks answers -EAGAIN at
+ * once, since their unlock can only come after it on this connection.
+ * Deadlocks between POSIX owners are not detected (no EDEADLK).
  */
 #include "gsrv_internal.h"
 
@@ -48,6 +66,7 @@
 
 #define LOCK_POLL_MS 200  /* re-check for a hung-up client this often */
 #define LOCK_WAIT_MS 1000 /* then answer -EAGAIN; the client asks again */
+#define PLOCK_WAIT_MS 200 /* the same for PLOCK with GP_PLOCK_WAIT */
 
 typedef struct rlock {
     struct rlock *next;
@@ -55,8 +74,18 @@ typedef struct rlock {
     uint64_t hid;
     uint64_t start, end; /* end == UINT64_MAX: to the end */
     bool excl;
+    bool posix;          /* PLOCK: held by (conn, owner); LOCK: by conn */
+    bool whole;          /* GP_PLOCK_WHOLE (flock): apart from range locks */
+    uint64_t owner;      /* posix only */
+    uint32_t pid;        /* posix only: what PGETLK reports */
     uint64_t renewed_ns; /* the holder's last request (monotonic) */
 } rlock;
+
+/* Who asks: LOCK (posix false) or PLOCK/PGETLK for an owner. */
+typedef struct asker {
+    uint64_t conn, owner;
+    bool posix, whole;
+} asker;
 
 static struct {
     pthread_mutex_t lock;
@@ -84,14 +113,25 @@ static void ensure_init(void)
     locktab.init = true;
 }
 
-static bool conflicts(uint64_t conn, uint64_t hid, uint64_t start, uint64_t end,
-                      bool excl)
+/* Is l the asker's own (never a conflict)?  A connection's LOCK locks are
+ * its own for every request of it; POSIX owners of one connection are
+ * distinct holders. */
+static bool own_lock(const rlock *l, const asker *a)
+{
+    if (l->conn != a->conn)
+        return false;
+    return !a->posix || !l->posix || l->owner == a->owner;
+}
+
+/* The first lock that keeps the asker from [start, end) (excl or shared). */
+static rlock *first_conflict(const asker *a, uint64_t hid, uint64_t start,
+                             uint64_t end, bool excl)
 {
     for (rlock *l = locktab.head; l; l = l->next)
-        if (l->hid == hid && l->conn != conn && l->start < end &&
-            start < l->end && (excl || l->excl))
-            return true;
-    return false;
+        if (l->hid == hid && l->whole == a->whole && !own_lock(l, a) &&
+            l->start < end && start < l->end && (excl || l->excl))
+            return l;
+    return NULL;
 }
 
 static void add_ms(struct timespec *ts, long ms)
@@ -163,6 +203,42 @@ static size_t count_conn(uint64_t conn)
     return n;
 }
 
+/* Wait (locktab.lock held) until the asker may hold [start, end), for at
+ * most wait_ms (0: not at all); expired leases of others are removed on
+ * the way.  0, -EAGAIN, or GFS_ESERVERDOWN (server stopping, client gone). */
+static int wait_compatible(gsrv_conn *c, const asker *a, uint64_t hid,
+                           uint64_t start, uint64_t end, bool excl,
+                           long wait_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    add_ms(&deadline, wait_ms);
+    for (;;) {
+        rlock *l = first_conflict(a, hid, start, end, excl);
+        if (!l)
+            return 0;
+        if (expire_locks(a->conn) && !first_conflict(a, hid, start, end, excl))
+            return 0;
+        if (gsrv_g.stopping)
+            return GFS_ESERVERDOWN;
+        if (gsrv_conn_hung_up(c))
+            return GFS_ESERVERDOWN; /* nobody will read it */
+        /* Another owner of this very connection: its unlock can only come
+         * after this request, so waiting here would wait for nothing. */
+        l = first_conflict(a, hid, start, end, excl);
+        if (l && l->conn == a->conn)
+            return -EAGAIN;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (wait_ms <= 0 || ts_before(&deadline, &ts))
+            return -EAGAIN;
+        add_ms(&ts, LOCK_POLL_MS);
+        if (ts_before(&deadline, &ts))
+            ts = deadline;
+        pthread_cond_timedwait(&locktab.cond, &locktab.lock, &ts);
+    }
+}
+
 int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_LOCK_req m;
@@ -182,10 +258,7 @@ int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     l->hid = hid;
     l->excl = excl;
     range_of(off, len, &l->start, &l->end);
-
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    add_ms(&deadline, LOCK_WAIT_MS);
+    asker a = {.conn = c->id};
 
     pthread_mutex_lock(&locktab.lock);
     ensure_init();
@@ -193,28 +266,9 @@ int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = -ENOLCK;
         goto out_unlock;
     }
-    while (conflicts(c->id, hid, l->start, l->end, l->excl) &&
-           !(expire_locks(c->id) &&
-             !conflicts(c->id, hid, l->start, l->end, l->excl))) {
-        if (gsrv_g.stopping) {
-            rc = GFS_ESERVERDOWN;
-            goto out_unlock;
-        }
-        if (gsrv_conn_hung_up(c)) {
-            rc = GFS_ESERVERDOWN; /* nobody will read it */
-            goto out_unlock;
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        if (ts_before(&deadline, &ts)) {
-            rc = -EAGAIN;
-            goto out_unlock;
-        }
-        add_ms(&ts, LOCK_POLL_MS);
-        if (ts_before(&deadline, &ts))
-            ts = deadline;
-        pthread_cond_timedwait(&locktab.cond, &locktab.lock, &ts);
-    }
+    rc = wait_compatible(c, &a, hid, l->start, l->end, l->excl, LOCK_WAIT_MS);
+    if (rc)
+        goto out_unlock;
     l->renewed_ns = now_ns();
     l->next = locktab.head;
     locktab.head = l;
@@ -240,8 +294,8 @@ int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     ensure_init();
     for (rlock **pp = &locktab.head; *pp; pp = &(*pp)->next) {
         rlock *l = *pp;
-        if (l->conn == c->id && l->hid == hid && l->start == start &&
-            l->end == end) {
+        if (l->conn == c->id && !l->posix && l->hid == hid &&
+            l->start == start && l->end == end) {
             *pp = l->next;
             found = l;
             break;
@@ -288,4 +342,209 @@ void gsrv_locks_wake_all(void)
     ensure_init();
     pthread_cond_broadcast(&locktab.cond);
     pthread_mutex_unlock(&locktab.lock);
+}
+
+/* ------------------------------------------------------------------------
+ * POSIX locks: PLOCK, PGETLK, PRELEASE
+ * ------------------------------------------------------------------------ */
+
+static bool owner_lock(const rlock *l, const asker *a, uint64_t hid)
+{
+    return l->posix && l->conn == a->conn && l->owner == a->owner &&
+           l->hid == hid && l->whole == a->whole;
+}
+
+static uint32_t count_posix(uint64_t conn)
+{
+    uint32_t n = 0;
+    for (rlock *l = locktab.head; l; l = l->next)
+        n += l->conn == conn && l->posix;
+    return n;
+}
+
+/* Set the asker's lock state over [start, end) to type (locktab.lock
+ * held, compatibility checked): the owner's locks there are trimmed, split
+ * or removed, and a new lock is merged with touching ones of its type.
+ * spare[0..1] are preallocated nodes; used ones are set to NULL. */
+static void plock_apply(const asker *a, uint64_t hid, uint64_t start,
+                        uint64_t end, int type, uint32_t pid, rlock **spare)
+{
+    uint64_t now = now_ns();
+    rlock **pp = &locktab.head;
+    while (*pp) {
+        rlock *l = *pp;
+        if (!owner_lock(l, a, hid) || l->end <= start || end <= l->start) {
+            pp = &l->next;
+            continue;
+        }
+        if (l->start < start && l->end > end) { /* split: keep both ends */
+            rlock *tail = spare[0];
+            spare[0] = NULL;
+            *tail = *l;
+            tail->start = end;
+            tail->next = l->next;
+            l->next = tail;
+            l->end = start;
+            pp = &tail->next;
+        } else if (l->start < start) {
+            l->end = start;
+            pp = &l->next;
+        } else if (l->end > end) {
+            l->start = end;
+            pp = &l->next;
+        } else {
+            *pp = l->next;
+            free(l);
+        }
+    }
+    if (type == GP_PLOCK_UNLOCK)
+        return;
+    bool excl = type == GP_PLOCK_EXCL;
+    /* Merge with the owner's touching locks of the same type. */
+    pp = &locktab.head;
+    while (*pp) {
+        rlock *l = *pp;
+        if (owner_lock(l, a, hid) && l->excl == excl &&
+            (l->end == start || l->start == end)) {
+            if (l->end == start)
+                start = l->start;
+            else
+                end = l->end;
+            *pp = l->next;
+            free(l);
+        } else {
+            pp = &l->next;
+        }
+    }
+    rlock *n = spare[1];
+    spare[1] = NULL;
+    *n = (rlock){.conn = a->conn,
+                 .hid = hid,
+                 .start = start,
+                 .end = end,
+                 .excl = excl,
+                 .posix = true,
+                 .whole = a->whole,
+                 .owner = a->owner,
+                 .pid = pid,
+                 .renewed_ns = now,
+                 .next = locktab.head};
+    locktab.head = n;
+}
+
+int gsrv_op_PLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_PLOCK_req m;
+    int rc = gp_PLOCK_req_decode(req, &m);
+    if (rc)
+        return rc;
+    if (m.type > GP_PLOCK_EXCL || (m.flags & ~(GP_PLOCK_WAIT | GP_PLOCK_WHOLE)))
+        return -EINVAL;
+    if (!gsrv_sub_exists(m.hid))
+        return GFS_ESTALE;
+    asker a = {.conn = c->id,
+               .owner = m.owner,
+               .posix = true,
+               .whole = (m.flags & GP_PLOCK_WHOLE) != 0};
+    uint64_t start, end;
+    range_of(m.off, m.len, &start, &end);
+    rlock *spare[2] = {calloc(1, sizeof(rlock)), calloc(1, sizeof(rlock))};
+    if (!spare[0] || !spare[1]) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    pthread_mutex_lock(&locktab.lock);
+    ensure_init();
+    if (m.type != GP_PLOCK_UNLOCK) {
+        if (count_conn(c->id) + 2 > GSRV_MAX_LOCKS_PER_CONN) {
+            rc = -ENOLCK;
+            goto out_unlock;
+        }
+        rc = wait_compatible(c, &a, m.hid, start, end, m.type == GP_PLOCK_EXCL,
+                             (m.flags & GP_PLOCK_WAIT) ? PLOCK_WAIT_MS : 0);
+        if (rc)
+            goto out_unlock;
+    }
+    plock_apply(&a, m.hid, start, end, m.type, m.pid, spare);
+    /* Anything released or downgraded may let a waiter in. */
+    pthread_cond_broadcast(&locktab.cond);
+    uint32_t held = count_posix(c->id);
+    if (held)
+        c->holds_locks = true;
+    gp_PLOCK_rep_encode(&rep->w, &(gp_PLOCK_rep){.held = held});
+out_unlock:
+    pthread_mutex_unlock(&locktab.lock);
+out_free:
+    free(spare[0]);
+    free(spare[1]);
+    return rc;
+}
+
+int gsrv_op_PGETLK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_PGETLK_req m;
+    int rc = gp_PGETLK_req_decode(req, &m);
+    if (rc)
+        return rc;
+    if (m.type < GP_PLOCK_SHARED || m.type > GP_PLOCK_EXCL ||
+        (m.flags & ~GP_PLOCK_WHOLE))
+        return -EINVAL;
+    if (!gsrv_sub_exists(m.hid))
+        return GFS_ESTALE;
+    asker a = {.conn = c->id,
+               .owner = m.owner,
+               .posix = true,
+               .whole = (m.flags & GP_PLOCK_WHOLE) != 0};
+    uint64_t start, end;
+    range_of(m.off, m.len, &start, &end);
+    gp_PGETLK_rep out = {.type = GP_PLOCK_UNLOCK};
+    pthread_mutex_lock(&locktab.lock);
+    ensure_init();
+    expire_locks(c->id);
+    rlock *l = first_conflict(&a, m.hid, start, end, m.type == GP_PLOCK_EXCL);
+    if (l) {
+        out.type = l->excl ? GP_PLOCK_EXCL : GP_PLOCK_SHARED;
+        out.off = l->start;
+        out.len = l->end == UINT64_MAX ? 0 : l->end - l->start;
+        /* A LOCK lock has no process to name: report -1, as for an open
+         * file description's lock. */
+        out.pid = l->posix ? l->pid : UINT32_MAX;
+    }
+    pthread_mutex_unlock(&locktab.lock);
+    gp_PGETLK_rep_encode(&rep->w, &out);
+    return 0;
+}
+
+int gsrv_op_PRELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_PRELEASE_req m;
+    int rc = gp_PRELEASE_req_decode(req, &m);
+    if (rc)
+        return rc;
+    rlock *dead = NULL;
+    pthread_mutex_lock(&locktab.lock);
+    ensure_init();
+    rlock **pp = &locktab.head;
+    while (*pp) {
+        rlock *l = *pp;
+        if (l->posix && l->conn == c->id && l->owner == m.owner &&
+            l->hid == m.hid) {
+            *pp = l->next;
+            l->next = dead;
+            dead = l;
+        } else {
+            pp = &l->next;
+        }
+    }
+    if (dead)
+        pthread_cond_broadcast(&locktab.cond);
+    uint32_t held = count_posix(c->id);
+    pthread_mutex_unlock(&locktab.lock);
+    while (dead) {
+        rlock *next = dead->next;
+        free(dead);
+        dead = next;
+    }
+    gp_PRELEASE_rep_encode(&rep->w, &(gp_PRELEASE_rep){.held = held});
+    return 0;
 }

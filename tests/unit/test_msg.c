@@ -210,10 +210,24 @@ static void test_wire_bytes(void)
     gp_wbuf_free(&w);
 
     gp_wbuf_init(&w);
+    gp_PLOCK_req_encode(&w, &(gp_PLOCK_req){.hid = 1,
+                                            .owner = 0x0102,
+                                            .off = 0x10,
+                                            .len = 0,
+                                            .type = GP_PLOCK_EXCL,
+                                            .flags = GP_PLOCK_WAIT,
+                                            .pid = 0xffffffffu});
+    static const uint8_t plock[] = {
+        1, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0,    0x10, 0,    0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0xff, 0xff, 0xff, 0xff};
+    expect(&w, plock, sizeof(plock), "PLOCK request");
+    gp_wbuf_free(&w);
+
+    gp_wbuf_init(&w);
     gp_PING_rep_encode(&w, &(gp_PING_rep){.version = GP_VERSION,
                                           .data_limit = 1u << 25,
                                           .pid = 0x1234});
-    static const uint8_t ping[] = {3, 0,    0,    0, 0, 2, 0, 0, 0,
+    static const uint8_t ping[] = {4, 0,    0,    0, 0, 2, 0, 0, 0,
                                    0, 0x34, 0x12, 0, 0, 0, 0, 0, 0};
     expect(&w, ping, sizeof(ping), "PING reply");
     gp_wbuf_free(&w);

@@ -200,3 +200,13 @@ def test_maps_longer_than_one_read(cluster, uniq):
                                     64 * 1000, 1, 0))
     assert sorted(blocks_of(cluster, name)) == [0, 0, 0, 3000]
     assert_helper_ok(cluster.helper("t_local", "verify", name, 3000 * 64))
+
+
+def test_nb_reads_past_the_end_finish(cluster, uniq):
+    """Eight non-blocking single-range reads past the end of a local file,
+    through an id whose maps are stale: each finish asks the file's size
+    on a non-blocking worker, and must not wait for a worker itself (it
+    hung forever: every worker waited on a read queued behind it)."""
+    cp = cluster.helper("t_local", "nbtail", "/%s/f" % uniq, timeout=60,
+                        env={"GALLEY_NB_THREADS": "4"})
+    assert_helper_ok(cp)

@@ -143,7 +143,7 @@ int gfs_finalize(void)
      * connection's opens). */
     gc_fork k;
     for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
-        gfs_close_fork(kid);
+        gc_fork_close(kid);
 
     pthread_mutex_lock(&gc_g.lock);
     gc_g.refs = 0;

@@ -196,7 +196,7 @@ int gc_file_register(const char *name, const gp_record *rec)
     return fid;
 }
 
-int gfs_open_file(const char *name)
+int gc_file_open(const char *name)
 {
     int rc = gc_check_init();
     if (rc)
@@ -214,7 +214,7 @@ int gfs_open_file(const char *name)
     return rc;
 }
 
-int gfs_close_file(int fid)
+int gc_file_close(int fid)
 {
     int rc = gc_check_init();
     if (rc)
@@ -225,13 +225,13 @@ int gfs_close_file(int fid)
     gc_fork k;
     for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
         if (k.fid == fid)
-            gfs_close_fork(kid);
+            gc_fork_close(kid);
     return 0;
 }
 
 /* ----------------------------------------------------------- delete --- */
 
-int gfs_delete_file(const char *name)
+int gc_file_delete(const char *name)
 {
     int rc = gc_check_init();
     if (rc)
@@ -475,4 +475,21 @@ int gfs_get_attr(int fid, const char *key, char *value, size_t len)
     if (!value)
         return -EINVAL;
     return gc_attr_lookup(f.rec.attrs, key, value, len);
+}
+
+/* ------------------------------------------------------- public API --- */
+
+int gfs_open_file(const char *name)
+{
+    return gc_file_open(name);
+}
+
+int gfs_close_file(int fid)
+{
+    return gc_file_close(fid);
+}
+
+int gfs_delete_file(const char *name)
+{
+    return gc_file_delete(name);
 }

@@ -85,7 +85,7 @@ static int fkid_call(int kid, uint16_t op, const uint64_t *arg, gc_req *q)
     return rc;
 }
 
-int gfs_create_fork(int fid, int subfile, const char *name)
+int gc_fork_create(int fid, int subfile, const char *name)
 {
     gc_req q;
     int server;
@@ -94,7 +94,7 @@ int gfs_create_fork(int fid, int subfile, const char *name)
     return rc;
 }
 
-int gfs_open_fork(int fid, int subfile, const char *name)
+int gc_fork_open(int fid, int subfile, const char *name)
 {
     gc_req q;
     int server;
@@ -125,7 +125,7 @@ int gfs_open_fork(int fid, int subfile, const char *name)
     return kid;
 }
 
-int gfs_close_fork(int kid)
+int gc_fork_close(int kid)
 {
     gc_req q;
     int rc = fkid_call(kid, GP_OP_FORK_CLOSE, NULL, &q);
@@ -138,7 +138,7 @@ int gfs_close_fork(int kid)
     return rc == GFS_ESTALE ? 0 : rc;
 }
 
-int gfs_delete_fork(int fid, int subfile, const char *name)
+int gc_fork_delete(int fid, int subfile, const char *name)
 {
     gc_req q;
     int server;
@@ -156,23 +156,23 @@ static int nsub_of(int fid)
     return rc ? rc : (int)f.rec.nsub;
 }
 
-int gfs_all_create(int fid, const char *name)
+int gc_all_create(int fid, const char *name)
 {
     int n = nsub_of(fid);
     if (n < 0)
         return n;
     for (int i = 0; i < n; i++) {
-        int rc = gfs_create_fork(fid, i, name);
+        int rc = gc_fork_create(fid, i, name);
         if (rc) {
             for (int j = 0; j < i; j++)
-                gfs_delete_fork(fid, j, name);
+                gc_fork_delete(fid, j, name);
             return rc;
         }
     }
     return 0;
 }
 
-int gfs_all_open(int fid, const char *name, int *kids)
+int gc_all_open(int fid, const char *name, int *kids)
 {
     int n = nsub_of(fid);
     if (n < 0)
@@ -180,24 +180,24 @@ int gfs_all_open(int fid, const char *name, int *kids)
     if (!kids)
         return -EINVAL;
     for (int i = 0; i < n; i++) {
-        kids[i] = gfs_open_fork(fid, i, name);
+        kids[i] = gc_fork_open(fid, i, name);
         if (kids[i] < 0) {
             int rc = kids[i];
             for (int j = 0; j < i; j++)
-                gfs_close_fork(kids[j]);
+                gc_fork_close(kids[j]);
             return rc;
         }
     }
     return 0;
 }
 
-int gfs_all_close(int nkids, const int *kids)
+int gc_all_close(int nkids, const int *kids)
 {
     int rc = 0;
     if (nkids < 0 || (nkids && !kids))
         return -EINVAL;
     for (int i = 0; i < nkids; i++) {
-        int k = gfs_close_fork(kids[i]);
+        int k = gc_fork_close(kids[i]);
         if (k && !rc)
             rc = k;
     }
@@ -211,7 +211,7 @@ int gfs_all_delete(int fid, const char *name)
         return n;
     int rc = 0;
     for (int i = 0; i < n; i++) {
-        int k = gfs_delete_fork(fid, i, name);
+        int k = gc_fork_delete(fid, i, name);
         if (k && !rc)
             rc = k;
     }
@@ -281,7 +281,7 @@ int64_t gfs_fork_size(int kid)
     return size;
 }
 
-int gfs_truncate_fork(int kid, int64_t size)
+int gc_fork_truncate(int kid, int64_t size)
 {
     if (size < 0)
         return -EINVAL;
@@ -292,7 +292,7 @@ int gfs_truncate_fork(int kid, int64_t size)
     return rc;
 }
 
-int gfs_sync(int kid)
+int gc_fork_sync(int kid)
 {
     gc_req q;
     int rc = fkid_call(kid, GP_OP_FORK_SYNC, NULL, &q);
@@ -342,4 +342,51 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
     free(q);
     free(desc);
     return rc;
+}
+
+/* ------------------------------------------------------- public API --- */
+
+int gfs_create_fork(int fid, int subfile, const char *name)
+{
+    return gc_fork_create(fid, subfile, name);
+}
+
+int gfs_open_fork(int fid, int subfile, const char *name)
+{
+    return gc_fork_open(fid, subfile, name);
+}
+
+int gfs_close_fork(int kid)
+{
+    return gc_fork_close(kid);
+}
+
+int gfs_delete_fork(int fid, int subfile, const char *name)
+{
+    return gc_fork_delete(fid, subfile, name);
+}
+
+int gfs_all_create(int fid, const char *name)
+{
+    return gc_all_create(fid, name);
+}
+
+int gfs_all_open(int fid, const char *name, int *kids)
+{
+    return gc_all_open(fid, name, kids);
+}
+
+int gfs_all_close(int nkids, const int *kids)
+{
+    return gc_all_close(nkids, kids);
+}
+
+int gfs_truncate_fork(int kid, int64_t size)
+{
+    return gc_fork_truncate(kid, size);
+}
+
+int gfs_sync(int kid)
+{
+    return gc_fork_sync(kid);
 }

@@ -165,6 +165,53 @@ int gc_check_name(const char *name, size_t max);
 
 /* ------------------------------------------------------------ files.c -- */
 
+/*
+ * Entry points below the public API.  libgalley's own layers (striped.c,
+ * the locality layout, files and forks themselves) call these, never a
+ * gfs_* function: each gfs_* of galley.h is a thin wrapper over one of
+ * them or is implemented in place and called by nobody inside.  All run
+ * on the calling thread (never through the non-blocking workers), so they
+ * are safe on a worker too.
+ */
+int gc_file_open(const char *name);
+int gc_file_close(int fid); /* closes the forks opened through fid */
+int gc_file_delete(const char *name);
+/* forks.c */
+int gc_fork_create(int fid, int subfile, const char *name);
+int gc_fork_open(int fid, int subfile, const char *name); /* a kid */
+int gc_fork_close(int kid);
+int gc_fork_delete(int fid, int subfile, const char *name);
+int gc_fork_truncate(int kid, int64_t size);
+int gc_fork_sync(int kid);
+int gc_all_create(int fid, const char *name);
+int gc_all_open(int fid, const char *name, int *kids);
+int gc_all_close(int nkids, const int *kids);
+/* io.c: plain and list I/O on a fork; bytes moved or an error (a read
+ * answers the bytes before the fork's end, as gfs_read). */
+int64_t gc_fork_rw(int kid, int op, int64_t offset, void *buf, int64_t size);
+int64_t gc_fork_listio(int kid, int op, int64_t n,
+                       const gfs_list_entry *entries, void *buf);
+/* io.c: one read of len bytes from each of n forks at once (one
+ * gc_transfer: concurrent across servers): fork kids[i] at offs[i] into
+ * buf + i * len; got[i] the bytes before that fork's end.  0 or the first
+ * error. */
+int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
+                  int64_t len, int64_t *got);
+/* striped.c */
+int gc_create_striped(const char *name, int nsubfiles, const int *servers,
+                      int64_t unit, const char *fork);
+int gc_striped_open(const char *name); /* a striped id */
+int gc_striped_close(int sid);
+/* A byte-range lock (lock) or unlock of [off, off + len) of subfile
+ * header hid on server; retries the server's -EAGAIN, keeps the lease
+ * count (lease.c). */
+int gc_range_lock(int server, uint64_t hid, bool lock, uint64_t off,
+                  uint64_t len, bool excl);
+/* FETCH_SET (set) or FETCH_ADD of counter key of header hid on server:
+ * the old value or an error. */
+int64_t gc_counter(int server, uint64_t hid, const char *key, bool set,
+                   uint64_t value);
+
 /* A file id for a record already known (open, or import). */
 int gc_file_register(const char *name, const gp_record *rec);
 /* gfs_create_file with an initial attribute text ("k=v\n" lines). */
@@ -279,7 +326,8 @@ int64_t gc_local_read_result(gc_local *l, gc_op *o);
 int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size);
 int gc_local_sync(gc_local *l);
 int gc_local_stat(gc_local *l, gfs_local_stat *st);
-/* The local-layout state of an open striped id, or NULL. */
-gc_local *gc_striped_local(int sid);
+/* The local-layout state of an open striped id (*out NULL for a striped
+ * file), or GFS_EBADID / GFS_ENOTINIT. */
+int gc_striped_local(int sid, gc_local **out);
 
 #endif /* GALLEY_INTERNAL_H */

@@ -410,24 +410,68 @@ int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
                       op == GFS_READ ? GC_FIN_FORK_READ : GC_FIN_TOTAL, offset);
 }
 
-int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
-                   void *buf)
+/* ------------------------------------------- entry points below the API */
+
+int64_t gc_fork_listio(int kid, int op, int64_t n,
+                       const gfs_list_entry *entries, void *buf)
 {
     gc_op *o;
     int rc = gc_prep_listio(&o, kid, op, n, entries, buf);
     return rc ? rc : gc_op_run(o);
 }
 
-int64_t gfs_read(int kid, int64_t offset, void *buf, int64_t size)
+int64_t gc_fork_rw(int kid, int op, int64_t offset, void *buf, int64_t size)
 {
     gc_op *o;
-    int rc = gc_prep_rw(&o, kid, GFS_READ, offset, buf, size);
+    int rc = gc_prep_rw(&o, kid, op, offset, buf, size);
     return rc ? rc : gc_op_run(o);
+}
+
+int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
+                  int64_t len, int64_t *got)
+{
+    if (n < 0 || len < 0)
+        return -EINVAL;
+    gc_xfer *x = calloc((size_t)(n ? n : 1), sizeof(*x));
+    gx_ext *p = calloc((size_t)(n ? n : 1), sizeof(*p));
+    int rc = x && p ? 0 : -ENOMEM;
+    for (int i = 0; i < n && !rc; i++) {
+        gc_fork k;
+        rc = gc_fork_get(kids[i], &k);
+        if (!rc && !range_ok(offs[i], len))
+            rc = -EINVAL;
+        p[i] = (gx_ext){
+            (uint64_t)offs[i], (uint64_t)len, {buf + (size_t)i * (size_t)len}};
+        x[i] = (gc_xfer){
+            .server = k.server, .fkid = k.fkid, .pieces = &p[i], .n = 1};
+    }
+    if (!rc)
+        rc = gc_transfer(GFS_READ, x, (size_t)n);
+    for (int i = 0; i < n && !rc; i++) {
+        /* bytes before the end of the fork, as a single-range read says */
+        uint64_t fs = x[i].fork_size, off = (uint64_t)offs[i];
+        uint64_t avail = fs > off ? fs - off : 0;
+        got[i] = avail < (uint64_t)len ? (int64_t)avail : len;
+    }
+    free(x);
+    free(p);
+    return rc;
+}
+
+/* ------------------------------------------------------- public API --- */
+
+int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
+                   void *buf)
+{
+    return gc_fork_listio(kid, op, n, entries, buf);
+}
+
+int64_t gfs_read(int kid, int64_t offset, void *buf, int64_t size)
+{
+    return gc_fork_rw(kid, GFS_READ, offset, buf, size);
 }
 
 int64_t gfs_write(int kid, int64_t offset, const void *buf, int64_t size)
 {
-    gc_op *o;
-    int rc = gc_prep_rw(&o, kid, GFS_WRITE, offset, (void *)buf, size);
-    return rc ? rc : gc_op_run(o);
+    return gc_fork_rw(kid, GFS_WRITE, offset, (void *)buf, size);
 }

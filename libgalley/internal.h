@@ -77,10 +77,12 @@ void gc_lease_stop(void);
 void gc_auth_unload(void);
 int gc_auth_handshake(gc_auth_call call, void *arg);
 
-/* Data limit the server advertised (connects if needed); *cma (if not
- * NULL): the data of requests may go by cross-memory attach (IO_READV /
- * IO_WRITEV) on this connection. */
-int gc_conn_data_limit(gc_conn *c, uint64_t *limit, bool *cma);
+/* Data limit the server advertised (connects if needed). */
+int gc_conn_data_limit(gc_conn *c, uint64_t *limit);
+/* Send one request of a transfer in the form the connection's transport
+ * moves data in (transport.h; connects if needed). */
+struct gc_chunk;
+int gc_conn_io_submit(gc_conn *c, int op, struct gc_chunk *ch);
 /* GFS_TRANSPORT_* of the connection (connects if needed), or an error. */
 int gc_conn_transport(gc_conn *c);
 

@@ -5,14 +5,15 @@
  * no larger than what the server said it can buffer, pipelined a few deep
  * per server and run concurrently across servers.  Write data goes from
  * user memory to the socket (vectored send); read data is scattered by the
- * connection's reader straight into user memory.  On a same-host
- * connection that allows it (conn.c), the request names the user memory
- * instead (IO_READV / IO_WRITEV) and the server copies straight between it
- * and its cache: no socket carries the data.
+ * connection straight into user memory -- or, on a same-host connection
+ * with cross-memory attach, the request names the user memory and the
+ * server copies: which form a request takes is its transport's business
+ * (transport.h: gc_conn_io_submit); this file only builds the chunks.
  *
  * Threads: any; the calling thread submits and waits.
  */
 #include "internal.h"
+#include "transport.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,21 +22,17 @@
 #define GC_WINDOW 4                  /* requests in flight per transfer       */
 #define GC_MAX_CHUNK_SEGS (1u << 20) /* wire extents per request        */
 
-/* One request of a transfer, built from pieces [from..] of the xfer. */
+/* One request of a transfer (transport.h), built from pieces [from..]
+ * of the xfer. */
 typedef struct chunk {
-    gc_req req;
-    int xi;       /* index of its gc_xfer */
-    gp_wbuf desc; /* fkid, nseg, segs */
-    struct iovec *iov;
-    int niov;
-    uint64_t bytes;
+    gc_chunk ch;
+    int xi; /* index of its gc_xfer */
 } chunk;
 
 typedef struct cursor {
     size_t piece;   /* next piece */
     uint64_t done;  /* bytes of that piece already sent */
     uint64_t limit; /* server data limit */
-    bool cma;       /* data by cross-memory attach */
     int inflight;
     bool started;
 } cursor;
@@ -44,9 +41,9 @@ static void chunk_free(chunk *c)
 {
     if (!c)
         return;
-    gc_req_release(&c->req);
-    gp_wbuf_free(&c->desc);
-    free(c->iov);
+    gc_req_release(&c->ch.req);
+    gp_wbuf_free(&c->ch.desc);
+    free(c->ch.iov);
     free(c);
 }
 
@@ -78,23 +75,23 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
         *err = -ENOMEM;
         return NULL;
     }
-    gp_wbuf_init(&c->desc);
+    gp_wbuf_init(&c->ch.desc);
     gp_wbuf segs;
     gp_wbuf_init(&segs);
     size_t cap = 16;
-    c->iov = malloc(sizeof(*c->iov) * cap);
+    c->ch.iov = malloc(sizeof(*c->ch.iov) * cap);
     uint32_t nseg = 0;
     uint64_t npieces = 0; /* at most limit / GP_PIECE_DIVISOR (gproto.h) */
     bool have = false;
     gp_seg r;
 
-    while (cur->piece < x->n && c->iov) {
+    while (cur->piece < x->n && c->ch.iov) {
         const gx_ext *p = &x->pieces[cur->piece];
         if (p->len == 0) {
             cur->piece++;
             continue;
         }
-        uint64_t room = cur->limit - c->bytes;
+        uint64_t room = cur->limit - c->ch.bytes;
         if (room == 0 || npieces++ == cur->limit / GP_PIECE_DIVISOR)
             break;
         uint64_t off = p->off + cur->done;
@@ -112,24 +109,24 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
             have = true;
         }
         char *mem = p->mem + cur->done;
-        if (c->niov > 0 && (char *)c->iov[c->niov - 1].iov_base +
-                                   c->iov[c->niov - 1].iov_len ==
-                               mem) {
-            c->iov[c->niov - 1].iov_len += take;
+        if (c->ch.niov > 0 && (char *)c->ch.iov[c->ch.niov - 1].iov_base +
+                                      c->ch.iov[c->ch.niov - 1].iov_len ==
+                                  mem) {
+            c->ch.iov[c->ch.niov - 1].iov_len += take;
         } else {
-            if ((size_t)c->niov == cap) {
+            if ((size_t)c->ch.niov == cap) {
                 cap *= 2;
-                struct iovec *nv = realloc(c->iov, sizeof(*nv) * cap);
+                struct iovec *nv = realloc(c->ch.iov, sizeof(*nv) * cap);
                 if (!nv) {
-                    free(c->iov);
-                    c->iov = NULL;
+                    free(c->ch.iov);
+                    c->ch.iov = NULL;
                     break;
                 }
-                c->iov = nv;
+                c->ch.iov = nv;
             }
-            c->iov[c->niov++] = (struct iovec){mem, take};
+            c->ch.iov[c->ch.niov++] = (struct iovec){mem, take};
         }
-        c->bytes += take;
+        c->ch.bytes += take;
         cur->done += take;
         if (cur->done == p->len) {
             cur->piece++;
@@ -140,19 +137,19 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
         seg_emit(&segs, &r, &nseg);
     /* IO_READ, IO_WRITE and their V forms begin alike (gmsg.h: fkid, then
      * the segs tail); chunk_submit picks the opcode */
-    gp_IO_READ_req_encode(&c->desc, &(gp_IO_READ_req){.fkid = x->fkid});
-    gp_put_u32(&c->desc, nseg);
+    gp_IO_READ_req_encode(&c->ch.desc, &(gp_IO_READ_req){.fkid = x->fkid});
+    gp_put_u32(&c->ch.desc, nseg);
     if (!segs.err && segs.len) {
-        gp_wbuf *d = &c->desc;
+        gp_wbuf *d = &c->ch.desc;
         size_t at = d->len;
         for (size_t i = 0; i < segs.len; i++)
             gp_put_u8(d, 0); /* reserve, then copy in one go */
         if (!d->err)
             memcpy(d->data + at, segs.data, segs.len);
     }
-    int e = segs.err ? segs.err : c->desc.err;
+    int e = segs.err ? segs.err : c->ch.desc.err;
     gp_wbuf_free(&segs);
-    if (!c->iov)
+    if (!c->ch.iov)
         e = -ENOMEM;
     if (e) {
         chunk_free(c);
@@ -162,66 +159,24 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     return c;
 }
 
-static int chunk_submit(int op, const gc_xfer *x, chunk *c, bool cma)
+static int chunk_submit(int op, const gc_xfer *x, chunk *c)
 {
-    gc_conn *conn = gc_server_conn(x->server);
-    memset(&c->req, 0, sizeof(c->req));
-    if (cma) {
-        /* The data stays where it is: name it (gproto.h `mem`), folded
-         * like the file side, so a million 16-byte pieces of memory with
-         * gaps are one strided segment, not a million addresses. */
-        size_t at = c->desc.len;
-        uint32_t nseg = 0;
-        gp_put_u32(&c->desc, 0);
-        gp_seg r;
-        bool have = false;
-        for (int i = 0; i < c->niov; i++) {
-            uint64_t a = (uint64_t)(uintptr_t)c->iov[i].iov_base;
-            uint64_t len = c->iov[i].iov_len;
-            if (!have || !gx_fold(&r, a, len)) {
-                if (have)
-                    seg_emit(&c->desc, &r, &nseg);
-                gx_fold_start(&r, a, len);
-                have = true;
-            }
-        }
-        if (have)
-            seg_emit(&c->desc, &r, &nseg);
-        if (!c->desc.err)
-            for (int k = 0; k < 4; k++)
-                c->desc.data[at + (size_t)k] = (uint8_t)(nseg >> (8 * k));
-        if (c->desc.err) {
-            c->req.state = GC_REQ_DONE;
-            return c->req.status = c->desc.err;
-        }
-        return gc_submit(conn,
-                         op == GFS_READ ? GP_OP_IO_READV : GP_OP_IO_WRITEV,
-                         c->desc.data, c->desc.len, NULL, 0, 0, &c->req);
-    }
-    if (op == GFS_READ) {
-        c->req.prefix_len = 8;
-        c->req.riov = c->iov;
-        c->req.riovcnt = c->niov;
-        c->req.rdata = c->bytes;
-        return gc_submit(conn, GP_OP_IO_READ, c->desc.data, c->desc.len, NULL,
-                         0, 0, &c->req);
-    }
-    return gc_submit(conn, GP_OP_IO_WRITE, c->desc.data, c->desc.len, c->iov,
-                     c->niov, c->bytes, &c->req);
+    memset(&c->ch.req, 0, sizeof(c->ch.req));
+    return gc_conn_io_submit(gc_server_conn(x->server), op, &c->ch);
 }
 
 /* Wait for a chunk and fold its result into its xfer. */
 static void chunk_finish(chunk *c, gc_xfer *x)
 {
-    int rc = gc_wait(&c->req);
+    int rc = gc_wait(&c->ch.req);
     if (!rc) {
         gp_rbuf r;
-        if (c->req.riov)
-            gp_rbuf_init(&r, c->req.prefix, c->req.prefix_len);
+        if (c->ch.req.riov)
+            gp_rbuf_init(&r, c->ch.req.prefix, c->ch.req.prefix_len);
         else
-            gp_rbuf_init(&r, c->req.reply, c->req.replylen);
+            gp_rbuf_init(&r, c->ch.req.reply, c->ch.req.replylen);
         uint64_t fs = 0;
-        switch (c->req.opcode) { /* read data is not in r: a tail */
+        switch (c->ch.req.opcode) { /* read data is not in r: a tail */
 #define IO_REP(OP)                                                             \
     case GP_OP_##OP: {                                                         \
         gp_##OP##_rep m;                                                       \
@@ -266,8 +221,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
             x[i].status = -EINVAL;
             continue;
         }
-        int rc = gc_conn_data_limit(gc_server_conn(x[i].server), &cur[i].limit,
-                                    &cur[i].cma);
+        int rc = gc_conn_data_limit(gc_server_conn(x[i].server), &cur[i].limit);
         if (rc)
             x[i].status = rc;
     }
@@ -284,7 +238,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
                 }
                 c->xi = (int)i;
                 /* errors surface in wait */
-                chunk_submit(op, &x[i], c, cur[i].cma);
+                chunk_submit(op, &x[i], c);
                 cur[i].inflight++;
                 q[(qhead + qlen) % qcap] = c;
                 qlen++;

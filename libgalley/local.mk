@@ -11,6 +11,9 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/conn.c \
 	libgalley/dial.c \
 	libgalley/dial.h \
+	libgalley/transport.h libgalley/transport.c \
+	libgalley/transport_tcp.c libgalley/transport_unix.c \
+	libgalley/transport_cma.c \
 	libgalley/files.c \
 	libgalley/forks.c \
 	libgalley/group.c \

@@ -25,113 +25,55 @@ static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
     return 0;
 }
 
-static int hid_name_call(int fid, int subfile, const char *name, uint16_t op,
-                         gc_req *q, int *server)
+/* The server and header of (fid, subfile), and a valid fork name. */
+static int fork_place(int fid, int subfile, const char *name, int *server,
+                      uint64_t *hid)
 {
-    uint64_t hid;
-    memset(q, 0, sizeof(*q));
-    int rc = subfile_of(fid, subfile, server, &hid);
-    if (rc)
-        return rc;
-    rc = gc_check_name(name, GFS_FORK_NAME_MAX);
-    if (rc)
-        return rc;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    switch (op) { /* the messages whose request is (hid, fork) (gmsg.h) */
-#define HID_FORK_REQ(OP)                                                       \
-    case GP_OP_##OP:                                                           \
-        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.hid = hid, .fork = name});  \
-        break;
-        HID_FORK_REQ(FORK_CREATE)
-        HID_FORK_REQ(FORK_OPEN)
-        HID_FORK_REQ(FORK_DELETE)
-#undef HID_FORK_REQ
-    default:
-        w.err = -EINVAL;
-    }
-    rc = w.err ? w.err : gc_call(gc_server_conn(*server), op, &w, q);
-    gp_wbuf_free(&w);
-    return rc;
-}
-
-static int fkid_call(int kid, uint16_t op, const uint64_t *arg, gc_req *q)
-{
-    gc_fork k;
-    memset(q, 0, sizeof(*q));
-    int rc = gc_fork_get(kid, &k);
-    if (rc)
-        return rc;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    switch (op) { /* the messages whose request is an fkid (gmsg.h) */
-#define FKID_REQ(OP)                                                           \
-    case GP_OP_##OP:                                                           \
-        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.fkid = k.fkid});            \
-        break;
-        FKID_REQ(FORK_CLOSE)
-        FKID_REQ(FORK_SIZE)
-        FKID_REQ(FORK_SYNC)
-#undef FKID_REQ
-    case GP_OP_FORK_TRUNCATE:
-        gp_FORK_TRUNCATE_req_encode(
-            &w, &(gp_FORK_TRUNCATE_req){.fkid = k.fkid, .size = *arg});
-        break;
-    default:
-        w.err = -EINVAL;
-    }
-    rc = w.err ? w.err : gc_call(gc_server_conn(k.server), op, &w, q);
-    gp_wbuf_free(&w);
-    return rc;
+    int rc = subfile_of(fid, subfile, server, hid);
+    return rc ? rc : gc_check_name(name, GFS_FORK_NAME_MAX);
 }
 
 int gc_fork_create(int fid, int subfile, const char *name)
 {
-    gc_req q;
     int server;
-    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_CREATE, &q, &server);
-    gc_req_release(&q);
-    return rc;
+    uint64_t hid;
+    int rc = fork_place(fid, subfile, name, &server, &hid);
+    return rc ? rc
+              : gc_FORK_CREATE_call(
+                    gc_server_conn(server),
+                    &(gp_FORK_CREATE_req){.hid = hid, .fork = name}, NULL,
+                    NULL);
 }
 
 int gc_fork_open(int fid, int subfile, const char *name)
 {
-    gc_req q;
     int server;
-    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_OPEN, &q, &server);
-    if (rc) {
-        gc_req_release(&q);
-        return rc;
-    }
-    gp_rbuf r;
-    gp_rbuf_init(&r, q.reply, q.replylen);
-    gc_fork k = {.fid = fid, .subfile = subfile, .server = server};
+    uint64_t hid;
     gp_FORK_OPEN_rep m; /* m.size: the size at open, unused */
-    rc = gp_FORK_OPEN_rep_decode(&r, &m) ? GFS_EPROTO : 0;
-    k.fkid = m.fkid;
-    gc_req_release(&q);
+    int rc = fork_place(fid, subfile, name, &server, &hid);
+    if (!rc)
+        rc = gc_FORK_OPEN_call(gc_server_conn(server),
+                               &(gp_FORK_OPEN_req){.hid = hid, .fork = name},
+                               &m, NULL);
     if (rc)
         return rc;
+    gc_fork k = {
+        .fid = fid, .subfile = subfile, .server = server, .fkid = m.fkid};
     int kid = gc_fork_register(&k);
-    if (kid < 0) {
-        /* undo the server-side open */
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        gp_FORK_CLOSE_req_encode(&w, &(gp_FORK_CLOSE_req){.fkid = k.fkid});
-        gc_call(gc_server_conn(server), GP_OP_FORK_CLOSE, &w, &q);
-        gc_req_release(&q);
-        gp_wbuf_free(&w);
-    }
+    if (kid < 0) /* undo the server-side open */
+        gc_FORK_CLOSE_call(gc_server_conn(server),
+                           &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);
     return kid;
 }
 
 int gc_fork_close(int kid)
 {
-    gc_req q;
-    int rc = fkid_call(kid, GP_OP_FORK_CLOSE, NULL, &q);
-    gc_req_release(&q);
-    if (rc == GFS_EBADID || rc == GFS_ENOTINIT)
-        return rc;
+    gc_fork k;
+    int rc = gc_fork_get(kid, &k);
+    if (rc)
+        return rc; /* GFS_EBADID or GFS_ENOTINIT */
+    rc = gc_FORK_CLOSE_call(gc_server_conn(k.server),
+                            &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);
     /* The id is released even if the server is unreachable: the server
      * drops a lost connection's opens itself. */
     gc_fork_unregister(kid);
@@ -140,11 +82,14 @@ int gc_fork_close(int kid)
 
 int gc_fork_delete(int fid, int subfile, const char *name)
 {
-    gc_req q;
     int server;
-    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_DELETE, &q, &server);
-    gc_req_release(&q);
-    return rc;
+    uint64_t hid;
+    int rc = fork_place(fid, subfile, name, &server, &hid);
+    return rc ? rc
+              : gc_FORK_DELETE_call(
+                    gc_server_conn(server),
+                    &(gp_FORK_DELETE_req){.hid = hid, .fork = name}, NULL,
+                    NULL);
 }
 
 /* ---------------------------------------------------------- all_ ------ */
@@ -230,77 +175,80 @@ int gfs_list_forks(int fid, int subfile,
         return rc;
     if (!fn)
         return -EINVAL;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_FORK_LIST_req_encode(&w, &(gp_FORK_LIST_req){.hid = hid});
-    gc_req q;
-    rc = gc_call(gc_server_conn(server), GP_OP_FORK_LIST, &w, &q);
-    gp_wbuf_free(&w);
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_FORK_LIST_rep m;
-        gp_FORK_LIST_rep_decode(&r, &m);
-        uint32_t n = r.err ? 0 : m.n;
-        /* decode everything before calling back */
-        char(*names)[GFS_FORK_NAME_MAX + 1] =
-            r.err ? NULL : calloc(n ? n : 1, sizeof(*names));
-        uint64_t *sizes = names ? calloc(n ? n : 1, sizeof(*sizes)) : NULL;
-        if (!r.err && (!names || !sizes))
-            r.err = -ENOMEM;
-        for (uint32_t i = 0; i < n && !r.err; i++) {
-            gp_FORK_item it;
-            if (gp_FORK_item_decode(&r, &it))
-                break;
-            memcpy(names[i], it.fork, strlen(it.fork) + 1);
-            sizes[i] = it.size;
-        }
-        rc = gp_decode_end(&r);
-        for (uint32_t i = 0; i < n && !rc; i++)
-            rc = fn(names[i], sizes[i], arg);
-        free(names);
-        free(sizes);
+    gc_tail t;
+    gp_FORK_LIST_rep m;
+    rc = gc_FORK_LIST_call(gc_server_conn(server),
+                           &(gp_FORK_LIST_req){.hid = hid}, &m, &t);
+    if (rc)
+        return rc;
+    gp_rbuf *r = &t.r;
+    uint32_t n = m.n;
+    /* decode everything before calling back */
+    char(*names)[GFS_FORK_NAME_MAX + 1] = calloc(n ? n : 1, sizeof(*names));
+    uint64_t *sizes = names ? calloc(n ? n : 1, sizeof(*sizes)) : NULL;
+    if (!names || !sizes)
+        r->err = -ENOMEM;
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        gp_FORK_item it;
+        if (gp_FORK_item_decode(r, &it))
+            break;
+        memcpy(names[i], it.fork, strlen(it.fork) + 1);
+        sizes[i] = it.size;
     }
-    gc_req_release(&q);
+    rc = gc_tail_end(&t);
+    for (uint32_t i = 0; i < n && !rc; i++)
+        rc = fn(names[i], sizes[i], arg);
+    free(names);
+    free(sizes);
     return rc;
+}
+
+/* The fork of kid: its connection and the server's handle. */
+static gc_conn *fork_conn(int kid, uint64_t *fkid, int *rc)
+{
+    gc_fork k = {0};
+    *rc = gc_fork_get(kid, &k);
+    *fkid = k.fkid;
+    return *rc ? NULL : gc_server_conn(k.server);
 }
 
 int64_t gfs_fork_size(int kid)
 {
-    gc_req q;
-    int rc = fkid_call(kid, GP_OP_FORK_SIZE, NULL, &q);
-    int64_t size = rc;
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_FORK_SIZE_rep m;
-        int k = gp_FORK_SIZE_rep_decode(&r, &m);
-        size = !k && m.size <= INT64_MAX ? (int64_t)m.size : GFS_EPROTO;
-    }
-    gc_req_release(&q);
-    return size;
+    uint64_t fkid;
+    int rc;
+    gc_conn *c = fork_conn(kid, &fkid, &rc);
+    gp_FORK_SIZE_rep m;
+    if (c)
+        rc = gc_FORK_SIZE_call(c, &(gp_FORK_SIZE_req){.fkid = fkid}, &m, NULL);
+    if (rc)
+        return rc;
+    return m.size <= INT64_MAX ? (int64_t)m.size : GFS_EPROTO;
 }
 
 int gc_fork_truncate(int kid, int64_t size)
 {
     if (size < 0)
         return -EINVAL;
-    uint64_t s = (uint64_t)size;
-    gc_req q;
-    int rc = fkid_call(kid, GP_OP_FORK_TRUNCATE, &s, &q);
-    gc_req_release(&q);
-    return rc;
+    uint64_t fkid;
+    int rc;
+    gc_conn *c = fork_conn(kid, &fkid, &rc);
+    return c ? gc_FORK_TRUNCATE_call(c,
+                                     &(gp_FORK_TRUNCATE_req){
+                                         .fkid = fkid, .size = (uint64_t)size},
+                                     NULL, NULL)
+             : rc;
 }
 
 int gc_fork_sync(int kid)
 {
-    gc_req q;
-    int rc = fkid_call(kid, GP_OP_FORK_SYNC, NULL, &q);
-    gc_req_release(&q);
-    return rc;
+    uint64_t fkid;
+    int rc;
+    gc_conn *c = fork_conn(kid, &fkid, &rc);
+    return c ? gc_FORK_SYNC_call(c, &(gp_FORK_SYNC_req){.fkid = fkid}, NULL,
+                                 NULL)
+             : rc;
 }
 
-/* Sizes of many forks: one FORK_SIZE per fork, all in flight at once. */
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
 {
     gc_req *q = calloc((size_t)(n ? n : 1), sizeof(*q));

@@ -102,6 +102,39 @@ void gc_req_release(gc_req *req);
 /* Convenience: submit, wait, and leave the reply in req. */
 int gc_call(gc_conn *c, uint16_t opcode, const gp_wbuf *desc, gc_req *req);
 
+/* ------------------------------------------------------------ calls.c -- */
+
+/*
+ * The client call of every message NAME of gmsg.h, generated like its
+ * codecs:
+ *
+ *   int gc_NAME_call(gc_conn *c, const gp_NAME_req *in, gp_NAME_rep *out,
+ *                    gc_tail *tail);
+ *
+ * encodes *in, sends it on c, waits (conn.c's timeout) and decodes the
+ * reply into *out (NULL: not wanted; a rec field must point at storage).
+ * Returns 0, the server's status, a connection error, or GFS_EPROTO for a
+ * malformed reply.  A reply with a list tail is read by passing `tail`:
+ * on success the reply stays in it, tail->r positioned at the items, and
+ * the caller ends with gc_tail_end (checks nothing is left over, frees).
+ * With tail NULL the reply must hold nothing past its fields.
+ */
+typedef struct gc_tail {
+    gc_req q;
+    gp_rbuf r;
+} gc_tail;
+typedef int (*gp_msg_decode_fn)(gp_rbuf *r, void *m);
+#define GC_X_CALL_DECLARE(name, code, note)                                    \
+    int gc_##name##_call(gc_conn *c, const gp_##name##_req *in,                \
+                         gp_##name##_rep *out, gc_tail *tail);
+GP_OPCODES(GC_X_CALL_DECLARE)
+#undef GC_X_CALL_DECLARE
+/* The generated calls' common end (decode, keep or release). */
+int gc_call_finish(gc_req *q, int rc, gp_msg_decode_fn decode, void *out,
+                   gc_tail *tail);
+/* 0, or GFS_EPROTO when the tail was not read to its end; frees. */
+int gc_tail_end(gc_tail *tail);
+
 /* ----------------------------------------------------------- client.c -- */
 
 typedef struct gc_fork {
@@ -144,11 +177,8 @@ uint64_t gc_now_ns(void);
 /* Metadata server of a name (hash of the name). */
 int gc_meta_server(const char *name);
 
-/* Name-service calls (files.c): `op` with a name as its body, sent to
- * `server`; gc_record_call also decodes the file record of the reply
- * (NS_LOOKUP, NS_REMOVE). */
-int gc_name_call(int server, uint16_t op, const char *name, gc_req *q);
-int gc_record_call(int server, uint16_t op, const char *name, gp_record *rec);
+/* NS_LOOKUP of name at server into *rec (files.c). */
+int gc_lookup(int server, const char *name, gp_record *rec);
 
 /* Table helpers (lock held by caller unless noted). */
 int gc_file_get(int fid, gc_file *out); /* copies under the lock */

@@ -63,7 +63,7 @@ static void seg_emit(gp_wbuf *segs, const gp_seg *s, uint32_t *nseg)
 
 /* Build the next request of x from the cursor; NULL with *err = 0 when
  * there is nothing left. */
-static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
+static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
 {
     *err = 0;
     while (cur->piece < x->n && x->pieces[cur->piece].len == 0)
@@ -136,8 +136,12 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     if (have)
         seg_emit(&segs, &r, &nseg);
     /* IO_READ, IO_WRITE and their V forms begin alike (gmsg.h: fkid, then
-     * the segs tail); chunk_submit picks the opcode */
-    gp_IO_READ_req_encode(&c->ch.desc, &(gp_IO_READ_req){.fkid = x->fkid});
+     * the segs tail); the transport picks the opcode (transport.h) */
+    if (op == GFS_WRITE)
+        gp_IO_WRITE_req_encode(&c->ch.desc,
+                               &(gp_IO_WRITE_req){.fkid = x->fkid});
+    else
+        gp_IO_READ_req_encode(&c->ch.desc, &(gp_IO_READ_req){.fkid = x->fkid});
     gp_put_u32(&c->ch.desc, nseg);
     if (!segs.err && segs.len) {
         gp_wbuf *d = &c->ch.desc;
@@ -230,7 +234,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
         for (size_t i = 0; i < nx; i++) {
             while (!x[i].status && cur[i].inflight < GC_WINDOW) {
                 int err;
-                chunk *c = chunk_build(&x[i], &cur[i], &err);
+                chunk *c = chunk_build(op, &x[i], &cur[i], &err);
                 if (!c) {
                     if (err)
                         x[i].status = err;

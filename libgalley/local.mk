@@ -6,6 +6,7 @@ include_HEADERS += include/galley.h include/galley_group.h include/galley_sfio.h
 libgalley_libgalley_la_SOURCES = \
 	libgalley/internal.h \
 	libgalley/client.c \
+	libgalley/calls.c \
 	libgalley/cluster_file.h \
 	libgalley/cluster_file.c \
 	libgalley/conn.c \

@@ -547,23 +547,15 @@ int gfs_server_io_stats(int server, gfs_server_io *st)
         return rc;
     if (!st || server < 0 || server >= gc_g.nservers)
         return -EINVAL;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_IO_STATS_req_encode(&w, &(gp_IO_STATS_req){});
-    gc_req q;
-    rc = gc_call(gc_server_conn(server), GP_OP_IO_STATS, &w, &q);
-    gp_wbuf_free(&w);
+    gp_IO_STATS_rep m;
+    rc = gc_IO_STATS_call(gc_server_conn(server), &(gp_IO_STATS_req){}, &m,
+                          NULL);
     if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_IO_STATS_rep m;
-        rc = gp_IO_STATS_rep_decode(&r, &m) ? GFS_EPROTO : 0;
         st->written_local = m.written_local;
         st->written_remote = m.written_remote;
         st->read_local = m.read_local;
         st->read_remote = m.read_remote;
     }
-    gc_req_release(&q);
     return rc;
 }
 

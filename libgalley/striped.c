@@ -195,24 +195,20 @@ static int home_of(const gc_striped *s, int *server, uint64_t *hid)
 int gc_range_lock(int server, uint64_t hid, bool lock, uint64_t off,
                   uint64_t len, bool excl)
 {
-    uint16_t op = lock ? GP_OP_LOCK : GP_OP_UNLOCK;
+    gc_conn *c = gc_server_conn(server);
     for (;;) {
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        if (lock)
-            gp_LOCK_req_encode(&w, &(gp_LOCK_req){
-                                       .hid = hid,
-                                       .off = off,
-                                       .len = len,
-                                       .excl = excl ? 1 : 0,
-                                   });
-        else
-            gp_UNLOCK_req_encode(
-                &w, &(gp_UNLOCK_req){.hid = hid, .off = off, .len = len});
-        gc_req q;
-        int rc = gc_call(gc_server_conn(server), op, &w, &q);
-        gc_req_release(&q);
-        gp_wbuf_free(&w);
+        int rc =
+            lock ? gc_LOCK_call(c,
+                                &(gp_LOCK_req){
+                                    .hid = hid,
+                                    .off = off,
+                                    .len = len,
+                                    .excl = excl ? 1 : 0,
+                                },
+                                NULL, NULL)
+                 : gc_UNLOCK_call(
+                       c, &(gp_UNLOCK_req){.hid = hid, .off = off, .len = len},
+                       NULL, NULL);
         /* The server answers -EAGAIN after waiting a while, so a long
          * wait for a lock never looks like a dead server: ask again. */
         if (rc != -EAGAIN) {
@@ -228,37 +224,25 @@ int gc_range_lock(int server, uint64_t hid, bool lock, uint64_t off,
 int64_t gc_counter(int server, uint64_t hid, const char *key, bool set,
                    uint64_t value)
 {
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    if (set)
-        gp_FETCH_SET_req_encode(
-            &w, &(gp_FETCH_SET_req){.hid = hid, .key = key, .value = value});
-    else
-        gp_FETCH_ADD_req_encode(
-            &w, &(gp_FETCH_ADD_req){.hid = hid, .key = key, .delta = value});
-    gc_req q;
-    int rc = gc_call(gc_server_conn(server),
-                     set ? GP_OP_FETCH_SET : GP_OP_FETCH_ADD, &w, &q);
-    gp_wbuf_free(&w);
-    int64_t old = rc;
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        uint64_t v;
-        int k;
-        if (set) {
-            gp_FETCH_SET_rep m;
-            k = gp_FETCH_SET_rep_decode(&r, &m);
-            v = m.old;
-        } else {
-            gp_FETCH_ADD_rep m;
-            k = gp_FETCH_ADD_rep_decode(&r, &m);
-            v = m.old;
-        }
-        old = !k && v <= INT64_MAX ? (int64_t)v : GFS_EPROTO;
+    gc_conn *c = gc_server_conn(server);
+    uint64_t old;
+    int rc;
+    if (set) {
+        gp_FETCH_SET_rep m = {0};
+        rc = gc_FETCH_SET_call(
+            c, &(gp_FETCH_SET_req){.hid = hid, .key = key, .value = value}, &m,
+            NULL);
+        old = m.old;
+    } else {
+        gp_FETCH_ADD_rep m = {0};
+        rc = gc_FETCH_ADD_call(
+            c, &(gp_FETCH_ADD_req){.hid = hid, .key = key, .delta = value}, &m,
+            NULL);
+        old = m.old;
     }
-    gc_req_release(&q);
-    return old;
+    if (rc)
+        return rc;
+    return old <= INT64_MAX ? (int64_t)old : GFS_EPROTO;
 }
 
 static int lock_call(int sid, bool lock, int64_t offset, int64_t len,

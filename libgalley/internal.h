@@ -234,10 +234,12 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
                       int64_t unit, const char *fork);
 int gc_striped_open(const char *name); /* a striped id */
 int gc_striped_close(int sid);
-/* A byte-range lock (lock) or unlock of [off, off + len) of subfile
- * header hid on server; retries the server's -EAGAIN, keeps the lease
- * count (lease.c). */
-int gc_range_lock(int server, uint64_t hid, bool lock, uint64_t off,
+/* Lock (lock) or unlock [off, off + len) of subfile header hid on server,
+ * in the byte-range space (LOCK: gfs_striped_lock) or the block-number
+ * space (BLOCK_LOCK: the locality layout's claims); retries the server's
+ * -EAGAIN, keeps the lease count (lease.c). */
+enum gc_lock_space { GC_LOCK_BYTES, GC_LOCK_BLOCKS };
+int gc_range_lock(int server, uint64_t hid, int space, bool lock, uint64_t off,
                   uint64_t len, bool excl);
 /* FETCH_SET (set) or FETCH_ADD of counter key of header hid on server:
  * the old value or an error. */
@@ -282,8 +284,6 @@ int gc_transfer(int op, gc_xfer *x, size_t nx);
  * calls prepare and run at once; non-blocking ones prepare in the caller
  * and run in a worker (nb.c).
  */
-enum gc_fin { GC_FIN_TOTAL, GC_FIN_FORK_READ };
-
 typedef struct gc_op gc_op;
 struct gc_op {
     int op; /* GFS_READ or GFS_WRITE */
@@ -291,12 +291,12 @@ struct gc_op {
     size_t nx;
     gx_ext *store; /* every piece of every xfer */
     int64_t total; /* bytes asked for */
-    int fin;       /* enum gc_fin */
     int64_t off;   /* single-range reads: the range, for EOF */
     int sid;       /* striped ops: the striped file */
-    /* Single-range striped reads: the result, computed by the layer that
-     * made the op (striped.c), so io.c never calls up into it; NULL
-     * otherwise */
+    /* The result of a successful op, computed by the layer that made it
+     * (single-range reads answer the bytes before the end of the fork or
+     * file: io.c, striped.c), so io.c never calls up into it; NULL: the
+     * bytes asked for */
     int64_t (*finish)(gc_op *o);
 };
 
@@ -306,7 +306,7 @@ void gc_op_free(gc_op *o);
 
 /* Prepare I/O of n pieces (taking ownership of `pieces`) on fork kid. */
 int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
-               int64_t total, int fin, int64_t off);
+               int64_t total);
 /* Prepare plain / list I/O on a fork (io.c). */
 int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
                int64_t size);

@@ -279,21 +279,27 @@ void gc_op_free(gc_op *o)
 int64_t gc_op_run(gc_op *o)
 {
     int rc = gc_transfer(o->op, o->x, o->nx);
-    int64_t res = rc ? rc : o->total;
-    if (!rc && o->fin == GC_FIN_FORK_READ && o->nx == 1) {
-        /* bytes that lay before the end of the fork */
-        uint64_t fs = o->x[0].fork_size, off = (uint64_t)o->off;
-        uint64_t avail = fs > off ? fs - off : 0;
-        res = avail < (uint64_t)o->total ? (int64_t)avail : o->total;
-    } else if (!rc && o->finish) {
-        res = o->finish(o);
-    }
+    int64_t res = rc ? rc : o->finish ? o->finish(o) : o->total;
     gc_op_free(o);
     return res;
 }
 
+/* Of len bytes read at off from a fork of fork_size bytes, those that lay
+ * before its end. */
+static int64_t before_end(uint64_t fork_size, int64_t off, int64_t len)
+{
+    uint64_t avail = fork_size > (uint64_t)off ? fork_size - (uint64_t)off : 0;
+    return avail < (uint64_t)len ? (int64_t)avail : len;
+}
+
+/* A single-range fork read's result. */
+static int64_t fork_read_result(gc_op *o)
+{
+    return before_end(o->x[0].fork_size, o->off, o->total);
+}
+
 int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
-               int64_t total, int fin, int64_t off)
+               int64_t total)
 {
     gc_fork k;
     int rc = gc_fork_get(kid, &k);
@@ -308,13 +314,7 @@ int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
     }
     *x =
         (gc_xfer){.server = k.server, .fkid = k.fkid, .pieces = pieces, .n = n};
-    *o = (gc_op){.op = op,
-                 .x = x,
-                 .nx = 1,
-                 .store = pieces,
-                 .total = total,
-                 .fin = fin,
-                 .off = off};
+    *o = (gc_op){.op = op, .x = x, .nx = 1, .store = pieces, .total = total};
     *out = o;
     return 0;
 }
@@ -351,7 +351,7 @@ int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
         p[i].mem = (char *)buf + e->mem_offset;
         total += e->size;
     }
-    return gc_op_fork(o, kid, op, p, (size_t)n, total, GC_FIN_TOTAL, 0);
+    return gc_op_fork(o, kid, op, p, (size_t)n, total);
 }
 
 /* Prepare plain I/O of one range on a fork. */
@@ -364,8 +364,12 @@ int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
     if (!p)
         return -ENOMEM;
     *p = (gx_ext){(uint64_t)offset, (uint64_t)size, {buf}};
-    return gc_op_fork(o, kid, op, p, size ? 1 : 0, size,
-                      op == GFS_READ ? GC_FIN_FORK_READ : GC_FIN_TOTAL, offset);
+    int rc = gc_op_fork(o, kid, op, p, size ? 1 : 0, size);
+    if (!rc && op == GFS_READ) {
+        (*o)->finish = fork_read_result;
+        (*o)->off = offset;
+    }
+    return rc;
 }
 
 /* ------------------------------------------- entry points below the API */
@@ -405,12 +409,8 @@ int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
     }
     if (!rc)
         rc = gc_transfer(GFS_READ, x, (size_t)n);
-    for (int i = 0; i < n && !rc; i++) {
-        /* bytes before the end of the fork, as a single-range read says */
-        uint64_t fs = x[i].fork_size, off = (uint64_t)offs[i];
-        uint64_t avail = fs > off ? fs - off : 0;
-        got[i] = avail < (uint64_t)len ? (int64_t)avail : len;
-    }
+    for (int i = 0; i < n && !rc; i++)
+        got[i] = before_end(x[i].fork_size, offs[i], len);
     free(x);
     free(p);
     return rc;

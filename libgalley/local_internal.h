@@ -16,7 +16,6 @@
 #define SLOT_BYTES 16
 #define SLOTS_KEY "galley.local.slots"
 #define TOMBSTONE UINT64_MAX /* a slot given up by truncate */
-#define CLAIM_BASE (GP_MAX_OFFSET / 2)
 #define READ_CHUNK (1 << 20)
 #define MAP_CHUNK (16 << 10) /* bytes of one map read in a refresh */
 

@@ -26,8 +26,8 @@ static int cut_blocks(uint64_t B, int64_t n, const gfs_list_entry *entries,
     for (int64_t i = 0; i < n && !rc; i++) {
         const gfs_list_entry *e = &entries[i];
         if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
-            (uint64_t)e->file_offset > CLAIM_BASE / 2 ||
-            (uint64_t)e->size > CLAIM_BASE / 2 - (uint64_t)e->file_offset ||
+            (uint64_t)e->file_offset > GP_MAX_OFFSET ||
+            (uint64_t)e->size > GP_MAX_OFFSET - (uint64_t)e->file_offset ||
             (e->size && !buf)) {
             rc = -EINVAL;
             break;
@@ -190,7 +190,6 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
     o->op = op;
     o->total = total;
     o->sid = sid;
-    o->fin = GC_FIN_TOTAL;
     *out = o;
     return 0;
 }

@@ -22,12 +22,12 @@
  * First write of a block.  The block must get exactly one home even when
  * processes on two hosts write parts of it at once, so claims are
  * serialised by an exclusive lock at the file's home server (subfile 0)
- * over the claimed block numbers (in a lock range far above any byte
- * offset, CLAIM_BASE + g): under the lock the client reads the maps' new
- * slots again, and only blocks still nobody's are claimed, on its own
- * server.  Rewrites of known blocks take no lock and no extra request,
- * except to raise a block's recorded length (one small write to the map
- * of the block's own server).
+ * over the claimed block numbers (BLOCK_LOCK: a lock space apart from
+ * byte ranges, so claims and gfs_striped_lock never meet): under the
+ * lock the client reads the maps' new slots again, and only blocks still
+ * nobody's are claimed, on its own server.  Rewrites of known blocks take no
+ * lock and no extra request, except to raise a block's recorded length (one
+ * small write to the map of the block's own server).
  *
  * Which server is "mine": a server is on this host when the connection to
  * it is the same-host socket or a TCP connection whose two ends have the
@@ -313,8 +313,9 @@ int gc_local_want_cmp(const void *a, const void *b)
 int gc_local_claim(gc_local *l, want *w, size_t n)
 {
     uint64_t lo = w[0].g, hi = w[n - 1].g;
-    /* the file's home: subfile 0's header, as gfs_striped_lock */
-    int rc = gc_range_lock(l->servers[0], l->hids[0], true, CLAIM_BASE + lo,
+    /* at the file's home (subfile 0's header), in the block-number lock
+     * space: no byte offset is given up to claims */
+    int rc = gc_range_lock(l->servers[0], l->hids[0], GC_LOCK_BLOCKS, true, lo,
                            hi - lo + 1, true);
     if (rc)
         return rc;
@@ -361,8 +362,8 @@ int gc_local_claim(gc_local *l, want *w, size_t n)
     free(count);
     free(ent);
     free(dest);
-    int urc = gc_range_lock(l->servers[0], l->hids[0], false, CLAIM_BASE + lo,
-                            hi - lo + 1, false);
+    int urc = gc_range_lock(l->servers[0], l->hids[0], GC_LOCK_BLOCKS, false,
+                            lo, hi - lo + 1, false);
     return rc ? rc : urc;
 }
 

@@ -192,23 +192,32 @@ static int home_of(const gc_striped *s, int *server, uint64_t *hid)
     return 0;
 }
 
-int gc_range_lock(int server, uint64_t hid, bool lock, uint64_t off,
+int gc_range_lock(int server, uint64_t hid, int space, bool lock, uint64_t off,
                   uint64_t len, bool excl)
 {
     gc_conn *c = gc_server_conn(server);
+    uint8_t x = excl ? 1 : 0;
     for (;;) {
-        int rc =
-            lock ? gc_LOCK_call(c,
-                                &(gp_LOCK_req){
-                                    .hid = hid,
-                                    .off = off,
-                                    .len = len,
-                                    .excl = excl ? 1 : 0,
-                                },
-                                NULL, NULL)
-                 : gc_UNLOCK_call(
-                       c, &(gp_UNLOCK_req){.hid = hid, .off = off, .len = len},
-                       NULL, NULL);
+        int rc;
+        if (space == GC_LOCK_BLOCKS && lock)
+            rc = gc_BLOCK_LOCK_call(
+                c,
+                &(gp_BLOCK_LOCK_req){
+                    .hid = hid, .off = off, .len = len, .excl = x},
+                NULL, NULL);
+        else if (space == GC_LOCK_BLOCKS)
+            rc = gc_BLOCK_UNLOCK_call(
+                c, &(gp_BLOCK_UNLOCK_req){.hid = hid, .off = off, .len = len},
+                NULL, NULL);
+        else if (lock)
+            rc = gc_LOCK_call(
+                c,
+                &(gp_LOCK_req){.hid = hid, .off = off, .len = len, .excl = x},
+                NULL, NULL);
+        else
+            rc = gc_UNLOCK_call(
+                c, &(gp_UNLOCK_req){.hid = hid, .off = off, .len = len}, NULL,
+                NULL);
         /* The server answers -EAGAIN after waiting a while, so a long
          * wait for a lock never looks like a dead server: ask again. */
         if (rc != -EAGAIN) {
@@ -260,8 +269,8 @@ static int lock_call(int sid, bool lock, int64_t offset, int64_t len,
     if (rc)
         return rc;
     uint64_t ulen = len == 0 ? GP_MAX_OFFSET - (uint64_t)offset : (uint64_t)len;
-    return gc_range_lock(server, hid, lock, (uint64_t)offset, ulen,
-                         exclusive != 0);
+    return gc_range_lock(server, hid, GC_LOCK_BYTES, lock, (uint64_t)offset,
+                         ulen, exclusive != 0);
 }
 
 int gfs_striped_lock(int sid, int64_t offset, int64_t len, int exclusive)
@@ -531,7 +540,6 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
     o->op = op;
     o->total = total;
     o->sid = sid;
-    o->fin = GC_FIN_TOTAL;
     *out = o;
     return 0;
 }

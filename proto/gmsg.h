@@ -76,7 +76,9 @@
     X(FETCH_ADD, 50, "add delta to a subfile's counter, answer the old value") \
     X(LOCK, 51, "byte-range lock; len 0 = to the end")                         \
     X(UNLOCK, 52, "release exactly a held (hid, off, len)")                    \
-    X(FETCH_SET, 53, "set a subfile's counter, answer the old value")
+    X(FETCH_SET, 53, "set a subfile's counter, answer the old value")          \
+    X(BLOCK_LOCK, 54, "lock block numbers, apart from byte-range locks")       \
+    X(BLOCK_UNLOCK, 55, "release exactly a held (hid, off, len) block lock")
 
 /* ------------------------------------------------------------ fields ---- */
 
@@ -191,6 +193,15 @@
 
 #define GP_FETCH_SET_REQ(F) F(u64, hid) F(str, key, GFS_NAME_MAX) F(u64, value)
 #define GP_FETCH_SET_REP(F) F(u64, old)
+
+/* The locality layout's claims of block numbers [off, off + len): the same
+ * semantics as LOCK / UNLOCK, in a space of their own, so that no byte
+ * offset is given up to them and a byte-range lock never waits on one. */
+#define GP_BLOCK_LOCK_REQ(F) F(u64, hid) F(u64, off) F(u64, len) F(u8, excl)
+#define GP_BLOCK_LOCK_REP(F)
+
+#define GP_BLOCK_UNLOCK_REQ(F) F(u64, hid) F(u64, off) F(u64, len)
+#define GP_BLOCK_UNLOCK_REP(F)
 
 /* ------------------------------------------------------------- items ---- */
 

@@ -28,7 +28,8 @@
  *   disk.c        the DiskManager thread: C-SCAN ordered preads on the
  *                 forks' Unix files; write-through pwritev on the handler
  *                 threads.
- *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile.
+ *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile;
+ *                 BLOCK_LOCK / BLOCK_UNLOCK: the same over block numbers.
  *   meta.c        crash-safe metadata files (write temp, fsync, rename)
  *                 and the start-up recovery scan of their directories.
  *   htable.c      the one hash table (subfiles, NameServer, cache).

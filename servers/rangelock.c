@@ -1,6 +1,8 @@
 /*
  * rangelock.c -- LOCK / UNLOCK: byte-range locks on a subfile, held by a
- * connection (for MPI-IO atomic mode and similar).
+ * connection (for MPI-IO atomic mode and similar); BLOCK_LOCK /
+ * BLOCK_UNLOCK: the same over block numbers, in a space of their own (the
+ * locality layout's claims: neither space ever waits on the other).
  *
  * Threads: handler threads.  locktab.lock is a leaf lock; LOCK waits on
  * locktab.cond while holding nothing else.
@@ -49,10 +51,15 @@
 #define LOCK_POLL_MS 200  /* re-check for a hung-up client this often */
 #define LOCK_WAIT_MS 1000 /* then answer -EAGAIN; the client asks again */
 
+/* The lock spaces: byte ranges (LOCK) and block numbers (BLOCK_LOCK, the
+ * locality layout's claims).  Locks of different spaces never conflict. */
+enum { SPACE_BYTES, SPACE_BLOCKS };
+
 typedef struct rlock {
     struct rlock *next;
     uint64_t conn;
     uint64_t hid;
+    int space;
     uint64_t start, end; /* end == UINT64_MAX: to the end */
     bool excl;
     uint64_t renewed_ns; /* the holder's last request (monotonic) */
@@ -84,12 +91,11 @@ static void ensure_init(void)
     locktab.init = true;
 }
 
-static bool conflicts(uint64_t conn, uint64_t hid, uint64_t start, uint64_t end,
-                      bool excl)
+static bool conflicts(const rlock *x)
 {
     for (rlock *l = locktab.head; l; l = l->next)
-        if (l->hid == hid && l->conn != conn && l->start < end &&
-            start < l->end && (excl || l->excl))
+        if (l->hid == x->hid && l->space == x->space && l->conn != x->conn &&
+            l->start < x->end && x->start < l->end && (x->excl || l->excl))
             return true;
     return false;
 }
@@ -163,14 +169,10 @@ static size_t count_conn(uint64_t conn)
     return n;
 }
 
-int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+static int lock(gsrv_conn *c, int space, uint64_t hid, uint64_t off,
+                uint64_t len, uint8_t excl)
 {
-    gp_LOCK_req m;
-    int rc = gp_LOCK_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t hid = m.hid, off = m.off, len = m.len;
-    uint8_t excl = m.excl;
+    int rc = 0;
     if (excl > 1)
         return -EINVAL;
     if (!gsrv_sub_exists(hid))
@@ -180,6 +182,7 @@ int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return -ENOMEM;
     l->conn = c->id;
     l->hid = hid;
+    l->space = space;
     l->excl = excl;
     range_of(off, len, &l->start, &l->end);
 
@@ -193,9 +196,7 @@ int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = -ENOLCK;
         goto out_unlock;
     }
-    while (conflicts(c->id, hid, l->start, l->end, l->excl) &&
-           !(expire_locks(c->id) &&
-             !conflicts(c->id, hid, l->start, l->end, l->excl))) {
+    while (conflicts(l) && !(expire_locks(c->id) && !conflicts(l))) {
         if (gsrv_g.stopping) {
             rc = GFS_ESERVERDOWN;
             goto out_unlock;
@@ -226,13 +227,9 @@ out_unlock:
     return rc;
 }
 
-int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+static int unlock(gsrv_conn *c, int space, uint64_t hid, uint64_t off,
+                  uint64_t len)
 {
-    gp_UNLOCK_req m;
-    int rc = gp_UNLOCK_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t hid = m.hid, off = m.off, len = m.len;
     uint64_t start, end;
     range_of(off, len, &start, &end);
     rlock *found = NULL;
@@ -240,8 +237,8 @@ int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     ensure_init();
     for (rlock **pp = &locktab.head; *pp; pp = &(*pp)->next) {
         rlock *l = *pp;
-        if (l->conn == c->id && l->hid == hid && l->start == start &&
-            l->end == end) {
+        if (l->conn == c->id && l->hid == hid && l->space == space &&
+            l->start == start && l->end == end) {
             *pp = l->next;
             found = l;
             break;
@@ -254,6 +251,38 @@ int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return -ENOLCK;
     free(found);
     return 0;
+}
+
+int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_LOCK_req m;
+    int rc = gp_LOCK_req_decode(req, &m);
+    return rc ? rc : lock(c, SPACE_BYTES, m.hid, m.off, m.len, m.excl);
+}
+
+int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_UNLOCK_req m;
+    int rc = gp_UNLOCK_req_decode(req, &m);
+    return rc ? rc : unlock(c, SPACE_BYTES, m.hid, m.off, m.len);
+}
+
+int gsrv_op_BLOCK_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_BLOCK_LOCK_req m;
+    int rc = gp_BLOCK_LOCK_req_decode(req, &m);
+    return rc ? rc : lock(c, SPACE_BLOCKS, m.hid, m.off, m.len, m.excl);
+}
+
+int gsrv_op_BLOCK_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_BLOCK_UNLOCK_req m;
+    int rc = gp_BLOCK_UNLOCK_req_decode(req, &m);
+    return rc ? rc : unlock(c, SPACE_BLOCKS, m.hid, m.off, m.len);
 }
 
 void gsrv_locks_drop_conn(uint64_t conn_id)

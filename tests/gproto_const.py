@@ -8,7 +8,7 @@ is out of date)."""
 
 # plain integer #defines of proto/gproto.h
 GP_MAGIC = 0x59414C47
-GP_VERSION = 3
+GP_VERSION = 4
 GP_HDR_SIZE = 24
 GP_MAX_PAYLOAD = 268435456
 GP_DEFAULT_DATA_LIMIT = 33554432
@@ -57,6 +57,8 @@ OP = {
     'LOCK': 51,
     'UNLOCK': 52,
     'FETCH_SET': 53,
+    'BLOCK_LOCK': 54,
+    'BLOCK_UNLOCK': 55,
 }
 
 # GFS_ERROR_TABLE

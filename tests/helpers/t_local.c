@@ -11,6 +11,12 @@
  *   t_local stat NAME                    "me S" "blocks B0 B1 .." "size N"
  *   t_local truncate NAME SIZE
  *   t_local hole NAME                    a block never written reads zeros
+ *   t_local far NAME                     create; bytes written far past
+ *                                        2^60 read back (every offset is
+ *                                        the file's, none the claims')
+ *   t_local lockall NAME                 hold an exclusive byte-range lock
+ *                                        over the whole file: "locked",
+ *                                        then unlock at a line on stdin
  *   t_local nbtail NAME                  8 concurrent non-blocking reads
  *                                        that reach past the end, through
  *                                        an id opened before the writes
@@ -145,6 +151,38 @@ static int do_nbtail(const char *name)
     return t_finish();
 }
 
+static int do_far(const char *name)
+{
+    EXPECT_EQ(gfs_create_layout(name, 0 + gfs_num_servers(), NULL, 4096, NULL,
+                                "local"),
+              0);
+    int sid = open_or_die(name);
+    int64_t at = (INT64_C(1) << 61) + 5;
+    char buf[100], back[100];
+    for (int i = 0; i < 100; i++)
+        buf[i] = (char)pat(at + i);
+    EXPECT_EQ(gfs_striped_write(sid, at, buf, 100), 100);
+    EXPECT_EQ(gfs_striped_read(sid, at, back, 100), 100);
+    EXPECT_EQ(memcmp(buf, back, 100), 0);
+    EXPECT_EQ(gfs_striped_size(sid), at + 100);
+    EXPECT_EQ(gfs_striped_close(sid), 0);
+    return t_finish();
+}
+
+static int do_lockall(const char *name)
+{
+    int sid = open_or_die(name);
+    EXPECT_EQ(gfs_striped_lock(sid, 0, 0, 1), 0);
+    printf("locked\n");
+    fflush(stdout);
+    char line[16];
+    if (!fgets(line, sizeof(line), stdin))
+        printf("FAIL stdin closed\n");
+    EXPECT_EQ(gfs_striped_unlock(sid, 0, 0), 0);
+    EXPECT_EQ(gfs_striped_close(sid), 0);
+    return t_finish();
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -173,6 +211,10 @@ int main(int argc, char **argv)
         rc = t_finish();
     } else if (!strcmp(cmd, "hole")) {
         rc = do_hole(name);
+    } else if (!strcmp(cmd, "far")) {
+        rc = do_far(name);
+    } else if (!strcmp(cmd, "lockall")) {
+        rc = do_lockall(name);
     } else if (!strcmp(cmd, "nbtail")) {
         rc = do_nbtail(name);
     }

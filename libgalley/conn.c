@@ -66,7 +66,8 @@ struct gc_conn {
     pthread_cond_t cv;
     int fd;                      /* -1 when not connected */
     bool broken;                 /* the stream failed; reconnect on next use */
-    const gc_transport_ops *ops; /* chosen at connect; NULL before */
+    const gc_transport_ops *ops; /* chosen at connect (c->lock); NULL
+                                  * until the first connect succeeds */
     gc_req *pending;
     uint64_t next_reqid;
     uint64_t data_limit;
@@ -465,8 +466,8 @@ static int handshake(gc_conn *c)
 }
 
 /* Dial and handshake the transports GALLEY_TRANSPORT allows, best first,
- * until one takes the connection (transport.h); sets c->ops and c->fd. */
-static int choose_transport(gc_conn *c)
+ * until one takes the connection (transport.h): *ops and c->fd. */
+static int choose_transport(gc_conn *c, const gc_transport_ops **ops)
 {
     int mode = gc_transport();
     int rc = GFS_ESERVERDOWN, stream = -1;
@@ -490,7 +491,7 @@ static int choose_transport(gc_conn *c)
             continue;
         rc = (*t)->probe ? (*t)->probe(auth_call, c) : 0;
         if (rc == 0) {
-            c->ops = *t;
+            *ops = *t;
             return 0;
         }
         if (rc != GC_DECLINE)
@@ -507,8 +508,8 @@ static int choose_transport(gc_conn *c)
  * receiving.  Called with send_lock held and the reader stopped. */
 static int connect_locked(gc_conn *c)
 {
-    c->ops = NULL;
-    int rc = choose_transport(c);
+    const gc_transport_ops *ops = NULL;
+    int rc = choose_transport(c, &ops);
     if (rc)
         return rc;
     uint8_t out[64];
@@ -536,9 +537,12 @@ static int connect_locked(gc_conn *c)
         goto out_close;
     gp_wbuf_free(&w);
 
+    pthread_mutex_lock(&c->lock); /* waiters read ops under it */
+    c->ops = ops;
     c->broken = false;
     c->last_rx_ns = gc_now_ns();
-    rc = c->ops->start(c);
+    pthread_mutex_unlock(&c->lock);
+    rc = ops->start(c);
     if (rc)
         goto out_close;
     return 0;
@@ -547,7 +551,6 @@ out_close:
     gp_wbuf_free(&w);
     close(c->fd);
     c->fd = -1;
-    c->ops = NULL;
     return rc;
 }
 

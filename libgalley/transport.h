@@ -32,8 +32,9 @@
  * does not move itself (metadata, locks, counters) goes through the shared
  * stream and reply engine like cross-memory attach's.
  *
- * Threads: ops are called with no conn lock held, except progress (c->lock
- * held, as documented there).
+ * Threads: dial, probe and start run while conn.c connects (the
+ * connection's send_lock held, nothing in flight); io_submit and same_host
+ * with no conn lock held; progress with c->lock held, as documented there.
  */
 #ifndef GALLEY_TRANSPORT_H
 #define GALLEY_TRANSPORT_H
@@ -77,8 +78,8 @@ typedef struct gc_transport_ops {
      * always taken. */
     int (*probe)(gc_hs_call call, void *arg);
 
-    /* Replies.  start: once connected (c->lock not held; the stream is
-     * idle): begin receiving.  progress: a waiter whose reply has not
+    /* Replies.  start: once connected (the stream is idle): begin
+     * receiving.  progress: a waiter whose reply has not
      * come, with c->lock held (and returning with it held), lets replies
      * progress for up to wait_ns (0: do not block). */
     int (*start)(gc_conn *c);

@@ -394,8 +394,8 @@ void gsrv_fork_close(uint64_t fkid, uint32_t count);
 /* True when hid names a subfile that is not deleted. */
 bool gsrv_sub_exists(uint64_t hid);
 
-/* fsck (fsck.c): up to max subfiles with hid > after, sorted by hid,
- * live and marked; free with gsrv_sub_info_free. */
+/* For fsck (SUB_LIST, subfile_ops.c): up to max subfiles with hid > after,
+ * sorted by hid, live and marked; free with gsrv_sub_info_free. */
 typedef struct gsrv_sub_info {
     uint64_t hid;
     char *filename;

@@ -3,9 +3,14 @@
  * (the shared library exports only gfs_* symbols).
  *
  * Layers inside the client, each using only the one below:
- *   files.c / forks.c / striped.c   the API of galley.h
+ *   files.c / forks.c / striped.c   the API of galley.h (each gfs_* over an
+ *   local_layout.c / nb.c ...       internal gc_* entry point; the layers
+ *                                   call only those, never a gfs_*)
+ *   calls.c                         one call per message (from gmsg.h)
  *   io.c                            the one data path: transfers of pieces
  *                                   to forks, chunked, pipelined, per server
+ *   transport*.c (transport.h)      how a connection moves requests, replies
+ *                                   and data: TCP, Unix inline, Unix + CMA
  *   conn.c                          connections, framing, reply dispatch
  *   proto/gproto.c                  encode/decode (shared with galleyd)
  */

@@ -488,7 +488,8 @@ int64_t gfs_striped_fetch_set(int sid, const char *key, int64_t value);
 /* Pure layout arithmetic (no servers needed). */
 /* Bytes of logical range [0, size) that subfile `subfile` holds. */
 int64_t gfs_layout_fork_size(int nsub, int64_t unit, int subfile, int64_t size);
-/* Logical size implied by subfile fork sizes fsizes[0..nsub-1]. */
+/* Logical size implied by subfile fork sizes fsizes[0..nsub-1]; -EINVAL
+ * unless 1 <= nsub <= GFS_MAX_SUBFILES, unit >= 1 and every size >= 0. */
 int64_t gfs_layout_logical_size(int nsub, int64_t unit, const int64_t *fsizes);
 /* Where logical byte `offset` lives: returns its subfile (or -EINVAL for
  * nsub < 1, unit < 1, offset < 0); *fork_offset (if not NULL) is its

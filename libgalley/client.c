@@ -8,6 +8,7 @@
  */
 #include "internal.h"
 #include "cluster_file.h"
+#include "fnv.h"
 #include "gerror.h"
 
 #include <ctype.h>
@@ -143,7 +144,7 @@ int gfs_finalize(void)
      * connection's opens). */
     gc_fork k;
     for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
-        gfs_close_fork(kid);
+        gc_fork_close(kid);
 
     pthread_mutex_lock(&gc_g.lock);
     gc_g.refs = 0;
@@ -214,15 +215,10 @@ int gfs_set_timeout_ms(int ms)
     return 0;
 }
 
-/* FNV-1a: the name -> metadata server map every client must agree on. */
+/* The name -> metadata server map every client must agree on. */
 int gc_meta_server(const char *name)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-        h ^= *p;
-        h *= 1099511628211ull;
-    }
-    return (int)(h % (uint64_t)gc_g.nservers);
+    return (int)(g_fnv1a(name) % (uint64_t)gc_g.nservers);
 }
 
 int gc_check_name(const char *name, size_t max)
@@ -322,13 +318,7 @@ int gfs_ping(int server)
     gc_conn *c = gc_server_conn(server);
     if (!c)
         return -EINVAL;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_PING_req_encode(&w, &(gp_PING_req){});
-    gc_req q;
-    rc = gc_call(c, GP_OP_PING, &w, &q);
-    gc_req_release(&q);
-    return rc;
+    return gc_PING_call(c, &(gp_PING_req){}, NULL, NULL);
 }
 
 int gfs_stat_server(int server, gfs_server_stat *st)
@@ -339,17 +329,9 @@ int gfs_stat_server(int server, gfs_server_stat *st)
     gc_conn *c = gc_server_conn(server);
     if (!c || !st)
         return -EINVAL;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_STATFS_req_encode(&w, &(gp_STATFS_req){});
-    gc_req q;
-    rc = gc_call(c, GP_OP_STATFS, &w, &q);
+    gp_STATFS_rep m;
+    rc = gc_STATFS_call(c, &(gp_STATFS_req){}, &m, NULL);
     if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_STATFS_rep m;
-        if (gp_STATFS_rep_decode(&r, &m))
-            rc = GFS_EPROTO;
         st->bytes_used = m.bytes_used;
         st->bytes_free = m.bytes_free;
         st->bytes_total = m.bytes_total;
@@ -359,6 +341,5 @@ int gfs_stat_server(int server, gfs_server_stat *st)
         st->cache_hits = m.cache_hits;
         st->cache_misses = m.cache_misses;
     }
-    gc_req_release(&q);
     return rc;
 }

@@ -1,32 +1,28 @@
 /*
- * conn.c -- one TCP connection per server, framing, and reply dispatch.
+ * conn.c -- a connection per server over whichever transport it got at
+ * connect (transport.h: TCP, the same-host Unix socket with data inline,
+ * or with cross-memory attach), framing, and reply dispatch.
  *
  * Threads and locks
  *   - Any application thread may call gc_submit / gc_wait.  Sending a
  *     frame holds c->send_lock for the whole frame (frames never
  *     interleave); several requests may be outstanding on one connection.
- *   - One reader thread per live connection receives reply frames, finds
- *     the waiting gc_req by request id, and scatters read data straight
- *     into the user's iovecs.  It holds c->lock only to look up and to
- *     complete a request, never while blocked in recv.
- *   - On a cross-memory-attach connection replies are small (the data moves
- *     without the socket), and there is no reader thread: a thread waiting
- *     in gc_wait (or polling in gc_test) reads the frames itself, one
- *     waiter at a time (c->reading), completing whichever request each
- *     frame answers (leader/follower).  That saves a thread wake-up per
- *     request, the largest cost of a small request's round trip.
+ *   - Replies are read by one of two engines, the transport's choice:
+ *     a reader thread per connection that receives reply frames, finds
+ *     the waiting gc_req by request id and scatters read data straight
+ *     into the user's iovecs (holding c->lock only to look up and to
+ *     complete a request, never while blocked in recv); or no thread: a
+ *     waiter in gc_wait (or gc_test) reads the frames itself, one at a
+ *     time (c->reading), completing whichever request each frame answers
+ *     (leader/follower), which saves a thread wake-up per request.
  *   - Lock order: c->send_lock before c->lock; gc_g.lock is never taken
  *     while holding c->lock (reconnect collects fork handles first).
  *
- * Transports (gproto.h)
- *   - GALLEY_TRANSPORT=auto (default): a server whose address is on this
- *     host and network namespace answers on its abstract Unix socket; we
- *     use that, and if CMA_PROBE succeeds, data moves by cross-memory
- *     attach (IO_READV / IO_WRITEV, built in io.c) instead of through the
- *     socket.  Otherwise TCP.  local: the Unix socket or nothing (data by
- *     CMA when allowed, else inline over the socket); tcp: TCP only.
- *   - A child after fork() must not let the server copy into its parent's
- *     memory: CMA is used only by the process that connected.
+ * Choosing the transport: connect_locked tries transport.c's candidates,
+ * best first, among those GALLEY_TRANSPORT allows (auto: all; local: the
+ * same-host socket ones; tcp: TCP only), dialling each stream once and
+ * running the handshake (authentication, PING) on it before the
+ * candidate's probe.  The chosen ops stay until the connection breaks.
  *
  * Failure model
  *   - A request fails with GFS_ETIMEDOUT when the connection shows no
@@ -37,8 +33,8 @@
  *     server), so a restarted server is used again transparently.
  */
 #include "internal.h"
-#include "dial.h"
 #include "gsend.h"
+#include "transport.h"
 
 #ifndef IOV_MAX
 #define IOV_MAX 1024
@@ -68,19 +64,19 @@ struct gc_conn {
     pthread_mutex_t send_lock;
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t cv;
-    int fd;      /* -1 when not connected */
-    bool broken; /* reader hit an error; reconnect on next use */
-    bool reader_live;
-    pthread_t reader;
+    int fd;                      /* -1 when not connected */
+    bool broken;                 /* the stream failed; reconnect on next use */
+    const gc_transport_ops *ops; /* chosen at connect (c->lock); NULL
+                                  * until the first connect succeeds */
     gc_req *pending;
     uint64_t next_reqid;
     uint64_t data_limit;
     uint64_t last_rx_ns;
-    bool local;     /* connected over the same-host socket */
-    bool cma;       /* ... and the server can reach our memory */
-    bool self_read; /* no reader thread: waiters read (see below) */
-    bool reading;   /* a waiter is reading a frame right now */
-    pid_t owner;    /* the process that connected */
+    pid_t owner; /* the process that connected */
+    /* the reply engines' state (see the top) */
+    bool reader_live; /* reader engine: its thread runs */
+    pthread_t reader;
+    bool reading; /* waiter engine: a waiter is reading a frame now */
 };
 
 static void fail_pending_locked(gc_conn *c, int err);
@@ -122,7 +118,7 @@ static void conn_shutdown(gc_conn *c)
         pthread_join(c->reader, NULL);
     pthread_mutex_lock(&c->lock);
     c->reader_live = false;
-    if (c->pending) /* no reader thread failed them (self_read) */
+    if (c->pending) /* no reader thread failed them (waiter engine) */
         fail_pending_locked(c, GFS_ESERVERDOWN);
     if (c->fd >= 0)
         close(c->fd);
@@ -311,7 +307,7 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-/* A waiter's turn at reading (self_read connections): wait up to wait_ms
+/* A waiter's turn at reading (the waiter engine): wait up to wait_ms
  * for a frame and read it.  Called with c->lock held and c->reading false;
  * returns with c->lock held. */
 static void read_turn(gc_conn *c, int wait_ms)
@@ -340,6 +336,66 @@ static void read_turn(gc_conn *c, int wait_ms)
     if (err)
         fail_pending_locked(c, err);
     pthread_cond_broadcast(&c->cv); /* the next waiter may read */
+}
+
+/* Wait on c->cv for up to wait_ns.  c->lock held. */
+static void cv_wait(gc_conn *c, uint64_t wait_ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t t = (uint64_t)ts.tv_nsec + wait_ns;
+    ts.tv_sec += (time_t)(t / 1000000000ull);
+    ts.tv_nsec = (long)(t % 1000000000ull);
+    pthread_cond_timedwait(&c->cv, &c->lock, &ts);
+}
+
+int gc_replies_reader_start(gc_conn *c)
+{
+    if (pthread_create(&c->reader, NULL, reader_main, c) != 0)
+        return -ENOMEM;
+    c->reader_live = true;
+    return 0;
+}
+
+void gc_replies_reader_progress(gc_conn *c, uint64_t wait_ns)
+{
+    if (wait_ns) /* the reader completes it and broadcasts */
+        cv_wait(c, wait_ns);
+}
+
+int gc_replies_waiter_start(gc_conn *c)
+{
+    /* a reading waiter must not block forever mid-frame */
+    struct timeval tv = {gc_timeout_ms() / 1000,
+                         (gc_timeout_ms() % 1000) * 1000};
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return 0;
+}
+
+void gc_replies_waiter_progress(gc_conn *c, uint64_t wait_ns)
+{
+    if (c->reading) { /* another waiter reads: it broadcasts each frame */
+        if (wait_ns)
+            cv_wait(c, wait_ns);
+    } else if (c->broken || c->fd < 0) {
+        fail_pending_locked(c, GFS_ESERVERDOWN); /* nobody else will */
+    } else {
+        read_turn(c, wait_ns ? (int)(wait_ns / 1000000) + 1 : 0);
+    }
+}
+
+/* Let replies progress for a waiter (c->lock held). */
+static void progress(gc_conn *c, uint64_t wait_ns)
+{
+    if (c->ops)
+        c->ops->progress(c, wait_ns);
+    else if (wait_ns)
+        cv_wait(c, wait_ns);
+}
+
+bool gc_conn_owned(const gc_conn *c)
+{
+    return c->owner == getpid();
 }
 
 /* --------------------------------------------------------- connecting -- */
@@ -383,60 +439,83 @@ static int auth_call(void *arg, uint16_t op, const gp_wbuf *w, uint8_t *out,
     return handshake_call(arg, op, w, out, outmax, outlen);
 }
 
-/* Connect, check the version, learn the data limit, re-register the
- * client's open forks on this server.  Called with send_lock held and the
- * reader stopped. */
-static int connect_locked(gc_conn *c)
+/* On a fresh stream: authenticate, check the version, learn the data
+ * limit. */
+static int handshake(gc_conn *c)
 {
-    int mode = gc_transport();
-    int rc = GFS_ESERVERDOWN;
-    c->local = c->cma = false;
-    if (mode != GFS_TRANSPORT_TCP) {
-        rc = gc_dial_local(c->host, c->port, &c->fd);
-        c->local = rc == 0;
-    }
-    if (rc && mode != GFS_TRANSPORT_LOCAL)
-        rc = gc_dial_tcp(c->host, c->port, gc_timeout_ms(), &c->fd);
-    if (rc)
-        return rc;
-    c->owner = getpid();
     uint8_t out[64];
     uint32_t outlen = 0;
+    int rc = gc_auth_handshake(auth_call, c); /* the cluster secret (auth.c) */
+    if (rc)
+        return rc;
     gp_wbuf w;
     gp_wbuf_init(&w);
     gp_PING_req_encode(&w, &(gp_PING_req){});
-    rc = gc_auth_handshake(auth_call, c); /* the cluster secret (auth.c) */
-    if (!rc)
-        rc = handshake_call(c, GP_OP_PING, &w, out, sizeof(out), &outlen);
+    rc = handshake_call(c, GP_OP_PING, &w, out, sizeof(out), &outlen);
+    gp_wbuf_free(&w);
     if (rc)
-        goto out_close;
+        return rc;
     gp_rbuf r;
     gp_rbuf_init(&r, out, outlen);
     gp_PING_rep ping;
     int bad = gp_PING_rep_decode(&r, &ping);
-    if (bad || ping.version != GP_VERSION || ping.data_limit < 4096) {
-        rc = bad ? GFS_EPROTO : GFS_EVERSION;
-        goto out_close;
-    }
+    if (bad || ping.version != GP_VERSION || ping.data_limit < 4096)
+        return bad ? GFS_EPROTO : GFS_EVERSION;
     c->data_limit = ping.data_limit;
-    if (c->local) {
-        /* may the server copy our memory?  (ptrace rules, other user) */
-        volatile uint64_t src = 0x47414c4c4559434dull ^ (uint64_t)gc_now_ns();
-        volatile uint64_t dst = 0;
-        gp_CMA_PROBE_req_encode(
-            &w, &(gp_CMA_PROBE_req){.src = (uint64_t)(uintptr_t)&src,
-                                    .dst = (uint64_t)(uintptr_t)&dst});
-        int k =
-            handshake_call(c, GP_OP_CMA_PROBE, &w, out, sizeof(out), &outlen);
-        c->cma = k == 0 && dst == src;
-        gp_wbuf_free(&w);
-        if (k == GFS_ESERVERDOWN || k == GFS_ETIMEDOUT || k == GFS_EPROTO ||
-            k == GFS_EVERSION) {
-            rc = k;
-            goto out_close;
-        }
-    }
+    return 0;
+}
 
+/* Dial and handshake the transports GALLEY_TRANSPORT allows, best first,
+ * until one takes the connection (transport.h): *ops and c->fd. */
+static int choose_transport(gc_conn *c, const gc_transport_ops **ops)
+{
+    int mode = gc_transport();
+    int rc = GFS_ESERVERDOWN, stream = -1;
+    for (const gc_transport_ops *const *t = gc_transports; *t; t++) {
+        if (!gc_transport_allowed(*t, mode))
+            continue;
+        if ((*t)->stream != stream) {
+            if (c->fd >= 0)
+                close(c->fd);
+            c->fd = -1;
+            stream = (*t)->stream;
+            rc = (*t)->dial(c->host, c->port, &c->fd);
+            if (rc)
+                continue; /* no such stream here: the next kind */
+            c->owner = getpid();
+            rc = handshake(c);
+            if (rc)
+                break; /* the server is there but refuses us */
+        }
+        if (c->fd < 0)
+            continue;
+        rc = (*t)->probe ? (*t)->probe(auth_call, c) : 0;
+        if (rc == 0) {
+            *ops = *t;
+            return 0;
+        }
+        if (rc != GC_DECLINE)
+            break;
+        rc = GFS_ESERVERDOWN;
+    }
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    return rc;
+}
+
+/* Connect, re-register the client's open forks on this server, start
+ * receiving.  Called with send_lock held and the reader stopped. */
+static int connect_locked(gc_conn *c)
+{
+    const gc_transport_ops *ops = NULL;
+    int rc = choose_transport(c, &ops);
+    if (rc)
+        return rc;
+    uint8_t out[64];
+    uint32_t outlen = 0;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
     uint64_t *fk = NULL;
     int nfk = 0;
     rc = gc_open_handles(c->server, &fk, &nfk);
@@ -458,21 +537,14 @@ static int connect_locked(gc_conn *c)
         goto out_close;
     gp_wbuf_free(&w);
 
+    pthread_mutex_lock(&c->lock); /* waiters read ops under it */
+    c->ops = ops;
     c->broken = false;
     c->last_rx_ns = gc_now_ns();
-    c->self_read = c->cma;
-    if (c->self_read) {
-        /* a reading waiter must not block forever mid-frame */
-        struct timeval tv = {gc_timeout_ms() / 1000,
-                             (gc_timeout_ms() % 1000) * 1000};
-        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        return 0;
-    }
-    if (pthread_create(&c->reader, NULL, reader_main, c) != 0) {
-        rc = -ENOMEM;
+    pthread_mutex_unlock(&c->lock);
+    rc = ops->start(c);
+    if (rc)
         goto out_close;
-    }
-    c->reader_live = true;
     return 0;
 
 out_close:
@@ -494,29 +566,43 @@ static int ensure_connected(gc_conn *c)
     return connect_locked(c);
 }
 
-int gc_conn_data_limit(gc_conn *c, uint64_t *limit, bool *cma)
+/* The connection's transport, connecting if needed; NULL with *rc set
+ * when it cannot connect. */
+static const gc_transport_ops *conn_ops(gc_conn *c, int *rc)
+{
+    pthread_mutex_lock(&c->send_lock);
+    *rc = ensure_connected(c);
+    const gc_transport_ops *t = *rc ? NULL : c->ops;
+    pthread_mutex_unlock(&c->send_lock);
+    return t;
+}
+
+int gc_conn_data_limit(gc_conn *c, uint64_t *limit)
 {
     pthread_mutex_lock(&c->send_lock);
     int rc = ensure_connected(c);
-    if (!rc) {
+    if (!rc)
         *limit = c->data_limit;
-        if (cma)
-            *cma = c->cma && c->owner == getpid();
-    }
     pthread_mutex_unlock(&c->send_lock);
     return rc;
 }
 
 int gc_conn_transport(gc_conn *c)
 {
-    pthread_mutex_lock(&c->send_lock);
-    int rc = ensure_connected(c);
-    if (!rc)
-        rc = c->cma     ? GFS_TRANSPORT_LOCAL_CMA
-             : c->local ? GFS_TRANSPORT_LOCAL
-                        : GFS_TRANSPORT_TCP;
-    pthread_mutex_unlock(&c->send_lock);
-    return rc;
+    int rc;
+    const gc_transport_ops *t = conn_ops(c, &rc);
+    return t ? t->kind : rc;
+}
+
+int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)
+{
+    int rc;
+    const gc_transport_ops *t = conn_ops(c, &rc);
+    if (!t) {
+        ch->req.state = GC_REQ_DONE;
+        return ch->req.status = rc;
+    }
+    return t->io_submit(c, op, ch);
 }
 
 /* ------------------------------------------------------- submit / wait -- */
@@ -601,9 +687,8 @@ bool gc_test(gc_req *req)
     if (!c)
         return true;
     pthread_mutex_lock(&c->lock);
-    if (req->state != GC_REQ_DONE && c->self_read && !c->reading &&
-        !c->broken && c->fd >= 0)
-        read_turn(c, 0); /* progress without waiting */
+    if (req->state != GC_REQ_DONE && !c->broken && c->fd >= 0)
+        progress(c, 0); /* without waiting */
     bool done = req->state == GC_REQ_DONE;
     pthread_mutex_unlock(&c->lock);
     return done;
@@ -641,24 +726,7 @@ int gc_wait(gc_req *req)
         uint64_t wait_ns = last + tmo > now ? last + tmo - now : 1000000;
         if (wait_ns > 200000000ull)
             wait_ns = 200000000ull;
-        if (c->self_read && !c->reading) {
-            if (c->broken || c->fd < 0) {
-                fail_pending_locked(c, GFS_ESERVERDOWN); /* nobody else will */
-                if (req->state != GC_REQ_DONE) {
-                    req->state = GC_REQ_DONE;
-                    req->status = GFS_ESERVERDOWN;
-                }
-            } else {
-                read_turn(c, (int)(wait_ns / 1000000) + 1);
-            }
-            continue;
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t t = (uint64_t)ts.tv_nsec + wait_ns;
-        ts.tv_sec += (time_t)(t / 1000000000ull);
-        ts.tv_nsec = (long)(t % 1000000000ull);
-        pthread_cond_timedwait(&c->cv, &c->lock, &ts);
+        progress(c, wait_ns);
     }
     pthread_mutex_unlock(&c->lock);
     return req->status;
@@ -686,21 +754,13 @@ int gc_call(gc_conn *c, uint16_t opcode, const gp_wbuf *desc, gc_req *req)
     return gc_wait(req);
 }
 
-/* For the locality layout: is this server on our host?  The same-host
- * socket says so; on TCP (GALLEY_TRANSPORT=tcp), a connection whose two
- * ends have one address does. */
+/* For the locality layout: is this server on our host?  The transport
+ * says (the same-host socket always is; a TCP connection is when its two
+ * ends have one address). */
 bool gc_conn_same_host(gc_conn *c)
 {
     pthread_mutex_lock(&c->send_lock);
-    bool same = false;
-    if (ensure_connected(c) == 0) {
-        struct sockaddr_storage me, peer;
-        socklen_t ml = sizeof(me), pl = sizeof(peer);
-        same = c->local ||
-               (getsockname(c->fd, (struct sockaddr *)&me, &ml) == 0 &&
-                getpeername(c->fd, (struct sockaddr *)&peer, &pl) == 0 &&
-                gc_same_ip(&me, &peer));
-    }
+    bool same = ensure_connected(c) == 0 && c->ops->same_host(c->fd);
     pthread_mutex_unlock(&c->send_lock);
     return same;
 }

@@ -14,59 +14,15 @@
 
 /* ------------------------------------------------------ small calls --- */
 
-int gc_name_call(int server, uint16_t op, const char *name, gc_req *q)
+static gc_conn *srv(int server)
 {
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    switch (op) { /* the messages whose request is one name (gmsg.h) */
-#define NAME_REQ(OP, field)                                                    \
-    case GP_OP_##OP:                                                           \
-        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.field = name});             \
-        break;
-        NAME_REQ(NS_RESERVE, name)
-        NAME_REQ(NS_RELEASE, name)
-        NAME_REQ(NS_LOOKUP, name)
-        NAME_REQ(NS_REMOVE, name)
-        NAME_REQ(NS_LIST, prefix)
-#undef NAME_REQ
-    default:
-        w.err = -EINVAL;
-    }
-    int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, q);
-    gp_wbuf_free(&w);
-    return rc;
+    return gc_server_conn(server);
 }
 
-static int hid_call(int server, uint16_t op, uint64_t hid)
+int gc_lookup(int server, const char *name, gp_record *rec)
 {
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    if (op == GP_OP_SUB_DELETE)
-        gp_SUB_DELETE_req_encode(&w, &(gp_SUB_DELETE_req){.hid = hid});
-    else
-        w.err = -EINVAL;
-    gc_req q;
-    int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, &q);
-    gc_req_release(&q);
-    gp_wbuf_free(&w);
-    return rc;
-}
-
-int gc_record_call(int server, uint16_t op, const char *name, gp_record *rec)
-{
-    gc_req q;
-    int rc = gc_name_call(server, op, name, &q);
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_NS_LOOKUP_rep l = {.rec = rec};
-        gp_NS_REMOVE_rep m = {.rec = rec};
-        if (op == GP_OP_NS_REMOVE ? gp_NS_REMOVE_rep_decode(&r, &m)
-                                  : gp_NS_LOOKUP_rep_decode(&r, &l))
-            rc = GFS_EPROTO;
-    }
-    gc_req_release(&q);
-    return rc;
+    return gc_NS_LOOKUP_call(srv(server), &(gp_NS_LOOKUP_req){.name = name},
+                             &(gp_NS_LOOKUP_rep){.rec = rec}, NULL);
 }
 
 /* --------------------------------------------------------- create ----- */
@@ -123,52 +79,38 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
 
     /* Step 1: reserve the name at its metadata server. */
     int meta = gc_meta_server(name);
-    gc_req q;
-    rc = gc_name_call(meta, GP_OP_NS_RESERVE, name, &q);
-    gc_req_release(&q);
+    rc = gc_NS_RESERVE_call(srv(meta), &(gp_NS_RESERVE_req){.name = name}, NULL,
+                            NULL);
     if (rc)
         goto out_free;
 
     /* Step 2: a subfile header on each chosen server. */
     int made = 0;
     for (; made < nsubfiles; made++) {
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        gp_SUB_CREATE_req_encode(
-            &w,
-            &(gp_SUB_CREATE_req){.filename = name, .subfile = (uint32_t)made});
-        rc = gc_call(gc_server_conn((int)rec->server[made]), GP_OP_SUB_CREATE,
-                     &w, &q);
-        gp_wbuf_free(&w);
-        if (!rc) {
-            gp_rbuf r;
-            gp_rbuf_init(&r, q.reply, q.replylen);
-            gp_SUB_CREATE_rep m;
-            if (gp_SUB_CREATE_rep_decode(&r, &m))
-                rc = GFS_EPROTO;
-            rec->hid[made] = m.hid;
-        }
-        gc_req_release(&q);
+        gp_SUB_CREATE_rep m;
+        rc = gc_SUB_CREATE_call(
+            srv((int)rec->server[made]),
+            &(gp_SUB_CREATE_req){.filename = name, .subfile = (uint32_t)made},
+            &m, NULL);
         if (rc)
             goto out_release;
+        rec->hid[made] = m.hid;
     }
 
     /* Step 3: commit the record. */
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_NS_COMMIT_req_encode(&w, &(gp_NS_COMMIT_req){.name = name, .rec = rec});
-    rc = gc_call(gc_server_conn(meta), GP_OP_NS_COMMIT, &w, &q);
-    gc_req_release(&q);
-    gp_wbuf_free(&w);
+    rc = gc_NS_COMMIT_call(
+        srv(meta), &(gp_NS_COMMIT_req){.name = name, .rec = rec}, NULL, NULL);
     if (!rc)
         goto out_free;
 
 out_release:
     /* Undo in reverse: subfile headers, then the reservation. */
     for (int i = made - 1; i >= 0; i--)
-        hid_call((int)rec->server[i], GP_OP_SUB_DELETE, rec->hid[i]);
-    gc_name_call(meta, GP_OP_NS_RELEASE, name, &q);
-    gc_req_release(&q);
+        gc_SUB_DELETE_call(srv((int)rec->server[i]),
+                           &(gp_SUB_DELETE_req){.hid = rec->hid[i]}, NULL,
+                           NULL);
+    gc_NS_RELEASE_call(srv(meta), &(gp_NS_RELEASE_req){.name = name}, NULL,
+                       NULL);
 out_free:
     free(rec);
     return rc;
@@ -196,7 +138,7 @@ int gc_file_register(const char *name, const gp_record *rec)
     return fid;
 }
 
-int gfs_open_file(const char *name)
+int gc_file_open(const char *name)
 {
     int rc = gc_check_init();
     if (rc)
@@ -207,14 +149,14 @@ int gfs_open_file(const char *name)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = gc_record_call(gc_meta_server(name), GP_OP_NS_LOOKUP, name, rec);
+    rc = gc_lookup(gc_meta_server(name), name, rec);
     if (!rc)
         rc = gc_file_register(name, rec);
     free(rec);
     return rc;
 }
 
-int gfs_close_file(int fid)
+int gc_file_close(int fid)
 {
     int rc = gc_check_init();
     if (rc)
@@ -225,13 +167,13 @@ int gfs_close_file(int fid)
     gc_fork k;
     for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
         if (k.fid == fid)
-            gfs_close_fork(kid);
+            gc_fork_close(kid);
     return 0;
 }
 
 /* ----------------------------------------------------------- delete --- */
 
-int gfs_delete_file(const char *name)
+int gc_file_delete(const char *name)
 {
     int rc = gc_check_init();
     if (rc)
@@ -245,13 +187,17 @@ int gfs_delete_file(const char *name)
     /* The record goes first (the name is free at once); subfile headers
      * follow.  A subfile on a dead server is reported, and stays behind
      * as an orphan on that server rather than blocking the delete. */
-    rc = gc_record_call(gc_meta_server(name), GP_OP_NS_REMOVE, name, rec);
+    rc = gc_NS_REMOVE_call(srv(gc_meta_server(name)),
+                           &(gp_NS_REMOVE_req){.name = name},
+                           &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
     if (rc)
         goto out_free;
     for (uint32_t i = 0; i < rec->nsub; i++) {
         if (rec->server[i] >= (uint32_t)gc_g.nservers)
             continue;
-        int k = hid_call((int)rec->server[i], GP_OP_SUB_DELETE, rec->hid[i]);
+        int k = gc_SUB_DELETE_call(srv((int)rec->server[i]),
+                                   &(gp_SUB_DELETE_req){.hid = rec->hid[i]},
+                                   NULL, NULL);
         if (k && k != -ENOENT && !rc)
             rc = k;
     }
@@ -297,37 +243,33 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
     char **names = NULL;
     size_t n = 0, cap = 0;
     for (int s = 0; s < gc_g.nservers && !rc; s++) {
-        gc_req q;
-        rc = gc_name_call(s, GP_OP_NS_LIST, prefix, &q);
-        if (rc) {
-            gc_req_release(&q);
-            break;
-        }
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
+        gc_tail t;
         gp_NS_LIST_rep m;
-        gp_NS_LIST_rep_decode(&r, &m);
-        for (uint32_t i = 0; i < m.n && !r.err; i++) {
+        rc = gc_NS_LIST_call(srv(s), &(gp_NS_LIST_req){.prefix = prefix}, &m,
+                             &t);
+        if (rc)
+            break;
+        gp_rbuf *r = &t.r;
+        for (uint32_t i = 0; i < m.n && !r->err; i++) {
             gp_NAME_item it;
-            if (gp_NAME_item_decode(&r, &it))
+            if (gp_NAME_item_decode(r, &it))
                 break;
             if (n == cap) {
                 cap = cap ? cap * 2 : 64;
                 char **nn = realloc(names, sizeof(*nn) * cap);
                 if (!nn) {
-                    r.err = -ENOMEM;
+                    r->err = -ENOMEM;
                     break;
                 }
                 names = nn;
             }
             if (!(names[n] = strdup(it.name))) {
-                r.err = -ENOMEM;
+                r->err = -ENOMEM;
                 break;
             }
             n++;
         }
-        rc = gp_decode_end(&r);
-        gc_req_release(&q);
+        rc = gc_tail_end(&t);
     }
     if (!rc) {
         qsort(names, n, sizeof(*names), cmp_str);
@@ -406,7 +348,7 @@ int gfs_set_attr(int fid, const char *key, const char *value)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = gc_record_call(gc_meta_server(f.name), GP_OP_NS_LOOKUP, f.name, rec);
+    rc = gc_lookup(gc_meta_server(f.name), f.name, rec);
     if (rc)
         goto out_free;
     char *text = malloc(GP_ATTR_MAX + 1);
@@ -435,17 +377,13 @@ int gfs_set_attr(int fid, const char *key, const char *value)
     }
     tl += (size_t)sprintf(text + tl, "%s=%s\n", key, value);
 
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_NS_SETATTR_req_encode(
-        &w, &(gp_NS_SETATTR_req){.name = f.name,
-                                 .attrs = (const uint8_t *)text,
-                                 .attrs_len = (uint32_t)tl});
-    gc_req q;
-    rc = gc_call(gc_server_conn(gc_meta_server(f.name)), GP_OP_NS_SETATTR, &w,
-                 &q);
-    gc_req_release(&q);
-    gp_wbuf_free(&w);
+    rc = gc_NS_SETATTR_call(srv(gc_meta_server(f.name)),
+                            &(gp_NS_SETATTR_req){
+                                .name = f.name,
+                                .attrs = (const uint8_t *)text,
+                                .attrs_len = (uint32_t)tl,
+                            },
+                            NULL, NULL);
     if (!rc) {
         pthread_mutex_lock(&gc_g.lock);
         gc_file *cached = gc_htab_at(&gc_g.files, fid);
@@ -475,4 +413,21 @@ int gfs_get_attr(int fid, const char *key, char *value, size_t len)
     if (!value)
         return -EINVAL;
     return gc_attr_lookup(f.rec.attrs, key, value, len);
+}
+
+/* ------------------------------------------------------- public API --- */
+
+int gfs_open_file(const char *name)
+{
+    return gc_file_open(name);
+}
+
+int gfs_close_file(int fid)
+{
+    return gc_file_close(fid);
+}
+
+int gfs_delete_file(const char *name)
+{
+    return gc_file_delete(name);
 }

@@ -25,126 +25,71 @@ static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
     return 0;
 }
 
-static int hid_name_call(int fid, int subfile, const char *name, uint16_t op,
-                         gc_req *q, int *server)
+/* The server and header of (fid, subfile), and a valid fork name. */
+static int fork_place(int fid, int subfile, const char *name, int *server,
+                      uint64_t *hid)
 {
+    int rc = subfile_of(fid, subfile, server, hid);
+    return rc ? rc : gc_check_name(name, GFS_FORK_NAME_MAX);
+}
+
+int gc_fork_create(int fid, int subfile, const char *name)
+{
+    int server;
     uint64_t hid;
-    memset(q, 0, sizeof(*q));
-    int rc = subfile_of(fid, subfile, server, &hid);
-    if (rc)
-        return rc;
-    rc = gc_check_name(name, GFS_FORK_NAME_MAX);
-    if (rc)
-        return rc;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    switch (op) { /* the messages whose request is (hid, fork) (gmsg.h) */
-#define HID_FORK_REQ(OP)                                                       \
-    case GP_OP_##OP:                                                           \
-        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.hid = hid, .fork = name});  \
-        break;
-        HID_FORK_REQ(FORK_CREATE)
-        HID_FORK_REQ(FORK_OPEN)
-        HID_FORK_REQ(FORK_DELETE)
-#undef HID_FORK_REQ
-    default:
-        w.err = -EINVAL;
-    }
-    rc = w.err ? w.err : gc_call(gc_server_conn(*server), op, &w, q);
-    gp_wbuf_free(&w);
-    return rc;
+    int rc = fork_place(fid, subfile, name, &server, &hid);
+    return rc ? rc
+              : gc_FORK_CREATE_call(
+                    gc_server_conn(server),
+                    &(gp_FORK_CREATE_req){.hid = hid, .fork = name}, NULL,
+                    NULL);
 }
 
-static int fkid_call(int kid, uint16_t op, const uint64_t *arg, gc_req *q)
+int gc_fork_open(int fid, int subfile, const char *name)
 {
-    gc_fork k;
-    memset(q, 0, sizeof(*q));
-    int rc = gc_fork_get(kid, &k);
-    if (rc)
-        return rc;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    switch (op) { /* the messages whose request is an fkid (gmsg.h) */
-#define FKID_REQ(OP)                                                           \
-    case GP_OP_##OP:                                                           \
-        gp_##OP##_req_encode(&w, &(gp_##OP##_req){.fkid = k.fkid});            \
-        break;
-        FKID_REQ(FORK_CLOSE)
-        FKID_REQ(FORK_SIZE)
-        FKID_REQ(FORK_SYNC)
-#undef FKID_REQ
-    case GP_OP_FORK_TRUNCATE:
-        gp_FORK_TRUNCATE_req_encode(
-            &w, &(gp_FORK_TRUNCATE_req){.fkid = k.fkid, .size = *arg});
-        break;
-    default:
-        w.err = -EINVAL;
-    }
-    rc = w.err ? w.err : gc_call(gc_server_conn(k.server), op, &w, q);
-    gp_wbuf_free(&w);
-    return rc;
-}
-
-int gfs_create_fork(int fid, int subfile, const char *name)
-{
-    gc_req q;
     int server;
-    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_CREATE, &q, &server);
-    gc_req_release(&q);
-    return rc;
-}
-
-int gfs_open_fork(int fid, int subfile, const char *name)
-{
-    gc_req q;
-    int server;
-    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_OPEN, &q, &server);
-    if (rc) {
-        gc_req_release(&q);
-        return rc;
-    }
-    gp_rbuf r;
-    gp_rbuf_init(&r, q.reply, q.replylen);
-    gc_fork k = {.fid = fid, .subfile = subfile, .server = server};
+    uint64_t hid;
     gp_FORK_OPEN_rep m; /* m.size: the size at open, unused */
-    rc = gp_FORK_OPEN_rep_decode(&r, &m) ? GFS_EPROTO : 0;
-    k.fkid = m.fkid;
-    gc_req_release(&q);
+    int rc = fork_place(fid, subfile, name, &server, &hid);
+    if (!rc)
+        rc = gc_FORK_OPEN_call(gc_server_conn(server),
+                               &(gp_FORK_OPEN_req){.hid = hid, .fork = name},
+                               &m, NULL);
     if (rc)
         return rc;
+    gc_fork k = {
+        .fid = fid, .subfile = subfile, .server = server, .fkid = m.fkid};
     int kid = gc_fork_register(&k);
-    if (kid < 0) {
-        /* undo the server-side open */
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        gp_FORK_CLOSE_req_encode(&w, &(gp_FORK_CLOSE_req){.fkid = k.fkid});
-        gc_call(gc_server_conn(server), GP_OP_FORK_CLOSE, &w, &q);
-        gc_req_release(&q);
-        gp_wbuf_free(&w);
-    }
+    if (kid < 0) /* undo the server-side open */
+        gc_FORK_CLOSE_call(gc_server_conn(server),
+                           &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);
     return kid;
 }
 
-int gfs_close_fork(int kid)
+int gc_fork_close(int kid)
 {
-    gc_req q;
-    int rc = fkid_call(kid, GP_OP_FORK_CLOSE, NULL, &q);
-    gc_req_release(&q);
-    if (rc == GFS_EBADID || rc == GFS_ENOTINIT)
-        return rc;
+    gc_fork k;
+    int rc = gc_fork_get(kid, &k);
+    if (rc)
+        return rc; /* GFS_EBADID or GFS_ENOTINIT */
+    rc = gc_FORK_CLOSE_call(gc_server_conn(k.server),
+                            &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);
     /* The id is released even if the server is unreachable: the server
      * drops a lost connection's opens itself. */
     gc_fork_unregister(kid);
     return rc == GFS_ESTALE ? 0 : rc;
 }
 
-int gfs_delete_fork(int fid, int subfile, const char *name)
+int gc_fork_delete(int fid, int subfile, const char *name)
 {
-    gc_req q;
     int server;
-    int rc = hid_name_call(fid, subfile, name, GP_OP_FORK_DELETE, &q, &server);
-    gc_req_release(&q);
-    return rc;
+    uint64_t hid;
+    int rc = fork_place(fid, subfile, name, &server, &hid);
+    return rc ? rc
+              : gc_FORK_DELETE_call(
+                    gc_server_conn(server),
+                    &(gp_FORK_DELETE_req){.hid = hid, .fork = name}, NULL,
+                    NULL);
 }
 
 /* ---------------------------------------------------------- all_ ------ */
@@ -156,23 +101,23 @@ static int nsub_of(int fid)
     return rc ? rc : (int)f.rec.nsub;
 }
 
-int gfs_all_create(int fid, const char *name)
+int gc_all_create(int fid, const char *name)
 {
     int n = nsub_of(fid);
     if (n < 0)
         return n;
     for (int i = 0; i < n; i++) {
-        int rc = gfs_create_fork(fid, i, name);
+        int rc = gc_fork_create(fid, i, name);
         if (rc) {
             for (int j = 0; j < i; j++)
-                gfs_delete_fork(fid, j, name);
+                gc_fork_delete(fid, j, name);
             return rc;
         }
     }
     return 0;
 }
 
-int gfs_all_open(int fid, const char *name, int *kids)
+int gc_all_open(int fid, const char *name, int *kids)
 {
     int n = nsub_of(fid);
     if (n < 0)
@@ -180,24 +125,24 @@ int gfs_all_open(int fid, const char *name, int *kids)
     if (!kids)
         return -EINVAL;
     for (int i = 0; i < n; i++) {
-        kids[i] = gfs_open_fork(fid, i, name);
+        kids[i] = gc_fork_open(fid, i, name);
         if (kids[i] < 0) {
             int rc = kids[i];
             for (int j = 0; j < i; j++)
-                gfs_close_fork(kids[j]);
+                gc_fork_close(kids[j]);
             return rc;
         }
     }
     return 0;
 }
 
-int gfs_all_close(int nkids, const int *kids)
+int gc_all_close(int nkids, const int *kids)
 {
     int rc = 0;
     if (nkids < 0 || (nkids && !kids))
         return -EINVAL;
     for (int i = 0; i < nkids; i++) {
-        int k = gfs_close_fork(kids[i]);
+        int k = gc_fork_close(kids[i]);
         if (k && !rc)
             rc = k;
     }
@@ -211,7 +156,7 @@ int gfs_all_delete(int fid, const char *name)
         return n;
     int rc = 0;
     for (int i = 0; i < n; i++) {
-        int k = gfs_delete_fork(fid, i, name);
+        int k = gc_fork_delete(fid, i, name);
         if (k && !rc)
             rc = k;
     }
@@ -230,77 +175,80 @@ int gfs_list_forks(int fid, int subfile,
         return rc;
     if (!fn)
         return -EINVAL;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_FORK_LIST_req_encode(&w, &(gp_FORK_LIST_req){.hid = hid});
-    gc_req q;
-    rc = gc_call(gc_server_conn(server), GP_OP_FORK_LIST, &w, &q);
-    gp_wbuf_free(&w);
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_FORK_LIST_rep m;
-        gp_FORK_LIST_rep_decode(&r, &m);
-        uint32_t n = r.err ? 0 : m.n;
-        /* decode everything before calling back */
-        char(*names)[GFS_FORK_NAME_MAX + 1] =
-            r.err ? NULL : calloc(n ? n : 1, sizeof(*names));
-        uint64_t *sizes = names ? calloc(n ? n : 1, sizeof(*sizes)) : NULL;
-        if (!r.err && (!names || !sizes))
-            r.err = -ENOMEM;
-        for (uint32_t i = 0; i < n && !r.err; i++) {
-            gp_FORK_item it;
-            if (gp_FORK_item_decode(&r, &it))
-                break;
-            memcpy(names[i], it.fork, strlen(it.fork) + 1);
-            sizes[i] = it.size;
-        }
-        rc = gp_decode_end(&r);
-        for (uint32_t i = 0; i < n && !rc; i++)
-            rc = fn(names[i], sizes[i], arg);
-        free(names);
-        free(sizes);
+    gc_tail t;
+    gp_FORK_LIST_rep m;
+    rc = gc_FORK_LIST_call(gc_server_conn(server),
+                           &(gp_FORK_LIST_req){.hid = hid}, &m, &t);
+    if (rc)
+        return rc;
+    gp_rbuf *r = &t.r;
+    uint32_t n = m.n;
+    /* decode everything before calling back */
+    char(*names)[GFS_FORK_NAME_MAX + 1] = calloc(n ? n : 1, sizeof(*names));
+    uint64_t *sizes = names ? calloc(n ? n : 1, sizeof(*sizes)) : NULL;
+    if (!names || !sizes)
+        r->err = -ENOMEM;
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        gp_FORK_item it;
+        if (gp_FORK_item_decode(r, &it))
+            break;
+        memcpy(names[i], it.fork, strlen(it.fork) + 1);
+        sizes[i] = it.size;
     }
-    gc_req_release(&q);
+    rc = gc_tail_end(&t);
+    for (uint32_t i = 0; i < n && !rc; i++)
+        rc = fn(names[i], sizes[i], arg);
+    free(names);
+    free(sizes);
     return rc;
+}
+
+/* The fork of kid: its connection and the server's handle. */
+static gc_conn *fork_conn(int kid, uint64_t *fkid, int *rc)
+{
+    gc_fork k = {0};
+    *rc = gc_fork_get(kid, &k);
+    *fkid = k.fkid;
+    return *rc ? NULL : gc_server_conn(k.server);
 }
 
 int64_t gfs_fork_size(int kid)
 {
-    gc_req q;
-    int rc = fkid_call(kid, GP_OP_FORK_SIZE, NULL, &q);
-    int64_t size = rc;
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_FORK_SIZE_rep m;
-        int k = gp_FORK_SIZE_rep_decode(&r, &m);
-        size = !k && m.size <= INT64_MAX ? (int64_t)m.size : GFS_EPROTO;
-    }
-    gc_req_release(&q);
-    return size;
+    uint64_t fkid;
+    int rc;
+    gc_conn *c = fork_conn(kid, &fkid, &rc);
+    gp_FORK_SIZE_rep m;
+    if (c)
+        rc = gc_FORK_SIZE_call(c, &(gp_FORK_SIZE_req){.fkid = fkid}, &m, NULL);
+    if (rc)
+        return rc;
+    return m.size <= INT64_MAX ? (int64_t)m.size : GFS_EPROTO;
 }
 
-int gfs_truncate_fork(int kid, int64_t size)
+int gc_fork_truncate(int kid, int64_t size)
 {
     if (size < 0)
         return -EINVAL;
-    uint64_t s = (uint64_t)size;
-    gc_req q;
-    int rc = fkid_call(kid, GP_OP_FORK_TRUNCATE, &s, &q);
-    gc_req_release(&q);
-    return rc;
+    uint64_t fkid;
+    int rc;
+    gc_conn *c = fork_conn(kid, &fkid, &rc);
+    return c ? gc_FORK_TRUNCATE_call(c,
+                                     &(gp_FORK_TRUNCATE_req){
+                                         .fkid = fkid, .size = (uint64_t)size},
+                                     NULL, NULL)
+             : rc;
 }
 
-int gfs_sync(int kid)
+int gc_fork_sync(int kid)
 {
-    gc_req q;
-    int rc = fkid_call(kid, GP_OP_FORK_SYNC, NULL, &q);
-    gc_req_release(&q);
-    return rc;
+    uint64_t fkid;
+    int rc;
+    gc_conn *c = fork_conn(kid, &fkid, &rc);
+    return c ? gc_FORK_SYNC_call(c, &(gp_FORK_SYNC_req){.fkid = fkid}, NULL,
+                                 NULL)
+             : rc;
 }
 
-/* Sizes of many forks: one FORK_SIZE per fork, all in flight at once. */
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
 {
     gc_req *q = calloc((size_t)(n ? n : 1), sizeof(*q));
@@ -342,4 +290,51 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
     free(q);
     free(desc);
     return rc;
+}
+
+/* ------------------------------------------------------- public API --- */
+
+int gfs_create_fork(int fid, int subfile, const char *name)
+{
+    return gc_fork_create(fid, subfile, name);
+}
+
+int gfs_open_fork(int fid, int subfile, const char *name)
+{
+    return gc_fork_open(fid, subfile, name);
+}
+
+int gfs_close_fork(int kid)
+{
+    return gc_fork_close(kid);
+}
+
+int gfs_delete_fork(int fid, int subfile, const char *name)
+{
+    return gc_fork_delete(fid, subfile, name);
+}
+
+int gfs_all_create(int fid, const char *name)
+{
+    return gc_all_create(fid, name);
+}
+
+int gfs_all_open(int fid, const char *name, int *kids)
+{
+    return gc_all_open(fid, name, kids);
+}
+
+int gfs_all_close(int nkids, const int *kids)
+{
+    return gc_all_close(nkids, kids);
+}
+
+int gfs_truncate_fork(int kid, int64_t size)
+{
+    return gc_fork_truncate(kid, size);
+}
+
+int gfs_sync(int kid)
+{
+    return gc_fork_sync(kid);
 }

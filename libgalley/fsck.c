@@ -85,40 +85,26 @@ static int add_ref(fsck *f, uint32_t server, uint64_t hid, uint32_t subidx,
     return 0;
 }
 
-static int call_u64(int server, uint16_t op, uint64_t v, gc_req *q)
+static gc_conn *srv(int server)
 {
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    if (op == GP_OP_SUB_LIST)
-        gp_SUB_LIST_req_encode(&w, &(gp_SUB_LIST_req){.after = v});
-    else if (op == GP_OP_SUB_DELETE)
-        gp_SUB_DELETE_req_encode(&w, &(gp_SUB_DELETE_req){.hid = v});
-    else
-        w.err = -EINVAL;
-    int rc = w.err ? w.err : gc_call(gc_server_conn(server), op, &w, q);
-    gp_wbuf_free(&w);
-    return rc;
+    return gc_server_conn(server);
 }
 
 /* Step 1 for one server: the records it keeps. */
 static int scan_records(fsck *f, int server, gp_record *rec)
 {
-    gc_req q;
-    int rc = gc_name_call(server, GP_OP_NS_LIST, "", &q);
-    if (rc) {
-        gc_req_release(&q);
-        return rc;
-    }
-    gp_rbuf r;
-    gp_rbuf_init(&r, q.reply, q.replylen);
+    gc_tail t;
     gp_NS_LIST_rep m;
-    gp_NS_LIST_rep_decode(&r, &m);
+    int rc =
+        gc_NS_LIST_call(srv(server), &(gp_NS_LIST_req){.prefix = ""}, &m, &t);
+    if (rc)
+        return rc;
     gp_NAME_item it;
     const char *name = it.name_buf;
-    for (uint32_t i = 0; !rc && !r.err && i < m.n; i++) {
-        if (gp_NAME_item_decode(&r, &it))
+    for (uint32_t i = 0; !rc && !t.r.err && i < m.n; i++) {
+        if (gp_NAME_item_decode(&t.r, &it))
             break;
-        int k = gc_record_call(server, GP_OP_NS_LOOKUP, name, rec);
+        int k = gc_lookup(server, name, rec);
         if (k == -ENOENT)
             continue; /* removed since the listing */
         if (k) {
@@ -128,10 +114,8 @@ static int scan_records(fsck *f, int server, gp_record *rec)
         for (uint32_t s = 0; !rc && s < rec->nsub; s++)
             rc = add_ref(f, rec->server[s], rec->hid[s], s, name);
     }
-    if (!rc && r.err)
-        rc = GFS_EPROTO;
-    gc_req_release(&q);
-    return rc;
+    int e = gc_tail_end(&t);
+    return rc ? rc : e;
 }
 
 static ref *find_ref(fsck *f, uint32_t server, uint64_t hid)
@@ -144,7 +128,7 @@ static ref *find_ref(fsck *f, uint32_t server, uint64_t hid)
 static bool named_now(int server, uint64_t hid, const char *name,
                       gp_record *rec)
 {
-    if (gc_record_call(gc_meta_server(name), GP_OP_NS_LOOKUP, name, rec) != 0)
+    if (gc_lookup(gc_meta_server(name), name, rec) != 0)
         return false;
     for (uint32_t s = 0; s < rec->nsub; s++)
         if (rec->server[s] == (uint32_t)server && rec->hid[s] == hid)
@@ -156,27 +140,25 @@ static bool named_now(int server, uint64_t hid, const char *name,
 static int reclaim(int server, uint64_t hid, const char *name, gp_record *rec)
 {
     int meta = gc_meta_server(name);
-    gc_req q;
-    int rc = gc_name_call(meta, GP_OP_NS_RESERVE, name, &q);
-    gc_req_release(&q);
+    int rc = gc_NS_RESERVE_call(srv(meta), &(gp_NS_RESERVE_req){.name = name},
+                                NULL, NULL);
     bool reserved = rc == 0;
     if (rc == -EEXIST) {
         /* a record (committed since the scan?) or a create in progress */
         if (named_now(server, hid, name, rec))
             return -EEXIST; /* not an orphan after all */
         gp_record *tmp = rec;
-        if (gc_record_call(meta, GP_OP_NS_LOOKUP, name, tmp) == -ENOENT)
+        if (gc_lookup(meta, name, tmp) == -ENOENT)
             return GFS_EBUSY; /* being created: leave it */
         rc = 0;
     }
     if (rc)
         return rc;
-    rc = call_u64(server, GP_OP_SUB_DELETE, hid, &q);
-    gc_req_release(&q);
-    if (reserved) {
-        gc_name_call(meta, GP_OP_NS_RELEASE, name, &q);
-        gc_req_release(&q);
-    }
+    rc = gc_SUB_DELETE_call(srv(server), &(gp_SUB_DELETE_req){.hid = hid}, NULL,
+                            NULL);
+    if (reserved)
+        gc_NS_RELEASE_call(srv(meta), &(gp_NS_RELEASE_req){.name = name}, NULL,
+                           NULL);
     return rc;
 }
 
@@ -186,20 +168,16 @@ static int scan_headers(fsck *f, int server, bool repair, gp_record *rec)
     uint64_t after = 0;
     char name[GFS_NAME_MAX + 1];
     for (;;) {
-        gc_req q;
-        int rc = call_u64(server, GP_OP_SUB_LIST, after, &q);
-        if (rc) {
-            gc_req_release(&q);
-            return rc;
-        }
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
+        gc_tail t;
         gp_SUB_LIST_rep m;
-        gp_SUB_LIST_rep_decode(&r, &m);
+        int rc = gc_SUB_LIST_call(srv(server),
+                                  &(gp_SUB_LIST_req){.after = after}, &m, &t);
+        if (rc)
+            return rc;
         uint32_t n = m.n;
-        for (uint32_t i = 0; !r.err && i < n; i++) {
+        for (uint32_t i = 0; !t.r.err && i < n; i++) {
             gp_SUB_item it;
-            if (gp_SUB_item_decode(&r, &it))
+            if (gp_SUB_item_decode(&t.r, &it))
                 break;
             uint64_t hid = it.hid;
             memcpy(name, it.file, strlen(it.file) + 1);
@@ -228,8 +206,7 @@ static int scan_headers(fsck *f, int server, bool repair, gp_record *rec)
                            k);
             }
         }
-        int err = r.err ? GFS_EPROTO : 0;
-        gc_req_release(&q);
+        int err = gc_tail_end(&t);
         if (err)
             return err;
         if (n == 0)

@@ -83,7 +83,7 @@ static int flush(uint64_t *why)
     if (h < 0)
         return h;
     gc_op *o = NULL;
-    int rc = gc_op_fork(&o, g.kid, g.op, g.p, g.n, g.bytes, GC_FIN_TOTAL, 0);
+    int rc = gc_op_fork(&o, g.kid, g.op, g.p, g.n, g.bytes);
     /* gc_op_fork owns the pieces now, success or not */
     (*why)++;
     g.st.groups++;

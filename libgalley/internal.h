@@ -3,9 +3,14 @@
  * (the shared library exports only gfs_* symbols).
  *
  * Layers inside the client, each using only the one below:
- *   files.c / forks.c / striped.c   the API of galley.h
+ *   files.c / forks.c / striped.c   the API of galley.h (each gfs_* over an
+ *   local_layout.c / nb.c ...       internal gc_* entry point; the layers
+ *                                   call only those, never a gfs_*)
+ *   calls.c                         one call per message (from gmsg.h)
  *   io.c                            the one data path: transfers of pieces
  *                                   to forks, chunked, pipelined, per server
+ *   transport*.c (transport.h)      how a connection moves requests, replies
+ *                                   and data: TCP, Unix inline, Unix + CMA
  *   conn.c                          connections, framing, reply dispatch
  *   proto/gproto.c                  encode/decode (shared with galleyd)
  */
@@ -80,10 +85,12 @@ void gc_lease_stop(void);
 void gc_auth_unload(void);
 int gc_auth_handshake(gc_auth_call call, void *arg);
 
-/* Data limit the server advertised (connects if needed); *cma (if not
- * NULL): the data of requests may go by cross-memory attach (IO_READV /
- * IO_WRITEV) on this connection. */
-int gc_conn_data_limit(gc_conn *c, uint64_t *limit, bool *cma);
+/* Data limit the server advertised (connects if needed). */
+int gc_conn_data_limit(gc_conn *c, uint64_t *limit);
+/* Send one request of a transfer in the form the connection's transport
+ * moves data in (transport.h; connects if needed). */
+struct gc_chunk;
+int gc_conn_io_submit(gc_conn *c, int op, struct gc_chunk *ch);
 /* GFS_TRANSPORT_* of the connection (connects if needed), or an error. */
 int gc_conn_transport(gc_conn *c);
 
@@ -102,6 +109,39 @@ void gc_req_release(gc_req *req);
 
 /* Convenience: submit, wait, and leave the reply in req. */
 int gc_call(gc_conn *c, uint16_t opcode, const gp_wbuf *desc, gc_req *req);
+
+/* ------------------------------------------------------------ calls.c -- */
+
+/*
+ * The client call of every message NAME of gmsg.h, generated like its
+ * codecs:
+ *
+ *   int gc_NAME_call(gc_conn *c, const gp_NAME_req *in, gp_NAME_rep *out,
+ *                    gc_tail *tail);
+ *
+ * encodes *in, sends it on c, waits (conn.c's timeout) and decodes the
+ * reply into *out (NULL: not wanted; a rec field must point at storage).
+ * Returns 0, the server's status, a connection error, or GFS_EPROTO for a
+ * malformed reply.  A reply with a list tail is read by passing `tail`:
+ * on success the reply stays in it, tail->r positioned at the items, and
+ * the caller ends with gc_tail_end (checks nothing is left over, frees).
+ * With tail NULL the reply must hold nothing past its fields.
+ */
+typedef struct gc_tail {
+    gc_req q;
+    gp_rbuf r;
+} gc_tail;
+typedef int (*gp_msg_decode_fn)(gp_rbuf *r, void *m);
+#define GC_X_CALL_DECLARE(name, code, note)                                    \
+    int gc_##name##_call(gc_conn *c, const gp_##name##_req *in,                \
+                         gp_##name##_rep *out, gc_tail *tail);
+GP_OPCODES(GC_X_CALL_DECLARE)
+#undef GC_X_CALL_DECLARE
+/* The generated calls' common end (decode, keep or release). */
+int gc_call_finish(gc_req *q, int rc, gp_msg_decode_fn decode, void *out,
+                   gc_tail *tail);
+/* 0, or GFS_EPROTO when the tail was not read to its end; frees. */
+int gc_tail_end(gc_tail *tail);
 
 /* ----------------------------------------------------------- client.c -- */
 
@@ -145,11 +185,8 @@ uint64_t gc_now_ns(void);
 /* Metadata server of a name (hash of the name). */
 int gc_meta_server(const char *name);
 
-/* Name-service calls (files.c): `op` with a name as its body, sent to
- * `server`; gc_record_call also decodes the file record of the reply
- * (NS_LOOKUP, NS_REMOVE). */
-int gc_name_call(int server, uint16_t op, const char *name, gc_req *q);
-int gc_record_call(int server, uint16_t op, const char *name, gp_record *rec);
+/* NS_LOOKUP of name at server into *rec (files.c). */
+int gc_lookup(int server, const char *name, gp_record *rec);
 
 /* Table helpers (lock held by caller unless noted). */
 int gc_file_get(int fid, gc_file *out); /* copies under the lock */
@@ -167,6 +204,55 @@ int gc_open_handles(int server, uint64_t **fkids, int *n);
 int gc_check_name(const char *name, size_t max);
 
 /* ------------------------------------------------------------ files.c -- */
+
+/*
+ * Entry points below the public API.  libgalley's own layers (striped.c,
+ * the locality layout, files and forks themselves) call these, never a
+ * gfs_* function: each gfs_* of galley.h is a thin wrapper over one of
+ * them or is implemented in place and called by nobody inside.  All run
+ * on the calling thread (never through the non-blocking workers), so they
+ * are safe on a worker too.
+ */
+int gc_file_open(const char *name);
+int gc_file_close(int fid); /* closes the forks opened through fid */
+int gc_file_delete(const char *name);
+/* forks.c */
+int gc_fork_create(int fid, int subfile, const char *name);
+int gc_fork_open(int fid, int subfile, const char *name); /* a kid */
+int gc_fork_close(int kid);
+int gc_fork_delete(int fid, int subfile, const char *name);
+int gc_fork_truncate(int kid, int64_t size);
+int gc_fork_sync(int kid);
+int gc_all_create(int fid, const char *name);
+int gc_all_open(int fid, const char *name, int *kids);
+int gc_all_close(int nkids, const int *kids);
+/* io.c: plain and list I/O on a fork; bytes moved or an error (a read
+ * answers the bytes before the fork's end, as gfs_read). */
+int64_t gc_fork_rw(int kid, int op, int64_t offset, void *buf, int64_t size);
+int64_t gc_fork_listio(int kid, int op, int64_t n,
+                       const gfs_list_entry *entries, void *buf);
+/* io.c: one read of len bytes from each of n forks at once (one
+ * gc_transfer: concurrent across servers): fork kids[i] at offs[i] into
+ * buf + i * len; got[i] the bytes before that fork's end.  0 or the first
+ * error. */
+int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
+                  int64_t len, int64_t *got);
+/* striped.c */
+int gc_create_striped(const char *name, int nsubfiles, const int *servers,
+                      int64_t unit, const char *fork);
+int gc_striped_open(const char *name); /* a striped id */
+int gc_striped_close(int sid);
+/* Lock (lock) or unlock [off, off + len) of subfile header hid on server,
+ * in the byte-range space (LOCK: gfs_striped_lock) or the block-number
+ * space (BLOCK_LOCK: the locality layout's claims); retries the server's
+ * -EAGAIN, keeps the lease count (lease.c). */
+enum gc_lock_space { GC_LOCK_BYTES, GC_LOCK_BLOCKS };
+int gc_range_lock(int server, uint64_t hid, int space, bool lock, uint64_t off,
+                  uint64_t len, bool excl);
+/* FETCH_SET (set) or FETCH_ADD of counter key of header hid on server:
+ * the old value or an error. */
+int64_t gc_counter(int server, uint64_t hid, const char *key, bool set,
+                   uint64_t value);
 
 /* A file id for a record already known (open, or import). */
 int gc_file_register(const char *name, const gp_record *rec);
@@ -206,8 +292,6 @@ int gc_transfer(int op, gc_xfer *x, size_t nx);
  * calls prepare and run at once; non-blocking ones prepare in the caller
  * and run in a worker (nb.c).
  */
-enum gc_fin { GC_FIN_TOTAL, GC_FIN_FORK_READ };
-
 typedef struct gc_op gc_op;
 struct gc_op {
     int op; /* GFS_READ or GFS_WRITE */
@@ -215,12 +299,12 @@ struct gc_op {
     size_t nx;
     gx_ext *store; /* every piece of every xfer */
     int64_t total; /* bytes asked for */
-    int fin;       /* enum gc_fin */
     int64_t off;   /* single-range reads: the range, for EOF */
     int sid;       /* striped ops: the striped file */
-    /* Single-range striped reads: the result, computed by the layer that
-     * made the op (striped.c), so io.c never calls up into it; NULL
-     * otherwise */
+    /* The result of a successful op, computed by the layer that made it
+     * (single-range reads answer the bytes before the end of the fork or
+     * file: io.c, striped.c), so io.c never calls up into it; NULL: the
+     * bytes asked for */
     int64_t (*finish)(gc_op *o);
 };
 
@@ -230,7 +314,7 @@ void gc_op_free(gc_op *o);
 
 /* Prepare I/O of n pieces (taking ownership of `pieces`) on fork kid. */
 int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
-               int64_t total, int fin, int64_t off);
+               int64_t total);
 /* Prepare plain / list I/O on a fork (io.c). */
 int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
                int64_t size);
@@ -282,7 +366,8 @@ int64_t gc_local_read_result(gc_local *l, gc_op *o);
 int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size);
 int gc_local_sync(gc_local *l);
 int gc_local_stat(gc_local *l, gfs_local_stat *st);
-/* The local-layout state of an open striped id, or NULL. */
-gc_local *gc_striped_local(int sid);
+/* The local-layout state of an open striped id (*out NULL for a striped
+ * file), or GFS_EBADID / GFS_ENOTINIT. */
+int gc_striped_local(int sid, gc_local **out);
 
 #endif /* GALLEY_INTERNAL_H */

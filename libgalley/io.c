@@ -5,14 +5,15 @@
  * no larger than what the server said it can buffer, pipelined a few deep
  * per server and run concurrently across servers.  Write data goes from
  * user memory to the socket (vectored send); read data is scattered by the
- * connection's reader straight into user memory.  On a same-host
- * connection that allows it (conn.c), the request names the user memory
- * instead (IO_READV / IO_WRITEV) and the server copies straight between it
- * and its cache: no socket carries the data.
+ * connection straight into user memory -- or, on a same-host connection
+ * with cross-memory attach, the request names the user memory and the
+ * server copies: which form a request takes is its transport's business
+ * (transport.h: gc_conn_io_submit); this file only builds the chunks.
  *
  * Threads: any; the calling thread submits and waits.
  */
 #include "internal.h"
+#include "transport.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,21 +22,17 @@
 #define GC_WINDOW 4                  /* requests in flight per transfer       */
 #define GC_MAX_CHUNK_SEGS (1u << 20) /* wire extents per request        */
 
-/* One request of a transfer, built from pieces [from..] of the xfer. */
+/* One request of a transfer (transport.h), built from pieces [from..]
+ * of the xfer. */
 typedef struct chunk {
-    gc_req req;
-    int xi;       /* index of its gc_xfer */
-    gp_wbuf desc; /* fkid, nseg, segs */
-    struct iovec *iov;
-    int niov;
-    uint64_t bytes;
+    gc_chunk ch;
+    int xi; /* index of its gc_xfer */
 } chunk;
 
 typedef struct cursor {
     size_t piece;   /* next piece */
     uint64_t done;  /* bytes of that piece already sent */
     uint64_t limit; /* server data limit */
-    bool cma;       /* data by cross-memory attach */
     int inflight;
     bool started;
 } cursor;
@@ -44,9 +41,9 @@ static void chunk_free(chunk *c)
 {
     if (!c)
         return;
-    gc_req_release(&c->req);
-    gp_wbuf_free(&c->desc);
-    free(c->iov);
+    gc_req_release(&c->ch.req);
+    gp_wbuf_free(&c->ch.desc);
+    free(c->ch.iov);
     free(c);
 }
 
@@ -66,7 +63,7 @@ static void seg_emit(gp_wbuf *segs, const gp_seg *s, uint32_t *nseg)
 
 /* Build the next request of x from the cursor; NULL with *err = 0 when
  * there is nothing left. */
-static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
+static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
 {
     *err = 0;
     while (cur->piece < x->n && x->pieces[cur->piece].len == 0)
@@ -78,23 +75,23 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
         *err = -ENOMEM;
         return NULL;
     }
-    gp_wbuf_init(&c->desc);
+    gp_wbuf_init(&c->ch.desc);
     gp_wbuf segs;
     gp_wbuf_init(&segs);
     size_t cap = 16;
-    c->iov = malloc(sizeof(*c->iov) * cap);
+    c->ch.iov = malloc(sizeof(*c->ch.iov) * cap);
     uint32_t nseg = 0;
     uint64_t npieces = 0; /* at most limit / GP_PIECE_DIVISOR (gproto.h) */
     bool have = false;
     gp_seg r;
 
-    while (cur->piece < x->n && c->iov) {
+    while (cur->piece < x->n && c->ch.iov) {
         const gx_ext *p = &x->pieces[cur->piece];
         if (p->len == 0) {
             cur->piece++;
             continue;
         }
-        uint64_t room = cur->limit - c->bytes;
+        uint64_t room = cur->limit - c->ch.bytes;
         if (room == 0 || npieces++ == cur->limit / GP_PIECE_DIVISOR)
             break;
         uint64_t off = p->off + cur->done;
@@ -112,24 +109,24 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
             have = true;
         }
         char *mem = p->mem + cur->done;
-        if (c->niov > 0 && (char *)c->iov[c->niov - 1].iov_base +
-                                   c->iov[c->niov - 1].iov_len ==
-                               mem) {
-            c->iov[c->niov - 1].iov_len += take;
+        if (c->ch.niov > 0 && (char *)c->ch.iov[c->ch.niov - 1].iov_base +
+                                      c->ch.iov[c->ch.niov - 1].iov_len ==
+                                  mem) {
+            c->ch.iov[c->ch.niov - 1].iov_len += take;
         } else {
-            if ((size_t)c->niov == cap) {
+            if ((size_t)c->ch.niov == cap) {
                 cap *= 2;
-                struct iovec *nv = realloc(c->iov, sizeof(*nv) * cap);
+                struct iovec *nv = realloc(c->ch.iov, sizeof(*nv) * cap);
                 if (!nv) {
-                    free(c->iov);
-                    c->iov = NULL;
+                    free(c->ch.iov);
+                    c->ch.iov = NULL;
                     break;
                 }
-                c->iov = nv;
+                c->ch.iov = nv;
             }
-            c->iov[c->niov++] = (struct iovec){mem, take};
+            c->ch.iov[c->ch.niov++] = (struct iovec){mem, take};
         }
-        c->bytes += take;
+        c->ch.bytes += take;
         cur->done += take;
         if (cur->done == p->len) {
             cur->piece++;
@@ -139,20 +136,24 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     if (have)
         seg_emit(&segs, &r, &nseg);
     /* IO_READ, IO_WRITE and their V forms begin alike (gmsg.h: fkid, then
-     * the segs tail); chunk_submit picks the opcode */
-    gp_IO_READ_req_encode(&c->desc, &(gp_IO_READ_req){.fkid = x->fkid});
-    gp_put_u32(&c->desc, nseg);
+     * the segs tail); the transport picks the opcode (transport.h) */
+    if (op == GFS_WRITE)
+        gp_IO_WRITE_req_encode(&c->ch.desc,
+                               &(gp_IO_WRITE_req){.fkid = x->fkid});
+    else
+        gp_IO_READ_req_encode(&c->ch.desc, &(gp_IO_READ_req){.fkid = x->fkid});
+    gp_put_u32(&c->ch.desc, nseg);
     if (!segs.err && segs.len) {
-        gp_wbuf *d = &c->desc;
+        gp_wbuf *d = &c->ch.desc;
         size_t at = d->len;
         for (size_t i = 0; i < segs.len; i++)
             gp_put_u8(d, 0); /* reserve, then copy in one go */
         if (!d->err)
             memcpy(d->data + at, segs.data, segs.len);
     }
-    int e = segs.err ? segs.err : c->desc.err;
+    int e = segs.err ? segs.err : c->ch.desc.err;
     gp_wbuf_free(&segs);
-    if (!c->iov)
+    if (!c->ch.iov)
         e = -ENOMEM;
     if (e) {
         chunk_free(c);
@@ -162,66 +163,24 @@ static chunk *chunk_build(const gc_xfer *x, cursor *cur, int *err)
     return c;
 }
 
-static int chunk_submit(int op, const gc_xfer *x, chunk *c, bool cma)
+static int chunk_submit(int op, const gc_xfer *x, chunk *c)
 {
-    gc_conn *conn = gc_server_conn(x->server);
-    memset(&c->req, 0, sizeof(c->req));
-    if (cma) {
-        /* The data stays where it is: name it (gproto.h `mem`), folded
-         * like the file side, so a million 16-byte pieces of memory with
-         * gaps are one strided segment, not a million addresses. */
-        size_t at = c->desc.len;
-        uint32_t nseg = 0;
-        gp_put_u32(&c->desc, 0);
-        gp_seg r;
-        bool have = false;
-        for (int i = 0; i < c->niov; i++) {
-            uint64_t a = (uint64_t)(uintptr_t)c->iov[i].iov_base;
-            uint64_t len = c->iov[i].iov_len;
-            if (!have || !gx_fold(&r, a, len)) {
-                if (have)
-                    seg_emit(&c->desc, &r, &nseg);
-                gx_fold_start(&r, a, len);
-                have = true;
-            }
-        }
-        if (have)
-            seg_emit(&c->desc, &r, &nseg);
-        if (!c->desc.err)
-            for (int k = 0; k < 4; k++)
-                c->desc.data[at + (size_t)k] = (uint8_t)(nseg >> (8 * k));
-        if (c->desc.err) {
-            c->req.state = GC_REQ_DONE;
-            return c->req.status = c->desc.err;
-        }
-        return gc_submit(conn,
-                         op == GFS_READ ? GP_OP_IO_READV : GP_OP_IO_WRITEV,
-                         c->desc.data, c->desc.len, NULL, 0, 0, &c->req);
-    }
-    if (op == GFS_READ) {
-        c->req.prefix_len = 8;
-        c->req.riov = c->iov;
-        c->req.riovcnt = c->niov;
-        c->req.rdata = c->bytes;
-        return gc_submit(conn, GP_OP_IO_READ, c->desc.data, c->desc.len, NULL,
-                         0, 0, &c->req);
-    }
-    return gc_submit(conn, GP_OP_IO_WRITE, c->desc.data, c->desc.len, c->iov,
-                     c->niov, c->bytes, &c->req);
+    memset(&c->ch.req, 0, sizeof(c->ch.req));
+    return gc_conn_io_submit(gc_server_conn(x->server), op, &c->ch);
 }
 
 /* Wait for a chunk and fold its result into its xfer. */
 static void chunk_finish(chunk *c, gc_xfer *x)
 {
-    int rc = gc_wait(&c->req);
+    int rc = gc_wait(&c->ch.req);
     if (!rc) {
         gp_rbuf r;
-        if (c->req.riov)
-            gp_rbuf_init(&r, c->req.prefix, c->req.prefix_len);
+        if (c->ch.req.riov)
+            gp_rbuf_init(&r, c->ch.req.prefix, c->ch.req.prefix_len);
         else
-            gp_rbuf_init(&r, c->req.reply, c->req.replylen);
+            gp_rbuf_init(&r, c->ch.req.reply, c->ch.req.replylen);
         uint64_t fs = 0;
-        switch (c->req.opcode) { /* read data is not in r: a tail */
+        switch (c->ch.req.opcode) { /* read data is not in r: a tail */
 #define IO_REP(OP)                                                             \
     case GP_OP_##OP: {                                                         \
         gp_##OP##_rep m;                                                       \
@@ -266,8 +225,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
             x[i].status = -EINVAL;
             continue;
         }
-        int rc = gc_conn_data_limit(gc_server_conn(x[i].server), &cur[i].limit,
-                                    &cur[i].cma);
+        int rc = gc_conn_data_limit(gc_server_conn(x[i].server), &cur[i].limit);
         if (rc)
             x[i].status = rc;
     }
@@ -276,7 +234,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
         for (size_t i = 0; i < nx; i++) {
             while (!x[i].status && cur[i].inflight < GC_WINDOW) {
                 int err;
-                chunk *c = chunk_build(&x[i], &cur[i], &err);
+                chunk *c = chunk_build(op, &x[i], &cur[i], &err);
                 if (!c) {
                     if (err)
                         x[i].status = err;
@@ -284,7 +242,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
                 }
                 c->xi = (int)i;
                 /* errors surface in wait */
-                chunk_submit(op, &x[i], c, cur[i].cma);
+                chunk_submit(op, &x[i], c);
                 cur[i].inflight++;
                 q[(qhead + qlen) % qcap] = c;
                 qlen++;
@@ -321,21 +279,27 @@ void gc_op_free(gc_op *o)
 int64_t gc_op_run(gc_op *o)
 {
     int rc = gc_transfer(o->op, o->x, o->nx);
-    int64_t res = rc ? rc : o->total;
-    if (!rc && o->fin == GC_FIN_FORK_READ && o->nx == 1) {
-        /* bytes that lay before the end of the fork */
-        uint64_t fs = o->x[0].fork_size, off = (uint64_t)o->off;
-        uint64_t avail = fs > off ? fs - off : 0;
-        res = avail < (uint64_t)o->total ? (int64_t)avail : o->total;
-    } else if (!rc && o->finish) {
-        res = o->finish(o);
-    }
+    int64_t res = rc ? rc : o->finish ? o->finish(o) : o->total;
     gc_op_free(o);
     return res;
 }
 
+/* Of len bytes read at off from a fork of fork_size bytes, those that lay
+ * before its end. */
+static int64_t before_end(uint64_t fork_size, int64_t off, int64_t len)
+{
+    uint64_t avail = fork_size > (uint64_t)off ? fork_size - (uint64_t)off : 0;
+    return avail < (uint64_t)len ? (int64_t)avail : len;
+}
+
+/* A single-range fork read's result. */
+static int64_t fork_read_result(gc_op *o)
+{
+    return before_end(o->x[0].fork_size, o->off, o->total);
+}
+
 int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
-               int64_t total, int fin, int64_t off)
+               int64_t total)
 {
     gc_fork k;
     int rc = gc_fork_get(kid, &k);
@@ -350,13 +314,7 @@ int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
     }
     *x =
         (gc_xfer){.server = k.server, .fkid = k.fkid, .pieces = pieces, .n = n};
-    *o = (gc_op){.op = op,
-                 .x = x,
-                 .nx = 1,
-                 .store = pieces,
-                 .total = total,
-                 .fin = fin,
-                 .off = off};
+    *o = (gc_op){.op = op, .x = x, .nx = 1, .store = pieces, .total = total};
     *out = o;
     return 0;
 }
@@ -393,7 +351,7 @@ int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
         p[i].mem = (char *)buf + e->mem_offset;
         total += e->size;
     }
-    return gc_op_fork(o, kid, op, p, (size_t)n, total, GC_FIN_TOTAL, 0);
+    return gc_op_fork(o, kid, op, p, (size_t)n, total);
 }
 
 /* Prepare plain I/O of one range on a fork. */
@@ -406,28 +364,72 @@ int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
     if (!p)
         return -ENOMEM;
     *p = (gx_ext){(uint64_t)offset, (uint64_t)size, {buf}};
-    return gc_op_fork(o, kid, op, p, size ? 1 : 0, size,
-                      op == GFS_READ ? GC_FIN_FORK_READ : GC_FIN_TOTAL, offset);
+    int rc = gc_op_fork(o, kid, op, p, size ? 1 : 0, size);
+    if (!rc && op == GFS_READ) {
+        (*o)->finish = fork_read_result;
+        (*o)->off = offset;
+    }
+    return rc;
 }
 
-int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
-                   void *buf)
+/* ------------------------------------------- entry points below the API */
+
+int64_t gc_fork_listio(int kid, int op, int64_t n,
+                       const gfs_list_entry *entries, void *buf)
 {
     gc_op *o;
     int rc = gc_prep_listio(&o, kid, op, n, entries, buf);
     return rc ? rc : gc_op_run(o);
 }
 
-int64_t gfs_read(int kid, int64_t offset, void *buf, int64_t size)
+int64_t gc_fork_rw(int kid, int op, int64_t offset, void *buf, int64_t size)
 {
     gc_op *o;
-    int rc = gc_prep_rw(&o, kid, GFS_READ, offset, buf, size);
+    int rc = gc_prep_rw(&o, kid, op, offset, buf, size);
     return rc ? rc : gc_op_run(o);
+}
+
+int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
+                  int64_t len, int64_t *got)
+{
+    if (n < 0 || len < 0)
+        return -EINVAL;
+    gc_xfer *x = calloc((size_t)(n ? n : 1), sizeof(*x));
+    gx_ext *p = calloc((size_t)(n ? n : 1), sizeof(*p));
+    int rc = x && p ? 0 : -ENOMEM;
+    for (int i = 0; i < n && !rc; i++) {
+        gc_fork k;
+        rc = gc_fork_get(kids[i], &k);
+        if (!rc && !range_ok(offs[i], len))
+            rc = -EINVAL;
+        p[i] = (gx_ext){
+            (uint64_t)offs[i], (uint64_t)len, {buf + (size_t)i * (size_t)len}};
+        x[i] = (gc_xfer){
+            .server = k.server, .fkid = k.fkid, .pieces = &p[i], .n = 1};
+    }
+    if (!rc)
+        rc = gc_transfer(GFS_READ, x, (size_t)n);
+    for (int i = 0; i < n && !rc; i++)
+        got[i] = before_end(x[i].fork_size, offs[i], len);
+    free(x);
+    free(p);
+    return rc;
+}
+
+/* ------------------------------------------------------- public API --- */
+
+int64_t gfs_listio(int kid, int op, int64_t n, const gfs_list_entry *entries,
+                   void *buf)
+{
+    return gc_fork_listio(kid, op, n, entries, buf);
+}
+
+int64_t gfs_read(int kid, int64_t offset, void *buf, int64_t size)
+{
+    return gc_fork_rw(kid, GFS_READ, offset, buf, size);
 }
 
 int64_t gfs_write(int kid, int64_t offset, const void *buf, int64_t size)
 {
-    gc_op *o;
-    int rc = gc_prep_rw(&o, kid, GFS_WRITE, offset, (void *)buf, size);
-    return rc ? rc : gc_op_run(o);
+    return gc_fork_rw(kid, GFS_WRITE, offset, (void *)buf, size);
 }

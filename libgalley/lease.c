@@ -72,13 +72,8 @@ static void *renewer(void *arg)
             gc_conn *c = gc_server_conn(which[i]);
             if (!c)
                 continue;
-            gp_wbuf w;
-            gp_wbuf_init(&w);
-            gp_PING_req_encode(&w, &(gp_PING_req){});
-            gc_req q;
-            gc_call(c, GP_OP_PING, &w, &q); /* errors: the next try */
-            gc_req_release(&q);
-            gp_wbuf_free(&w);
+            /* errors: the next try */
+            gc_PING_call(c, &(gp_PING_req){}, NULL, NULL);
         }
         free(which);
         pthread_mutex_lock(&lease.lock);

@@ -6,11 +6,15 @@ include_HEADERS += include/galley.h include/galley_group.h include/galley_sfio.h
 libgalley_libgalley_la_SOURCES = \
 	libgalley/internal.h \
 	libgalley/client.c \
+	libgalley/calls.c \
 	libgalley/cluster_file.h \
 	libgalley/cluster_file.c \
 	libgalley/conn.c \
 	libgalley/dial.c \
 	libgalley/dial.h \
+	libgalley/transport.h libgalley/transport.c \
+	libgalley/transport_tcp.c libgalley/transport_unix.c \
+	libgalley/transport_cma.c \
 	libgalley/files.c \
 	libgalley/forks.c \
 	libgalley/group.c \

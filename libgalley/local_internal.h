@@ -16,7 +16,6 @@
 #define SLOT_BYTES 16
 #define SLOTS_KEY "galley.local.slots"
 #define TOMBSTONE UINT64_MAX /* a slot given up by truncate */
-#define CLAIM_BASE (GP_MAX_OFFSET / 2)
 #define READ_CHUNK (1 << 20)
 #define MAP_CHUNK (16 << 10) /* bytes of one map read in a refresh */
 
@@ -31,7 +30,8 @@ struct gc_local {
     pthread_mutex_t lock;
     int nsub;
     uint64_t bsize;
-    int me; /* subfile of my server, or -1 */
+    char fork[GFS_FORK_NAME_MAX + 1]; /* the data fork (FORK.map: the map) */
+    int me;                           /* subfile of my server, or -1 */
     int servers[GFS_MAX_SUBFILES];
     uint64_t hids[GFS_MAX_SUBFILES];
     int mkids[GFS_MAX_SUBFILES];        /* map forks */
@@ -54,7 +54,7 @@ int gc_local_refresh(gc_local *l, bool full);
 /* Order of want by block number (qsort). */
 int gc_local_want_cmp(const void *a, const void *b);
 /* Give blocks w[0..n) (sorted, distinct, not yet known) a home. */
-int gc_local_claim(gc_local *l, int sid, want *w, size_t n);
+int gc_local_claim(gc_local *l, want *w, size_t n);
 /* Raise the recorded lengths of known blocks this write extends. */
 int gc_local_raise_lengths(gc_local *l, const want *w, size_t n);
 

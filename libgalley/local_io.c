@@ -26,8 +26,8 @@ static int cut_blocks(uint64_t B, int64_t n, const gfs_list_entry *entries,
     for (int64_t i = 0; i < n && !rc; i++) {
         const gfs_list_entry *e = &entries[i];
         if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
-            (uint64_t)e->file_offset > CLAIM_BASE / 2 ||
-            (uint64_t)e->size > CLAIM_BASE / 2 - (uint64_t)e->file_offset ||
+            (uint64_t)e->file_offset > GP_MAX_OFFSET ||
+            (uint64_t)e->size > GP_MAX_OFFSET - (uint64_t)e->file_offset ||
             (e->size && !buf)) {
             rc = -EINVAL;
             break;
@@ -88,8 +88,7 @@ static int touched_blocks(uint64_t B, const gx_ext *fr, size_t nfr, want **out,
 /* Under l->lock: know every block the request touches.  A read that
  * misses reads the maps again; a write claims its new blocks and raises
  * the written lengths. */
-static int prepare_blocks(gc_local *l, int sid, int op, const want *w,
-                          size_t nw)
+static int prepare_blocks(gc_local *l, int op, const want *w, size_t nw)
 {
     size_t nmiss = 0;
     for (size_t i = 0; i < nw; i++)
@@ -106,7 +105,7 @@ static int prepare_blocks(gc_local *l, int sid, int op, const want *w,
     for (size_t i = 0; i < nw; i++)
         if (!gc_local_find(l, w[i].g))
             miss[k++] = w[i];
-    int rc = k ? gc_local_claim(l, sid, miss, k) : 0;
+    int rc = k ? gc_local_claim(l, miss, k) : 0;
     free(miss);
     return rc ? rc : gc_local_raise_lengths(l, w, nw);
 }
@@ -165,7 +164,7 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
 
     pthread_mutex_lock(&l->lock);
     if (!rc)
-        rc = prepare_blocks(l, sid, op, w, nw);
+        rc = prepare_blocks(l, op, w, nw);
     gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
     if (o) {
         o->x = calloc((size_t)l->nsub, sizeof(gc_xfer));
@@ -191,7 +190,6 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
     o->op = op;
     o->total = total;
     o->sid = sid;
-    o->fin = GC_FIN_TOTAL;
     *out = o;
     return 0;
 }

@@ -22,12 +22,12 @@
  * First write of a block.  The block must get exactly one home even when
  * processes on two hosts write parts of it at once, so claims are
  * serialised by an exclusive lock at the file's home server (subfile 0)
- * over the claimed block numbers (in a lock range far above any byte
- * offset, CLAIM_BASE + g): under the lock the client reads the maps' new
- * slots again, and only blocks still nobody's are claimed, on its own
- * server.  Rewrites of known blocks take no lock and no extra request,
- * except to raise a block's recorded length (one small write to the map
- * of the block's own server).
+ * over the claimed block numbers (BLOCK_LOCK: a lock space apart from
+ * byte ranges, so claims and gfs_striped_lock never meet): under the
+ * lock the client reads the maps' new slots again, and only blocks still
+ * nobody's are claimed, on its own server.  Rewrites of known blocks take no
+ * lock and no extra request, except to raise a block's recorded length (one
+ * small write to the map of the block's own server).
  *
  * Which server is "mine": a server is on this host when the connection to
  * it is the same-host socket or a TCP connection whose two ends have the
@@ -158,49 +158,35 @@ int gc_local_refresh(gc_local *l, bool full)
         memset(l->scanned, 0, sizeof(l->scanned));
     }
     /* every map at once: one round trip per MAP_CHUNK of new slots, not
-     * one per map (a claim does this under its lock) */
+     * one per map (a claim does this under its lock).  The reads run on
+     * this thread (gc_forks_read), never through the non-blocking
+     * workers: a single-range read's finish gets here on a worker. */
     int n = l->nsub, rc = 0;
     uint8_t *buf = malloc((size_t)n * MAP_CHUNK);
     uint64_t *slot = malloc(sizeof(*slot) * (size_t)n);
     bool *gap = calloc((size_t)n, sizeof(*gap));
-    bool *more = malloc(sizeof(*more) * (size_t)n);
-    gfs_handle *h = malloc(sizeof(*h) * (size_t)n);
-    if (!buf || !slot || !gap || !more || !h)
+    int *kids = malloc(sizeof(*kids) * (size_t)n);
+    int *sub = malloc(sizeof(*sub) * (size_t)n);
+    int64_t *offs = malloc(sizeof(*offs) * (size_t)n);
+    int64_t *got = malloc(sizeof(*got) * (size_t)n);
+    if (!buf || !slot || !gap || !kids || !sub || !offs || !got)
         rc = -ENOMEM;
+    int nr = 0; /* maps still being read: sub[0..nr) */
     for (int s = 0; s < n && !rc; s++) {
         slot[s] = l->scanned[s];
-        more[s] = true;
+        sub[nr++] = s;
     }
-    for (bool any = !rc; any && !rc;) {
-        any = false;
-        for (int s = 0; s < n; s++) {
-            h[s] = -1;
-            if (!more[s] || rc)
-                continue;
-            h[s] = gfs_new_handle();
-            int k = h[s] < 0
-                        ? h[s]
-                        : gfs_nb_read(h[s], l->mkids[s],
-                                      (int64_t)(slot[s] * SLOT_BYTES),
-                                      buf + (size_t)s * MAP_CHUNK, MAP_CHUNK);
-            if (k < 0) {
-                rc = k;
-                h[s] = -1;
-            }
+    while (nr > 0 && !rc) {
+        for (int i = 0; i < nr; i++) {
+            kids[i] = l->mkids[sub[i]];
+            offs[i] = (int64_t)(slot[sub[i]] * SLOT_BYTES);
         }
-        for (int s = 0; s < n; s++) {
-            if (h[s] < 0)
-                continue;
-            int64_t got = gfs_wait(h[s]);
-            if (got < 0) {
-                if (!rc)
-                    rc = (int)got;
-                continue;
-            }
-            more[s] = got == MAP_CHUNK;
-            any |= more[s];
-            const uint8_t *b = buf + (size_t)s * MAP_CHUNK;
-            for (int64_t k = 0; k + SLOT_BYTES <= got && !rc;
+        rc = gc_forks_read(nr, kids, offs, (char *)buf, MAP_CHUNK, got);
+        int more = 0;
+        for (int i = 0; i < nr && !rc; i++) {
+            int s = sub[i];
+            const uint8_t *b = buf + (size_t)i * MAP_CHUNK;
+            for (int64_t k = 0; k + SLOT_BYTES <= got[i] && !rc;
                  k += SLOT_BYTES, slot[s]++) {
                 uint64_t key = get_le64(b + k);
                 if (key == 0) {
@@ -212,37 +198,25 @@ int gc_local_refresh(gc_local *l, bool full)
                 if (key != TOMBSTONE)
                     rc = insert(l, key - 1, s, slot[s], get_le64(b + k + 8));
             }
+            if (got[i] == MAP_CHUNK)
+                sub[more++] = s;
         }
+        nr = more;
     }
     free(buf);
     free(slot);
     free(gap);
-    free(more);
-    free(h);
+    free(kids);
+    free(sub);
+    free(offs);
+    free(got);
     return rc;
 }
 
 /* FETCH_ADD on subfile s's header (its own server). */
 static int64_t slot_add(gc_local *l, int s, const char *key, int64_t delta)
 {
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_FETCH_ADD_req_encode(&w, &(gp_FETCH_ADD_req){.hid = l->hids[s],
-                                                    .key = key,
-                                                    .delta = (uint64_t)delta});
-    gc_req q;
-    int rc = gc_call(gc_server_conn(l->servers[s]), GP_OP_FETCH_ADD, &w, &q);
-    gp_wbuf_free(&w);
-    int64_t old = rc;
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_FETCH_ADD_rep m;
-        int k = gp_FETCH_ADD_rep_decode(&r, &m);
-        old = !k && m.old <= INT64_MAX ? (int64_t)m.old : GFS_EPROTO;
-    }
-    gc_req_release(&q);
-    return old;
+    return gc_counter(l->servers[s], l->hids[s], key, false, (uint64_t)delta);
 }
 
 /* ------------------------------------------------------ open / close --- */
@@ -266,7 +240,9 @@ static int local_rank(void)
 bool gc_is_local_layout(int fid)
 {
     char v[32];
-    return gfs_get_attr(fid, "galley.layout", v, sizeof(v)) > 0 &&
+    gc_file f;
+    return gc_file_get(fid, &f) == 0 &&
+           gc_attr_lookup(f.rec.attrs, "galley.layout", v, sizeof(v)) > 0 &&
            strcmp(v, "local") == 0;
 }
 
@@ -285,6 +261,7 @@ int gc_local_open(int fid, const gfs_layout *lay, gc_local **out)
     pthread_mutex_init(&l->lock, NULL);
     l->nsub = lay->nsubfiles;
     l->bsize = (uint64_t)lay->unit;
+    snprintf(l->fork, sizeof(l->fork), "%s", lay->fork);
     char mapfork[GFS_FORK_NAME_MAX + 1];
     if (snprintf(mapfork, sizeof(mapfork), "%s" MAP_SUFFIX, lay->fork) >=
         (int)sizeof(mapfork)) {
@@ -299,12 +276,12 @@ int gc_local_open(int fid, const gfs_layout *lay, gc_local **out)
             locals[nlocal++] = s;
     }
     l->me = nlocal ? locals[local_rank() % nlocal] : -1;
-    rc = gfs_all_open(fid, mapfork, l->mkids);
+    rc = gc_all_open(fid, mapfork, l->mkids);
     if (rc)
         goto out_free;
     rc = gc_local_refresh(l, true);
     if (rc) {
-        gfs_all_close(l->nsub, l->mkids);
+        gc_all_close(l->nsub, l->mkids);
         goto out_free;
     }
     *out = l;
@@ -333,11 +310,13 @@ int gc_local_want_cmp(const void *a, const void *b)
 }
 
 /* Give blocks w[0..n) (sorted, distinct, not yet known) a home. */
-int gc_local_claim(gc_local *l, int sid, want *w, size_t n)
+int gc_local_claim(gc_local *l, want *w, size_t n)
 {
     uint64_t lo = w[0].g, hi = w[n - 1].g;
-    int rc = gfs_striped_lock(sid, (int64_t)(CLAIM_BASE + lo),
-                              (int64_t)(hi - lo + 1), 1);
+    /* at the file's home (subfile 0's header), in the block-number lock
+     * space: no byte offset is given up to claims */
+    int rc = gc_range_lock(l->servers[0], l->hids[0], GC_LOCK_BLOCKS, true, lo,
+                           hi - lo + 1, true);
     if (rc)
         return rc;
     /* someone may have claimed them meanwhile */
@@ -369,8 +348,8 @@ int gc_local_claim(gc_local *l, int sid, want *w, size_t n)
                 put_le64(ent + m * SLOT_BYTES + 8, w[i].end);
                 m++;
             }
-        int64_t wr = gfs_write(l->mkids[s], base * SLOT_BYTES, ent,
-                               (int64_t)(m * SLOT_BYTES));
+        int64_t wr = gc_fork_rw(l->mkids[s], GFS_WRITE, base * SLOT_BYTES, ent,
+                                (int64_t)(m * SLOT_BYTES));
         if (wr < 0) {
             rc = (int)wr;
             break;
@@ -383,8 +362,8 @@ int gc_local_claim(gc_local *l, int sid, want *w, size_t n)
     free(count);
     free(ent);
     free(dest);
-    int urc = gfs_striped_unlock(sid, (int64_t)(CLAIM_BASE + lo),
-                                 (int64_t)(hi - lo + 1));
+    int urc = gc_range_lock(l->servers[0], l->hids[0], GC_LOCK_BLOCKS, false,
+                            lo, hi - lo + 1, false);
     return rc ? rc : urc;
 }
 
@@ -416,7 +395,8 @@ int gc_local_raise_lengths(gc_local *l, const want *w, size_t n)
             }
         }
         if (m) {
-            int64_t r = gfs_listio(l->mkids[s], GFS_WRITE, (int64_t)m, le, val);
+            int64_t r =
+                gc_fork_listio(l->mkids[s], GFS_WRITE, (int64_t)m, le, val);
             if (r < 0)
                 rc = (int)r;
         }
@@ -473,18 +453,19 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
         uint64_t g = b->key - 1;
         int64_t r = 0;
         if (g >= keep) {
-            r = gfs_write(l->mkids[b->sub], (int64_t)(b->slot * SLOT_BYTES),
-                          tomb, SLOT_BYTES);
+            r = gc_fork_rw(l->mkids[b->sub], GFS_WRITE,
+                           (int64_t)(b->slot * SLOT_BYTES), tomb, SLOT_BYTES);
         } else if (g == keep - 1 && (uint64_t)size % B &&
                    b->len > (uint64_t)size % B) {
             uint64_t cut = (uint64_t)size % B;
             uint8_t v[8];
             put_le64(v, cut);
-            r = gfs_write(kids[b->sub], (int64_t)(b->slot * B + cut), zeros,
-                          (int64_t)(B - cut));
+            r = gc_fork_rw(kids[b->sub], GFS_WRITE,
+                           (int64_t)(b->slot * B + cut), zeros,
+                           (int64_t)(B - cut));
             if (r >= 0)
-                r = gfs_write(l->mkids[b->sub],
-                              (int64_t)(b->slot * SLOT_BYTES + 8), v, 8);
+                r = gc_fork_rw(l->mkids[b->sub], GFS_WRITE,
+                               (int64_t)(b->slot * SLOT_BYTES + 8), v, 8);
         }
         if (r < 0)
             rc = (int)r;
@@ -500,8 +481,8 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
         if (b && b->len != (uint64_t)size - g * B) {
             uint8_t v[8];
             put_le64(v, (uint64_t)size - g * B);
-            int64_t r = gfs_write(l->mkids[b->sub],
-                                  (int64_t)(b->slot * SLOT_BYTES + 8), v, 8);
+            int64_t r = gc_fork_rw(l->mkids[b->sub], GFS_WRITE,
+                                   (int64_t)(b->slot * SLOT_BYTES + 8), v, 8);
             if (r < 0)
                 rc = (int)r;
             else
@@ -529,7 +510,7 @@ int gc_local_sync(gc_local *l)
 {
     int rc = 0;
     for (int s = 0; s < l->nsub; s++) {
-        int k = gfs_sync(l->mkids[s]);
+        int k = gc_fork_sync(l->mkids[s]);
         if (k && !rc)
             rc = k;
     }
@@ -565,37 +546,31 @@ int gfs_server_io_stats(int server, gfs_server_io *st)
     int rc = gc_check_init();
     if (rc)
         return rc;
-    if (!st || server < 0 || server >= gfs_num_servers())
+    if (!st || server < 0 || server >= gc_g.nservers)
         return -EINVAL;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_IO_STATS_req_encode(&w, &(gp_IO_STATS_req){});
-    gc_req q;
-    rc = gc_call(gc_server_conn(server), GP_OP_IO_STATS, &w, &q);
-    gp_wbuf_free(&w);
+    gp_IO_STATS_rep m;
+    rc = gc_IO_STATS_call(gc_server_conn(server), &(gp_IO_STATS_req){}, &m,
+                          NULL);
     if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        gp_IO_STATS_rep m;
-        rc = gp_IO_STATS_rep_decode(&r, &m) ? GFS_EPROTO : 0;
         st->written_local = m.written_local;
         st->written_remote = m.written_remote;
         st->read_local = m.read_local;
         st->read_remote = m.read_remote;
     }
-    gc_req_release(&q);
     return rc;
 }
 
-/* Copy template `tname`'s placement into the new local file `name`
- * (created with the same servers and block size by the caller). */
-static int apply_template(const char *name, int tsid)
+/* Copy template t's placement into the new local file `name` (created
+ * with the same servers and block size by the caller). */
+static int apply_template(const char *name, gc_local *t)
 {
-    int sid = gfs_striped_open(name);
+    int sid = gc_striped_open(name);
     if (sid < 0)
         return sid;
-    gc_local *t = gc_striped_local(tsid), *l = gc_striped_local(sid);
-    int rc = t && l ? 0 : GFS_ELAYOUT;
+    gc_local *l;
+    int rc = gc_striped_local(sid, &l);
+    if (!rc && !l)
+        rc = GFS_ELAYOUT;
     uint8_t *buf = rc ? NULL : malloc(READ_CHUNK);
     if (!rc && !buf)
         rc = -ENOMEM;
@@ -607,7 +582,8 @@ static int apply_template(const char *name, int tsid)
         }
         for (int64_t off = 0; off < slots * SLOT_BYTES && !rc;
              off += READ_CHUNK) {
-            int64_t got = gfs_read(t->mkids[s], off, buf, READ_CHUNK);
+            int64_t got =
+                gc_fork_rw(t->mkids[s], GFS_READ, off, buf, READ_CHUNK);
             if (got < 0) {
                 rc = (int)got;
                 break;
@@ -615,7 +591,7 @@ static int apply_template(const char *name, int tsid)
             for (int64_t k = 0; k + SLOT_BYTES <= got; k += SLOT_BYTES)
                 put_le64(buf + k + 8, 0); /* placed, nothing written */
             if (got > 0) {
-                int64_t wr = gfs_write(l->mkids[s], off, buf, got);
+                int64_t wr = gc_fork_rw(l->mkids[s], GFS_WRITE, off, buf, got);
                 if (wr < 0)
                     rc = (int)wr;
             }
@@ -629,7 +605,7 @@ static int apply_template(const char *name, int tsid)
         }
     }
     free(buf);
-    gfs_striped_close(sid);
+    gc_striped_close(sid);
     return rc;
 }
 
@@ -637,28 +613,23 @@ int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
                       int64_t unit, const char *fork, const char *layout)
 {
     if (!layout || !*layout || strcmp(layout, "striped") == 0)
-        return gfs_create_striped(name, nsubfiles, servers, unit, fork);
+        return gc_create_striped(name, nsubfiles, servers, unit, fork);
     int tsid = -1, rc = 0;
-    int tservers[GFS_MAX_SUBFILES];
-    gfs_layout tl;
+    gc_local *t = NULL;
     if (strncmp(layout, "template:", 9) == 0) {
-        tsid = gfs_striped_open(layout + 9);
+        tsid = gc_striped_open(layout + 9);
         if (tsid < 0)
             return tsid;
-        gfs_local_stat ts;
-        rc = gfs_striped_local_stat(tsid, &ts);
-        if (rc == -EINVAL)
+        rc = gc_striped_local(tsid, &t);
+        if (!rc && !t)
             rc = GFS_ELAYOUT; /* the template is not a local file */
         if (rc)
             goto out_close;
-        nsubfiles = ts.nsubfiles;
-        memcpy(tservers, ts.servers, sizeof(int) * (size_t)ts.nsubfiles);
-        servers = tservers;
-        unit = ts.block_size;
-        if (!fork) {
-            gfs_striped_layout(tsid, &tl);
-            fork = tl.fork;
-        }
+        nsubfiles = t->nsub;
+        servers = t->servers;
+        unit = (int64_t)t->bsize;
+        if (!fork)
+            fork = t->fork;
     } else if (strcmp(layout, "local") != 0) {
         return -EINVAL;
     }
@@ -683,33 +654,34 @@ int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
     rc = gc_create_file(name, nsubfiles, servers, attrs);
     if (rc)
         goto out_close;
-    int fid = gfs_open_file(name);
+    int fid = gc_file_open(name);
     if (fid < 0) {
         rc = fid;
         goto out_delete;
     }
-    rc = gfs_all_create(fid, fork);
+    rc = gc_all_create(fid, fork);
     if (!rc)
-        rc = gfs_all_create(fid, mapfork);
-    gfs_close_file(fid);
-    if (!rc && tsid >= 0)
-        rc = apply_template(name, tsid);
+        rc = gc_all_create(fid, mapfork);
+    gc_file_close(fid);
+    if (!rc && t)
+        rc = apply_template(name, t);
     if (!rc)
         goto out_close;
 out_delete:
-    gfs_delete_file(name);
+    gc_file_delete(name);
 out_close:
     if (tsid >= 0)
-        gfs_striped_close(tsid);
+        gc_striped_close(tsid);
     return rc;
 }
 
 int gfs_striped_local_stat(int sid, gfs_local_stat *st)
 {
-    gc_local *l = gc_striped_local(sid);
-    if (!l) {
-        int rc = gfs_striped_kid(sid, 0);
-        return rc < 0 ? rc : -EINVAL; /* open, but striped */
-    }
+    gc_local *l;
+    int rc = gc_striped_local(sid, &l);
+    if (rc)
+        return rc;
+    if (!l)
+        return -EINVAL; /* open, but striped */
     return st ? gc_local_stat(l, st) : 0;
 }

@@ -166,7 +166,7 @@ int gc_nb_start(gfs_handle h, int rc, gc_op *o)
 
 /* ---------------------------------------------------------- complete --- */
 
-int64_t gfs_wait(gfs_handle h)
+static int64_t wait_handle(gfs_handle h)
 {
     pthread_mutex_lock(&nb_lock);
     nb_handle *p = gc_htab_at(&nb_tab, h);
@@ -190,6 +190,11 @@ int64_t gfs_wait(gfs_handle h)
         gc_htab_remove(&nb_tab, h);
     pthread_mutex_unlock(&nb_lock);
     return res;
+}
+
+int64_t gfs_wait(gfs_handle h)
+{
+    return wait_handle(h);
 }
 
 int gfs_test(gfs_handle h, int64_t *result)
@@ -216,7 +221,7 @@ int gfs_waitall(int n, const gfs_handle *handles, int64_t *results)
         return -EINVAL;
     int rc = 0;
     for (int i = 0; i < n; i++) {
-        int64_t r = gfs_wait(handles[i]);
+        int64_t r = wait_handle(handles[i]);
         if (results)
             results[i] = r;
         if (r < 0 && !rc)

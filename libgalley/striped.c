@@ -45,8 +45,8 @@ void gc_striped_shutdown(void)
 
 /* ------------------------------------------------------ create / open -- */
 
-int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
-                       int64_t unit, const char *fork)
+int gc_create_striped(const char *name, int nsubfiles, const int *servers,
+                      int64_t unit, const char *fork)
 {
     if (!fork)
         fork = GFS_DEFAULT_STRIPE_FORK;
@@ -64,17 +64,17 @@ int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
     rc = gc_create_file(name, nsubfiles, servers, attrs);
     if (rc)
         return rc;
-    int fid = gfs_open_file(name);
+    int fid = gc_file_open(name);
     if (fid < 0) {
         rc = fid;
         goto out_delete;
     }
-    rc = gfs_all_create(fid, fork);
-    gfs_close_file(fid);
+    rc = gc_all_create(fid, fork);
+    gc_file_close(fid);
     if (!rc)
         return 0;
 out_delete:
-    gfs_delete_file(name);
+    gc_file_delete(name);
     return rc;
 }
 
@@ -83,24 +83,22 @@ static int striped_from_fid(int fid)
 {
     gc_striped s = {.fid = fid};
     char v[GFS_FORK_NAME_MAX + 1];
-    int rc = gfs_get_attr(fid, "galley.stripe_unit", v, sizeof(v));
-    if (rc < 0)
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (rc)
+        goto out_close;
+    if (gc_attr_lookup(f.rec.attrs, "galley.stripe_unit", v, sizeof(v)) < 0)
         goto out_layout;
     char *end;
     long long unit = strtoll(v, &end, 10);
     if (*end || unit <= 0)
         goto out_layout;
-    rc =
-        gfs_get_attr(fid, "galley.stripe_fork", s.lay.fork, sizeof(s.lay.fork));
-    if (rc <= 0)
+    if (gc_attr_lookup(f.rec.attrs, "galley.stripe_fork", s.lay.fork,
+                       sizeof(s.lay.fork)) <= 0)
         goto out_layout;
     s.lay.unit = unit;
-    gfs_file_stat fst;
-    rc = gfs_stat_file(fid, &fst);
-    if (rc)
-        goto out_close;
-    s.lay.nsubfiles = fst.nsubfiles;
-    rc = gfs_all_open(fid, s.lay.fork, s.kids);
+    s.lay.nsubfiles = (int)f.rec.nsub;
+    rc = gc_all_open(fid, s.lay.fork, s.kids);
     if (rc)
         goto out_close;
     rc = gc_local_open(fid, &s.lay, &s.loc);
@@ -110,7 +108,7 @@ static int striped_from_fid(int fid)
     int sid = gc_htab_insert(&st_tab, &s);
     if (sid < 0) {
         gc_local_free(s.loc);
-        gfs_all_close(s.lay.nsubfiles, s.kids);
+        gc_all_close(s.lay.nsubfiles, s.kids);
         rc = sid;
         goto out_close;
     }
@@ -119,13 +117,13 @@ static int striped_from_fid(int fid)
 out_layout:
     rc = GFS_ELAYOUT;
 out_close:
-    gfs_close_file(fid);
+    gc_file_close(fid);
     return rc;
 }
 
-int gfs_striped_open(const char *name)
+int gc_striped_open(const char *name)
 {
-    int fid = gfs_open_file(name);
+    int fid = gc_file_open(name);
     return fid < 0 ? fid : striped_from_fid(fid);
 }
 
@@ -195,7 +193,69 @@ static int home_of(const gc_striped *s, int *server, uint64_t *hid)
     return 0;
 }
 
-static int lock_call(int sid, uint16_t op, int64_t offset, int64_t len,
+int gc_range_lock(int server, uint64_t hid, int space, bool lock, uint64_t off,
+                  uint64_t len, bool excl)
+{
+    gc_conn *c = gc_server_conn(server);
+    uint8_t x = excl ? 1 : 0;
+    for (;;) {
+        int rc;
+        if (space == GC_LOCK_BLOCKS && lock)
+            rc = gc_BLOCK_LOCK_call(
+                c,
+                &(gp_BLOCK_LOCK_req){
+                    .hid = hid, .off = off, .len = len, .excl = x},
+                NULL, NULL);
+        else if (space == GC_LOCK_BLOCKS)
+            rc = gc_BLOCK_UNLOCK_call(
+                c, &(gp_BLOCK_UNLOCK_req){.hid = hid, .off = off, .len = len},
+                NULL, NULL);
+        else if (lock)
+            rc = gc_LOCK_call(
+                c,
+                &(gp_LOCK_req){.hid = hid, .off = off, .len = len, .excl = x},
+                NULL, NULL);
+        else
+            rc = gc_UNLOCK_call(
+                c, &(gp_UNLOCK_req){.hid = hid, .off = off, .len = len}, NULL,
+                NULL);
+        /* The server answers -EAGAIN after waiting a while, so a long
+         * wait for a lock never looks like a dead server: ask again. */
+        if (rc != -EAGAIN) {
+            if (lock && rc == 0)
+                gc_lease_hold(server, 1); /* renewed meanwhile (lease.c) */
+            else if (!lock && (rc == 0 || rc == -ENOLCK))
+                gc_lease_hold(server, -1);
+            return rc;
+        }
+    }
+}
+
+int64_t gc_counter(int server, uint64_t hid, const char *key, bool set,
+                   uint64_t value)
+{
+    gc_conn *c = gc_server_conn(server);
+    uint64_t old;
+    int rc;
+    if (set) {
+        gp_FETCH_SET_rep m = {0};
+        rc = gc_FETCH_SET_call(
+            c, &(gp_FETCH_SET_req){.hid = hid, .key = key, .value = value}, &m,
+            NULL);
+        old = m.old;
+    } else {
+        gp_FETCH_ADD_rep m = {0};
+        rc = gc_FETCH_ADD_call(
+            c, &(gp_FETCH_ADD_req){.hid = hid, .key = key, .delta = value}, &m,
+            NULL);
+        old = m.old;
+    }
+    if (rc)
+        return rc;
+    return old <= INT64_MAX ? (int64_t)old : GFS_EPROTO;
+}
+
+static int lock_call(int sid, bool lock, int64_t offset, int64_t len,
                      int exclusive)
 {
     gc_striped s;
@@ -210,42 +270,18 @@ static int lock_call(int sid, uint16_t op, int64_t offset, int64_t len,
     if (rc)
         return rc;
     uint64_t ulen = len == 0 ? GP_MAX_OFFSET - (uint64_t)offset : (uint64_t)len;
-    for (;;) {
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        if (op == GP_OP_LOCK)
-            gp_LOCK_req_encode(&w, &(gp_LOCK_req){.hid = hid,
-                                                  .off = (uint64_t)offset,
-                                                  .len = ulen,
-                                                  .excl = exclusive ? 1 : 0});
-        else
-            gp_UNLOCK_req_encode(&w, &(gp_UNLOCK_req){.hid = hid,
-                                                      .off = (uint64_t)offset,
-                                                      .len = ulen});
-        gc_req q;
-        rc = gc_call(gc_server_conn(server), op, &w, &q);
-        gc_req_release(&q);
-        gp_wbuf_free(&w);
-        /* The server answers -EAGAIN after waiting a while, so a long
-         * wait for a lock never looks like a dead server: ask again. */
-        if (rc != -EAGAIN) {
-            if (op == GP_OP_LOCK && rc == 0)
-                gc_lease_hold(server, 1); /* renewed meanwhile (lease.c) */
-            else if (op == GP_OP_UNLOCK && (rc == 0 || rc == -ENOLCK))
-                gc_lease_hold(server, -1);
-            return rc;
-        }
-    }
+    return gc_range_lock(server, hid, GC_LOCK_BYTES, lock, (uint64_t)offset,
+                         ulen, exclusive != 0);
 }
 
 int gfs_striped_lock(int sid, int64_t offset, int64_t len, int exclusive)
 {
-    return lock_call(sid, GP_OP_LOCK, offset, len, exclusive);
+    return lock_call(sid, true, offset, len, exclusive);
 }
 
 int gfs_striped_unlock(int sid, int64_t offset, int64_t len)
 {
-    return lock_call(sid, GP_OP_UNLOCK, offset, len, 0);
+    return lock_call(sid, false, offset, len, 0);
 }
 
 /* One POSIX lock request (PLOCK, PGETLK or PRELEASE, already encoded in
@@ -402,23 +438,7 @@ int gfs_striped_plock_release(int sid, uint64_t owner)
 }
 
 /* FETCH_ADD or FETCH_SET of counter key on the file's home server. */
-static int64_t counter_call(int sid, const char *key, uint16_t op,
-                            int64_t delta);
-
-int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta)
-{
-    return counter_call(sid, key, GP_OP_FETCH_ADD, delta);
-}
-
-int64_t gfs_striped_fetch_set(int sid, const char *key, int64_t value)
-{
-    if (value < 0)
-        return -ERANGE;
-    return counter_call(sid, key, GP_OP_FETCH_SET, value);
-}
-
-static int64_t counter_call(int sid, const char *key, uint16_t op,
-                            int64_t delta)
+static int64_t counter_call(int sid, const char *key, bool set, int64_t value)
 {
     gc_striped s;
     int rc = st_get(sid, &s);
@@ -432,41 +452,22 @@ static int64_t counter_call(int sid, const char *key, uint16_t op,
     rc = home_of(&s, &server, &hid);
     if (rc)
         return rc;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    if (op == GP_OP_FETCH_SET)
-        gp_FETCH_SET_req_encode(
-            &w, &(gp_FETCH_SET_req){
-                    .hid = hid, .key = key, .value = (uint64_t)delta});
-    else
-        gp_FETCH_ADD_req_encode(
-            &w, &(gp_FETCH_ADD_req){
-                    .hid = hid, .key = key, .delta = (uint64_t)delta});
-    gc_req q;
-    rc = gc_call(gc_server_conn(server), op, &w, &q);
-    gp_wbuf_free(&w);
-    int64_t old = rc;
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, q.reply, q.replylen);
-        uint64_t v;
-        int k;
-        if (op == GP_OP_FETCH_SET) {
-            gp_FETCH_SET_rep m;
-            k = gp_FETCH_SET_rep_decode(&r, &m);
-            v = m.old;
-        } else {
-            gp_FETCH_ADD_rep m;
-            k = gp_FETCH_ADD_rep_decode(&r, &m);
-            v = m.old;
-        }
-        old = !k && v <= INT64_MAX ? (int64_t)v : GFS_EPROTO;
-    }
-    gc_req_release(&q);
-    return old;
+    return gc_counter(server, hid, key, set, (uint64_t)value);
 }
 
-int gfs_striped_close(int sid)
+int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta)
+{
+    return counter_call(sid, key, false, delta);
+}
+
+int64_t gfs_striped_fetch_set(int sid, const char *key, int64_t value)
+{
+    if (value < 0)
+        return -ERANGE;
+    return counter_call(sid, key, true, value);
+}
+
+int gc_striped_close(int sid)
 {
     gc_striped s;
     int rc = gc_check_init();
@@ -477,7 +478,7 @@ int gfs_striped_close(int sid)
         return rc;
     gc_local_free(s.loc);
     /* closing the file closes its forks */
-    return gfs_close_file(s.fid);
+    return gc_file_close(s.fid);
 }
 
 int gfs_striped_layout(int sid, gfs_layout *layout)
@@ -505,6 +506,17 @@ int gfs_striped_kid(int sid, int subfile)
 
 /* --------------------------------------------------------- size -------- */
 
+/* The logical size of a striped file whose forks have these sizes
+ * (each >= 0, as the server answers them). */
+static int64_t logical_size(const gfs_layout *lay, const int64_t *sizes)
+{
+    uint64_t u[GFS_MAX_SUBFILES];
+    for (int i = 0; i < lay->nsubfiles; i++)
+        u[i] = (uint64_t)sizes[i];
+    return (int64_t)gl_logical_size((uint64_t)lay->unit,
+                                    (unsigned)lay->nsubfiles, u);
+}
+
 static int fork_sizes(const gc_striped *s, int64_t *sizes)
 {
     gc_fork k[GFS_MAX_SUBFILES];
@@ -528,7 +540,7 @@ int64_t gfs_striped_size(int sid)
     rc = fork_sizes(&s, sizes);
     if (rc)
         return rc;
-    return gfs_layout_logical_size(s.lay.nsubfiles, s.lay.unit, sizes);
+    return logical_size(&s.lay, sizes);
 }
 
 int gfs_striped_truncate(int sid, int64_t size)
@@ -542,8 +554,10 @@ int gfs_striped_truncate(int sid, int64_t size)
     if (s.loc)
         return gc_local_truncate(s.loc, sid, s.kids, size);
     for (int i = 0; i < s.lay.nsubfiles; i++) {
-        int64_t fs = gfs_layout_fork_size(s.lay.nsubfiles, s.lay.unit, i, size);
-        int k = gfs_truncate_fork(s.kids[i], fs);
+        uint64_t fs =
+            gl_fork_size((uint64_t)s.lay.unit, (unsigned)s.lay.nsubfiles,
+                         (unsigned)i, (uint64_t)size);
+        int k = gc_fork_truncate(s.kids[i], (int64_t)fs);
         if (k && !rc)
             rc = k;
     }
@@ -557,7 +571,7 @@ int gfs_striped_sync(int sid)
     if (rc)
         return rc;
     for (int i = 0; i < s.lay.nsubfiles; i++) {
-        int k = gfs_sync(s.kids[i]);
+        int k = gc_fork_sync(s.kids[i]);
         if (k && !rc)
             rc = k;
     }
@@ -680,7 +694,6 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
     o->op = op;
     o->total = total;
     o->sid = sid;
-    o->fin = GC_FIN_TOTAL;
     *out = o;
     return 0;
 }
@@ -706,12 +719,12 @@ static int64_t striped_read_result(gc_op *o)
                 sizes[i] = (int64_t)o->x[j].fork_size;
         }
     int64_t end = o->off + o->total;
-    int64_t lower = gfs_layout_logical_size(ns, s.lay.unit, sizes);
+    int64_t lower = logical_size(&s.lay, sizes);
     if (lower < end) {
         rc = fork_sizes(&s, sizes);
         if (rc)
             return rc;
-        lower = gfs_layout_logical_size(ns, s.lay.unit, sizes);
+        lower = logical_size(&s.lay, sizes);
     }
     if (lower <= o->off)
         return 0;
@@ -726,21 +739,43 @@ int64_t gfs_striped_listio(int sid, int op, int64_t n,
     return rc ? rc : gc_op_run(o);
 }
 
+int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
+                       int64_t unit, const char *fork)
+{
+    return gc_create_striped(name, nsubfiles, servers, unit, fork);
+}
+
+int gfs_striped_open(const char *name)
+{
+    return gc_striped_open(name);
+}
+
+int gfs_striped_close(int sid)
+{
+    return gc_striped_close(sid);
+}
+
 int64_t gfs_striped_read(int sid, int64_t offset, void *buf, int64_t size)
 {
     gfs_list_entry e = {offset, 0, size};
-    return gfs_striped_listio(sid, GFS_READ, 1, &e, buf);
+    gc_op *o;
+    int rc = gc_op_striped(&o, sid, GFS_READ, 1, &e, buf);
+    return rc ? rc : gc_op_run(o);
 }
 
 int64_t gfs_striped_write(int sid, int64_t offset, const void *buf,
                           int64_t size)
 {
     gfs_list_entry e = {offset, 0, size};
-    return gfs_striped_listio(sid, GFS_WRITE, 1, &e, (void *)buf);
+    gc_op *o;
+    int rc = gc_op_striped(&o, sid, GFS_WRITE, 1, &e, (void *)buf);
+    return rc ? rc : gc_op_run(o);
 }
 
-gc_local *gc_striped_local(int sid)
+int gc_striped_local(int sid, gc_local **out)
 {
     gc_striped s;
-    return st_get(sid, &s) ? NULL : s.loc;
+    int rc = st_get(sid, &s);
+    *out = rc ? NULL : s.loc;
+    return rc;
 }

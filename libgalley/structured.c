@@ -117,7 +117,7 @@ int gc_prep_batch(gc_op **o, int kid, int op, int64_t n,
     int rc = gc_expand_batch(n, e, buf, &p, &np, &total);
     if (rc)
         return rc;
-    return gc_op_fork(o, kid, op, p, np, total, GC_FIN_TOTAL, 0);
+    return gc_op_fork(o, kid, op, p, np, total);
 }
 
 int gc_prep_nested(gc_op **o, int kid, int op, int64_t offset, void *buf,

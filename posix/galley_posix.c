@@ -56,6 +56,8 @@
 #define _GNU_SOURCE
 #include "gp_internal.h"
 
+#include "fnv.h"
+
 /* ------------------------------------------------------------------------
  * The next definitions of what we interpose
  * ------------------------------------------------------------------------ */
@@ -206,8 +208,6 @@ void gp_forget(int fd)
 
 uint64_t gp_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    uint64_t h = g_fnv1a(s);
     return h ? h : 1;
 }

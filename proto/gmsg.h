@@ -79,7 +79,9 @@
     X(FETCH_SET, 53, "set a subfile's counter, answer the old value")          \
     X(PLOCK, 54, "POSIX lock: set an owner's lock over a range")               \
     X(PGETLK, 55, "POSIX lock: the first lock that would conflict")            \
-    X(PRELEASE, 56, "drop every POSIX lock of an owner on a subfile")
+    X(PRELEASE, 56, "drop every POSIX lock of an owner on a subfile")          \
+    X(BLOCK_LOCK, 57, "lock block numbers, apart from byte-range locks")       \
+    X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock")
 
 /* ------------------------------------------------------------ fields ---- */
 
@@ -218,6 +220,15 @@
 
 #define GP_PRELEASE_REQ(F) F(u64, hid) F(u64, owner)
 #define GP_PRELEASE_REP(F) F(u32, held)
+
+/* The locality layout's claims of block numbers [off, off + len): the same
+ * semantics as LOCK / UNLOCK, in a space of their own, so that no byte
+ * offset is given up to them and a byte-range lock never waits on one. */
+#define GP_BLOCK_LOCK_REQ(F) F(u64, hid) F(u64, off) F(u64, len) F(u8, excl)
+#define GP_BLOCK_LOCK_REP(F)
+
+#define GP_BLOCK_UNLOCK_REQ(F) F(u64, hid) F(u64, off) F(u64, len)
+#define GP_BLOCK_UNLOCK_REP(F)
 
 /* ------------------------------------------------------------- items ---- */
 

@@ -47,6 +47,18 @@ static inline uint64_t gl_fork_size(uint64_t unit, unsigned nsub, unsigned sub,
     return full * unit + (part > unit ? unit : part);
 }
 
+/* Logical size of a file whose subfiles' forks hold sizes[0..nsub) bytes:
+ * one past the highest logical byte any of them holds. */
+static inline uint64_t gl_logical_size(uint64_t unit, unsigned nsub,
+                                       const uint64_t *sizes)
+{
+    uint64_t size = 0;
+    for (unsigned s = 0; s < nsub; s++)
+        if (sizes[s] && gl_logical(unit, nsub, s, sizes[s] - 1) + 1 > size)
+            size = gl_logical(unit, nsub, s, sizes[s] - 1) + 1;
+    return size;
+}
+
 /* The locality layout's block of logical byte x: block number, offset in
  * it, and the bytes from x to the block's end. */
 static inline uint64_t gl_block(uint64_t unit, uint64_t x, uint64_t *within,

@@ -234,12 +234,12 @@ int gsrv_disk_write_wait(gsrv_dreq **reqs, size_t n)
                mergeable(reqs[i + k - 1], reqs[i + k]))
             k++;
         int e = do_run(&reqs[i], (int)k);
-        if (e && k > 1) { /* block by block: the first that fails */
+        if (e && k > 1) {
+            /* block by block: the first that fails is the error; if every
+             * block is written this way the run is, and it succeeded */
             e = 0;
             for (size_t j = 0; j < k && !e; j++)
                 e = do_run(&reqs[i + j], 1);
-            if (!e)
-                e = -EIO;
         }
         if (e && !err)
             err = e;

@@ -28,7 +28,8 @@
  *   disk.c        the DiskManager thread: C-SCAN ordered preads on the
  *                 forks' Unix files; write-through pwritev on the handler
  *                 threads.
- *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile.
+ *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile;
+ *                 BLOCK_LOCK / BLOCK_UNLOCK: the same over block numbers.
  *   meta.c        crash-safe metadata files (write temp, fsync, rename)
  *                 and the start-up recovery scan of their directories.
  *   htable.c      the one hash table (subfiles, NameServer, cache).
@@ -393,8 +394,8 @@ void gsrv_fork_close(uint64_t fkid, uint32_t count);
 /* True when hid names a subfile that is not deleted. */
 bool gsrv_sub_exists(uint64_t hid);
 
-/* fsck (fsck.c): up to max subfiles with hid > after, sorted by hid,
- * live and marked; free with gsrv_sub_info_free. */
+/* For fsck (SUB_LIST, subfile_ops.c): up to max subfiles with hid > after,
+ * sorted by hid, live and marked; free with gsrv_sub_info_free. */
 typedef struct gsrv_sub_info {
     uint64_t hid;
     char *filename;

@@ -417,7 +417,8 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
     gsrv_log(3, "%s: %s reqid %llu len %u -> %d (%u bytes) %ld ms", c->peer,
              optab_name(h->opcode), (unsigned long long)h->reqid, h->length,
              status, status ? 0u : (unsigned)(rep.w.len + rep.datalen), ms);
-    if (ms >= SLOW_MS && h->opcode != GP_OP_LOCK)
+    if (ms >= SLOW_MS && h->opcode != GP_OP_LOCK &&
+        h->opcode != GP_OP_BLOCK_LOCK)
         gsrv_log(0, "%s: slow request: %s took %ld ms (status %d)", c->peer,
                  optab_name(h->opcode), ms, status);
     gp_wbuf_free(&rep.w);

@@ -696,7 +696,8 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     rc = gsrv_fork_get(fkid, &q->f);
     if (rc)
         goto out_free;
-    gsrv_iostat_count(c, false, q->bytes);
+    /* counted once the reply is ready, like a write: a failed read moved
+     * nothing */
     pthread_rwlock_rdlock(&q->f->rw);
     q->locked = true;
     q->size = gsrv_fork_size(q->f);
@@ -724,6 +725,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         rep->cleanup = io_free;
         rep->arg = q;
         rep->rmem = cma ? &q->rmem : NULL;
+        gsrv_iostat_count(c, false, q->bytes);
         return 0;
     }
 
@@ -759,9 +761,12 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     rep->cleanup = io_free;
     rep->arg = q;
     rep->rmem = cma ? &q->rmem : NULL;
+    gsrv_iostat_count(c, false, q->bytes);
     return 0;
 
 out_free:
+    if (!rc) /* nothing to read, or read straight into the client */
+        gsrv_iostat_count(c, false, q->bytes);
     io_free(q);
     return rc;
 }

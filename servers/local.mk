@@ -20,6 +20,5 @@ servers_galleyd_SOURCES = \
 	servers/meta.c \
 	servers/cma.c \
 	servers/iostats.c \
-	servers/auth.c \
-	servers/fsck.c
+	servers/auth.c
 servers_galleyd_LDADD = proto/libgproto.la -lpthread

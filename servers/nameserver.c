@@ -17,6 +17,7 @@
  * -EEXIST only if a committed record exists.
  */
 #include "gsrv_internal.h"
+#include "fnv.h"
 #include "htable.h"
 
 #include <dirent.h>
@@ -33,7 +34,7 @@
 #define NS_FORMAT 1
 
 typedef struct ns_ent {
-    gsrv_hlink hlink; /* in ns.tab, keyed by name_hash(name) */
+    gsrv_hlink hlink; /* in ns.tab, keyed by g_fnv1a(name) */
     char *name;
     bool committed;
     uint64_t id;    /* record file id, when committed */
@@ -54,16 +55,6 @@ static struct {
 } ns = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ----------------------------------------------------------- helpers ---- */
-
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 int gsrv_check_name(const char *name)
 {
@@ -248,7 +239,7 @@ static int load_one(uint64_t id, const char *fname, gp_record *rec)
         rc = GFS_EPROTO;
         goto out_free_buf;
     }
-    uint64_t h = name_hash(name);
+    uint64_t h = g_fnv1a(name);
     if (find(name, h)) {
         gsrv_log(0, "ns/%s: duplicate record for a name, ignored", fname);
         goto out_free_buf;
@@ -358,7 +349,7 @@ int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = gsrv_check_name(name);
     if (rc)
         return rc;
-    uint64_t h = name_hash(name);
+    uint64_t h = g_fnv1a(name);
     pthread_mutex_lock(&ns.lock);
     ns_ent *e = find(name, h);
     if (e) {
@@ -385,7 +376,7 @@ int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (rc)
         goto out_free_rec;
 
-    uint64_t h = name_hash(name);
+    uint64_t h = g_fnv1a(name);
     bool created = false;
     pthread_mutex_lock(&ns.lock);
     ns_ent *e = find(name, h);
@@ -429,7 +420,7 @@ int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = gsrv_check_name(name);
     if (rc)
         return rc;
-    uint64_t h = name_hash(name);
+    uint64_t h = g_fnv1a(name);
     pthread_mutex_lock(&ns.lock);
     ns_ent *e = find(name, h);
     if (e && !e->committed)
@@ -453,7 +444,7 @@ int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (!rec)
         return -ENOMEM;
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, name_hash(name));
+    ns_ent *e = find(name, g_fnv1a(name));
     if (e && e->committed)
         ent_to_record(e, rec);
     else
@@ -478,7 +469,7 @@ int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (!rec)
         return -ENOMEM;
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, name_hash(name));
+    ns_ent *e = find(name, g_fnv1a(name));
     if (!e || !e->committed) {
         rc = -ENOENT;
         goto out_unlock;
@@ -561,7 +552,7 @@ int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (!rec)
         return -ENOMEM;
     pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, name_hash(name));
+    ns_ent *e = find(name, g_fnv1a(name));
     if (!e || !e->committed) {
         rc = -ENOENT;
         goto out_unlock;

@@ -1,6 +1,8 @@
 /*
  * rangelock.c -- LOCK / UNLOCK: byte-range locks on a subfile, held by a
- * connection (for MPI-IO atomic mode and similar).
+ * connection (for MPI-IO atomic mode and similar); BLOCK_LOCK /
+ * BLOCK_UNLOCK: the same over block numbers, in a space of their own (the
+ * locality layout's claims: neither space ever waits on the other).
  *
  * Threads: handler threads.  locktab.lock is a leaf lock; LOCK waits on
  * locktab.cond while holding nothing else.
@@ -76,15 +78,22 @@ typedef struct rlock {
     bool excl;
     bool posix;          /* PLOCK: held by (conn, owner); LOCK: by conn */
     bool whole;          /* GP_PLOCK_WHOLE (flock): apart from range locks */
+    int space;           /* SPACE_BYTES, or SPACE_BLOCKS (BLOCK_LOCK) */
     uint64_t owner;      /* posix only */
     uint32_t pid;        /* posix only: what PGETLK reports */
     uint64_t renewed_ns; /* the holder's last request (monotonic) */
 } rlock;
 
 /* Who asks: LOCK (posix false) or PLOCK/PGETLK for an owner. */
+/* The lock spaces: byte ranges (LOCK, PLOCK) and block numbers (BLOCK_LOCK,
+ * the locality layout's claims).  Locks of different spaces never conflict,
+ * so no byte offset is given up to claims. */
+enum { SPACE_BYTES, SPACE_BLOCKS };
+
 typedef struct asker {
     uint64_t conn, owner;
     bool posix, whole;
+    int space;
 } asker;
 
 static struct {
@@ -128,7 +137,8 @@ static rlock *first_conflict(const asker *a, uint64_t hid, uint64_t start,
                              uint64_t end, bool excl)
 {
     for (rlock *l = locktab.head; l; l = l->next)
-        if (l->hid == hid && l->whole == a->whole && !own_lock(l, a) &&
+        if (l->hid == hid && l->space == a->space && l->whole == a->whole &&
+            !own_lock(l, a) &&
             l->start < end && start < l->end && (excl || l->excl))
             return l;
     return NULL;
@@ -239,14 +249,10 @@ static int wait_compatible(gsrv_conn *c, const asker *a, uint64_t hid,
     }
 }
 
-int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+static int lock(gsrv_conn *c, int space, uint64_t hid, uint64_t off,
+                uint64_t len, uint8_t excl)
 {
-    gp_LOCK_req m;
-    int rc = gp_LOCK_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t hid = m.hid, off = m.off, len = m.len;
-    uint8_t excl = m.excl;
+    int rc = 0;
     if (excl > 1)
         return -EINVAL;
     if (!gsrv_sub_exists(hid))
@@ -256,9 +262,10 @@ int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return -ENOMEM;
     l->conn = c->id;
     l->hid = hid;
+    l->space = space;
     l->excl = excl;
     range_of(off, len, &l->start, &l->end);
-    asker a = {.conn = c->id};
+    asker a = {.conn = c->id, .space = space};
 
     pthread_mutex_lock(&locktab.lock);
     ensure_init();
@@ -280,13 +287,9 @@ out_unlock:
     return rc;
 }
 
-int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+static int unlock(gsrv_conn *c, int space, uint64_t hid, uint64_t off,
+                  uint64_t len)
 {
-    gp_UNLOCK_req m;
-    int rc = gp_UNLOCK_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t hid = m.hid, off = m.off, len = m.len;
     uint64_t start, end;
     range_of(off, len, &start, &end);
     rlock *found = NULL;
@@ -295,7 +298,7 @@ int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     for (rlock **pp = &locktab.head; *pp; pp = &(*pp)->next) {
         rlock *l = *pp;
         if (l->conn == c->id && !l->posix && l->hid == hid &&
-            l->start == start && l->end == end) {
+            l->space == space && l->start == start && l->end == end) {
             *pp = l->next;
             found = l;
             break;
@@ -308,6 +311,38 @@ int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return -ENOLCK;
     free(found);
     return 0;
+}
+
+int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_LOCK_req m;
+    int rc = gp_LOCK_req_decode(req, &m);
+    return rc ? rc : lock(c, SPACE_BYTES, m.hid, m.off, m.len, m.excl);
+}
+
+int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_UNLOCK_req m;
+    int rc = gp_UNLOCK_req_decode(req, &m);
+    return rc ? rc : unlock(c, SPACE_BYTES, m.hid, m.off, m.len);
+}
+
+int gsrv_op_BLOCK_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_BLOCK_LOCK_req m;
+    int rc = gp_BLOCK_LOCK_req_decode(req, &m);
+    return rc ? rc : lock(c, SPACE_BLOCKS, m.hid, m.off, m.len, m.excl);
+}
+
+int gsrv_op_BLOCK_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_BLOCK_UNLOCK_req m;
+    int rc = gp_BLOCK_UNLOCK_req_decode(req, &m);
+    return rc ? rc : unlock(c, SPACE_BLOCKS, m.hid, m.off, m.len);
 }
 
 void gsrv_locks_drop_conn(uint64_t conn_id)

@@ -1,6 +1,10 @@
 /*
  * subfile_ops.c -- the SUB_* and FORK_* handlers except the data path
- * (io.c): create, delete, open, reopen, close, list, size, truncate, sync.
+ * (io.c): create, delete, open, reopen, close, list, size, truncate, sync;
+ * and SUB_LIST, the subfile headers a server holds, for `galley fsck`
+ * (libgalley/fsck.c compares them with every server's file records to
+ * find orphans: headers no record names, left by an rm that a dead
+ * server interrupted).
  *
  * Threads: handler threads; locks as subfile.c explains (subtab.meta
  * around metadata changes, subtab.lock briefly for the table).
@@ -473,4 +477,32 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
             rc = 0; /* the subfile went away meanwhile */
     }
     return rc;
+}
+
+/* ----------------------------------------------------------- fsck ---- */
+
+#define SUB_LIST_MAX 4096 /* headers per reply; the client asks again */
+
+int gsrv_op_SUB_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_SUB_LIST_req m;
+    int rc = gp_SUB_LIST_req_decode(req, &m);
+    if (rc)
+        return rc;
+    gsrv_sub_info *v;
+    size_t n;
+    rc = gsrv_sub_list(m.after, SUB_LIST_MAX, &v, &n);
+    if (rc)
+        return rc;
+    gp_SUB_LIST_rep_encode(&rep->w, &(gp_SUB_LIST_rep){.n = (uint32_t)n});
+    gp_SUB_item it;
+    for (size_t i = 0; i < n; i++) {
+        it.hid = v[i].hid;
+        it.file = v[i].filename;
+        it.subfile = v[i].subidx;
+        it.deleted = v[i].deleted;
+        gp_SUB_item_encode(&rep->w, &it);
+    }
+    gsrv_sub_info_free(v, n);
+    return 0;
 }

@@ -65,6 +65,8 @@ OP = {
     'PLOCK': 54,
     'PGETLK': 55,
     'PRELEASE': 56,
+    'BLOCK_LOCK': 57,
+    'BLOCK_UNLOCK': 58,
 }
 
 # GFS_ERROR_TABLE

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import assert_helper_ok, describe, helper_path
+from conftest import LineReader, assert_helper_ok, describe, helper_path
 
 BLOCK = 4096
 
@@ -200,3 +200,39 @@ def test_maps_longer_than_one_read(cluster, uniq):
                                     64 * 1000, 1, 0))
     assert sorted(blocks_of(cluster, name)) == [0, 0, 0, 3000]
     assert_helper_ok(cluster.helper("t_local", "verify", name, 3000 * 64))
+
+
+def test_nb_reads_past_the_end_finish(cluster, uniq):
+    """Eight non-blocking single-range reads past the end of a local file,
+    through an id whose maps are stale: each finish asks the file's size
+    on a non-blocking worker, and must not wait for a worker itself (it
+    hung forever: every worker waited on a read queued behind it)."""
+    cp = cluster.helper("t_local", "nbtail", "/%s/f" % uniq, timeout=60,
+                        env={"GALLEY_NB_THREADS": "4"})
+    assert_helper_ok(cp)
+
+
+def test_claims_have_their_own_lock_space(cluster, uniq):
+    """A block's first write locks its block number at the file's home
+    server in a lock space of its own: an exclusive byte-range lock over
+    the whole file (MPI atomic mode's, held by another process) does not
+    hold it up, and no byte offset is given up to claims."""
+    name = "/%s/f" % uniq
+    assert_helper_ok(cluster.helper("t_local", "create", name, "local",
+                                    BLOCK))
+    holder = cluster.popen_helper("t_local", "lockall", name)
+    try:
+        out = LineReader(holder)
+        assert out.next(30).strip() == "locked"
+        # new blocks: claims while the whole byte range is locked
+        assert_helper_ok(cluster.helper("t_local", "write", name,
+                                        8 * BLOCK + 9, 3000, 1, 0,
+                                        timeout=60))
+    finally:
+        holder.stdin.write("done\n")
+        holder.stdin.flush()
+        holder.wait(timeout=60)
+    assert holder.returncode == 0
+    assert_helper_ok(cluster.helper("t_local", "verify", name,
+                                    8 * BLOCK + 9))
+    assert_helper_ok(cluster.helper("t_local", "far", "/%s/far" % uniq))

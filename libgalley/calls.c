@@ -1,0 +1,61 @@
+/*
+ * calls.c -- the client call of every message, made by the preprocessor
+ * from proto/gmsg.h like its codecs (after DAOS's CRT_RPC_DECLARE and
+ * Mercury's MERCURY_GEN_RPC_STUB): gc_NAME_call encodes the request,
+ * sends it on a connection, waits, and decodes the reply (internal.h).
+ *
+ * Threads: any (conn.c's rules).
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#define GC_X_CALL(name, code, note)                                            \
+    static int decode_##name(gp_rbuf *r, void *m)                              \
+    {                                                                          \
+        return gp_##name##_rep_decode(r, m);                                   \
+    }                                                                          \
+    int gc_##name##_call(gc_conn *c, const gp_##name##_req *in,                \
+                         gp_##name##_rep *out, gc_tail *tail)                  \
+    {                                                                          \
+        gp_wbuf w;                                                             \
+        gp_wbuf_init(&w);                                                      \
+        gp_##name##_req_encode(&w, in);                                        \
+        gc_req q;                                                              \
+        int rc = gc_call(c, GP_OP_##name, &w, &q);                             \
+        gp_wbuf_free(&w);                                                      \
+        gp_##name##_rep unused;                                                \
+        if (!out) {                                                            \
+            memset(&unused, 0, sizeof(unused));                                \
+            out = &unused;                                                     \
+        }                                                                      \
+        return gc_call_finish(&q, rc, decode_##name, out, tail);               \
+    }
+GP_OPCODES(GC_X_CALL)
+#undef GC_X_CALL
+
+int gc_call_finish(gc_req *q, int rc, gp_msg_decode_fn decode, void *out,
+                   gc_tail *tail)
+{
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, q->reply, q->replylen);
+        rc = decode(&r, out) ? GFS_EPROTO : 0;
+        if (!rc && tail) {
+            tail->q = *q; /* the reply stays for the caller's tail */
+            tail->r = r;
+            return 0;
+        }
+        if (!rc)
+            rc = gp_decode_end(&r);
+    }
+    gc_req_release(q);
+    return rc;
+}
+
+int gc_tail_end(gc_tail *tail)
+{
+    int rc = gp_decode_end(&tail->r);
+    gc_req_release(&tail->q);
+    return rc;
+}

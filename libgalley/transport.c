@@ -1,0 +1,62 @@
+/*
+ * transport.c -- the transports in the order conn.c tries them, and what
+ * the transports whose data travels in the stream share (see
+ * transport.h).
+ *
+ * Threads: any; no state.
+ */
+#include "transport.h"
+
+#include <string.h>
+#include <sys/socket.h>
+
+#include "dial.h"
+
+const gc_transport_ops *const gc_transports[] = {
+    /* the direct transport goes here, first (transport.h) */
+    &gc_transport_cma,
+    &gc_transport_unix,
+    &gc_transport_tcp,
+    NULL,
+};
+
+bool gc_transport_allowed(const gc_transport_ops *t, int mode)
+{
+    switch (mode) {
+    case GFS_TRANSPORT_TCP:
+        return t->stream == GC_STREAM_TCP;
+    case GFS_TRANSPORT_LOCAL:
+        return t->stream == GC_STREAM_UNIX;
+    default:
+        return true;
+    }
+}
+
+int gc_stream_io_submit(gc_conn *c, int op, gc_chunk *ch)
+{
+    if (op == GFS_READ) {
+        ch->req.prefix_len = 8; /* the reply's size field, then the data */
+        ch->req.riov = ch->iov;
+        ch->req.riovcnt = ch->niov;
+        ch->req.rdata = ch->bytes;
+        return gc_submit(c, GP_OP_IO_READ, ch->desc.data, ch->desc.len, NULL, 0,
+                         0, &ch->req);
+    }
+    return gc_submit(c, GP_OP_IO_WRITE, ch->desc.data, ch->desc.len, ch->iov,
+                     ch->niov, ch->bytes, &ch->req);
+}
+
+bool gc_same_address(int fd)
+{
+    struct sockaddr_storage me, peer;
+    socklen_t ml = sizeof(me), pl = sizeof(peer);
+    return getsockname(fd, (struct sockaddr *)&me, &ml) == 0 &&
+           getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 &&
+           gc_same_ip(&me, &peer);
+}
+
+bool gc_unix_same_host(int fd)
+{
+    (void)fd;
+    return true;
+}

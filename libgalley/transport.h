@@ -1,0 +1,128 @@
+/*
+ * transport.h -- private to libgalley: how a connection (conn.c) moves its
+ * requests, replies and data.  Each transport is one unit behind one ops
+ * table (after Mercury's struct na_class_ops), chosen once at connect; no
+ * code outside a unit asks which transport a connection has.
+ *
+ *   transport_tcp.c     TCP: data inline in the frames, a reader thread
+ *   transport_unix.c    same-host abstract Unix socket, data inline (the
+ *                       kernel refused cross-memory attach), reader thread
+ *   transport_cma.c     the same socket; a data request names the client's
+ *                       memory (IO_READV / IO_WRITEV) and the server copies
+ *                       with process_vm_readv/writev; waiters read their
+ *                       own replies (no reader thread)
+ *   transport.c         the order they are tried in, and what the stream
+ *                       transports share (inline data requests)
+ *
+ * Choosing (conn.c connect_locked, through gc_transports[]): candidates
+ * are tried best first, among those GALLEY_TRANSPORT allows (auto: all;
+ * local: the Unix-socket ones; tcp: TCP).  A candidate's stream is dialled
+ * (once for candidates sharing it), the version and authentication
+ * handshake runs on it, then the candidate's probe says whether this
+ * connection can use it (GC_DECLINE: try the next).
+ *
+ * A future `direct` transport (same-host clients reading and writing the
+ * server's fork files themselves through descriptors passed with
+ * SCM_RIGHTS) goes first in gc_transports[] on GC_STREAM_UNIX: its probe
+ * asks the server for the grant (SO_PEERCRED, same uid) and declines when
+ * refused; its io_submit moves a chunk's data with preadv/pwritev on the
+ * fork's descriptor and completes the request itself, without a frame.
+ * What it adds to this table: a hook where a fork's descriptor arrives
+ * (FORK_OPEN's reply, ancillary data) and where it is closed.  Everything it
+ * does not move itself (metadata, locks, counters) goes through the shared
+ * stream and reply engine like cross-memory attach's.
+ *
+ * Threads: dial, probe and start run while conn.c connects (the
+ * connection's send_lock held, nothing in flight); io_submit and same_host
+ * with no conn lock held; progress with c->lock held, as documented there.
+ */
+#ifndef GALLEY_TRANSPORT_H
+#define GALLEY_TRANSPORT_H
+
+#include "internal.h"
+
+/* A probe's answer: this connection cannot use the transport; the next
+ * candidate is tried on the same stream or a new one. */
+#define GC_DECLINE 1
+
+enum gc_stream { GC_STREAM_UNIX, GC_STREAM_TCP };
+
+/*
+ * One request of a transfer (io.c builds it): the file side already in
+ * wire form in desc (fkid, segment count, segments: the common head of
+ * IO_READ, IO_WRITE and their V forms, gmsg.h) and the memory side as
+ * iovecs, `bytes` in all.  The transport adds what its data form needs
+ * and sends; the reply is decoded by io.c from req whatever the opcode.
+ */
+typedef struct gc_chunk {
+    gc_req req;
+    gp_wbuf desc;
+    struct iovec *iov;
+    int niov;
+    uint64_t bytes;
+} gc_chunk;
+
+/* The handshake's synchronous request on a fresh stream (conn.c); the
+ * same signature as auth.c's. */
+typedef gc_auth_call gc_hs_call;
+
+typedef struct gc_transport_ops {
+    const char *name; /* for messages: "tcp", "local", "local+cma" */
+    int kind;         /* GFS_TRANSPORT_* that gfs_server_transport answers */
+    int stream;       /* enum gc_stream: what dial opens */
+
+    /* Open the stream to host:port: 0 with *fd, or an error. */
+    int (*dial)(const char *host, const char *port, int *fd);
+    /* After the handshake on the stream: 0 to take this transport,
+     * GC_DECLINE, or a connection error (the connect fails).  NULL:
+     * always taken. */
+    int (*probe)(gc_hs_call call, void *arg);
+
+    /* Replies.  start: once connected (the stream is idle): begin
+     * receiving.  progress: a waiter whose reply has not
+     * come, with c->lock held (and returning with it held), lets replies
+     * progress for up to wait_ns (0: do not block). */
+    int (*start)(gc_conn *c);
+    void (*progress)(gc_conn *c, uint64_t wait_ns);
+
+    /* Send one request of a transfer (op GFS_READ or GFS_WRITE) with its
+     * data, or naming it; errors surface in gc_wait(&ch->req). */
+    int (*io_submit)(gc_conn *c, int op, gc_chunk *ch);
+
+    /* Is the server on this host?  (The locality layout's "mine".) */
+    bool (*same_host)(int fd);
+} gc_transport_ops;
+
+/* The candidates, best first, NULL-terminated (transport.c). */
+extern const gc_transport_ops *const gc_transports[];
+/* May GALLEY_TRANSPORT `mode` (GFS_TRANSPORT_*) use t? */
+bool gc_transport_allowed(const gc_transport_ops *t, int mode);
+
+extern const gc_transport_ops gc_transport_tcp;  /* transport_tcp.c */
+extern const gc_transport_ops gc_transport_unix; /* transport_unix.c */
+extern const gc_transport_ops gc_transport_cma;  /* transport_cma.c */
+
+/* Shared by the transports whose data travels in the stream (TCP, Unix
+ * inline): IO_WRITE with the data after the descriptor, IO_READ with the
+ * reply's data scattered straight into the chunk's iovecs. */
+int gc_stream_io_submit(gc_conn *c, int op, gc_chunk *ch);
+/* The abstract Unix socket exists only on its server's host: true. */
+bool gc_unix_same_host(int fd);
+/* Same-host by addresses: a stream whose two ends have one IP address. */
+bool gc_same_address(int fd);
+
+/* The two reply engines (conn.c), for the transports to pick from:
+ * a reader thread per connection that completes requests as frames
+ * arrive; or no thread, the waiters taking turns at reading (leader /
+ * follower), which saves a wake-up per request when data does not travel
+ * in the stream. */
+int gc_replies_reader_start(gc_conn *c);
+void gc_replies_reader_progress(gc_conn *c, uint64_t wait_ns);
+int gc_replies_waiter_start(gc_conn *c);
+void gc_replies_waiter_progress(gc_conn *c, uint64_t wait_ns);
+
+/* Did this process open the connection?  (A child after fork() must not
+ * let the server copy into its parent's memory.) */
+bool gc_conn_owned(const gc_conn *c);
+
+#endif /* GALLEY_TRANSPORT_H */

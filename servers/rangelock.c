@@ -138,8 +138,8 @@ static rlock *first_conflict(const asker *a, uint64_t hid, uint64_t start,
 {
     for (rlock *l = locktab.head; l; l = l->next)
         if (l->hid == hid && l->space == a->space && l->whole == a->whole &&
-            !own_lock(l, a) &&
-            l->start < end && start < l->end && (excl || l->excl))
+            !own_lock(l, a) && l->start < end && start < l->end &&
+            (excl || l->excl))
             return l;
     return NULL;
 }

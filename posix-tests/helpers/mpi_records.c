@@ -82,8 +82,8 @@ int main(int argc, char **argv)
                             rank, (long)i, k, all[k * rec + i]);
                 errs++;
             }
-    long total_errs;
-    MPI_Reduce(&errs, &total_errs, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    long total_errs = 0; /* every rank's exit status says it */
+    MPI_Allreduce(&errs, &total_errs, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_File_close(&fh);
     MPI_Type_free(&vec);
     free(buf);

@@ -238,6 +238,28 @@ def test_servers_die_while_open(ompi, tmp_path):
         gt._teardown(c)
 
 
+def test_lost_write_is_sticky(ompi, tmp_path):
+    """A blocking write to a killed server, whose error OMPIO drops, is kept
+    on the handle: once the server is back, rank 1's next non-blocking
+    write, MPI_File_sync on every rank and rank 1's MPI_File_close return
+    an error (src/sticky.c)."""
+    exe = compile_c(ompi.mpicc, [HERE / "src" / "sticky.c"], tmp_path / "sticky",
+                    ompi.env(), ["-Wall", "-Wextra"])
+    c = Cluster(tmp_path / "cl", n=4).start()
+    try:
+        ctl = "%s %s %%s --dir %s %%s >/dev/null 2>&1" % (
+            shlex.quote(sys.executable), shlex.quote(str(gt.CLUSTER_SCRIPT)),
+            shlex.quote(str(c.dir)))
+        env = ompi.env(c.cluster_file, {"GALLEY_TIMEOUT": "3",
+                                        "GALLEYD": gt.galleyd_path()})
+        cp = ompi.run(4, [exe, "galley:/sticky/x", ctl % ("kill-server", "1"),
+                          ctl % ("restart-server", "1")], env, 300)
+        assert_no_errors(cp)
+        c.check_alive()
+    finally:
+        gt._teardown(c)
+
+
 # ---- HDF5 (Debian's libhdf5-openmpi-dev) ----------------------------------------
 
 H5_INC = "/usr/include/hdf5/openmpi"

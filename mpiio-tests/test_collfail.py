@@ -58,7 +58,7 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
     env = mpi.env(cluster.cluster_file, {"GALLEY_TIMEOUT": str(gt)})
     cmd = [str(mpi.mpiexec), "-n", str(NPROCS), str(progs["collfail"]),
            "-fname", "galley:" + name, "-call", call, "-ready", str(ready),
-           "-block", str(BLOCK), "-hint", "galley_cb=" + cb,
+           "-block", str(BLOCK), "-warm", "8", "-hint", "galley_cb=" + cb,
            "-hint", "striping_factor=%d" % NPROCS, "-hint", "striping_unit=%d" % BLOCK,
            "-hint", "galley_servers=0,1,2,3"]
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -194,8 +194,14 @@ static int fs_galley_close(ompio_file_t *fh)
         fh->f_comm->c_coll->coll_barrier(
             fh->f_comm, fh->f_comm->c_coll->coll_barrier_module);
     int rc = gf->sid >= 0 ? gfs_striped_close(gf->sid) : 0;
-    if (gf->lost)
-        rc = gf->lost; /* a transfer whose error OMPIO dropped */
+    if (gf->lost) {
+        /* a transfer whose error OMPIO dropped; Open MPI 4.1.4's
+         * MPI_File_close drops this one too (ompi_file_close returns
+         * success whatever the component says), so say it here */
+        rc = gf->lost;
+        opal_output(0, "fs_galley: %s closed after a lost transfer: %s",
+                    fh->f_filename, gfs_strerror(gf->lost));
+    }
     free(gf);
     fh->f_fs_ptr = NULL;
     ompio_galley_closed();

@@ -183,7 +183,9 @@ int main(int argc, char **argv)
         if (ordered && i < 2) {
             /* the shared pointer hands out blocks in rank order */
             MPI_Offset pos;
+            MPI_Barrier(MPI_COMM_WORLD); /* nobody is in the next call yet */
             MPI_File_get_position_shared(fh, &pos);
+            MPI_Barrier(MPI_COMM_WORLD);
             if (pos != (MPI_Offset)(i + 1) * nprocs * block)
                 mt_fail("shared pointer at %lld after %d calls", (long long)pos,
                         i + 1);

@@ -1,8 +1,8 @@
 /*
  * sticky.c -- a write whose error Open MPI 4.1.4's OMPIO drops is not
  * forgotten: the Galley components keep it on the file handle and return
- * it from the next MPI_File_sync (on every rank), MPI_File_close and every
- * later non-blocking transfer on that handle.
+ * it from the next MPI_File_sync (on every rank) and every later
+ * non-blocking transfer on that handle.
  *
  *   sticky FILE KILL_CMD RESTART_CMD
  *
@@ -13,7 +13,8 @@
  *  - rank 1's non-blocking write of a block on server 0 returns MPI_ERR_IO
  *    (the sticky error), the others' non-blocking writes succeed;
  *  - MPI_File_sync returns an error on every rank;
- *  - MPI_File_close returns an error on rank 1.
+ *  - (rank 1's MPI_File_close: Open MPI drops its result, the component
+ *    prints the loss on stderr; the test checks that).
  * Prints " No Errors" when all of that holds.
  */
 #include <mpi.h>
@@ -91,11 +92,9 @@ int main(int argc, char **argv)
                rank);
         errs++;
     }
-    rc = MPI_File_close(&f);
-    if ((rank == 1) != (rc != MPI_SUCCESS)) {
-        printf("rank %d: MPI_File_close returned class %d\n", rank, cls_of(rc));
-        errs++;
-    }
+    /* Open MPI 4.1.4 returns MPI_SUCCESS from MPI_File_close whatever the
+     * component says: rank 1's close says it on stderr (the test checks) */
+    MPI_File_close(&f);
     int all = 0;
     MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)

@@ -348,6 +348,31 @@ def test_h5par_check_rw(prefix, mpi, cluster, programs, tmp_path):
     assert_passed(cp)
 
 
+@pytest.mark.parametrize("hints", [[], ["galley_cb=server"], ["galley_cb=two_phase"]],
+                         ids=["auto", "server", "two_phase"])
+def test_h5par_check_server_killed(mpi, programs, tmp_path, hints):
+    """A server of the file is killed once /contig2d is written (h5par_check
+    -k): HDF5's collective writes after it fail on every rank (the driver
+    agrees on errors), and the program ends on every rank: no hang."""
+    c = Cluster(tmp_path / "cl", mpi["env"])
+    cp = c.ctl("start", "-n", "4")
+    assert cp.returncode == 0, "galley-cluster start failed:\n%s" % cp
+    try:
+        kill = "%s %s kill-server --dir %s 1 >/dev/null 2>&1" % (
+            sys.executable, CLUSTER_SCRIPT, c.dir)
+        args = [programs["h5par_check"], "write", "galley:/h5fault/x.h5", "-k", kill]
+        for h in hints:
+            args += ["-i", h]
+        cp = mpiexec(mpi, c, NPROCS, args, extra_env={"GALLEY_TIMEOUT": "10"}, timeout=300)
+        assert cp.returncode is not None, "hung and was killed: %s" % cp
+        assert cp.returncode != 0, str(cp)
+        failed = {int(r) for r in re.findall(r"^FAIL rank (\d+): .*H5Dwrite", cp.stdout, re.M)}
+        assert failed == set(range(NPROCS)), \
+            "ranks whose H5Dwrite failed: %s (want all): %s" % (sorted(failed), cp)
+    finally:
+        c.ctl("stop")
+
+
 @pytest.mark.parametrize("prefix,hints", [
     ("galley", []),
     ("galley", ["striping_factor=3", "striping_unit=4096"]),

@@ -9,6 +9,10 @@
  *   h5par_check read  FILE [-i KEY=VALUE]...   reopen read-only and verify
  *   h5par_check rw    FILE [-i KEY=VALUE]...   write, then read back
  *
+ * -k CMD (write): rank 0 runs the shell command CMD once /contig2d is
+ * written (between two barriers), e.g. to kill an I/O server; the writes
+ * after it then fail, and the program must still end on every rank.
+ *
  * -i passes an MPI-IO hint (e.g. striping_factor=3) through the fapl.
  * `read` may run with a different number of ranks than `write`: every
  * decomposition is computed from the current communicator, and the read
@@ -267,6 +271,8 @@ static void write_misc(hid_t grp)
     H5Pclose(xc);
 }
 
+static const char *fault_cmd; /* -k */
+
 static void do_write(const char *name, MPI_Info info)
 {
     hid_t f = open_file(name, 0, 1, info);
@@ -281,6 +287,12 @@ static void do_write(const char *name, MPI_Info info)
     put_attr(f, "version", H5T_STD_I32LE, 1, &three, ver);
 
     write_2d(f);
+    if (fault_cmd) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0 && system(fault_cmd) != 0)
+            fprintf(stderr, "warning: '%s' failed\n", fault_cmd);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
 
     hid_t grp =
         H5OK(H5Gcreate2(f, "grp", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -591,7 +603,8 @@ static void usage(void)
 {
     if (rank == 0)
         fprintf(stderr,
-                "usage: h5par_check write|read|rw FILE [-i KEY=VALUE]...\n");
+                "usage: h5par_check write|read|rw FILE [-i KEY=VALUE]... "
+                "[-k CMD]\n");
     MPI_Finalize();
     exit(2);
 }
@@ -613,6 +626,10 @@ int main(int argc, char **argv)
     MPI_Info_create(&info);
     for (int i = 3; i < argc; i++) {
         char *eq;
+        if (!strcmp(argv[i], "-k") && i + 1 < argc) {
+            fault_cmd = argv[++i];
+            continue;
+        }
         if (strcmp(argv[i], "-i") || i + 1 >= argc ||
             !(eq = strchr(argv[i + 1], '=')))
             usage();

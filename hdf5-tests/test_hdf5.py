@@ -352,8 +352,10 @@ def test_h5par_check_rw(prefix, mpi, cluster, programs, tmp_path):
                          ids=["auto", "server", "two_phase"])
 def test_h5par_check_server_killed(mpi, programs, tmp_path, hints):
     """A server of the file is killed once /contig2d is written (h5par_check
-    -k): HDF5's collective writes after it fail on every rank (the driver
-    agrees on errors), and the program ends on every rank: no hang."""
+    -k): the collective H5Dwrite after it fails on every rank (the driver
+    agrees on errors) and returns: no hang.  (The program then aborts:
+    HDF5 1.10.8 itself cannot close a file after a failed write, its ranks
+    entering different collective calls; see h5par_check.c.)"""
     c = Cluster(tmp_path / "cl", mpi["env"])
     cp = c.ctl("start", "-n", "4")
     assert cp.returncode == 0, "galley-cluster start failed:\n%s" % cp
@@ -365,10 +367,12 @@ def test_h5par_check_server_killed(mpi, programs, tmp_path, hints):
             args += ["-i", h]
         cp = mpiexec(mpi, c, NPROCS, args, extra_env={"GALLEY_TIMEOUT": "10"}, timeout=300)
         assert cp.returncode is not None, "hung and was killed: %s" % cp
-        assert cp.returncode != 0, str(cp)
-        failed = {int(r) for r in re.findall(r"^FAIL rank (\d+): .*H5Dwrite", cp.stdout, re.M)}
-        assert failed == set(range(NPROCS)), \
-            "ranks whose H5Dwrite failed: %s (want all): %s" % (sorted(failed), cp)
+        got = dict(re.findall(r"^FAULT rank (\d+): collective H5Dwrite returned (-?\d+)$",
+                              cp.stdout, re.M))
+        assert sorted(got) == [str(r) for r in range(NPROCS)], \
+            "not every rank's collective H5Dwrite returned: %s" % cp
+        assert all(int(v) < 0 for v in got.values()), \
+            "H5Dwrite succeeded on some rank: %s\n%s" % (got, cp)
     finally:
         c.ctl("stop")
 

@@ -59,6 +59,7 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
     env = mpi.env(cluster.cluster_file, {"GALLEY_TIMEOUT": str(gt)})
     cmd = [str(mpi.mpiexec), "-n", str(NPROCS), str(progs["collfail"]),
            "-fname", "galley:" + name, "-call", call, "-ready", str(ready),
+           "-result", str(tmp_path / "result"),
            "-block", str(BLOCK), "-warm", "8", "-hint", "galley_cb=" + cb,
            "-hint", "striping_factor=%d" % NPROCS, "-hint", "striping_unit=%d" % BLOCK,
            "-hint", "galley_servers=0,1,2,3"]
@@ -93,7 +94,10 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
                                                      out[-6000:], err[-6000:])
     assert not hung, "hung for %ss and was killed: %s" % (HANG_BOUND, what)
     assert t_fault is not None, "the loop never got going: " + what
-    res = {int(m.group(1)): m for m in RESULT.finditer(out)}
+    # each rank's RESULT line from its own file (mpiexec may interleave
+    # the ranks' stdout)
+    lines = "".join(p.read_text() for p in sorted(tmp_path.glob("result.*")))
+    res = {int(m.group(1)): m for m in RESULT.finditer(lines)}
     assert sorted(res) == list(range(NPROCS)), \
         "not every rank finished (closed the file and reported): " + what
     return res, t_fault, cp, what

@@ -10,9 +10,9 @@
  *   t_arrays read-ts   path=P mem=L dims=AxB esize=E steps=S [ghost=G] [disk=L]
  *   t_arrays write-ckpt path=P mem=L disk=L dims=AxB esize=E count=K [append=1]
  *   t_arrays restart   path=P mem=L dims=AxB esize=E [disk=L] [expect=STEP]
- *   t_arrays fault-loop path=P kind=ckpt|ts ready=F [warm=N] [seconds=S]
- *   t_arrays export    path=P mem=L dims=AxB esize=E
- *   t_arrays errors    path=P
+ *   t_arrays fault-loop path=P kind=ckpt|ts ready=F [out=F] [warm=N]
+ * [seconds=S] t_arrays export    path=P mem=L dims=AxB esize=E t_arrays errors
+ * path=P
  *
  * Two arrays are used: "A" (the given shape and element size) and "B"
  * (1-D, 1000 elements of 4 bytes, BLOCK).  Prints "PASS n checks" when
@@ -424,7 +424,8 @@ static void write_ckpt(int argc, char **argv)
  * prints
  *   RESULT rank=R ok=N rc=RC t_err=T free=RC
  * ok: calls that succeeded; t_err: CLOCK_REALTIME when the failing call
- * returned.  The checks are the test's. */
+ * returned; the same line goes to the file out.R when out= is given.  The
+ * checks are the test's. */
 static void fault_loop(int argc, char **argv)
 {
     const char *path = arg(argc, argv, "path", NULL);
@@ -468,8 +469,22 @@ static void fault_loop(int argc, char **argv)
     if (rc < 0)
         printf("rank %d: %s\n", me, ga_errmsg());
     int frc = ga_group_free(g);
-    printf("RESULT rank=%d ok=%d rc=%d t_err=%.6f free=%d\n", me, ok,
-           rc < 0 ? rc : 0, t_err, frc);
+    char line[256];
+    snprintf(line, sizeof(line),
+             "RESULT rank=%d ok=%d rc=%d t_err=%.6f free=%d\n", me, ok,
+             rc < 0 ? rc : 0, t_err, frc);
+    fputs(line, stdout);
+    /* and to a file of its own: mpiexec may interleave the ranks' lines */
+    const char *out = arg(argc, argv, "out", NULL);
+    if (out) {
+        char fn[4096];
+        snprintf(fn, sizeof(fn), "%s.%d", out, me);
+        FILE *f = fopen(fn, "w");
+        if (f) {
+            fputs(line, f);
+            fclose(f);
+        }
+    }
     drop(&A);
     drop(&B);
 }

@@ -555,7 +555,8 @@ def test_server_fails_under_checkpoints(built, cluster, name, tmp_path, kind, fa
     ready = tmp_path / "ready"
     gt = STOP_TIMEOUT if fault == "stop" else 60
     cmd = [str(MPICH / "bin" / "mpiexec"), "-n", "4", str(built / "t_arrays"),
-           "fault-loop", "path=" + path, "kind=" + kind, "ready=%s" % ready]
+           "fault-loop", "path=" + path, "kind=" + kind, "ready=%s" % ready,
+           "out=%s" % (tmp_path / "result")]
     proc = subprocess.Popen(cmd, env=mpi_env(cluster, {"GALLEY_TIMEOUT": str(gt)}),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -591,7 +592,10 @@ def test_server_fails_under_checkpoints(built, cluster, name, tmp_path, kind, fa
     what = "exit %s\nstdout:\n%s\nstderr:\n%s" % (proc.returncode, out[-5000:], err[-5000:])
     assert not hung, "hung for %ss: %s" % (TIMEOUT, what)
     assert t_fault is not None, "the loop never got going: " + what
-    res = {int(m.group(1)): m for m in FAULT_RESULT.finditer(out)}
+    # each rank's RESULT line from its own file (mpiexec may interleave
+    # the ranks' stdout)
+    lines = "".join(p.read_text() for p in sorted(tmp_path.glob("result.*")))
+    res = {int(m.group(1)): m for m in FAULT_RESULT.finditer(lines)}
     assert sorted(res) == [0, 1, 2, 3], "not every rank finished: " + what
     assert all(int(m.group(3)) < 0 for m in res.values()), "a rank saw no error: " + what
     oks = {int(m.group(2)) for m in res.values()}

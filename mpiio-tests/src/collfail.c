@@ -13,6 +13,8 @@
  *
  *   RESULT rank=R acked=N class=NAME t_err=T close=NAME t_close=T msg=TEXT
  *
+ * (also into the file -result PREFIX.R when given: mpiexec may interleave
+ * the ranks' lines).
  * acked: calls that returned MPI_SUCCESS (for sync: write_at + sync
  * pairs).  Every 8-byte word written holds its file offset ^ PAT_XOR, so
  * the test checks the acknowledged blocks with `galley get`.  Read calls
@@ -211,11 +213,25 @@ int main(int argc, char **argv)
     int ccls = MPI_SUCCESS;
     if (cerr != MPI_SUCCESS)
         MPI_Error_class(cerr, &ccls);
-    printf("RESULT rank=%d acked=%d class=%s t_err=%.6f close=%s t_close=%.6f "
-           "msg=%s\n",
-           rank, acked, err == MPI_SUCCESS ? "none" : mt_class_name(cls), t_err,
-           mt_class_name(ccls), t_close, msg);
+    char line[MPI_MAX_ERROR_STRING + 256];
+    snprintf(line, sizeof(line),
+             "RESULT rank=%d acked=%d class=%s t_err=%.6f close=%s "
+             "t_close=%.6f msg=%s\n",
+             rank, acked, err == MPI_SUCCESS ? "none" : mt_class_name(cls),
+             t_err, mt_class_name(ccls), t_close, msg);
+    fputs(line, stdout);
     fflush(stdout);
+    /* and to a file of its own: mpiexec may interleave the ranks' lines */
+    const char *result = mt_opt("result", NULL);
+    if (result) {
+        char fn[MT_NAME_MAX];
+        snprintf(fn, sizeof(fn), "%s.%d", result, rank);
+        FILE *f = fopen(fn, "w");
+        if (f) {
+            fputs(line, f);
+            fclose(f);
+        }
+    }
     if (tile != MPI_DATATYPE_NULL)
         MPI_Type_free(&tile);
     free(buf);

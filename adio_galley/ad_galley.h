@@ -36,6 +36,11 @@ typedef struct ADIOI_GALLEY_fs_s {
     int cb_nodes;       /* cb_nodes as the user gave it, 0 = not given */
     char new_layout[GFS_NAME_MAX + 16]; /* galley_layout of a new file, "" = striped */
     int local;          /* the open file has the locality layout */
+    /* this rank's part of the collective call under way (ad_galley_coll.c) */
+    int coll_active;    /* Read/WriteStridedColl is running */
+    int coll_err;       /* its first MPI error code, MPI_SUCCESS if none */
+    int coll_gfs;       /* the gfs error behind it, 0 if it has none */
+    int shfp_gfs;       /* gfs error of the last failed shared-pointer update */
 } ADIOI_GALLEY_fs;
 
 /* A piece of an access is a gfs_list_entry (galley.h), the type the
@@ -73,15 +78,36 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
                             gfs_list_entry ** p, int64_t * n,
                             int64_t * total, ADIO_Offset * end);
 /* Run an access already turned into pieces (by Build_list), then move the
- * individual pointer and set the status as Access does. */
-void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
+ * individual pointer and set the status as Access does.  Returns 0 or the
+ * gfs error *error_code was made from. */
+int ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
                               int64_t n, int64_t total, ADIO_Offset end,
                               MPI_Datatype datatype, int file_ptr_type,
                               ADIO_Status * status, int *error_code);
+/* The blocking Read/Write Contig/Strided operations.  Inside a collective
+ * call (fs->coll_active) an error is kept for the call's agreement
+ * (ADIOI_GALLEY_Coll_record) and MPI_SUCCESS returned, so that ROMIO's
+ * generic collective code goes on through every exchange the other ranks
+ * enter; once this rank's part has failed the rest of it is skipped. */
 void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
                          MPI_Datatype datatype, int file_ptr_type,
                          ADIO_Offset offset, int contig_call,
                          ADIO_Status * status, int *error_code);
+
+/* ad_galley_coll.c: collective error agreement.  Record this rank's
+ * failure in the collective call under way (the first one is kept). */
+void ADIOI_GALLEY_Coll_record(ADIOI_GALLEY_fs * fs, int error_code, int gfs_err);
+/* This rank's part of the next collective data call failed before the call
+ * (ROMIO's ordered calls, when the shared file pointer could not be
+ * updated, see mpich/romio-galley.patch): the rank takes part with nothing
+ * to move and every rank returns an error. */
+void ADIOI_GALLEY_Coll_failed(ADIO_File fd, int error_code);
+/* One MPI_Allreduce over fd->comm: every rank learns whether any rank's
+ * part (fs->coll_err) failed.  *error_code becomes this rank's own error if
+ * it failed, else MPI_ERR_IO naming the collective failure (the rank and
+ * its cause) if another rank failed, else stays as it is.  Clears the
+ * call's state. */
+void ADIOI_GALLEY_Coll_agree(ADIO_File fd, const char *myname, int line, int *error_code);
 
 /* one file per ADIO operation */
 void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code);

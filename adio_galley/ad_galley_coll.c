@@ -28,6 +28,20 @@
  * back the same way.  romio_cb_write/romio_cb_read=disable make the call
  * independent.
  *
+ * Errors: a collective call fails on every rank when any rank's part
+ * failed, whichever way it went, as ROMIO's own collective write does.
+ * Every path ends in one agreement over fd->comm (ADIOI_GALLEY_Coll_agree:
+ * one MPI_Allreduce of an int64; the aggregating path's already did one
+ * at its end, the agreement replaces it) or learns of an earlier failure
+ * from an exchange it makes anyway (the allgather that decides, the
+ * allreduce that checks the counts) and then moves no data at all.  The
+ * rank that failed returns its own error; the others MPI_ERR_IO naming
+ * that rank and the cause.  A rank whose part failed still enters every
+ * exchange the others enter: the driver's Contig/Strided calls made by
+ * ROMIO's generic two-phase code keep their error for the agreement and
+ * report success to it (ADIOI_GALLEY_Access), so it never leaves its
+ * rounds early.
+ *
  * Threads: the calling thread; collective over fd->comm.
  */
 #include "ad_galley.h"
@@ -35,8 +49,76 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 
 #define AUTO_BYTES_PER_SEG 16384
+
+/* ---------------------------------------------------- agreement ---- */
+
+/* This rank's failure as one int64 that MPI_MAX reduces to the failure
+ * every rank reports: 0 if none; else its cause in the high half (a gfs
+ * error beats an error without one) over its rank (the lowest wins). */
+static int64_t fail_key(const ADIOI_GALLEY_fs * fs, int rank)
+{
+    if (fs->coll_err == MPI_SUCCESS)
+        return 0;
+    int64_t cause = fs->coll_gfs < 0 ? 1 - (int64_t) fs->coll_gfs : 1;
+    return (int64_t) ((uint64_t) cause << 32 | (uint32_t) (INT_MAX - rank));
+}
+
+/* The error of a rank whose own part went well when key (!= 0) failed. */
+static int fail_error(const char *myname, int line, int64_t key)
+{
+    int rank = INT_MAX - (int) (uint32_t) (key & 0xffffffff);
+    int gfs = (int) (1 - (key >> 32));
+    char msg[256];
+    if (gfs < 0)
+        snprintf(msg, sizeof(msg), "collective I/O call failed on rank %d: %s", rank,
+                 gfs_strerror(gfs));
+    else
+        snprintf(msg, sizeof(msg), "collective I/O call failed on rank %d", rank);
+    return MPIO_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, myname, line, MPI_ERR_IO,
+                                "**io", "**io %s", msg);
+}
+
+/* The call's outcome once every rank knows key (the MPI_MAX of fail_key). */
+static void coll_finish(ADIO_File fd, const char *myname, int line, int64_t key,
+                        int *error_code)
+{
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
+    if (fs->coll_err != MPI_SUCCESS)
+        *error_code = fs->coll_err;
+    else if (key)
+        *error_code = fail_error(myname, line, key);
+    fs->coll_active = 0;
+    fs->coll_err = MPI_SUCCESS;
+    fs->coll_gfs = 0;
+}
+
+void ADIOI_GALLEY_Coll_record(ADIOI_GALLEY_fs * fs, int error_code, int gfs_err)
+{
+    if (fs->coll_err != MPI_SUCCESS || error_code == MPI_SUCCESS)
+        return;
+    fs->coll_err = error_code;
+    fs->coll_gfs = gfs_err < 0 ? gfs_err : 0;
+}
+
+void ADIOI_GALLEY_Coll_failed(ADIO_File fd, int error_code)
+{
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
+    ADIOI_GALLEY_Coll_record(fs, error_code, fs->shfp_gfs);
+}
+
+void ADIOI_GALLEY_Coll_agree(ADIO_File fd, const char *myname, int line, int *error_code)
+{
+    int rank;
+    MPI_Comm_rank(fd->comm, &rank);
+    int64_t mine = fail_key(fd->fs_ptr, rank), key;
+    MPI_Allreduce(&mine, &key, 1, MPI_INT64_T, MPI_MAX, fd->comm);
+    coll_finish(fd, myname, line, key, error_code);
+}
+
+/* ---------------------------------------------------- the decision ---- */
 
 /* How many wire segments a list of pieces folds into (io.c's rule:
  * adjacent pieces merge, equal pieces at a constant stride fold). */
@@ -79,19 +161,18 @@ static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
 }
 
 /* Whether independent I/O serves this call better, decided together from
- * every rank's bytes, folded segments and range (or an error on any rank).
- * If so the call is served (or fails) here, p is freed and 1 returned. */
-static int decided_independent(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
-                               int64_t n, int64_t total, ADIO_Offset end, int rc,
-                               MPI_Datatype datatype, int file_ptr_type,
-                               ADIO_Status * status, int *error_code)
+ * every rank's bytes, folded segments and range.  The same allgather
+ * tells every rank whether any rank's part failed already: *failed is
+ * the MPI_MAX of fail_key. */
+static int independent_is_better(ADIO_File fd, const gfs_list_entry * p, int64_t n,
+                                 int64_t * failed)
 {
-    static char myname[] = "ADIOI_GALLEY_COLL";
-    int nprocs;
+    int nprocs, rank;
     MPI_Comm_size(fd->comm, &nprocs);
+    MPI_Comm_rank(fd->comm, &rank);
     /* decide together: bytes, segments, [start, end) of every rank */
-    int64_t me[5] = { rc ? 1 : 0, 0, 0, INT64_MAX, 0 };
-    for (int64_t i = 0; i < n && !rc; i++) {
+    int64_t me[5] = { fail_key(fd->fs_ptr, rank), 0, 0, INT64_MAX, 0 };
+    for (int64_t i = 0; i < n; i++) {
         if (p[i].size == 0)
             continue;
         me[2] += p[i].size;
@@ -100,14 +181,15 @@ static int decided_independent(ADIO_File fd, int op, void *buf, gfs_list_entry *
         if (p[i].file_offset + p[i].size > me[4])
             me[4] = p[i].file_offset + p[i].size;
     }
-    if (!rc)
-        me[1] = folded_segments(p, n);
+    me[1] = folded_segments(p, n);
     int64_t *all = ADIOI_Malloc(sizeof(int64_t) * 5 * nprocs);
     MPI_Allgather(me, 5, MPI_INT64_T, all, 5, MPI_INT64_T, fd->comm);
     int64_t segs = 0, bytes = 0;
-    int anyerr = 0, interleaved = 0;
+    int interleaved = 0;
+    *failed = 0;
     for (int r = 0; r < nprocs; r++) {
-        anyerr |= all[5 * r] != 0;
+        if (all[5 * r] > *failed)
+            *failed = all[5 * r];
         segs += all[5 * r + 1];
         bytes += all[5 * r + 2];
         for (int q = 0; q < r && !interleaved; q++)
@@ -115,22 +197,15 @@ static int decided_independent(ADIO_File fd, int op, void *buf, gfs_list_entry *
                 all[5 * r + 3] < all[5 * q + 4] && all[5 * q + 3] < all[5 * r + 4];
     }
     ADIOI_Free(all);
-    if (anyerr || !interleaved || segs == 0 || bytes >= AUTO_BYTES_PER_SEG * segs) {
-        if (rc)
-            *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
-        else
-            ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype,
-                                     file_ptr_type, status, error_code);
-        if (p)
-            ADIOI_Free(p);
-        return 1;
-    }
-    return 0;
+    return !interleaved || segs == 0 || bytes >= AUTO_BYTES_PER_SEG * segs;
 }
+
+/* ------------------------------------------------- aggregation ---- */
 
 /* Send every fragment (descriptors, and data for writes) to its
  * aggregator, which moves all it received with one list request, and
- * bring read data back.  Returns the lowest error of any rank, or 0. */
+ * bring read data back.  Returns 0 or this rank's gfs error (as an
+ * aggregator); the caller's agreement tells the others. */
 static int64_t exchange(ADIO_File fd, int op, void *buf, const gfs_list_entry * fr,
                         const int *dest, int64_t * scnt, int64_t nfrag, int64_t totby,
                         int nprocs)
@@ -194,13 +269,11 @@ static int64_t exchange(ADIO_File fd, int op, void *buf, const gfs_list_entry * 
         got = ADIOI_GALLEY_Listio(fd, op, rdata, ap, rfr);
         ADIOI_Free(ap);
     }
-    int64_t err = got < 0 ? got : 0, anyerr;
     if (op == GFS_READ) {
         MPI_Alltoallv(rdata, rbc, rbd, MPI_BYTE, sdata, sbc, sbd, MPI_BYTE, fd->comm);
         for (int64_t i = 0; i < nfrag; i++)
             memcpy((char *) buf + fr[i].mem_offset, sdata + slot[i], fr[i].size);
     }
-    MPI_Allreduce(&err, &anyerr, 1, MPI_INT64_T, MPI_MIN, fd->comm);
 
     ADIOI_Free(slot);
     ADIOI_Free(fill);
@@ -210,7 +283,7 @@ static int64_t exchange(ADIO_File fd, int op, void *buf, const gfs_list_entry * 
     ADIOI_Free(sdesc);
     ADIOI_Free(sd);
     ADIOI_Free(rcnt);
-    return anyerr;
+    return got < 0 ? got : 0;
 }
 
 static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
@@ -235,13 +308,33 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
 
     gfs_list_entry *p = NULL;
     int64_t n = 0, total = 0;
-    ADIO_Offset end;
+    ADIO_Offset end = 0;
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset, 0,
                                      &p, &n, &total, &end);
+    if (rc) {
+        ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, rc), rc);
+        n = 0;
+    }
 
-    if (!force && decided_independent(fd, op, buf, p, n, total, end, rc, datatype,
-                                      file_ptr_type, status, error_code))
-        return;
+    if (!force) {
+        int64_t failed;
+        int indep = independent_is_better(fd, p, n, &failed);
+        if (failed) {
+            /* a rank failed before any data moved: nobody moves any */
+            coll_finish(fd, myname, __LINE__, failed, error_code);
+        } else if (indep) {
+            rc = ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype,
+                                          file_ptr_type, status, error_code);
+            if (rc)
+                ADIOI_GALLEY_Coll_record(fs, *error_code, rc);
+            ADIOI_GALLEY_Coll_agree(fd, myname, __LINE__, error_code);
+        }
+        if (failed || indep) {
+            if (p)
+                ADIOI_Free(p);
+            return;
+        }
+    }
 
     /* cut into stripe fragments, counted per destination rank */
     int64_t nfrag = 0;
@@ -251,9 +344,9 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     int *dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
     int64_t *scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));  /* frags, bytes */
     if (!fr || !dest || !scnt)
-        rc = -ENOMEM;
+        ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, -ENOMEM), -ENOMEM);
     int64_t k = 0;
-    for (int64_t i = 0; i < n && !rc; i++) {
+    for (int64_t i = 0; i < n && fs->coll_err == MPI_SUCCESS; i++) {
         int64_t off = p[i].file_offset, left = p[i].size;
         ADIO_Offset mem = p[i].mem_offset;
         while (left > 0) {
@@ -276,14 +369,14 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     if (p)
         ADIOI_Free(p);
 
-    /* everyone agrees to go on (errors, int-sized counts) or falls back */
-    int64_t mine[2] = { rc ? 1 : 0, 0 }, all[2];
-    for (int r = 0; r < nprocs; r++)
+    /* everyone agrees to go on (no failure, int-sized counts) or not */
+    int64_t mine[2] = { fail_key(fs, rank), 0 }, all[2];
+    for (int r = 0; r < nprocs && scnt; r++)
         if (16 * scnt[2 * r] > mine[1] || scnt[2 * r + 1] > mine[1])
             mine[1] = 16 * scnt[2 * r] > scnt[2 * r + 1] ? 16 * scnt[2 * r]
                 : scnt[2 * r + 1];
     int64_t totfr = 0, totby = 0;
-    for (int r = 0; r < nprocs; r++) {
+    for (int r = 0; r < nprocs && scnt; r++) {
         totfr += 16 * scnt[2 * r];
         totby += scnt[2 * r + 1];
     }
@@ -296,23 +389,27 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
         ADIOI_Free(fr);
         ADIOI_Free(dest);
         ADIOI_Free(scnt);
-        if (all[0] && rc) {
-            *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
+        if (all[0]) {
+            /* a rank failed before any data moved: nobody moves any */
+            coll_finish(fd, myname, __LINE__, all[0], error_code);
             return;
         }
         independent(fd, op, buf, count, datatype, file_ptr_type, offset, status, error_code);
+        ADIOI_GALLEY_Coll_agree(fd, myname, __LINE__, error_code);
         return;
     }
 
-    int64_t anyerr = exchange(fd, op, buf, fr, dest, scnt, nfrag, totby, nprocs);
+    int64_t err = exchange(fd, op, buf, fr, dest, scnt, nfrag, totby, nprocs);
     ADIOI_Free(scnt);
     ADIOI_Free(dest);
     ADIOI_Free(fr);
 
-    if (anyerr < 0) {
-        *error_code = ADIOI_GALLEY_Err(myname, __LINE__, (int) anyerr);
+    if (err < 0)
+        ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, (int) err), (int) err);
+    *error_code = MPI_SUCCESS;
+    ADIOI_GALLEY_Coll_agree(fd, myname, __LINE__, error_code);
+    if (*error_code != MPI_SUCCESS)
         return;
-    }
     if (file_ptr_type == ADIO_INDIVIDUAL) {
         fd->fp_ind = end;
         fd->fp_sys_posn = end;
@@ -320,42 +417,49 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
 #ifdef HAVE_STATUS_SET_BYTES
     MPIR_Status_set_bytes(status, datatype, total);
 #endif
+}
+
+/* Every collective data call (ROMIO's _all, _at_all, split and ordered
+ * calls all end here): one of three ways, then one agreement on errors. */
+static void coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
+                 int file_ptr_type, ADIO_Offset offset, ADIO_Status * status, int *error_code)
+{
+    static char myname[] = "ADIOI_GALLEY_COLL";
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
+    int hint = op == GFS_READ ? fd->hints->cb_read : fd->hints->cb_write;
+    /* a local file's blocks go where their writer is: nobody writes for
+     * another rank */
+    int local_write = op == GFS_WRITE && fs->local;
+    fs->coll_active = 1;
     *error_code = MPI_SUCCESS;
+    if (fs->cb == ADIOI_GALLEY_CB_TWO_PHASE && !local_write) {
+        if (op == GFS_READ)
+            ADIOI_GEN_ReadStridedColl(fd, buf, count, datatype, file_ptr_type, offset,
+                                      status, error_code);
+        else
+            ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset,
+                                       status, error_code);
+        ADIOI_GALLEY_Coll_record(fs, *error_code, 0);
+        ADIOI_GALLEY_Coll_agree(fd, myname, __LINE__, error_code);
+    } else if (hint == ADIOI_HINT_DISABLE || local_write) {
+        independent(fd, op, buf, count, datatype, file_ptr_type, offset, status, error_code);
+        ADIOI_GALLEY_Coll_agree(fd, myname, __LINE__, error_code);
+    } else
+        server_coll(fd, op, buf, count, datatype, file_ptr_type, offset, status,
+                    fs->cb == ADIOI_GALLEY_CB_SERVER || hint == ADIOI_HINT_ENABLE, error_code);
 }
 
 void ADIOI_GALLEY_ReadStridedColl(ADIO_File fd, void *buf, int count,
                                   MPI_Datatype datatype, int file_ptr_type,
                                   ADIO_Offset offset, ADIO_Status * status, int *error_code)
 {
-    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
-    if (fs->cb == ADIOI_GALLEY_CB_TWO_PHASE)
-        ADIOI_GEN_ReadStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
-                                  error_code);
-    else if (fd->hints->cb_read == ADIOI_HINT_DISABLE)
-        independent(fd, GFS_READ, buf, count, datatype, file_ptr_type, offset, status,
-                    error_code);
-    else
-        server_coll(fd, GFS_READ, buf, count, datatype, file_ptr_type, offset, status,
-                    fs->cb == ADIOI_GALLEY_CB_SERVER || fd->hints->cb_read == ADIOI_HINT_ENABLE,
-                    error_code);
+    coll(fd, GFS_READ, buf, count, datatype, file_ptr_type, offset, status, error_code);
 }
 
 void ADIOI_GALLEY_WriteStridedColl(ADIO_File fd, const void *buf, int count,
                                    MPI_Datatype datatype, int file_ptr_type,
                                    ADIO_Offset offset, ADIO_Status * status, int *error_code)
 {
-    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
-    if (fs->cb == ADIOI_GALLEY_CB_TWO_PHASE && !fs->local)
-        ADIOI_GEN_WriteStridedColl(fd, buf, count, datatype, file_ptr_type, offset, status,
-                                   error_code);
-    else if (fd->hints->cb_write == ADIOI_HINT_DISABLE || fs->local)
-        /* a local file's blocks go where their writer is: nobody
-         * writes for another rank */
-        independent(fd, GFS_WRITE, (void *) buf, count, datatype, file_ptr_type, offset,
-                    status, error_code);
-    else
-        server_coll(fd, GFS_WRITE, (void *) buf, count, datatype, file_ptr_type, offset,
-                    status,
-                    fs->cb == ADIOI_GALLEY_CB_SERVER || fd->hints->cb_write == ADIOI_HINT_ENABLE,
-                    error_code);
+    coll(fd, GFS_WRITE, (void *) buf, count, datatype, file_ptr_type, offset, status,
+         error_code);
 }

@@ -240,16 +240,16 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
     return 0;
 }
 
-void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
-                              int64_t n, int64_t total, ADIO_Offset end,
-                              MPI_Datatype datatype, int file_ptr_type,
-                              ADIO_Status * status, int *error_code)
+int ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
+                             int64_t n, int64_t total, ADIO_Offset end,
+                             MPI_Datatype datatype, int file_ptr_type,
+                             ADIO_Status * status, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_ACCESS";
     int64_t bytes = ADIOI_GALLEY_Listio(fd, op, buf, p, n);
     if (bytes < 0) {
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, (int) bytes);
-        return;
+        return (int) bytes;
     }
     if (file_ptr_type == ADIO_INDIVIDUAL) {
         /* a short contiguous read (end of file) moves the pointer only by
@@ -263,6 +263,7 @@ void ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * 
     MPIR_Status_set_bytes(status, datatype, bytes);
 #endif
     *error_code = MPI_SUCCESS;
+    return 0;
 }
 
 void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
@@ -271,16 +272,26 @@ void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
                          ADIO_Status * status, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_ACCESS";
+    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
     gfs_list_entry *p;
     int64_t n, total;
     ADIO_Offset end;
+    if (fs->coll_active && fs->coll_err != MPI_SUCCESS) {
+        /* this rank's part of the collective call has failed already */
+        *error_code = MPI_SUCCESS;
+        return;
+    }
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset,
                                      contig_call, &p, &n, &total, &end);
     if (rc)
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
     else
-        ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype, file_ptr_type,
-                                 status, error_code);
+        rc = ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype,
+                                      file_ptr_type, status, error_code);
     if (p)
         ADIOI_Free(p);
+    if (rc && fs->coll_active) {
+        ADIOI_GALLEY_Coll_record(fs, *error_code, rc);
+        *error_code = MPI_SUCCESS;
+    }
 }

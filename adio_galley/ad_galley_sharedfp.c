@@ -14,6 +14,8 @@ void ADIOI_GALLEY_Get_shared_fp(ADIO_File fd, ADIO_Offset incr,
     ADIOI_GALLEY_fs *fs = fd->fs_ptr;
     int64_t old = gfs_striped_fetch_add(fs->sid, SHARED_FP_KEY, incr);
     if (old < 0) {
+        /* kept for an ordered call that goes on (ADIOI_GALLEY_Coll_failed) */
+        fs->shfp_gfs = (int) old;
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, (int) old);
         return;
     }

@@ -6,7 +6,8 @@
  * checkpoint):
  *   1. rank 0 marks record C "pending" (so no tool shows it as good)
  *   2. every array: MPI_File_write_at_all into PATH.NAME.C
- *   3. every array: MPI_File_sync (collective; durable on return)
+ *   3. every array: MPI_File_sync (collective; durable on return), only
+ *      when step 2 succeeded on every process (one allreduce)
  *   4. rank 0 learns that 2-3 succeeded on every process (one reduce)
  *   5. rank 0 writes record C (seq, step, crc) and syncs PATH.copynum,
  *      then broadcasts the outcome
@@ -38,10 +39,13 @@ int ga_checkpoint(ga_group *g, int64_t step)
         if (e != MPI_SUCCESS)
             rc = ga_mpi_fail(e, "mark copy pending in", g->path);
     }
-    int io = ga_io_all(g, c, GA_IO_WRITE, 0, true);
+    /* every process learns whether anybody's data failed (one allreduce):
+     * then nobody syncs a copy that cannot count, or waits for a server
+     * that is gone */
+    int io = ga_agree(g->comm, ga_io_all(g, c, GA_IO_WRITE, 0, true));
     if (!rc)
         rc = io;
-    for (int i = 0; i < g->nmem; i++) {
+    for (int i = 0; i < g->nmem && !io; i++) {
         int e = MPI_File_sync(g->mem[i].fh[c]); /* collective */
         if (e != MPI_SUCCESS && !rc)
             rc = ga_mpi_fail(e, "sync of checkpoint", g->path);

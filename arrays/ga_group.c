@@ -264,16 +264,21 @@ int ga_io_all(ga_group *g, int c, int op, int64_t index, bool crash_hook)
         }
         MPI_Offset off = (MPI_Offset)index * m->bytes;
         int e = MPI_SUCCESS;
+        /* once this process failed, it still takes part in the collective
+         * calls of the other members, with nothing to move: the call is
+         * lost anyway, and a server that is gone or stopped is not waited
+         * for again */
+        int n = rc ? 0 : 1;
         if (m->coll && op == GA_IO_WRITE)
-            e = MPI_File_write_at_all(m->fh[c], off, base, 1, m->mtype,
+            e = MPI_File_write_at_all(m->fh[c], off, base, n, m->mtype,
                                       MPI_STATUS_IGNORE);
         else if (m->coll)
-            e = MPI_File_read_at_all(m->fh[c], off, base, 1, m->mtype,
+            e = MPI_File_read_at_all(m->fh[c], off, base, n, m->mtype,
                                      MPI_STATUS_IGNORE);
-        else if (m->bytes && op == GA_IO_WRITE)
+        else if (m->bytes && n && op == GA_IO_WRITE)
             e = MPI_File_write_at(m->fh[c], off, base, 1, m->mtype,
                                   MPI_STATUS_IGNORE);
-        else if (m->bytes)
+        else if (m->bytes && n)
             e = MPI_File_read_at(m->fh[c], off, base, 1, m->mtype,
                                  MPI_STATUS_IGNORE);
         if (e != MPI_SUCCESS && !rc)

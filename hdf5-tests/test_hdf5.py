@@ -348,6 +348,35 @@ def test_h5par_check_rw(prefix, mpi, cluster, programs, tmp_path):
     assert_passed(cp)
 
 
+@pytest.mark.parametrize("hints", [[], ["galley_cb=server"], ["galley_cb=two_phase"]],
+                         ids=["auto", "server", "two_phase"])
+def test_h5par_check_server_killed(mpi, programs, tmp_path, hints):
+    """A server of the file is killed once /contig2d is written (h5par_check
+    -k): the collective H5Dwrite after it fails on every rank (the driver
+    agrees on errors) and returns: no hang.  (The program then aborts:
+    HDF5 1.10.8 itself cannot close a file after a failed write, its ranks
+    entering different collective calls; see h5par_check.c.)"""
+    c = Cluster(tmp_path / "cl", mpi["env"])
+    cp = c.ctl("start", "-n", "4")
+    assert cp.returncode == 0, "galley-cluster start failed:\n%s" % cp
+    try:
+        kill = "%s %s kill-server --dir %s 1 >/dev/null 2>&1" % (
+            sys.executable, CLUSTER_SCRIPT, c.dir)
+        args = [programs["h5par_check"], "write", "galley:/h5fault/x.h5", "-k", kill]
+        for h in hints:
+            args += ["-i", h]
+        cp = mpiexec(mpi, c, NPROCS, args, extra_env={"GALLEY_TIMEOUT": "10"}, timeout=300)
+        assert cp.returncode is not None, "hung and was killed: %s" % cp
+        got = dict(re.findall(r"^FAULT rank (\d+): collective H5Dwrite returned (-?\d+)$",
+                              cp.stdout, re.M))
+        assert sorted(got) == [str(r) for r in range(NPROCS)], \
+            "not every rank's collective H5Dwrite returned: %s" % cp
+        assert all(int(v) < 0 for v in got.values()), \
+            "H5Dwrite succeeded on some rank: %s\n%s" % (got, cp)
+    finally:
+        c.ctl("stop")
+
+
 @pytest.mark.parametrize("prefix,hints", [
     ("galley", []),
     ("galley", ["striping_factor=3", "striping_unit=4096"]),

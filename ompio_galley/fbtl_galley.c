@@ -45,6 +45,8 @@ static ssize_t fbtl_galley_io(ompio_file_t *fh, int op)
         gfs_striped_unlock(gf->sid, fmin, fmax - fmin);
     free(e);
     if (rc < 0) {
+        /* OMPIO drops this error: keep it for sync and close */
+        ompio_galley_lost(gf, (int)rc);
         opal_output(1, "fbtl_galley: %s of %s: %s",
                     op == GFS_WRITE ? "write" : "read", fh->f_filename,
                     gfs_strerror((int)rc));
@@ -69,7 +71,9 @@ static ssize_t fbtl_galley_pwritev(ompio_file_t *fh)
 struct nb_data {
     gfs_handle h;
     int sid;
-    gfs_list_entry *e; /* the pieces, alive until completion */
+    ompio_galley_file *gf; /* alive until the request completes */
+    int lost;              /* the handle's sticky error when posted */
+    gfs_list_entry *e;     /* the pieces, alive until completion */
     bool locked;
     int64_t fmin, fmax;
 };
@@ -95,8 +99,11 @@ static bool fbtl_galley_progress(mca_ompio_request_t *req)
     if (done < 0)
         result = done;
     nb_release(d);
-    req->req_ompi.req_status.MPI_ERROR =
-        result < 0 ? ompio_galley_err((int)result) : OMPI_SUCCESS;
+    if (result < 0)
+        ompio_galley_lost(d->gf, (int)result);
+    /* an earlier lost transfer is reported by every later one */
+    int err = result < 0 ? (int)result : d->lost;
+    req->req_ompi.req_status.MPI_ERROR = ompio_galley_err(err);
     req->req_ompi.req_status._ucount = result < 0 ? 0 : (size_t)result;
     return true;
 }
@@ -134,6 +141,8 @@ static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request,
         rc = ompio_galley_entries(fh, &d->e, &base, &d->fmin, &d->fmax);
     if (!rc) {
         d->sid = gf->sid;
+        d->gf = gf;
+        d->lost = gf->lost;
         if (fh->f_atomicity && d->fmax > d->fmin) {
             rc = gfs_striped_lock(gf->sid, d->fmin, d->fmax - d->fmin,
                                   op == GFS_WRITE);

@@ -194,6 +194,14 @@ static int fs_galley_close(ompio_file_t *fh)
         fh->f_comm->c_coll->coll_barrier(
             fh->f_comm, fh->f_comm->c_coll->coll_barrier_module);
     int rc = gf->sid >= 0 ? gfs_striped_close(gf->sid) : 0;
+    if (gf->lost) {
+        /* a transfer whose error OMPIO dropped; Open MPI 4.1.4's
+         * MPI_File_close drops this one too (ompi_file_close returns
+         * success whatever the component says), so say it here */
+        rc = gf->lost;
+        opal_output(0, "fs_galley: %s closed after a lost transfer: %s",
+                    fh->f_filename, gfs_strerror(gf->lost));
+    }
     free(gf);
     fh->f_fs_ptr = NULL;
     ompio_galley_closed();
@@ -234,12 +242,16 @@ static int fs_galley_get_size(ompio_file_t *fh, OMPI_MPI_OFFSET_TYPE *size)
     return OMPI_SUCCESS;
 }
 
+/* Collective: every rank syncs; a sync that failed or a transfer whose
+ * error OMPIO dropped, on any rank, fails the call on every rank. */
 static int fs_galley_sync(ompio_file_t *fh)
 {
     ompio_galley_file *gf = ompio_galley_file_of(fh);
-    if (!gf)
-        return MPI_ERR_FILE;
-    return ompio_galley_err(gfs_striped_sync(gf->sid));
+    int rc = gf ? gfs_striped_sync(gf->sid) : -EBADF;
+    if (gf && gf->lost)
+        rc = gf->lost;
+    return ompio_galley_agree(
+        fh, rc ? (gf ? ompio_galley_err(rc) : MPI_ERR_FILE) : MPI_SUCCESS);
 }
 
 /* ------------------------------------------------ module, component ---- */

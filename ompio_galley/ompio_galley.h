@@ -35,6 +35,14 @@
 typedef struct ompio_galley_file {
     int sid;           /* gfs_striped_* id, -1 when not open */
     gfs_layout layout; /* the layout in force */
+    /* Open MPI 4.1.4 drops the error of a blocking transfer (see README):
+     * the first one is kept here, sticky, and returned by the next
+     * MPI_File_sync (on every rank), MPI_File_close and every later
+     * non-blocking transfer on this handle, as NFS reports write-back
+     * errors at fsync and close. */
+    int lost;             /* first gfs error of a transfer, 0: none */
+    unsigned nlost;       /* transfers that failed so far */
+    unsigned split_nlost; /* nlost when the split ordered call began */
 } ompio_galley_file;
 
 /* True if name starts with "galley:". */
@@ -54,6 +62,15 @@ void ompio_galley_closed(void);
 /* The MPI error class of a gfs error (0: MPI_SUCCESS); the mapping is
  * galley_mpi_common.h's, shared with the ROMIO driver. */
 int ompio_galley_err(int gfs_err);
+
+/* A transfer on gf failed with gfs error err: keep it (ompio_galley_file). */
+void ompio_galley_lost(ompio_galley_file *gf, int err);
+
+/* Collective over fh->f_comm (one allreduce): every rank learns whether any
+ * rank's part of a collective call failed.  rc is this rank's MPI error
+ * class (MPI_SUCCESS: none); returns it if it failed, else MPI_ERR_IO if
+ * another rank failed, else MPI_SUCCESS. */
+int ompio_galley_agree(ompio_file_t *fh, int rc);
 
 /* The galley: file behind fh, or NULL if fh is not one of ours. */
 ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh);

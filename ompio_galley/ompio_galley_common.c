@@ -70,6 +70,29 @@ int ompio_galley_err(int err)
     return err == 0 ? MPI_SUCCESS : galley_mpi_error_class(err);
 }
 
+void ompio_galley_lost(ompio_galley_file *gf, int err)
+{
+    if (!gf || err >= 0)
+        return;
+    if (!gf->lost)
+        gf->lost = err;
+    gf->nlost++;
+}
+
+int ompio_galley_agree(ompio_file_t *fh, int rc)
+{
+    ompi_communicator_t *comm = fh->f_comm;
+    int failed = rc != MPI_SUCCESS, any = failed;
+    if (comm == MPI_COMM_NULL)
+        return rc;
+    int r =
+        comm->c_coll->coll_allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm,
+                                     comm->c_coll->coll_allreduce_module);
+    if (failed)
+        return rc;
+    return r != OMPI_SUCCESS ? r : any ? MPI_ERR_IO : MPI_SUCCESS;
+}
+
 ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh)
 {
     ompio_galley_file *gf = fh ? fh->f_fs_ptr : NULL;

@@ -178,15 +178,35 @@ static int sfp_iwrite(ompio_file_t *fh, const void *buf, int count,
                                     fh, at, buf, count, datatype, request);
 }
 
+/* The ordered calls are ours: a transfer of this call that failed on
+ * any rank (OMPIO's collective code drops its error) fails the call on
+ * every rank, after one allreduce. */
+static int lost_since(ompio_file_t *fh, unsigned before, int rc)
+{
+    ompio_galley_file *gf = ompio_galley_file_of(fh);
+    if (rc == OMPI_SUCCESS && gf && gf->nlost != before)
+        rc = ompio_galley_err(gf->lost);
+    return ompio_galley_agree(fh, rc);
+}
+
+static unsigned nlost(ompio_file_t *fh)
+{
+    ompio_galley_file *gf = ompio_galley_file_of(fh);
+    return gf ? gf->nlost : 0;
+}
+
 static int sfp_read_ordered(ompio_file_t *fh, void *buf, int count,
                             struct ompi_datatype_t *datatype,
                             ompi_status_public_t *status)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
+    unsigned before = nlost(fh);
     int rc = take_ordered(fh, bytes_of(count, datatype), &at);
-    return rc != OMPI_SUCCESS ? rc
-                              : mca_common_ompio_file_read_at_all(
-                                    fh, at, buf, count, datatype, status);
+    if (rc != OMPI_SUCCESS)
+        return rc; /* the same on every rank (broadcast) */
+    rc =
+        mca_common_ompio_file_read_at_all(fh, at, buf, count, datatype, status);
+    return lost_since(fh, before, rc);
 }
 
 static int sfp_write_ordered(ompio_file_t *fh, const void *buf, int count,
@@ -194,10 +214,13 @@ static int sfp_write_ordered(ompio_file_t *fh, const void *buf, int count,
                              ompi_status_public_t *status)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
+    unsigned before = nlost(fh);
     int rc = take_ordered(fh, bytes_of(count, datatype), &at);
-    return rc != OMPI_SUCCESS ? rc
-                              : mca_common_ompio_file_write_at_all(
-                                    fh, at, buf, count, datatype, status);
+    if (rc != OMPI_SUCCESS)
+        return rc; /* the same on every rank (broadcast) */
+    rc = mca_common_ompio_file_write_at_all(fh, at, buf, count, datatype,
+                                            status);
+    return lost_since(fh, before, rc);
 }
 
 /* Split collectives: the begin takes the place and starts the collective
@@ -208,6 +231,9 @@ static int sfp_read_ordered_begin(ompio_file_t *fh, void *buf, int count,
     OMPI_MPI_OFFSET_TYPE at = 0;
     if (fh->f_split_coll_in_use)
         return MPI_ERR_REQUEST;
+    ompio_galley_file *gf = ompio_galley_file_of(fh);
+    if (gf)
+        gf->split_nlost = gf->nlost;
     int rc = take_ordered(fh, bytes_of(count, datatype), &at);
     if (rc == OMPI_SUCCESS)
         rc = mca_common_ompio_file_iread_at_all(fh, at, buf, count, datatype,
@@ -222,6 +248,9 @@ static int sfp_write_ordered_begin(ompio_file_t *fh, const void *buf, int count,
     OMPI_MPI_OFFSET_TYPE at = 0;
     if (fh->f_split_coll_in_use)
         return MPI_ERR_REQUEST;
+    ompio_galley_file *gf = ompio_galley_file_of(fh);
+    if (gf)
+        gf->split_nlost = gf->nlost;
     int rc = take_ordered(fh, bytes_of(count, datatype), &at);
     if (rc == OMPI_SUCCESS)
         rc = mca_common_ompio_file_iwrite_at_all(fh, at, buf, count, datatype,
@@ -234,9 +263,10 @@ static int sfp_ordered_end(ompio_file_t *fh, ompi_status_public_t *status)
 {
     if (!fh->f_split_coll_in_use)
         return MPI_ERR_REQUEST;
+    ompio_galley_file *gf = ompio_galley_file_of(fh);
     int rc = ompi_request_wait(&fh->f_split_coll_req, status);
     fh->f_split_coll_in_use = false;
-    return rc;
+    return lost_since(fh, gf ? gf->split_nlost : 0, rc);
 }
 
 static int sfp_read_ordered_end(ompio_file_t *fh, void *buf,

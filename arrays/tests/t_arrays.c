@@ -10,8 +10,9 @@
  *   t_arrays read-ts   path=P mem=L dims=AxB esize=E steps=S [ghost=G] [disk=L]
  *   t_arrays write-ckpt path=P mem=L disk=L dims=AxB esize=E count=K [append=1]
  *   t_arrays restart   path=P mem=L dims=AxB esize=E [disk=L] [expect=STEP]
- *   t_arrays export    path=P mem=L dims=AxB esize=E
- *   t_arrays errors    path=P
+ *   t_arrays fault-loop path=P kind=ckpt|ts ready=F [out=F] [warm=N]
+ * [seconds=S] t_arrays export    path=P mem=L dims=AxB esize=E t_arrays errors
+ * path=P
  *
  * Two arrays are used: "A" (the given shape and element size) and "B"
  * (1-D, 1000 elements of 4 bytes, BLOCK).  Prints "PASS n checks" when
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int me, nprocs, checks, failures;
 
@@ -415,6 +417,78 @@ static void write_ckpt(int argc, char **argv)
     drop(&B);
 }
 
+/* Checkpoints (kind=ckpt: steps 100, 200, ...) or timesteps (kind=ts:
+ * steps 0, 10, ...) in a loop until the first error, which the test
+ * causes by killing or stopping a server once rank 0 has created the file
+ * ready=F (after warm=N calls).  Every rank then frees the group and
+ * prints
+ *   RESULT rank=R ok=N rc=RC t_err=T free=RC
+ * ok: calls that succeeded; t_err: CLOCK_REALTIME when the failing call
+ * returned; the same line goes to the file out.R when out= is given.  The
+ * checks are the test's. */
+static void fault_loop(int argc, char **argv)
+{
+    const char *path = arg(argc, argv, "path", NULL);
+    const char *ready = arg(argc, argv, "ready", NULL);
+    int ckpt = !strcmp(arg(argc, argv, "kind", "ckpt"), "ckpt");
+    int warm = atoi(arg(argc, argv, "warm", "2"));
+    double seconds = atof(arg(argc, argv, "seconds", "60"));
+    int64_t dims[GA_MAX_RANK];
+    int rank = parse_dims(arg(argc, argv, "dims", "64x48"), dims);
+    arr A, B;
+    make(&A, 1, "A", rank, dims, 8, arg(argc, argv, "mem", "BLOCK,BLOCK"),
+         arg(argc, argv, "disk", "BLOCK,*@4"), 0);
+    make(&B, 2, "B", 1, BDIMS, 4, "BLOCK", "BLOCK@2", 0);
+    ga_group *g;
+    OK(ga_group_create(MPI_COMM_WORLD, ckpt ? GA_CHECKPOINT : GA_TIMESTEP, path,
+                       GA_CREATE, MPI_INFO_NULL, &g));
+    OK(ga_group_insert(g, A.a));
+    OK(ga_group_insert(g, B.a));
+    int ok = 0, rc = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0;; i++) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > seconds)
+            break;
+        int64_t step = ckpt ? 100 * (i + 1) : 10 * i;
+        fill(&A, step);
+        fill(&B, step);
+        rc = ckpt ? ga_checkpoint(g, step) : ga_timestep(g, step);
+        if (rc < 0)
+            break;
+        ok++;
+        if (me == 0 && ready && ok == warm) {
+            FILE *f = fopen(ready, "w");
+            if (f)
+                fclose(f);
+        }
+    }
+    clock_gettime(CLOCK_REALTIME, &t);
+    double t_err = rc < 0 ? t.tv_sec + t.tv_nsec * 1e-9 : 0;
+    if (rc < 0)
+        printf("rank %d: %s\n", me, ga_errmsg());
+    int frc = ga_group_free(g);
+    char line[256];
+    snprintf(line, sizeof(line),
+             "RESULT rank=%d ok=%d rc=%d t_err=%.6f free=%d\n", me, ok,
+             rc < 0 ? rc : 0, t_err, frc);
+    fputs(line, stdout);
+    /* and to a file of its own: mpiexec may interleave the ranks' lines */
+    const char *out = arg(argc, argv, "out", NULL);
+    if (out) {
+        char fn[4096];
+        snprintf(fn, sizeof(fn), "%s.%d", out, me);
+        FILE *f = fopen(fn, "w");
+        if (f) {
+            fputs(line, f);
+            fclose(f);
+        }
+    }
+    drop(&A);
+    drop(&B);
+}
+
 static void restart(int argc, char **argv)
 {
     const char *path = arg(argc, argv, "path", NULL);
@@ -582,6 +656,8 @@ int main(int argc, char **argv)
         write_ckpt(argc, argv);
     else if (!strcmp(s, "restart"))
         restart(argc, argv);
+    else if (!strcmp(s, "fault-loop"))
+        fault_loop(argc, argv);
     else if (!strcmp(s, "export"))
         export(argc, argv);
     else if (!strcmp(s, "errors"))

@@ -533,3 +533,86 @@ def test_installed_library_has_no_crash_points(built, cluster, name,
         assert "installed_ckpt: ok 1920 elements" in cp.stdout, \
             gfix.describe(cp)
         assert "GALLEY_ARRAY_CRASH" not in cp.stderr, gfix.describe(cp)
+
+
+# ------------------------------------------- a server fails mid-run ------
+
+FAULT_RESULT = re.compile(r"^RESULT rank=(\d+) ok=(\d+) rc=(-?\d+) t_err=([\d.]+) "
+                          r"free=(-?\d+)$", re.M)
+STOP_TIMEOUT = 3  # GALLEY_TIMEOUT of the SIGSTOP runs
+
+
+@pytest.mark.parametrize("fault", ["kill", "stop"])
+@pytest.mark.parametrize("kind", ["ckpt", "ts"])
+def test_server_fails_under_checkpoints(built, cluster, name, tmp_path, kind, fault):
+    """4 ranks write checkpoints (or timesteps) in a loop; server 1 is
+    killed (or stopped past GALLEY_TIMEOUT) meanwhile.  Every rank's call
+    fails, within 1 s of the kill (GALLEY_TIMEOUT + 1 s of the stop), at
+    the same call; nobody hangs; the failed call's record is not written:
+    once the server is back, the newest complete checkpoint (the timestep
+    count) is the last acknowledged one, and it reads back."""
+    path = "galley:" + name + "/f"
+    ready = tmp_path / "ready"
+    gt = STOP_TIMEOUT if fault == "stop" else 60
+    cmd = [str(MPICH / "bin" / "mpiexec"), "-n", "4", str(built / "t_arrays"),
+           "fault-loop", "path=" + path, "kind=" + kind, "ready=%s" % ready,
+           "out=%s" % (tmp_path / "result")]
+    proc = subprocess.Popen(cmd, env=mpi_env(cluster, {"GALLEY_TIMEOUT": str(gt)}),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    victim = 1
+    pid = cluster.pid(victim)
+    t_fault = None
+    hung = False
+    try:
+        end = time.monotonic() + TIMEOUT
+        while not ready.exists() and proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.005)
+        if ready.exists() and proc.poll() is None:
+            if fault == "kill":
+                cluster.expect_dead.add(victim)
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGSTOP)
+            t_fault = time.time()
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            hung = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+    finally:
+        if fault == "stop":
+            os.kill(pid, signal.SIGCONT)
+        elif t_fault is not None:
+            end = time.monotonic() + 30
+            while cluster.alive(victim) and time.monotonic() < end:
+                time.sleep(0.05)
+            cluster.restart(victim)
+    what = "exit %s\nstdout:\n%s\nstderr:\n%s" % (proc.returncode, out[-5000:], err[-5000:])
+    assert not hung, "hung for %ss: %s" % (TIMEOUT, what)
+    assert t_fault is not None, "the loop never got going: " + what
+    # each rank's RESULT line from its own file (mpiexec may interleave
+    # the ranks' stdout)
+    lines = "".join(p.read_text() for p in sorted(tmp_path.glob("result.*")))
+    res = {int(m.group(1)): m for m in FAULT_RESULT.finditer(lines)}
+    assert sorted(res) == [0, 1, 2, 3], "not every rank finished: " + what
+    assert all(int(m.group(3)) < 0 for m in res.values()), "a rank saw no error: " + what
+    oks = {int(m.group(2)) for m in res.values()}
+    assert len(oks) == 1, "ranks disagree on the calls that succeeded: " + what
+    ok = oks.pop()
+    late = max(float(m.group(4)) for m in res.values()) - t_fault
+    bound = 1.0 if fault == "kill" else STOP_TIMEOUT + 1.0
+    assert late <= bound, "last error %.2f s after the fault: %s" % (late, what)
+    if kind == "ckpt":
+        (g,) = array_ls(cluster, path)
+        newest = g["copies"][g["newest"]]
+        assert newest["state"] == "complete" and newest["step"] == 100 * ok, g
+        other = g["copies"][1 - g["newest"]]
+        assert other.get("step") != 100 * (ok + 1) or other["state"] != "complete", g
+        t_arrays(built, 3, "restart", cluster, path=path, mem="BLOCK,BLOCK@3x1",
+                 dims="64x48", esize=8, expect=100 * ok)
+    else:
+        t_arrays(built, 4, "read-ts", cluster, path=path, mem="BLOCK,BLOCK",
+                 dims="64x48", esize=8, steps=ok)
+    print("%s %s: %d calls acknowledged, last error %.3f s after" % (kind, fault, ok, late))

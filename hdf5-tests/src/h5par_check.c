@@ -9,6 +9,11 @@
  *   h5par_check read  FILE [-i KEY=VALUE]...   reopen read-only and verify
  *   h5par_check rw    FILE [-i KEY=VALUE]...   write, then read back
  *
+ * -k CMD (write): rank 0 runs the shell command CMD once /contig2d is
+ * written (between two barriers), e.g. to kill an I/O server; then every
+ * rank rewrites its part of /contig2d collectively, prints what H5Dwrite
+ * returned, and the job aborts (see fault()).
+ *
  * -i passes an MPI-IO hint (e.g. striping_factor=3) through the fapl.
  * `read` may run with a different number of ranks than `write`: every
  * decomposition is computed from the current communicator, and the read
@@ -267,6 +272,38 @@ static void write_misc(hid_t grp)
     H5Pclose(xc);
 }
 
+static const char *fault_cmd; /* -k */
+
+/* -k: rank 0 runs fault_cmd (a server goes), then every rank rewrites its
+ * rows of /contig2d collectively and reports what H5Dwrite returned
+ * ("FAULT rank R: collective H5Dwrite returned N"), and the job ends with
+ * MPI_Abort(3).  Not H5Fclose: after a failed write HDF5 1.10.8's ranks
+ * take different collective calls on their way out (rank 0 MPI_Barrier,
+ * the others MPI_Bcast) and never return, whatever the file system
+ * says. */
+static void fault(hid_t f)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && system(fault_cmd) != 0)
+        fprintf(stderr, "warning: '%s' failed\n", fault_cmd);
+    MPI_Barrier(MPI_COMM_WORLD);
+    hid_t d = H5OK(H5Dopen2(f, "contig2d", H5P_DEFAULT));
+    hid_t xc = dxpl(1), msp, fsp;
+    hsize_t st[2], ct[2];
+    split(C2_NX, nprocs, rank, &st[0], &ct[0]);
+    st[1] = 0, ct[1] = C2_NY;
+    int *buf = xmalloc(ct[0] * ct[1] * sizeof(int));
+    for (hsize_t i = 0; i < ct[0]; i++)
+        for (hsize_t j = 0; j < ct[1]; j++)
+            buf[i * ct[1] + j] = v_c2(st[0] + i, j);
+    fsp = slab(d, 2, st, ct, &msp);
+    herr_t rc = H5Dwrite(d, H5T_NATIVE_INT, msp, fsp, xc, buf);
+    printf("FAULT rank %d: collective H5Dwrite returned %d\n", rank, (int)rc);
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
 static void do_write(const char *name, MPI_Info info)
 {
     hid_t f = open_file(name, 0, 1, info);
@@ -281,6 +318,8 @@ static void do_write(const char *name, MPI_Info info)
     put_attr(f, "version", H5T_STD_I32LE, 1, &three, ver);
 
     write_2d(f);
+    if (fault_cmd)
+        fault(f);
 
     hid_t grp =
         H5OK(H5Gcreate2(f, "grp", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -591,7 +630,8 @@ static void usage(void)
 {
     if (rank == 0)
         fprintf(stderr,
-                "usage: h5par_check write|read|rw FILE [-i KEY=VALUE]...\n");
+                "usage: h5par_check write|read|rw FILE [-i KEY=VALUE]... "
+                "[-k CMD]\n");
     MPI_Finalize();
     exit(2);
 }
@@ -613,6 +653,10 @@ int main(int argc, char **argv)
     MPI_Info_create(&info);
     for (int i = 3; i < argc; i++) {
         char *eq;
+        if (!strcmp(argv[i], "-k") && i + 1 < argc) {
+            fault_cmd = argv[++i];
+            continue;
+        }
         if (strcmp(argv[i], "-i") || i + 1 >= argc ||
             !(eq = strchr(argv[i + 1], '=')))
             usage();

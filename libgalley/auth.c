@@ -38,12 +38,11 @@ static struct {
 static int load(const char *path)
 {
     int rc = gp_key_load(path, auth.key);
-    if (rc && rc != -ENOENT)
+    if (rc && rc != -ENOENT) {
+        char why[256];
         fprintf(stderr, "galley: ignoring the key file %s: %s\n", path,
-                rc == -EACCES   ? "readable or writable by group or others "
-                                  "(chmod 600 it)"
-                : rc == -EINVAL ? "not a key (64 hex digits expected)"
-                                : strerror(-rc));
+                gp_key_problem(path, rc, why, sizeof(why)));
+    }
     auth.have = rc == 0;
     return rc;
 }

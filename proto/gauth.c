@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,7 +39,7 @@ int gp_key_load(const char *path, uint8_t key[GP_KEY_BYTES])
     }
     if (st.st_mode & 077) {
         close(fd);
-        return -EACCES;
+        return -EPERM;
     }
     char text[2 * GP_KEY_BYTES + 3];
     ssize_t n = read(fd, text, sizeof(text));
@@ -58,6 +59,31 @@ int gp_key_load(const char *path, uint8_t key[GP_KEY_BYTES])
     }
     sodium_memzero(text, sizeof(text));
     return 0;
+}
+
+const char *gp_key_problem(const char *path, int rc, char *buf, size_t n)
+{
+    struct stat st;
+    switch (rc) {
+    case -EPERM:
+        return "readable or writable by group or others (chmod 600 it)";
+    case -EINVAL:
+        return "not a key (64 hex digits expected)";
+    case -EACCES:
+        if (stat(path, &st) == 0 && st.st_uid != geteuid()) {
+            snprintf(buf, n,
+                     "permission denied: it belongs to uid %u (mode %04o) "
+                     "and this process runs as uid %u; run as the "
+                     "cluster's owner or use a copy of the key of your own "
+                     "(GALLEY_KEY=FILE, mode 0600)",
+                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+                     (unsigned)geteuid());
+            return buf;
+        }
+        return "permission denied: this user may not read it";
+    default:
+        return strerror(-rc);
+    }
 }
 
 void gp_random(void *buf, size_t n)

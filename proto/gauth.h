@@ -34,10 +34,16 @@
 #define GP_MAC_BYTES 32
 
 /* Read a key file: 64 hex digits, an optional newline, nothing else.
- * 0, -ENOENT (no file), -EACCES (the file is readable or writable by its
- * group or others: it would not be a secret), -EINVAL (not a key), or
- * another -errno. */
+ * 0, -ENOENT (no file), -EACCES (this user may not read it, e.g. another
+ * user's 0600 file), -EPERM (the file is readable or writable by its group
+ * or others: it would not be a secret), -EINVAL (not a key), or another
+ * -errno. */
 int gp_key_load(const char *path, uint8_t key[GP_KEY_BYTES]);
+
+/* What is wrong with the key file PATH that gp_key_load refused with RC,
+ * in words for a user (who owns it and who is asking, for -EACCES); BUF of
+ * N bytes holds the text. */
+const char *gp_key_problem(const char *path, int rc, char *buf, size_t n);
 
 /* Fill buf with n unpredictable bytes. */
 void gp_random(void *buf, size_t n);

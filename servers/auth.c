@@ -57,18 +57,6 @@ static int save_key(const char *text)
     return rc;
 }
 
-static const char *key_problem(int rc)
-{
-    switch (rc) {
-    case -EACCES:
-        return "readable or writable by group or others (chmod 600 it)";
-    case -EINVAL:
-        return "not a key (64 hex digits expected)";
-    default:
-        return strerror(-rc);
-    }
-}
-
 int gsrv_auth_init(const char *key_path)
 {
     char dpath[64];
@@ -76,8 +64,9 @@ int gsrv_auth_init(const char *key_path)
     if (key_path) {
         int rc = gp_key_load(key_path, auth.key);
         if (rc) {
+            char why[256];
             fprintf(stderr, "galleyd: --key %s: %s\n", key_path,
-                    key_problem(rc));
+                    gp_key_problem(key_path, rc, why, sizeof(why)));
             return rc;
         }
         char hex[2 * GP_KEY_BYTES + 2];
@@ -103,8 +92,9 @@ int gsrv_auth_init(const char *key_path)
         return 0;
     }
     if (rc != -ENOENT) {
+        char why[256];
         fprintf(stderr, "galleyd: the data directory's key file: %s\n",
-                key_problem(rc));
+                gp_key_problem(dpath, rc, why, sizeof(why)));
         return rc;
     }
     gsrv_log(0, "no cluster secret (--key): any local user can use this "

@@ -17,12 +17,16 @@ adversarial but realistic user tries against real servers.
 
 import os
 import random
+import shutil
 import socket
 import stat
 import struct
 import subprocess
+import tempfile
 import threading
 import time
+
+from pathlib import Path
 
 import pytest
 
@@ -296,6 +300,25 @@ def test_cluster_secret(fresh_cluster, tmp_path):
     cp = run([galley_path(), "-c", str(other / "cluster"), "ls"],
              env=stranger)
     assert cp.returncode == 0 and "s/secret" in cp.stdout, describe(cp)
+    # another uid, whom the 0600 key does not belong to: told that, not
+    # told to chmod a file that is already 0600
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        shared = Path(tempfile.mkdtemp(prefix="galley-key-"))
+        try:
+            shared.chmod(0o755)
+            (shared / "cluster").write_text(c.cluster_file.read_text())
+            (shared / "cluster.key").write_text(key.read_text())
+            (shared / "cluster.key").chmod(0o600)
+            cp = run(["setpriv", "--reuid", "65534", "--regid", "65534",
+                      "--clear-groups", galley_path(), "-c",
+                      str(shared / "cluster"), "ls"],
+                     env=base_env({"HOME": str(shared)}))
+        finally:
+            shutil.rmtree(shared)
+        assert cp.returncode != 0, describe(cp)
+        assert "chmod 600" not in cp.stderr, describe(cp)
+        assert "belongs to uid 0" in cp.stderr, describe(cp)
+        assert "runs as uid 65534" in cp.stderr, describe(cp)
 
     addr = c.addr(0)
     raw = Conn(addr, auth=False)

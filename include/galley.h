@@ -63,7 +63,10 @@ extern "C" {
     X(GFS_EAUTH, -1020,                                                        \
       "cluster secret missing or wrong (the key file "                         \
       "beside the cluster file, or GALLEY_KEY)")                               \
-    X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")
+    X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")            \
+    X(GFS_EDIRECT, -1022,                                                      \
+      "direct access refused: the server is on another host, runs as "         \
+      "another user, or is too old")
 
 enum gfs_error {
 #define GFS_X_ENUM(name, value, msg) name = value,

@@ -98,9 +98,10 @@ extern const gc_transport_ops *const gc_transports[];
 /* May GALLEY_TRANSPORT `mode` (GFS_TRANSPORT_*) use t? */
 bool gc_transport_allowed(const gc_transport_ops *t, int mode);
 
-extern const gc_transport_ops gc_transport_tcp;  /* transport_tcp.c */
-extern const gc_transport_ops gc_transport_unix; /* transport_unix.c */
-extern const gc_transport_ops gc_transport_cma;  /* transport_cma.c */
+extern const gc_transport_ops gc_transport_direct; /* transport_direct.c */
+extern const gc_transport_ops gc_transport_tcp;    /* transport_tcp.c */
+extern const gc_transport_ops gc_transport_unix;   /* transport_unix.c */
+extern const gc_transport_ops gc_transport_cma;    /* transport_cma.c */
 
 /* Shared by the transports whose data travels in the stream (TCP, Unix
  * inline): IO_WRITE with the data after the descriptor, IO_READ with the
@@ -124,5 +125,16 @@ void gc_replies_waiter_progress(gc_conn *c, uint64_t wait_ns);
 /* Did this process open the connection?  (A child after fork() must not
  * let the server copy into its parent's memory.) */
 bool gc_conn_owned(const gc_conn *c);
+/* The server number and address the connection was made for (fixed for
+ * its life). */
+void gc_conn_address(const gc_conn *c, int *server, const char **host,
+                     const char **port);
+
+/* The direct transport's descriptors (transport_direct.c): forget the
+ * fork's (fkid on server) and report its byte counts to the server before
+ * the fork is closed there (forks.c); gc_direct_shutdown closes them all
+ * (gfs_finalize). */
+void gc_direct_release(int server, uint64_t fkid);
+void gc_direct_shutdown(void);
 
 #endif /* GALLEY_TRANSPORT_H */

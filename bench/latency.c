@@ -41,6 +41,8 @@ static double median(double *v, int n)
 static const char *transport_name(int t)
 {
     switch (t) {
+    case GFS_TRANSPORT_DIRECT:
+        return "direct (the fork's file, by descriptor)";
     case GFS_TRANSPORT_LOCAL_CMA:
         return "local (Unix socket + cross-memory attach)";
     case GFS_TRANSPORT_LOCAL:

@@ -58,8 +58,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes whose pieces average fewer bytes go to the server (see top). */
+/* Writes whose pieces average fewer bytes go to the server (see top);
+ * GALLEY_DIRECT_WRITE_MIN overrides it (for measuring). */
 #define GC_DIRECT_WRITE_MIN 512
+
+static uint64_t write_min(void)
+{
+    static uint64_t v; /* 0: not read yet */
+    uint64_t m = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (!m) {
+        const char *t = getenv("GALLEY_DIRECT_WRITE_MIN");
+        long x = t && *t ? atol(t) : GC_DIRECT_WRITE_MIN;
+        m = x > 0 ? (uint64_t)x : 1;
+        __atomic_store_n(&v, m, __ATOMIC_RELAXED);
+    }
+    return m;
+}
 
 typedef struct dgrant {
     int server;
@@ -492,7 +506,7 @@ static bool tiny_pieces(const gc_chunk *ch)
             return false; /* chunk_pieces will say what is wrong */
         p += sp;
     }
-    return p && ch->bytes / p < GC_DIRECT_WRITE_MIN;
+    return p && ch->bytes / p < write_min();
 }
 
 /* Complete ch->req here, as a reply from the server would. */
@@ -611,12 +625,19 @@ static int direct_probe(gc_hs_call call, void *arg)
     return forced ? GFS_EDIRECT : GC_DECLINE; /* another uid, old server */
 }
 
-/* The same-host socket; with GALLEY_TRANSPORT=direct, its absence (a
- * server on another host) is a refusal, said as such. */
+/* The same-host socket; with GALLEY_TRANSPORT=direct, its absence where
+ * the server answers on TCP (another host) is a refusal, said as such. */
 static int direct_dial(const char *host, const char *port, int *fd)
 {
     int rc = gc_dial_local(host, port, fd);
-    return rc && gc_transport() == GFS_TRANSPORT_DIRECT ? GFS_EDIRECT : rc;
+    if (!rc || gc_transport() != GFS_TRANSPORT_DIRECT)
+        return rc;
+    int tfd;
+    rc = gc_dial_tcp(host, port, gc_timeout_ms(), &tfd);
+    if (rc)
+        return rc; /* nobody there at all */
+    close(tfd);
+    return GFS_EDIRECT;
 }
 
 const gc_transport_ops gc_transport_direct = {

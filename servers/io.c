@@ -49,6 +49,13 @@
  *    second copy.  Reads go straight from the blocks into the client's
  *    memory (large pieces: window by window; small: through the reply
  *    path of 5, which gathers tiny pieces in a bounce buffer).
+ * 7. A fork whose file same-host clients write themselves (direct.c:
+ *    f->direct_w > 0) bypasses 3-5's cache: after sort and resolve, a
+ *    write goes to the file with exactly its pieces' bytes (gx_fd_write,
+ *    fdio.h), never a block with the bytes around them, which a direct
+ *    writer may have changed; a read comes from the file into one reply
+ *    buffer (gx_fd_read); the size is the file's.  A failed write rolls
+ *    nothing back (the file may hold direct writes past our old size).
  */
 #include "gsrv_internal.h"
 #include "fdio.h"

@@ -60,6 +60,10 @@ typedef struct gc_chunk {
     struct iovec *iov;
     int niov;
     uint64_t bytes;
+    /* the whole transfer's bytes per piece: a transport that picks a
+     * path by piece size picks it once per transfer from this, so the
+     * requests of one write land in order (a later piece wins) */
+    uint64_t xfer_mean;
 } gc_chunk;
 
 /* The handshake's synchronous request on a fresh stream (conn.c); the

@@ -17,13 +17,15 @@
  * Per request, measured (bench/README.md): reads always go direct (pieces
  * close together are read as one span and copied out, as ROMIO's data
  * sieving does); writes go direct when their pieces average at least
- * GC_DIRECT_WRITE_MIN bytes.  Smaller pieces go to the server by
- * cross-memory attach: one pwrite per 16-byte piece costs more than the
- * round trip that carries a million of them, and the server, unlike this
- * process, may merge them with the bytes around them in its cache.  The
- * first direct write of a fork asks for a writable descriptor, which
- * makes the server bypass its cache for that fork until it is released;
- * a fork only read gets a read-only one and changes nothing there.
+ * GC_DIRECT_WRITE_MIN bytes over the whole transfer (per transfer, not
+ * per request: requests of one write that took both paths could land out
+ * of order, and where pieces overlap the later one must win).  Smaller pieces
+ * go to the server by cross-memory attach: one pwrite per 16-byte piece costs
+ * more than the round trip that carries a million of them, and the server,
+ * unlike this process, may merge them with the bytes around them in its cache.
+ * The first direct write of a fork asks for a writable descriptor, which makes
+ * the server bypass its cache for that fork until it is released; a fork only
+ * read gets a read-only one and changes nothing there.
  *
  * Descriptors: asked for lazily, on a fork's first direct request, over a
  * separate authenticated Unix-socket connection per server (the "grant
@@ -489,26 +491,6 @@ static int chunk_pieces(const gc_chunk *ch, uint64_t *fkid, gx_ext *small,
     return 0;
 }
 
-/* Do the chunk's pieces average fewer than GC_DIRECT_WRITE_MIN bytes?
- * (Measured from its segments, nothing expanded.) */
-static bool tiny_pieces(const gc_chunk *ch)
-{
-    gp_rbuf r;
-    gp_rbuf_init(&r, ch->desc.data, ch->desc.len);
-    gp_get_u64(&r);
-    uint32_t nseg = gp_get_u32(&r);
-    uint64_t p = 0;
-    for (uint32_t i = 0; i < nseg && !r.err; i++) {
-        gp_seg s;
-        uint64_t sp, sb;
-        gp_get_seg(&r, &s);
-        if (r.err || !gp_seg_measure(&s, &sp, &sb))
-            return false; /* chunk_pieces will say what is wrong */
-        p += sp;
-    }
-    return p && ch->bytes / p < write_min();
-}
-
 /* Complete ch->req here, as a reply from the server would. */
 static int complete(gc_chunk *ch, int op, int status, uint64_t size)
 {
@@ -541,7 +523,9 @@ static int direct_io_submit(gc_conn *c, int op, gc_chunk *ch)
     if (!gc_conn_owned(c)) /* a child after fork(): not our grants */
         return gc_transport_cma.io_submit(c, op, ch);
     bool write = op == GFS_WRITE;
-    if (write && tiny_pieces(ch)) /* the server batches them better */
+    /* tiny pieces: the server batches them better; decided once per
+     * transfer, so its requests land in order */
+    if (write && ch->xfer_mean < write_min())
         return gc_transport_cma.io_submit(c, op, ch);
     uint64_t fkid, npieces;
     gx_ext small[SMALL_PIECES], *e;

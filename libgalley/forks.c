@@ -72,7 +72,7 @@ int gc_fork_close(int kid)
     gc_fork k;
     int rc = gc_fork_get(kid, &k);
     if (rc)
-        return rc; /* GFS_EBADID or GFS_ENOTINIT */
+        return rc;                       /* GFS_EBADID or GFS_ENOTINIT */
     gc_direct_release(k.server, k.fkid); /* its descriptors first */
     rc = gc_FORK_CLOSE_call(gc_server_conn(k.server),
                             &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);

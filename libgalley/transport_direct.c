@@ -196,14 +196,19 @@ static int chan_auth_call(void *arg, uint16_t op, const gp_wbuf *w,
  * released them).  Waits for requests still using them. */
 static void forget_server_locked(int server)
 {
-    for (dgrant **pp = &D.grants; *pp;) {
-        dgrant *g = *pp;
-        if (g->server != server) {
-            pp = &g->next;
+    for (;;) {
+        dgrant *g = D.grants;
+        while (g && g->server != server)
+            g = g->next;
+        if (!g)
+            return;
+        if (g->inuse) { /* the list may change while we wait: look again */
+            pthread_cond_wait(&D.idle, &D.lock);
             continue;
         }
-        while (g->inuse)
-            pthread_cond_wait(&D.idle, &D.lock);
+        dgrant **pp = &D.grants;
+        while (*pp != g)
+            pp = &(*pp)->next;
         *pp = g->next;
         if (g->rfd >= 0)
             close(g->rfd);
@@ -211,6 +216,47 @@ static void forget_server_locked(int server)
             close(g->wfd);
         free(g);
     }
+}
+
+/* A child after fork() starts with no grants and no channels: its copies
+ * of the descriptors are closed (the parent's stay open), and it never
+ * speaks on its parent's grant channels. */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&D.lock); /* the tables are consistent at fork */
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&D.lock);
+}
+
+static void atfork_child(void)
+{
+    pthread_mutex_unlock(&D.lock); /* taken by this thread in prepare */
+    pthread_cond_init(&D.idle, NULL);
+    while (D.grants) {
+        dgrant *g = D.grants;
+        D.grants = g->next;
+        if (g->rfd >= 0)
+            close(g->rfd);
+        if (g->wfd >= 0)
+            close(g->wfd);
+        free(g);
+    }
+    for (int i = 0; i < D.nchan; i++)
+        if (D.chan[i].fd >= 0)
+            close(D.chan[i].fd);
+    free(D.chan);
+    D.chan = NULL;
+    D.nchan = 0;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_register(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 /* Server's grant channel, connected and authenticated; NULL with *rc. */
@@ -282,6 +328,7 @@ static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
     int server;
     const char *host, *port;
     gc_conn_address(c, &server, &host, &port);
+    pthread_once(&atfork_once, atfork_register);
     pthread_mutex_lock(&D.lock);
     int rc;
     dchan *ch = chan_get_locked(c, &rc); /* also drops void grants */

@@ -704,7 +704,7 @@ static int read_zeros(io_req *q)
 
 /* A read of a fork that direct writers hold: from its file, not the
  * cache, into one reply buffer. */
-static int read_bypass(io_req *q, gsrv_reply *rep)
+static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep)
 {
     int rc = -ENOMEM;
     q->staged = malloc(q->bytes);
@@ -719,6 +719,7 @@ static int read_bypass(io_req *q, gsrv_reply *rep)
         goto out_free;
     pthread_rwlock_unlock(&q->f->rw);
     q->locked = false;
+    gsrv_iostat_count(c, false, q->bytes);
     rep->datalen = q->bytes;
     rep->send = send_staged;
     rep->cleanup = io_free;
@@ -755,7 +756,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     if (q->n == 0)
         goto out_free;
     if (gsrv_fork_direct(q->f)) /* direct.c, rule 2: from the file */
-        return read_bypass(q, rep);
+        return read_bypass(c, q, rep);
 
     bool in_order = gx_sorted(q->it, q->n);
     rc = in_order ? 0 : gx_sort(q->it, q->n);

@@ -8,12 +8,17 @@
  * Each method issues N calls at consecutive offsets (write all, then read
  * all, bytes checked); the figure is the median over R repeats of the mean
  * time per call, in microseconds.  The transport in use is printed
- * (GALLEY_TRANSPORT chooses it).
+ * (GALLEY_TRANSPORT chooses it).  A third row: a null request (gfs_ping:
+ * a frame to the server and its empty reply) beside a ping-pong of a
+ * frame-sized message between two processes over a Unix socket pair.
  */
 #include "galley.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +46,8 @@ static double median(double *v, int n)
 static const char *transport_name(int t)
 {
     switch (t) {
+    case GFS_TRANSPORT_DIRECT:
+        return "direct (the fork's file, by descriptor)";
     case GFS_TRANSPORT_LOCAL_CMA:
         return "local (Unix socket + cross-memory attach)";
     case GFS_TRANSPORT_LOCAL:
@@ -50,6 +57,37 @@ static const char *transport_name(int t)
     default:
         return gfs_strerror(t);
     }
+}
+
+/* Mean round trip of n 32-byte messages to a child that echoes them over
+ * a Unix socket pair, in microseconds; < 0 on failure. */
+static double pingpong_us(long n)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char b[32];
+        close(sv[0]);
+        while (read(sv[1], b, sizeof(b)) == (ssize_t)sizeof(b) &&
+               write(sv[1], b, sizeof(b)) == (ssize_t)sizeof(b))
+            ;
+        _exit(0);
+    }
+    close(sv[1]);
+    char b[32] = {0};
+    double t0 = now_us();
+    long i;
+    for (i = 0; i < n; i++)
+        if (write(sv[0], b, sizeof(b)) != (ssize_t)sizeof(b) ||
+            read(sv[0], b, sizeof(b)) != (ssize_t)sizeof(b))
+            break;
+    double t = (now_us() - t0) / n;
+    close(sv[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return i == n ? t : -1;
 }
 
 int main(int argc, char **argv)
@@ -107,8 +145,8 @@ int main(int argc, char **argv)
     char *wb = malloc((size_t)size), *rb = malloc((size_t)size);
     for (long i = 0; i < size; i++)
         wb[i] = (char)(i * 7 + 1);
-    double *t[4];
-    for (int k = 0; k < 4; k++)
+    double *t[6];
+    for (int k = 0; k < 6; k++)
         t[k] = calloc((size_t)reps, sizeof(double));
     int bad = 0;
     for (int r = 0; r < reps; r++) {
@@ -134,15 +172,26 @@ int main(int argc, char **argv)
                 memcmp(rb, wb, (size_t)size))
                 bad++;
         t[3][r] = (now_us() - t0) / n;
+        t0 = now_us();
+        for (long i = 0; i < n; i++)
+            if (gfs_ping(0) != 0)
+                bad++;
+        t[4][r] = (now_us() - t0) / n;
+        t[5][r] = pingpong_us(n);
+        if (t[5][r] < 0)
+            bad++;
     }
     double gw = median(t[0], reps), gr = median(t[1], reps);
     double lw = median(t[2], reps), lr = median(t[3], reps);
+    double gn = median(t[4], reps), pp = median(t[5], reps);
     printf("latency: %ld calls of %ld bytes, median of %d repeats; server 0 "
            "over %s\n",
            n, size, reps, transport_name(gfs_server_transport(0)));
     printf("%-8s %12s %12s %8s\n", "op", "galley us", "local us", "ratio");
     printf("%-8s %12.2f %12.2f %7.2fx\n", "write", gw, lw, gw / lw);
     printf("%-8s %12.2f %12.2f %7.2fx\n", "read", gr, lr, gr / lr);
+    printf("%-8s %12.2f %12.2f %7.2fx   (local: Unix socket ping-pong)\n",
+           "null", gn, pp, gn / pp);
     gfs_striped_close(sid);
     gfs_delete_file(name);
     close(fd);

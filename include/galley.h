@@ -63,7 +63,10 @@ extern "C" {
     X(GFS_EAUTH, -1020,                                                        \
       "cluster secret missing or wrong (the key file "                         \
       "beside the cluster file, or GALLEY_KEY)")                               \
-    X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")
+    X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")            \
+    X(GFS_EDIRECT, -1022,                                                      \
+      "direct access refused: the server is on another host, runs as "         \
+      "another user, or is too old")
 
 enum gfs_error {
 #define GFS_X_ENUM(name, value, msg) name = value,
@@ -101,18 +104,24 @@ int gfs_ping(int server);
 /*
  * How this client reaches server `server` (connects if needed):
  * GFS_TRANSPORT_TCP, GFS_TRANSPORT_LOCAL (same-host Unix socket, data
- * inline) or GFS_TRANSPORT_LOCAL_CMA (same-host socket, data copied by
- * the server straight between this process's memory and its cache).
- * GALLEY_TRANSPORT=auto (default: local when the server is on this host,
- * else TCP), local (fail rather than use TCP) or tcp chooses; any other
- * value makes gfs_init fail with -EINVAL.  Errors: -EINVAL (no such
- * server), GFS_ENOTINIT, GFS_ESERVERDOWN, GFS_ETIMEDOUT.
+ * inline), GFS_TRANSPORT_LOCAL_CMA (same-host socket, data copied by the
+ * server straight between this process's memory and its cache) or
+ * GFS_TRANSPORT_DIRECT (same host and same user: this process reads and
+ * writes the server's fork files itself through descriptors the server
+ * passes it; requests of tiny pieces still go to the server by
+ * cross-memory attach).  GALLEY_TRANSPORT=auto (default: direct where the
+ * server grants it, else local, else TCP), direct (fail with GFS_EDIRECT
+ * where refused), local (the same-host socket without direct access; fail
+ * rather than use TCP) or tcp chooses; any other value makes gfs_init
+ * fail with -EINVAL.  Errors: -EINVAL (no such server), GFS_ENOTINIT,
+ * GFS_ESERVERDOWN, GFS_ETIMEDOUT, GFS_EDIRECT.
  */
 enum {
     GFS_TRANSPORT_AUTO = 0,
     GFS_TRANSPORT_TCP = 1,
     GFS_TRANSPORT_LOCAL = 2,
     GFS_TRANSPORT_LOCAL_CMA = 3,
+    GFS_TRANSPORT_DIRECT = 4,
 };
 int gfs_server_transport(int server);
 

@@ -9,6 +9,7 @@
 #include "internal.h"
 #include "cluster_file.h"
 #include "fnv.h"
+#include "transport.h"
 #include "gerror.h"
 
 #include <ctype.h>
@@ -46,7 +47,8 @@ static int env_timeout_ms(void)
     return 30000;
 }
 
-/* GALLEY_TRANSPORT: auto (default), local or tcp; -EINVAL otherwise. */
+/* GALLEY_TRANSPORT: auto (default), direct, local or tcp; -EINVAL
+ * otherwise. */
 static int env_transport(void)
 {
     const char *t = getenv("GALLEY_TRANSPORT");
@@ -56,6 +58,8 @@ static int env_transport(void)
         return GFS_TRANSPORT_LOCAL;
     if (!strcmp(t, "tcp"))
         return GFS_TRANSPORT_TCP;
+    if (!strcmp(t, "direct"))
+        return GFS_TRANSPORT_DIRECT;
     return -EINVAL;
 }
 
@@ -145,6 +149,7 @@ int gfs_finalize(void)
     gc_fork k;
     for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
         gc_fork_close(kid);
+    gc_direct_shutdown();
 
     pthread_mutex_lock(&gc_g.lock);
     gc_g.refs = 0;

@@ -398,6 +398,14 @@ bool gc_conn_owned(const gc_conn *c)
     return c->owner == getpid();
 }
 
+void gc_conn_address(const gc_conn *c, int *server, const char **host,
+                     const char **port)
+{
+    *server = c->server;
+    *host = c->host;
+    *port = c->port;
+}
+
 /* --------------------------------------------------------- connecting -- */
 
 /* One synchronous request on a fresh socket, before the reader runs. */

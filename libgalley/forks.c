@@ -6,6 +6,7 @@
  * Threads: any; tables through client.c helpers, network through conn.c.
  */
 #include "internal.h"
+#include "transport.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -72,6 +73,8 @@ int gc_fork_close(int kid)
     int rc = gc_fork_get(kid, &k);
     if (rc)
         return rc; /* GFS_EBADID or GFS_ENOTINIT */
+    /* its descriptors first (the direct transport) */
+    gc_direct_release(k.server, k.fkid);
     rc = gc_FORK_CLOSE_call(gc_server_conn(k.server),
                             &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);
     /* The id is released even if the server is unreachable: the server

@@ -35,6 +35,7 @@ typedef struct cursor {
     uint64_t limit; /* server data limit */
     int inflight;
     bool started;
+    uint64_t mean; /* xfer_mean, for the transport (transport.h) */
 } cursor;
 
 static void chunk_free(chunk *c)
@@ -163,9 +164,22 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
     return c;
 }
 
-static int chunk_submit(int op, const gc_xfer *x, chunk *c)
+/* Bytes per non-empty piece of the whole transfer. */
+static uint64_t xfer_mean(const gc_xfer *x)
+{
+    uint64_t bytes = 0, n = 0;
+    for (size_t i = 0; i < x->n; i++)
+        if (x->pieces[i].len) {
+            bytes += x->pieces[i].len;
+            n++;
+        }
+    return n ? bytes / n : 0;
+}
+
+static int chunk_submit(int op, const gc_xfer *x, chunk *c, uint64_t mean)
 {
     memset(&c->ch.req, 0, sizeof(c->ch.req));
+    c->ch.xfer_mean = mean;
     return gc_conn_io_submit(gc_server_conn(x->server), op, &c->ch);
 }
 
@@ -225,6 +239,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
             x[i].status = -EINVAL;
             continue;
         }
+        cur[i].mean = xfer_mean(&x[i]);
         int rc = gc_conn_data_limit(gc_server_conn(x[i].server), &cur[i].limit);
         if (rc)
             x[i].status = rc;
@@ -242,7 +257,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
                 }
                 c->xi = (int)i;
                 /* errors surface in wait */
-                chunk_submit(op, &x[i], c);
+                chunk_submit(op, &x[i], c, cur[i].mean);
                 cur[i].inflight++;
                 q[(qhead + qlen) % qcap] = c;
                 qlen++;

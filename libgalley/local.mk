@@ -15,6 +15,7 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/transport.h libgalley/transport.c \
 	libgalley/transport_tcp.c libgalley/transport_unix.c \
 	libgalley/transport_cma.c \
+	libgalley/transport_direct.c \
 	libgalley/files.c \
 	libgalley/forks.c \
 	libgalley/group.c \

@@ -13,7 +13,7 @@
 #include "dial.h"
 
 const gc_transport_ops *const gc_transports[] = {
-    /* the direct transport goes here, first (transport.h) */
+    &gc_transport_direct,
     &gc_transport_cma,
     &gc_transport_unix,
     &gc_transport_tcp,
@@ -26,7 +26,9 @@ bool gc_transport_allowed(const gc_transport_ops *t, int mode)
     case GFS_TRANSPORT_TCP:
         return t->stream == GC_STREAM_TCP;
     case GFS_TRANSPORT_LOCAL:
-        return t->stream == GC_STREAM_UNIX;
+        return t->stream == GC_STREAM_UNIX && t->kind != GFS_TRANSPORT_DIRECT;
+    case GFS_TRANSPORT_DIRECT:
+        return t->kind == GFS_TRANSPORT_DIRECT;
     default:
         return true;
     }

@@ -4,6 +4,12 @@
  * table (after Mercury's struct na_class_ops), chosen once at connect; no
  * code outside a unit asks which transport a connection has.
  *
+ *   transport_direct.c  same host, same user: the data of a transfer moves
+ *                       with preadv/pwritev on the fork's file, whose
+ *                       descriptor the server passed (SCM_RIGHTS, on a
+ *                       grant channel of its own); requests are completed
+ *                       without a frame; tiny-piece writes and everything
+ *                       else go through cross-memory attach's forms
  *   transport_tcp.c     TCP: data inline in the frames, a reader thread
  *   transport_unix.c    same-host abstract Unix socket, data inline (the
  *                       kernel refused cross-memory attach), reader thread
@@ -16,21 +22,15 @@
  *
  * Choosing (conn.c connect_locked, through gc_transports[]): candidates
  * are tried best first, among those GALLEY_TRANSPORT allows (auto: all;
- * local: the Unix-socket ones; tcp: TCP).  A candidate's stream is dialled
- * (once for candidates sharing it), the version and authentication
- * handshake runs on it, then the candidate's probe says whether this
- * connection can use it (GC_DECLINE: try the next).
+ * direct: direct; local: the Unix-socket ones but direct; tcp: TCP).  A
+ * candidate's stream is dialled (once for candidates sharing it), the
+ * version and authentication handshake runs on it, then the candidate's
+ * probe says whether this connection can use it (GC_DECLINE: try the
+ * next).
  *
- * A future `direct` transport (same-host clients reading and writing the
- * server's fork files themselves through descriptors passed with
- * SCM_RIGHTS) goes first in gc_transports[] on GC_STREAM_UNIX: its probe
- * asks the server for the grant (SO_PEERCRED, same uid) and declines when
- * refused; its io_submit moves a chunk's data with preadv/pwritev on the
- * fork's descriptor and completes the request itself, without a frame.
- * What it adds to this table: a hook where a fork's descriptor arrives
- * (FORK_OPEN's reply, ancillary data) and where it is closed.  Everything it
- * does not move itself (metadata, locks, counters) goes through the shared
- * stream and reply engine like cross-memory attach's.
+ * The direct transport's descriptors are per fork, not per connection:
+ * asked for on a fork's first data request, forgotten when the fork
+ * closes (gc_direct_release, below: the one hook outside the table).
  *
  * Threads: dial, probe and start run while conn.c connects (the
  * connection's send_lock held, nothing in flight); io_submit and same_host
@@ -60,6 +60,10 @@ typedef struct gc_chunk {
     struct iovec *iov;
     int niov;
     uint64_t bytes;
+    /* the whole transfer's bytes per piece: a transport that picks a
+     * path by piece size picks it once per transfer from this, so the
+     * requests of one write land in order (a later piece wins) */
+    uint64_t xfer_mean;
 } gc_chunk;
 
 /* The handshake's synchronous request on a fresh stream (conn.c); the
@@ -98,9 +102,10 @@ extern const gc_transport_ops *const gc_transports[];
 /* May GALLEY_TRANSPORT `mode` (GFS_TRANSPORT_*) use t? */
 bool gc_transport_allowed(const gc_transport_ops *t, int mode);
 
-extern const gc_transport_ops gc_transport_tcp;  /* transport_tcp.c */
-extern const gc_transport_ops gc_transport_unix; /* transport_unix.c */
-extern const gc_transport_ops gc_transport_cma;  /* transport_cma.c */
+extern const gc_transport_ops gc_transport_direct; /* transport_direct.c */
+extern const gc_transport_ops gc_transport_tcp;    /* transport_tcp.c */
+extern const gc_transport_ops gc_transport_unix;   /* transport_unix.c */
+extern const gc_transport_ops gc_transport_cma;    /* transport_cma.c */
 
 /* Shared by the transports whose data travels in the stream (TCP, Unix
  * inline): IO_WRITE with the data after the descriptor, IO_READ with the
@@ -124,5 +129,16 @@ void gc_replies_waiter_progress(gc_conn *c, uint64_t wait_ns);
 /* Did this process open the connection?  (A child after fork() must not
  * let the server copy into its parent's memory.) */
 bool gc_conn_owned(const gc_conn *c);
+/* The server number and address the connection was made for (fixed for
+ * its life). */
+void gc_conn_address(const gc_conn *c, int *server, const char **host,
+                     const char **port);
+
+/* The direct transport's descriptors (transport_direct.c): forget the
+ * fork's (fkid on server) and report its byte counts to the server before
+ * the fork is closed there (forks.c); gc_direct_shutdown closes them all
+ * (gfs_finalize). */
+void gc_direct_release(int server, uint64_t fkid);
+void gc_direct_shutdown(void);
 
 #endif /* GALLEY_TRANSPORT_H */

@@ -73,6 +73,8 @@
     X(IO_READV, 42, "IO_READ into the client's memory (local, CMA)")           \
     X(IO_WRITEV, 43, "IO_WRITE from the client's memory (local, CMA)")         \
     X(IO_STATS, 44, "bytes moved for same-host / other clients")               \
+    X(DIRECT_OPEN, 45, "same host, same uid: the fork's file by SCM_RIGHTS")   \
+    X(DIRECT_CLOSE, 46, "drop a direct hold; the bytes it moved (IO_STATS)")   \
     X(FETCH_ADD, 50, "add delta to a subfile's counter, answer the old value") \
     X(LOCK, 51, "byte-range lock; len 0 = to the end")                         \
     X(UNLOCK, 52, "release exactly a held (hid, off, len)")                    \
@@ -184,6 +186,20 @@
     F(u64, written_remote)                                                     \
     F(u64, read_local)                                                         \
     F(u64, read_remote)
+
+/* DIRECT_OPEN: the reply of a granted request carries one descriptor of
+ * the fork's Unix file (SCM_RIGHTS, on the reply's first byte): read-only
+ * unless write; the fork's byte x is the file's byte base + x.  fkid 0
+ * names no fork: it only asks whether this connection may have
+ * descriptors (0, or GFS_EDIRECT).  servers/direct.c states the rules. */
+#define GP_DIRECT_OPEN_REQ(F) F(u64, fkid) F(u8, write)
+#define GP_DIRECT_OPEN_REP(F) F(u64, base) F(u64, size)
+
+/* DIRECT_CLOSE: the holder has closed its descriptor of (fkid, write) and
+ * moved these bytes through it (counted in IO_STATS as same-host). */
+#define GP_DIRECT_CLOSE_REQ(F)                                                 \
+    F(u64, fkid) F(u8, write) F(u64, written) F(u64, read)
+#define GP_DIRECT_CLOSE_REP(F)
 
 #define GP_FETCH_ADD_REQ(F) F(u64, hid) F(str, key, GFS_NAME_MAX) F(u64, delta)
 #define GP_FETCH_ADD_REP(F) F(u64, old)

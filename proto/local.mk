@@ -2,6 +2,7 @@
 noinst_LTLIBRARIES += proto/libgproto.la
 proto_libgproto_la_SOURCES = proto/gproto.c proto/gproto.h \
 	proto/extent.c proto/extent.h \
+	proto/fdio.c proto/fdio.h \
 	proto/gauth.c proto/gauth.h \
 	proto/gerror.c proto/gerror.h proto/fnv.h
 # the cluster secret's MAC and random numbers come from libsodium

@@ -512,8 +512,12 @@ static void accept_one(int lfd, bool local)
         c->local = true;
         /* The pidfd pins the identity: a pid is only used while this
          * process lives, so a reused pid never gets another's copies. */
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 &&
-            cred.pid > 0 &&
+        bool cred_ok = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0;
+        if (cred_ok) { /* the uid decides direct access (direct.c) */
+            c->uid = cred.uid;
+            c->has_cred = true;
+        }
+        if (cred_ok && cred.pid > 0 &&
             (c->pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0)) >= 0)
             c->pid = cred.pid;
         snprintf(c->peer, sizeof(c->peer), "local:pid %d", (int)c->pid);

@@ -22,6 +22,9 @@
  *                 blocks.
  *   cma.c         cross-memory attach: copies to and from a same-host
  *                 client's memory (process_vm_readv/writev).
+ *   direct.c      DIRECT_OPEN / DIRECT_CLOSE: a same-host client of our
+ *                 uid gets a fork's file descriptor and moves data itself;
+ *                 the coherence rule the cache and io.c keep meanwhile.
  *   cache.c       the CacheManager thread: 32 KB blocks, hash, global LRU,
  *                 reference counts, round-robin service of per-client lists
  *                 (a lone list is served by its handler thread).
@@ -78,6 +81,7 @@
 #include "galley.h"
 #include "gproto.h"
 #include "gerror.h"
+#include "extent.h"
 #include "htable.h"
 
 /* ------------------------------------------------------------------------
@@ -155,10 +159,12 @@ typedef struct gsrv_open {
 
 typedef struct gsrv_conn {
     int fd;
-    uint64_t id; /* unique, never 0 */
-    bool local;  /* same-host (Unix socket) connection */
-    pid_t pid;   /* local: the client's pid (SO_PEERCRED), or 0 */
-    int pidfd;   /* local: a pidfd of that process, or -1 */
+    uint64_t id;   /* unique, never 0 */
+    bool local;    /* same-host (Unix socket) connection */
+    pid_t pid;     /* local: the client's pid (SO_PEERCRED), or 0 */
+    uid_t uid;     /* local: the client's uid (SO_PEERCRED) ... */
+    bool has_cred; /* ... when the kernel told us */
+    int pidfd;     /* local: a pidfd of that process, or -1 */
     char peer[80];
     /* forks opened by this connection, sorted by fkid (handler thread only) */
     gsrv_open *opens;
@@ -176,6 +182,9 @@ typedef struct gsrv_conn {
     bool auth_failed; /* a wrong proof: close after the reply */
     bool over_cap;    /* past --max-conns: answer GFS_ECONNLIMIT, close */
     bool holds_locks; /* has taken a byte-range lock (lease renewals) */
+    /* fork descriptors handed to this client (direct.c) */
+    struct gsrv_grant *grants;
+    size_t ngrants, capgrants;
     uint8_t auth_cnonce[32], auth_snonce[32];
 } gsrv_conn;
 
@@ -292,6 +301,8 @@ typedef struct gsrv_reply {
     void (*send)(gsrv_out *o, void *arg);
     void (*cleanup)(void *arg);
     void *arg;
+    int pass_fd; /* >= 0: sent with the reply (SCM_RIGHTS), then closed;
+                  * handle() sets it to -1 before the op runs */
 } gsrv_reply;
 
 /* Validate a file name as stored by the NameServer (1..GFS_NAME_MAX bytes,
@@ -373,6 +384,10 @@ struct gsrv_fork {
     uint32_t index;
     uint32_t opens;       /* opens over all connections */
     uint32_t refs;        /* gsrv_fork_get references */
+    uint32_t direct_w;    /* writable descriptors held by clients (direct.c);
+                           * changed under rw held exclusively, read with
+                           * __atomic ops: while > 0 the cache is bypassed
+                           * and the file's size is the fork's */
     bool deleted;         /* marked; removed at the last close */
     bool gone;            /* out of its subfile's table; freed at refs == 0 */
     gsrv_fork *reap_next; /* subfile.c: freed after subtab.lock is dropped */
@@ -409,8 +424,18 @@ void gsrv_sub_info_free(gsrv_sub_info *v, size_t n);
 void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks,
                     uint64_t *bytes_used);
 
+/* True while clients hold writable descriptors of the fork (direct.c). */
+static inline bool gsrv_fork_direct(const gsrv_fork *f)
+{
+    return __atomic_load_n(&f->direct_w, __ATOMIC_ACQUIRE) != 0;
+}
+/* The size of the fork's file (fstat), for forks that direct writers may
+ * grow behind our back; f->size if that fails. */
+uint64_t gsrv_fork_file_size(const gsrv_fork *f);
 static inline uint64_t gsrv_fork_size(const gsrv_fork *f)
 {
+    if (gsrv_fork_direct(f))
+        return gsrv_fork_file_size(f);
     return __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
 }
 static inline void gsrv_fork_set_size(gsrv_fork *f, uint64_t size)
@@ -518,5 +543,11 @@ void gsrv_locks_renew(uint64_t conn_id);
  * as same-host (Unix socket, or TCP from one of this host's addresses)
  * or other-host traffic.  Any thread; lock-free. */
 void gsrv_iostat_count(gsrv_conn *c, bool write, uint64_t bytes);
+
+/* ------------------------------------------------------------------------
+ * Direct access (direct.c)
+ * ------------------------------------------------------------------------ */
+/* The connection ends: release every descriptor grant it holds. */
+void gsrv_direct_drop_conn(gsrv_conn *c);
 
 #endif /* GSRV_INTERNAL_H */

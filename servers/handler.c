@@ -141,6 +141,48 @@ static int push_data(gsrv_conn *c, gsrv_reply *rep)
     return rc;
 }
 
+/* A small reply with a descriptor (DIRECT_OPEN): header and payload in
+ * one sendmsg whose first byte carries fd (SCM_RIGHTS), the rest as
+ * usual.  0 or -errno. */
+static int send_with_fd(gsrv_conn *c, const uint8_t *hb, const gp_wbuf *w,
+                        int fd)
+{
+    struct iovec iov[2] = {{(void *)hb, GP_HDR_SIZE}, {w->data, w->len}};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    struct msghdr mh = {.msg_iov = iov,
+                        .msg_iovlen = w->len ? 2 : 1,
+                        .msg_control = ctl.buf,
+                        .msg_controllen = sizeof(ctl.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    ssize_t r;
+    do
+        r = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    size_t total = GP_HDR_SIZE + w->len;
+    if ((size_t)r == total)
+        return 0;
+    /* the rest, without the descriptor (already sent with byte 0) */
+    struct iovec rest[2];
+    int n = 0;
+    size_t done = (size_t)r;
+    if (done < GP_HDR_SIZE)
+        rest[n++] = (struct iovec){(void *)(hb + done), GP_HDR_SIZE - done};
+    size_t wdone = done > GP_HDR_SIZE ? done - GP_HDR_SIZE : 0;
+    if (w->len > wdone)
+        rest[n++] = (struct iovec){w->data + wdone, w->len - wdone};
+    return gp_send_all(c->fd, rest, n);
+}
+
 /* Send a reply.  Returns 0 or -errno (the connection is then unusable). */
 static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
                       gsrv_reply *rep)
@@ -157,6 +199,8 @@ static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
     if (status == 0 && rep)
         h.length = (uint32_t)(rep->w.len + rep->datalen);
     gp_hdr_encode(&h, hb);
+    if (status == 0 && rep && rep->pass_fd >= 0)
+        return send_with_fd(c, hb, &rep->w, rep->pass_fd);
 
     gsrv_out *o = conn_out(c);
     if (!o)
@@ -381,6 +425,7 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
 {
     gsrv_reply rep;
     memset(&rep, 0, sizeof(rep));
+    rep.pass_fd = -1;
     gp_wbuf_init(&rep.w);
     gp_rbuf r;
     gp_rbuf_init(&r, c->buf, h->length);
@@ -411,6 +456,8 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
     int rc = send_reply(c, h, status, &rep);
     if (rep.cleanup)
         rep.cleanup(rep.arg);
+    if (rep.pass_fd >= 0) /* the client has its own copy now (or none) */
+        close(rep.pass_fd);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long ms = (long)(t1.tv_sec - t0.tv_sec) * 1000 +
               (t1.tv_nsec - t0.tv_nsec) / 1000000;
@@ -454,6 +501,7 @@ static void conn_end(gsrv_conn *c)
         gsrv_fork_close(c->opens[i].fkid, c->opens[i].count);
     gsrv_ns_drop_conn(c->id);
     gsrv_locks_drop_conn(c->id);
+    gsrv_direct_drop_conn(c);
     gsrv_log(1, "%s: disconnected", c->peer);
     gsrv_conn_unregister(c); /* closes the socket */
     if (c->pidfd >= 0)

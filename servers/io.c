@@ -49,8 +49,16 @@
  *    second copy.  Reads go straight from the blocks into the client's
  *    memory (large pieces: window by window; small: through the reply
  *    path of 5, which gathers tiny pieces in a bounce buffer).
+ * 7. A fork whose file same-host clients write themselves (direct.c:
+ *    f->direct_w > 0) bypasses 3-5's cache: after sort and resolve, a
+ *    write goes to the file with exactly its pieces' bytes (gx_fd_write,
+ *    fdio.h), never a block with the bytes around them, which a direct
+ *    writer may have changed; a read comes from the file into one reply
+ *    buffer (gx_fd_read); the size is the file's.  A failed write rolls
+ *    nothing back (the file may hold direct writes past our old size).
  */
 #include "gsrv_internal.h"
+#include "fdio.h"
 
 #include "extent.h"
 
@@ -556,9 +564,10 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     rc = gx_sort(q->it, q->n);
     if (rc)
         goto out_free;
+    bool bypass = gsrv_fork_direct(q->f); /* direct.c, rule 2 */
     if (cma && !q->data) {
         /* large pieces: straight from the client into the cache blocks */
-        if (!gx_disjoint(q->it, q->n))
+        if (bypass || !gx_disjoint(q->it, q->n))
             rc = pull_data(c, q);
         else
             q->direct = true;
@@ -566,6 +575,18 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
             goto out_free;
     }
     rc = gx_resolve(q->it, &q->n, q->data, &q->resolved, IO_RESOLVED);
+    if (!rc && bypass) {
+        /* direct writers hold the fork: exactly these bytes to the file,
+         * no cache (a failure rolls nothing back: the file may hold their
+         * bytes past our old size) */
+        for (size_t i = 0; i < q->n; i++)
+            q->it[i].mem = (char *)item_data(q, &q->it[i]);
+        rc = gx_fd_write(q->f->fd, 0, q->it, q->n);
+        if (rc)
+            goto out_free;
+        q->size = gsrv_fork_size(q->f);
+        goto out_reply;
+    }
     if (!rc)
         rc = alloc_window(q);
     if (rc)
@@ -681,6 +702,35 @@ static int read_zeros(io_req *q)
     return q->direct ? gsrv_rmem_flush(&q->rmem) : 0;
 }
 
+/* A read of a fork that direct writers hold: from its file, not the
+ * cache, into one reply buffer. */
+static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep)
+{
+    int rc = -ENOMEM;
+    q->staged = malloc(q->bytes);
+    if (q->staged)
+        rc = gx_sort(q->it, q->n); /* src keeps each piece's reply place */
+    if (rc)
+        goto out_free;
+    for (size_t i = 0; i < q->n; i++)
+        q->it[i].mem = (char *)q->staged + q->it[i].src;
+    rc = gx_fd_read(q->f->fd, 0, q->it, q->n, NULL);
+    if (rc)
+        goto out_free;
+    pthread_rwlock_unlock(&q->f->rw);
+    q->locked = false;
+    gsrv_iostat_count(c, false, q->bytes);
+    rep->datalen = q->bytes;
+    rep->send = send_staged;
+    rep->cleanup = io_free;
+    rep->arg = q;
+    rep->rmem = q->cma ? &q->rmem : NULL;
+    return 0;
+out_free:
+    io_free(q);
+    return rc;
+}
+
 static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
 {
     int rc;
@@ -705,6 +755,8 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     encode_reply_head(&rep->w, false, cma, q->size);
     if (q->n == 0)
         goto out_free;
+    if (gsrv_fork_direct(q->f)) /* direct.c, rule 2: from the file */
+        return read_bypass(c, q, rep);
 
     bool in_order = gx_sorted(q->it, q->n);
     rc = in_order ? 0 : gx_sort(q->it, q->n);

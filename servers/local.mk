@@ -19,6 +19,7 @@ servers_galleyd_SOURCES = \
 	servers/rangelock.c \
 	servers/meta.c \
 	servers/cma.c \
+	servers/direct.c \
 	servers/iostats.c \
 	servers/auth.c
 servers_galleyd_LDADD = proto/libgproto.la -lpthread

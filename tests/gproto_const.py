@@ -58,6 +58,8 @@ OP = {
     'IO_READV': 42,
     'IO_WRITEV': 43,
     'IO_STATS': 44,
+    'DIRECT_OPEN': 45,
+    'DIRECT_CLOSE': 46,
     'FETCH_ADD': 50,
     'LOCK': 51,
     'UNLOCK': 52,
@@ -84,6 +86,7 @@ GFS_ELAYOUT = -1011
 GFS_EBUSY = -1012
 GFS_EAUTH = -1020
 GFS_ECONNLIMIT = -1021
+GFS_EDIRECT = -1022
 
 # GA_ERROR_TABLE
 GA_ELAYOUT = -2001
@@ -110,6 +113,7 @@ ERRMSG = {
     GFS_EBUSY: 'resource busy (name being created or deleted)',
     GFS_EAUTH: 'cluster secret missing or wrong (the key file beside the cluster file, or GALLEY_KEY)',
     GFS_ECONNLIMIT: 'I/O server has too many connections',
+    GFS_EDIRECT: 'direct access refused: the server is on another host, runs as another user, or is too old',
     GA_ELAYOUT: 'invalid layout or layout does not fit the array',
     GA_ESCHEMA: 'malformed or unsupported schema record',
     GA_EMISMATCH: 'array does not match the stored schema',

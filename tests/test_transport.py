@@ -37,14 +37,16 @@ def mode(t):
     return {"GALLEY_TRANSPORT": t}
 
 
-def test_auto_is_local_with_cross_memory_attach(cluster):
+def test_auto_is_direct_on_the_servers_host(cluster):
+    """Same host, same user: direct (test_direct.py); the messages that
+    still go to the server use cross-memory attach."""
     assert transports(cluster.galley("ping", env=mode("auto"))) == \
-        ["local+cma"] * cluster.n
+        ["direct"] * cluster.n
     # unset means auto
     e = dict(cluster.env)
     e.pop("GALLEY_TRANSPORT", None)
     cp = run([galley_path(), "-c", cluster.cluster_file, "ping"], env=e)
-    assert transports(cp) == ["local+cma"] * cluster.n
+    assert transports(cp) == ["direct"] * cluster.n
 
 
 def test_forced_transports(cluster):
@@ -126,7 +128,7 @@ GALLEY_TRANSPORT=tcp "$GALLEY" -c "$DIR/c-ip" ping
     cp = run(["unshare", "-n", "bash", script], env=env, timeout=60)
     assert cp.returncode == 0, describe(cp)
     assert (tmp_path / "port").read_text().startswith("0.0.0.0:")
-    assert transports(cp) == ["local+cma", "local+cma", "tcp"], describe(cp)
+    assert transports(cp) == ["direct", "direct", "tcp"], describe(cp)
 
 
 def start_galleyd_as(user, tmp_path):

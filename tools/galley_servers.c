@@ -25,10 +25,11 @@ int cmd_ping(opts *o)
         double ms = (now_s() - t0) * 1e3;
         if (rc == 0) {
             int t = gfs_server_transport(i);
-            const char *tn = t == GFS_TRANSPORT_LOCAL_CMA ? "local+cma"
-                             : t == GFS_TRANSPORT_LOCAL   ? "local"
-                             : t == GFS_TRANSPORT_TCP     ? "tcp"
-                                                          : "?";
+            const char *tn = t == GFS_TRANSPORT_DIRECT      ? "direct"
+                             : t == GFS_TRANSPORT_LOCAL_CMA ? "local+cma"
+                             : t == GFS_TRANSPORT_LOCAL     ? "local"
+                             : t == GFS_TRANSPORT_TCP       ? "tcp"
+                                                            : "?";
             printf("server %-3d %-24s ok     %.3f ms  %s\n", i, addr_of(i), ms,
                    tn);
         } else {

@@ -1,0 +1,43 @@
+/*
+ * fdio.h -- pieces (gx_ext, extent.h) moved between memory and a Unix file
+ * descriptor with pread / preadv / pwritev: the direct path's data mover,
+ * the same for a same-host client holding a fork's descriptor
+ * (libgalley/direct.c) and for the server while such clients exist
+ * (servers/io.c, which then bypasses its cache).
+ *
+ * The fork's byte x is the file's byte base + x.  Pieces name memory
+ * (gx_ext.mem).
+ *
+ * Threads: any; no shared state.
+ */
+#ifndef GALLEY_FDIO_H
+#define GALLEY_FDIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extent.h"
+
+/* Pieces whose file gaps are at most this many bytes are read as one span
+ * into a bounce buffer and copied out (data sieving, for reads only:
+ * reading bytes we were not asked for changes nothing). */
+#define GX_FD_SIEVE_GAP 4096u
+#define GX_FD_SIEVE_MAX (4u << 20) /* largest span read at once */
+
+/*
+ * Read every piece of e[0..n), sorted by offset (overlaps allowed: each
+ * piece gets its bytes).  Bytes at or past the end of the file read as
+ * zeros, and *eof (if not NULL) is set when there were any.  0 or -errno.
+ */
+int gx_fd_read(int fd, uint64_t base, const gx_ext *e, size_t n, bool *eof);
+
+/*
+ * Write exactly the bytes of the pieces e[0..n) in that order (a later
+ * piece wins where pieces overlap); neighbours that are adjacent in the
+ * file, in that order, go in one pwritev.  Returns 0 or -errno (some bytes
+ * may have been written).
+ */
+int gx_fd_write(int fd, uint64_t base, const gx_ext *e, size_t n);
+
+#endif

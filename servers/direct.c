@@ -1,0 +1,190 @@
+/*
+ * direct.c -- DIRECT_OPEN / DIRECT_CLOSE: a client on this host, running
+ * as this server's user, gets a descriptor of a fork's Unix file and moves
+ * the fork's data itself with pread / pwrite (libgalley/direct.c), the way
+ * Linux NFS LOCALIO hands a same-host client the server's open file and
+ * HDFS short-circuit reads pass a block file's descriptor over a Unix
+ * socket.  The data no longer passes through this process: no round trip,
+ * no second copy.  The server stays the authority for everything else
+ * (names, create and delete, fork sizes, truncate, locks, counters, sync,
+ * IO_STATS).
+ *
+ * Who may.  Only a connection over the same-host Unix socket whose peer's
+ * uid, as the kernel recorded it at connect (SO_PEERCRED), is ours, after
+ * it has proven the cluster secret (handler.c refuses every request
+ * before).  Anyone else -- TCP, another user -- gets GFS_EDIRECT and keeps
+ * using the server path; another user could not open our 0600 files
+ * anyway.  What it gets is a new open file description of the fork's file
+ * (reopened through /proc/self/fd, so a fork deleted while open still
+ * works, as an unlinked file does for two local processes): O_RDONLY
+ * unless it asked to write, and the fork's byte x is the file's byte base
+ * + x (base is 0 today: a fork's file holds only its data).  The reply
+ * carries it by SCM_RIGHTS (handler.c); the client receives it
+ * close-on-exec.
+ *
+ * The coherence invariant: the server's cache never serves, nor writes
+ * back, bytes older than a direct write.  Kept by three rules:
+ *
+ *   1. A writable grant is given with the fork's rwlock held exclusively,
+ *      so no request is using the fork's cached blocks; the cache is
+ *      write-through, so it holds nothing the file lacks ("flushed"); the
+ *      fork's blocks are dropped and f->direct_w is raised.
+ *   2. While f->direct_w > 0, io.c neither reads nor fills the cache for
+ *      the fork: reads come from the file (gx_fd_read), writes go to the
+ *      file with exactly the bytes the request carries (gx_fd_write),
+ *      never a block with bytes around them; and the fork's size is the
+ *      file's (gsrv_fork_size: fstat), since direct writers grow it.
+ *   3. The last writable grant's release stores the file's size as the
+ *      fork's and lowers direct_w, under the rwlock held exclusively;
+ *      blocks cached afterwards come from the file, which by then holds
+ *      every direct write (the holder's pwrites had returned before it
+ *      released; a holder killed with -9 releases at its connection's
+ *      end, after its last pwrite).
+ *
+ * Read-only grants change nothing here: with write-through, the file
+ * always holds every write the server acknowledged.  A truncate is an
+ * ftruncate of the shared file; a delete of an open fork unlinks it at its
+ * last close while descriptors keep working -- both as for two local
+ * processes sharing a file.
+ *
+ * IO_STATS: the holder counts the bytes it moves and reports them in
+ * DIRECT_CLOSE (at fork close and gfs_finalize); they are added as
+ * same-host traffic.  A holder killed before it closes takes its counts
+ * with it.
+ *
+ * Threads: handler threads.  Locks: the fork's rwlock, exclusively and
+ * briefly, in grants and releases of writable descriptors; c->grants is
+ * touched by the connection's own handler thread only.
+ */
+#include "subfile_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct gsrv_grant {
+    uint64_t fkid;
+    bool write;
+    gsrv_fork *f; /* a reference (gsrv_fork_get) while granted */
+} gsrv_grant;
+
+uint64_t gsrv_fork_file_size(const gsrv_fork *f)
+{
+    struct stat st;
+    if (f->fd >= 0 && fstat(f->fd, &st) == 0)
+        return (uint64_t)st.st_size;
+    return __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
+}
+
+/* May this connection have descriptors? */
+static bool eligible(const gsrv_conn *c)
+{
+    return c->local && c->has_cred && c->uid == geteuid();
+}
+
+/* A new open file description of f's file, read-only unless write. */
+static int reopen(const gsrv_fork *f, bool write)
+{
+    int flags = (write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
+    int fd = open(path, flags);
+    if (fd >= 0)
+        return fd;
+    /* no /proc: by name (a fork deleted while open has none left) */
+    fork_file(gsrv_fkid_hid(f->fkid), f->index, path, sizeof(path));
+    fd = openat(gsrv_g.dfd, path, flags);
+    return fd >= 0 ? fd : errno == ENOENT ? GFS_ESTALE : -errno;
+}
+
+static void release(gsrv_grant *g)
+{
+    gsrv_fork *f = g->f;
+    if (g->write) {
+        pthread_rwlock_wrlock(&f->rw);
+        if (__atomic_load_n(&f->direct_w, __ATOMIC_RELAXED) == 1)
+            gsrv_fork_set_size(f, gsrv_fork_file_size(f)); /* rule 3 */
+        __atomic_sub_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
+        pthread_rwlock_unlock(&f->rw);
+    }
+    gsrv_fork_put(f);
+}
+
+int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_DIRECT_OPEN_req m;
+    int rc = gp_DIRECT_OPEN_req_decode(req, &m);
+    if (rc)
+        return rc;
+    if (!eligible(c))
+        return GFS_EDIRECT;
+    if (m.fkid == 0) /* only asking */
+        return 0;
+    bool write = m.write != 0;
+    if (c->ngrants == c->capgrants) {
+        if (c->ngrants >= GSRV_MAX_OPENS_PER_CONN)
+            return -EMFILE;
+        size_t cap = c->capgrants ? 2 * c->capgrants : 16;
+        gsrv_grant *p = realloc(c->grants, cap * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        c->grants = p;
+        c->capgrants = cap;
+    }
+    gsrv_fork *f;
+    rc = gsrv_fork_get(m.fkid, &f);
+    if (rc)
+        return rc;
+    int fd = reopen(f, write);
+    if (fd < 0) {
+        gsrv_fork_put(f);
+        return fd;
+    }
+    if (write) { /* rule 1 */
+        pthread_rwlock_wrlock(&f->rw);
+        if (__atomic_load_n(&f->direct_w, __ATOMIC_RELAXED) == 0)
+            gsrv_cache_drop_fork(f->fkid);
+        __atomic_add_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
+        pthread_rwlock_unlock(&f->rw);
+    }
+    c->grants[c->ngrants++] = (gsrv_grant){m.fkid, write, f};
+    gp_DIRECT_OPEN_rep_encode(
+        &rep->w, &(gp_DIRECT_OPEN_rep){.base = 0, .size = gsrv_fork_size(f)});
+    rep->pass_fd = fd;
+    return 0;
+}
+
+int gsrv_op_DIRECT_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)rep;
+    gp_DIRECT_CLOSE_req m;
+    int rc = gp_DIRECT_CLOSE_req_decode(req, &m);
+    if (rc)
+        return rc;
+    bool write = m.write != 0;
+    for (size_t i = c->ngrants; i-- > 0;) {
+        gsrv_grant *g = &c->grants[i];
+        if (g->fkid != m.fkid || g->write != write)
+            continue;
+        gsrv_grant mine = *g;
+        c->grants[i] = c->grants[--c->ngrants];
+        release(&mine);
+        gsrv_iostat_count(c, true, m.written);
+        gsrv_iostat_count(c, false, m.read);
+        return 0;
+    }
+    return GFS_EBADID;
+}
+
+void gsrv_direct_drop_conn(gsrv_conn *c)
+{
+    for (size_t i = 0; i < c->ngrants; i++)
+        release(&c->grants[i]);
+    free(c->grants);
+    c->grants = NULL;
+    c->ngrants = c->capgrants = 0;
+}

@@ -1,0 +1,438 @@
+"""The direct transport (libgalley/transport_direct.c, servers/direct.c): a
+client on the server's host, running as the server's user, gets the fork
+files' descriptors and moves data itself.  What must hold, with real
+servers and real processes (driven through libgalley by ctypes):
+
+- the coherence invariant: the server's cache never serves, nor writes
+  back, bytes older than a direct write -- a direct writer and a TCP
+  writer interleave strided records on one fork, byte-checked through
+  both paths;
+- another user's client is refused (and falls back); a TCP connection
+  never gets a descriptor;
+- descriptors are close-on-exec;
+- a fork deleted or truncated under a direct client behaves as a file two
+  local processes share;
+- a direct writer killed with -9 loses no acknowledged byte;
+- the server's IO_STATS counts the bytes direct clients moved."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import LineReader, base_env, describe, galley_path, run
+from gproto_const import OP
+import struct
+
+from test_protocol import Conn, u64
+from test_transport import LocalConn, start_galleyd_as, transports
+
+GFS_EDIRECT = -1022
+T_TCP, T_CMA, T_DIRECT = 1, 3, 4
+
+
+def u8(v):
+    return struct.pack("<B", v)
+
+# A small driver of libgalley: one command per stdin line, one answer line
+# each (so a test can interleave several processes step by step).
+WORKER = r"""
+import ctypes, hashlib, os, subprocess, sys
+g = ctypes.CDLL(sys.argv[1])
+g.gfs_fork_size.restype = ctypes.c_int64
+g.gfs_read.restype = g.gfs_write.restype = g.gfs_listio.restype = ctypes.c_int64
+g.gfs_read.argtypes = g.gfs_write.argtypes = [
+    ctypes.c_int, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
+g.gfs_truncate_fork.argtypes = [ctypes.c_int, ctypes.c_int64]
+
+class E(ctypes.Structure):
+    _fields_ = [("f", ctypes.c_int64), ("m", ctypes.c_int64),
+                ("s", ctypes.c_int64)]
+
+def rec(i, size, gen=0):
+    return ((i + (gen << 24)).to_bytes(4, "little") * (size // 4 + 1))[:size]
+
+rc = g.gfs_init(sys.argv[2].encode())
+assert rc == 0, rc
+kid = -1
+def say(*a):
+    print(*a, flush=True)
+for line in sys.stdin:
+    w = line.split()
+    cmd, a = w[0], [int(x) if x.lstrip("-").isdigit() else x for x in w[1:]]
+    if cmd == "create":
+        rc = g.gfs_create_file(a[0].encode(), 1, None)
+        fid = g.gfs_open_file(a[0].encode()) if rc == 0 else rc
+        rc = g.gfs_create_fork(fid, 0, b"f") if fid >= 0 else fid
+        say("ok" if rc == 0 else "err %d" % rc)
+    elif cmd == "open":
+        fid = g.gfs_open_file(a[0].encode())
+        kid = g.gfs_open_fork(fid, 0, b"f") if fid >= 0 else fid
+        say("ok %d" % kid if kid >= 0 else "err %d" % kid)
+    elif cmd == "transport":
+        say("ok %d" % g.gfs_server_transport(0))
+    elif cmd == "records":  # phase nproc recsize nrec gen: one list write
+        ph, npr, rs, nr, gen = a
+        idx = [i for i in range(nr) if i % npr == ph]
+        ents = (E * len(idx))(*[E(i * rs, k * rs, rs)
+                                for k, i in enumerate(idx)])
+        buf = b"".join(rec(i, rs, gen) for i in idx)
+        n = g.gfs_listio(kid, 1, len(idx), ents, buf)
+        say("ok" if n == len(buf) else "err %d" % n)
+    elif cmd == "check":  # recsize nrec [gen]: every record as written
+        rs, nr, gen = (a + [0])[:3]
+        buf = ctypes.create_string_buffer(rs * nr)
+        n = g.gfs_read(kid, 0, buf, rs * nr)
+        data = buf.raw
+        bad = [i for i in range(nr)
+               if data[i * rs:(i + 1) * rs] != rec(i, rs, gen)]
+        say("ok" if n == rs * nr and not bad else
+            "bad n=%d records %s" % (n, bad[:8]))
+    elif cmd == "read":  # off len: bytes returned and their digest
+        buf = ctypes.create_string_buffer(a[1])
+        n = g.gfs_read(kid, a[0], buf, a[1])
+        say("ok %d %s" % (n, hashlib.sha1(buf.raw[:max(n, 0)]).hexdigest()))
+    elif cmd == "write":  # off len byte
+        n = g.gfs_write(kid, a[0], bytes([a[2]]) * a[1], a[1])
+        say("ok" if n == a[1] else "err %d" % n)
+    elif cmd == "size":
+        say("ok %d" % g.gfs_fork_size(kid))
+    elif cmd == "truncate":
+        say("ok %d" % g.gfs_truncate_fork(kid, a[0]))
+    elif cmd == "fds":  # our descriptors of fork files
+        n = sum(1 for f in os.listdir("/proc/self/fd")
+                if "/sub/" in (os.readlink("/proc/self/fd/" + f)
+                               if os.path.exists("/proc/self/fd/" + f)
+                               else ""))
+        say("ok %d" % n)
+    elif cmd == "exec_fds":  # a child's, across exec, nothing closed for it
+        out = subprocess.run(["sh", "-c", "ls -l /proc/$$/fd"],
+                             close_fds=False, capture_output=True,
+                             text=True).stdout
+        say("ok %d" % sum(1 for l in out.splitlines() if "/sub/" in l))
+    elif cmd == "acked":  # records of rs bytes, forever; each acknowledged
+        i = 0
+        while True:
+            n = g.gfs_write(kid, i * a[0], rec(i, a[0]), a[0])
+            assert n == a[0], n
+            say("acked %d" % i)
+            i += 1
+    elif cmd == "close":
+        say("ok %d" % g.gfs_close_fork(kid))
+    elif cmd == "quit":
+        say("ok %d" % g.gfs_finalize())
+        break
+"""
+
+
+def libgalley_so():
+    from conftest import BUILD
+    p = BUILD / "libgalley" / ".libs" / "libgalley.so"
+    if not p.exists():
+        pytest.skip("no libgalley.so in the build tree")
+    return str(p)
+
+
+class Worker:
+    def __init__(self, cluster_file, transport, tmp_path, env=None):
+        script = tmp_path / "worker.py"
+        script.write_text(WORKER)
+        e = base_env({"GALLEY_CLUSTER": str(cluster_file),
+                      "GALLEY_TRANSPORT": transport})
+        e.update(env or {})
+        self.p = subprocess.Popen(
+            [sys.executable, str(script), libgalley_so(), str(cluster_file)],
+            env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.lines = LineReader(self.p)
+
+    def __call__(self, *cmd, timeout=60):
+        self.p.stdin.write(" ".join(map(str, cmd)) + "\n")
+        self.p.stdin.flush()
+        line = self.lines.next(timeout)
+        assert line and line.startswith("ok"), (cmd, line, self.err())
+        return line.split()[1:]
+
+    def err(self):
+        if self.p.poll() is None:
+            return "(running)"
+        return self.p.stderr.read()
+
+    def int(self, *cmd):
+        return int(self(*cmd)[0])
+
+    def close(self):
+        if self.p.poll() is None:
+            try:
+                self("quit")
+            except (AssertionError, BrokenPipeError):
+                pass
+        self.p.kill()
+        self.p.wait(10)
+
+
+@pytest.fixture
+def workers(cluster, tmp_path):
+    made = []
+
+    def make(transport, **kw):
+        w = Worker(cluster.cluster_file, transport, tmp_path, **kw)
+        made.append(w)
+        return w
+    yield make
+    for w in made:
+        w.close()
+
+
+def iostat(cluster):
+    cp = cluster.galley("iostat", check=True)
+    rows = [l.split() for l in cp.stdout.splitlines()[1:] if l.strip()]
+    return {int(r[0]): [int(x) for x in r[2:6]] for r in rows}
+
+
+# ------------------------------------------------------------ choosing ----
+
+def test_auto_and_forced_direct(cluster):
+    """Same host, same user: auto takes direct; local keeps the socket
+    with cross-memory attach; tcp stays tcp."""
+    assert transports(cluster.galley("ping", env={"GALLEY_TRANSPORT": "auto"})) \
+        == ["direct"] * cluster.n
+    assert transports(cluster.galley("ping",
+                                     env={"GALLEY_TRANSPORT": "direct"})) \
+        == ["direct"] * cluster.n
+    assert transports(cluster.galley("ping",
+                                     env={"GALLEY_TRANSPORT": "local"})) \
+        == ["local+cma"] * cluster.n
+
+
+def test_same_bytes_every_way(cluster, tmp_path, uniq):
+    """A file put directly reads back over every transport and the other
+    way round (a stripe unit of 1000: pieces of every size)."""
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    (tmp_path / "src").write_bytes(data)
+    for wmode in ("direct", "tcp"):
+        name = "%s-%s" % (uniq, wmode)
+        cp = cluster.galley("put", tmp_path / "src", name, "-u", 1000,
+                            env={"GALLEY_TRANSPORT": wmode})
+        assert cp.returncode == 0, describe(cp)
+        for rmode in ("direct", "local", "tcp"):
+            out = tmp_path / ("o-%s-%s" % (wmode, rmode))
+            cp = cluster.galley("get", name, out,
+                                env={"GALLEY_TRANSPORT": rmode})
+            assert cp.returncode == 0, describe(cp)
+            assert out.read_bytes() == data, (wmode, rmode)
+
+
+# ----------------------------------------------------------- coherence ----
+
+RS, NREC = 1000, 3000  # records of 1000 bytes: 32 KB cache blocks hold both
+
+
+def test_direct_and_tcp_writers_interleave(cluster, workers, uniq):
+    """Even records written directly, odd ones through the server (TCP),
+    in the same cache blocks.  The server had the blocks cached before
+    the direct writer came, so a stale block, served or written back
+    around the TCP writer's records, would show as wrong even records."""
+    name = "/%s" % uniq
+    d, t = workers("direct"), workers("tcp")
+    t("create", name)
+    t("open", name)
+    d("open", name)
+    assert t.int("transport") == T_TCP and d.int("transport") == T_DIRECT
+    # zeros everywhere, read through the server: every block cached
+    t("write", 0, RS * NREC, 0)
+    t("read", 0, RS * NREC)
+    # interleaved in time too: rounds of both writers, each one list call,
+    # every round new bytes (a stale block holds the last round's), each
+    # writer's records checked by the other after every round
+    for gen in range(1, 4):
+        d("records", 0, 2, RS, NREC, gen)
+        t("read", 0, RS * NREC)  # the server's view, cached if it may
+        t("records", 1, 2, RS, NREC, gen)
+        for w in (t, d):  # through the server and through the file
+            assert w("check", RS, NREC, gen) == [], gen
+    # and at the same time: both at once, many rounds
+    for w, ph in ((d, 0), (t, 1)):
+        for gen in range(10, 15):
+            w.p.stdin.write("records %d 2 %d %d %d\n" % (ph, RS, NREC, gen))
+            if w is t:
+                w.p.stdin.write("read 0 %d\n" % (RS * NREC))
+        w.p.stdin.flush()
+    for w in (d, t):
+        for _ in range(5 if w is d else 10):
+            line = w.lines.next(60)
+            assert line.startswith("ok"), line
+    for w in (t, d):
+        assert w("check", RS, NREC, 14) == []
+    d("close")
+    t("close")
+    # after the direct writer let go, a fresh server-path reader agrees
+    f = workers("local")
+    f("open", name)
+    assert f("check", RS, NREC, 14) == []
+
+
+def test_tcp_writes_seen_by_direct_reader(cluster, workers, uniq):
+    """A direct reader reads the file: every write the server acknowledged
+    is there (write-through), also right after it."""
+    name = "/%s" % uniq
+    d, t = workers("direct"), workers("tcp")
+    t("create", name)
+    t("open", name)
+    d("open", name)
+    for k in range(20):
+        t("write", k * 4096, 4096, k + 1)
+        got = d("read", k * 4096, 4096)
+        want = t("read", k * 4096, 4096)
+        assert got == want and got[0] == "4096", (k, got, want)
+
+
+# ------------------------------------------------------------- refusal ----
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root and setpriv to run a server as "
+                           "another user")
+def test_other_user_is_refused(tmp_path):
+    """A server of another user never hands this client a descriptor: auto
+    falls back to the socket; direct fails, saying why."""
+    p, cf, d = start_galleyd_as("nobody", tmp_path)
+    try:
+        env = base_env({"GALLEY_CLUSTER": str(cf)})
+        cp = run([galley_path(), "ping"], env=dict(env, GALLEY_TRANSPORT="auto"))
+        assert transports(cp) == ["local"], describe(cp)
+        cp = run([galley_path(), "ping"],
+                 env=dict(env, GALLEY_TRANSPORT="direct"))
+        assert cp.returncode != 0, describe(cp)
+        assert "direct access refused" in cp.stdout + cp.stderr, describe(cp)
+        # the raw request too, on the same-host socket
+        addr = ("127.0.0.1", int(cf.read_text().split(":")[1]))
+        c = LocalConn(addr)
+        st, _ = c.call(OP["DIRECT_OPEN"], u64(0) + u8(0))
+        assert st == GFS_EDIRECT
+        # and the data still moves, through the server
+        data = os.urandom(300000)
+        (tmp_path / "f").write_bytes(data)
+        e = dict(env, GALLEY_TRANSPORT="auto")
+        assert run([galley_path(), "put", tmp_path / "f", "/x"],
+                   env=e).returncode == 0
+        cp = run([galley_path(), "get", "/x", tmp_path / "g"], env=e)
+        assert cp.returncode == 0 and (tmp_path / "g").read_bytes() == data
+    finally:
+        p.terminate()
+        p.wait(10)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_tcp_connection_never_gets_a_descriptor(cluster):
+    """DIRECT_OPEN over TCP (even from this host, as this user) is
+    refused: only the same-host socket carries the peer's uid."""
+    c = Conn(cluster.addr(0))
+    st, _ = c.call(OP["DIRECT_OPEN"], u64(0) + u8(1))
+    assert st == GFS_EDIRECT
+    st, _ = c.call(OP["DIRECT_OPEN"], u64(1 << 16) + u8(1))
+    assert st == GFS_EDIRECT
+
+
+# --------------------------------------------------------- descriptors ----
+
+def test_descriptors_do_not_cross_exec(cluster, workers, uniq):
+    name = "/%s" % uniq
+    d = workers("direct")
+    d("create", name)
+    d("open", name)
+    d("write", 0, 100000, 7)
+    d("read", 0, 100)
+    assert d.int("fds") >= 1  # we do hold the fork's file
+    assert d.int("exec_fds") == 0  # a child after exec does not
+    d("close")
+    assert d.int("fds") == 0  # closed with the fork
+
+
+# ----------------------------------------------------- delete, truncate ----
+
+def test_delete_under_a_direct_client(cluster, workers, uniq):
+    """Deleted while a direct client has it open: the client keeps reading
+    and writing it (as an unlinked file), a new open fails, and the bytes
+    go away at the last close."""
+    name = "/%s" % uniq
+    d = workers("direct")
+    d("create", name)
+    d("open", name)
+    d("write", 0, 65536, 3)
+    before = d("read", 0, 65536)
+    assert cluster.galley("rm", name).returncode == 0
+    assert d("read", 0, 65536) == before
+    d("write", 65536, 1000, 4)
+    assert d.int("size") == 66536
+    assert cluster.galley("stat", name).returncode != 0
+    d("close")
+    d("quit")
+
+
+def test_truncate_under_a_direct_client(cluster, workers, uniq):
+    """Truncated through the server while a direct client holds it: the
+    client sees the new end at once (short read, zeros past it, the size),
+    and its later writes grow it again."""
+    name = "/%s" % uniq
+    d, t = workers("direct"), workers("tcp")
+    t("create", name)
+    d("open", name)
+    t("open", name)
+    d("write", 0, 200000, 9)
+    assert t.int("size") == 200000  # the server sees the direct writes
+    t("truncate", 1000)
+    assert d.int("size") == 1000
+    n, _ = d("read", 0, 4096)
+    assert n == "1000"
+    d("write", 5000, 10, 1)
+    assert t.int("size") == 5010
+    got = t("read", 0, 5010)
+    import hashlib
+    want = hashlib.sha1(bytes([9]) * 1000 + bytes(4000) + bytes([1]) * 10)
+    assert got == ["5010", want.hexdigest()]
+
+
+# -------------------------------------------------------------- kill -9 ----
+
+def test_killed_direct_writer_loses_no_acknowledged_byte(cluster, workers,
+                                                          uniq):
+    name = "/%s" % uniq
+    d = workers("direct")
+    d("create", name)
+    d("open", name)
+    d.p.stdin.write("acked 4096\n")
+    d.p.stdin.flush()
+    last = -1
+    end = time.monotonic() + 30
+    while last < 300 and time.monotonic() < end:
+        line = d.lines.next(10)
+        assert line.startswith("acked"), (line, d.err())
+        last = int(line.split()[1])
+    os.kill(d.p.pid, signal.SIGKILL)
+    d.p.wait(10)
+    t = workers("tcp")
+    t("open", name)
+    assert t.int("size") >= (last + 1) * 4096
+    assert t("check", 4096, last + 1, 0) == []
+
+
+# -------------------------------------------------------------- iostat ----
+
+def test_iostat_counts_direct_bytes(cluster, workers, uniq):
+    """The bytes a direct client moved reach IO_STATS when it closes."""
+    name = "/%s" % uniq
+    d = workers("direct")
+    d("create", name)
+    before = iostat(cluster)
+    d("open", name)
+    d("write", 0, 1 << 20, 5)
+    d("read", 0, 1 << 20)
+    d("close")
+    after = iostat(cluster)
+    wl = sum(after[s][0] - before[s][0] for s in after)
+    rl = sum(after[s][2] - before[s][2] for s in after)
+    assert wl >= 1 << 20 and rl >= 1 << 20, (before, after)

@@ -13,6 +13,10 @@ they run.  For every collective call and every galley_cb value:
 - MPI_File_close completes on every rank, nothing hangs (hang bound);
 - after the server is back (restarted, or continued), every acknowledged
   block reads back (`galley get`).
+
+The stop runs take the same-host socket path (GALLEY_TRANSPORT=local) where
+the default would be direct access, which does not need the server to move
+data.
 """
 
 import os
@@ -56,7 +60,14 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
     returns (results by rank, fault time, the run's CompletedProcess)."""
     ready = tmp_path / "ready"
     gt = STOP_TIMEOUT if fault == "stop" else 60
-    env = mpi.env(cluster.cluster_file, {"GALLEY_TIMEOUT": str(gt)})
+    extra = {"GALLEY_TIMEOUT": str(gt)}
+    if fault == "stop" and os.environ.get("GALLEY_TRANSPORT", "auto") in (
+            "", "auto", "direct"):
+        # Same-host direct access moves data without the server: a stopped
+        # (not dead) server fails no data call, as a stopped NFS server
+        # would not fail LOCALIO.  The stop runs are about the server path.
+        extra["GALLEY_TRANSPORT"] = "local"
+    env = mpi.env(cluster.cluster_file, extra)
     cmd = [str(mpi.mpiexec), "-n", str(NPROCS), str(progs["collfail"]),
            "-fname", "galley:" + name, "-call", call, "-ready", str(ready),
            "-result", str(tmp_path / "result"),

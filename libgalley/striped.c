@@ -284,17 +284,6 @@ int gfs_striped_unlock(int sid, int64_t offset, int64_t len)
     return lock_call(sid, false, offset, len, 0);
 }
 
-/* One POSIX lock request (PLOCK, PGETLK or PRELEASE, already encoded in
- * w) to the home server; the reply is left in q (released by the caller
- * unless an error is returned). */
-static int plock_send(int server, uint16_t op, gp_wbuf *w, gc_req *q)
-{
-    int rc = gc_call(gc_server_conn(server), op, w, q);
-    if (rc)
-        gc_req_release(q);
-    return rc;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -330,28 +319,20 @@ int gfs_striped_plock(int sid, const gfs_plock *lk, int flags)
      * a pause that grows to 50 ms. */
     long pause = 1;
     for (;;) {
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        gp_PLOCK_req_encode(&w, &(gp_PLOCK_req){.hid = hid,
-                                                .owner = lk->owner,
-                                                .off = (uint64_t)lk->start,
-                                                .len = (uint64_t)lk->len,
-                                                .type = (uint8_t)lk->type,
-                                                .flags = (uint8_t)flags,
-                                                .pid = (uint32_t)lk->pid});
         int64_t t0 = mono_ms();
-        gc_req q;
-        rc = plock_send(server, GP_OP_PLOCK, &w, &q);
-        gp_wbuf_free(&w);
+        gp_PLOCK_rep m;
+        rc = gc_PLOCK_call(gc_server_conn(server),
+                           &(gp_PLOCK_req){.hid = hid,
+                                           .owner = lk->owner,
+                                           .off = (uint64_t)lk->start,
+                                           .len = (uint64_t)lk->len,
+                                           .type = (uint8_t)lk->type,
+                                           .flags = (uint8_t)flags,
+                                           .pid = (uint32_t)lk->pid},
+                           &m, NULL);
         if (!rc) {
-            gp_rbuf r;
-            gp_rbuf_init(&r, q.reply, q.replylen);
-            gp_PLOCK_rep m;
-            rc = gp_PLOCK_rep_decode(&r, &m) ? GFS_EPROTO : 0;
-            if (!rc)
-                gc_lease_posix(server, m.held);
-            gc_req_release(&q);
-            return rc;
+            gc_lease_posix(server, m.held);
+            return 0;
         }
         if (rc != -EAGAIN || !(flags & GFS_PLOCK_WAIT))
             return rc;
@@ -376,29 +357,19 @@ int gfs_striped_plock_test(int sid, gfs_plock *lk, int flags)
     rc = home_of(&s, &server, &hid);
     if (rc)
         return rc;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_PGETLK_req_encode(&w, &(gp_PGETLK_req){.hid = hid,
-                                              .owner = lk->owner,
-                                              .off = (uint64_t)lk->start,
-                                              .len = (uint64_t)lk->len,
-                                              .type = (uint8_t)lk->type,
-                                              .flags = (uint8_t)flags});
-    gc_req q;
-    rc = plock_send(server, GP_OP_PGETLK, &w, &q);
-    gp_wbuf_free(&w);
-    if (rc)
-        return rc;
-    gp_rbuf r;
-    gp_rbuf_init(&r, q.reply, q.replylen);
     gp_PGETLK_rep m;
-    rc = gp_PGETLK_rep_decode(&r, &m) || m.type > GP_PLOCK_EXCL ||
-                 m.off > INT64_MAX || m.len > INT64_MAX
-             ? GFS_EPROTO
-             : 0;
-    gc_req_release(&q);
+    rc = gc_PGETLK_call(gc_server_conn(server),
+                        &(gp_PGETLK_req){.hid = hid,
+                                         .owner = lk->owner,
+                                         .off = (uint64_t)lk->start,
+                                         .len = (uint64_t)lk->len,
+                                         .type = (uint8_t)lk->type,
+                                         .flags = (uint8_t)flags},
+                        &m, NULL);
     if (rc)
         return rc;
+    if (m.type > GP_PLOCK_EXCL || m.off > INT64_MAX || m.len > INT64_MAX)
+        return GFS_EPROTO;
     lk->type = m.type;
     if (m.type != GP_PLOCK_UNLOCK) {
         lk->start = (int64_t)m.off;
@@ -419,21 +390,12 @@ int gfs_striped_plock_release(int sid, uint64_t owner)
     rc = home_of(&s, &server, &hid);
     if (rc)
         return rc;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_PRELEASE_req_encode(&w, &(gp_PRELEASE_req){.hid = hid, .owner = owner});
-    gc_req q;
-    rc = plock_send(server, GP_OP_PRELEASE, &w, &q);
-    gp_wbuf_free(&w);
-    if (rc)
-        return rc;
-    gp_rbuf r;
-    gp_rbuf_init(&r, q.reply, q.replylen);
     gp_PRELEASE_rep m;
-    rc = gp_PRELEASE_rep_decode(&r, &m) ? GFS_EPROTO : 0;
+    rc = gc_PRELEASE_call(gc_server_conn(server),
+                          &(gp_PRELEASE_req){.hid = hid, .owner = owner}, &m,
+                          NULL);
     if (!rc)
         gc_lease_posix(server, m.held);
-    gc_req_release(&q);
     return rc;
 }
 

@@ -231,6 +231,18 @@ static void atfork_parent(void)
     pthread_mutex_unlock(&D.lock);
 }
 
+/* Close every grant channel and forget the table (D.lock held, or the
+ * only thread: a child after fork). */
+static void chans_close_all(void)
+{
+    for (int i = 0; i < D.nchan; i++)
+        if (D.chan[i].fd >= 0)
+            close(D.chan[i].fd);
+    free(D.chan);
+    D.chan = NULL;
+    D.nchan = 0;
+}
+
 static void atfork_child(void)
 {
     pthread_mutex_unlock(&D.lock); /* taken by this thread in prepare */
@@ -244,12 +256,7 @@ static void atfork_child(void)
             close(g->wfd);
         free(g);
     }
-    for (int i = 0; i < D.nchan; i++)
-        if (D.chan[i].fd >= 0)
-            close(D.chan[i].fd);
-    free(D.chan);
-    D.chan = NULL;
-    D.nchan = 0;
+    chans_close_all();
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -457,12 +464,7 @@ void gc_direct_shutdown(void)
         grant_close_locked(g);
         free(g);
     }
-    for (int i = 0; i < D.nchan; i++)
-        if (D.chan[i].fd >= 0)
-            close(D.chan[i].fd);
-    free(D.chan);
-    D.chan = NULL;
-    D.nchan = 0;
+    chans_close_all();
     pthread_mutex_unlock(&D.lock);
 }
 

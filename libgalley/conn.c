@@ -393,9 +393,32 @@ static void progress(gc_conn *c, uint64_t wait_ns)
         cv_wait(c, wait_ns);
 }
 
+/* This process's id, cached: getpid is a system call, and the direct
+ * path asks on every request.  A child after fork() learns its own from
+ * the pthread_atfork handler, before any of its code runs. */
+static pid_t self_pid;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void self_after_fork(void)
+{
+    self_pid = getpid();
+}
+
+static void self_init(void)
+{
+    self_pid = getpid();
+    pthread_atfork(NULL, NULL, self_after_fork);
+}
+
+static pid_t self(void)
+{
+    pthread_once(&self_once, self_init);
+    return self_pid;
+}
+
 bool gc_conn_owned(const gc_conn *c)
 {
-    return c->owner == getpid();
+    return c->owner == self();
 }
 
 void gc_conn_address(const gc_conn *c, int *server, const char **host,
@@ -490,7 +513,7 @@ static int choose_transport(gc_conn *c, const gc_transport_ops **ops)
             rc = (*t)->dial(c->host, c->port, &c->fd);
             if (rc)
                 continue; /* no such stream here: the next kind */
-            c->owner = getpid();
+            c->owner = self();
             rc = handshake(c);
             if (rc)
                 break; /* the server is there but refuses us */
@@ -600,6 +623,17 @@ int gc_conn_transport(gc_conn *c)
     int rc;
     const gc_transport_ops *t = conn_ops(c, &rc);
     return t ? t->kind : rc;
+}
+
+int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x, uint64_t mean)
+{
+    int rc;
+    const gc_transport_ops *t = conn_ops(c, &rc);
+    if (!t) {
+        x->status = rc;
+        return 0;
+    }
+    return t->xfer ? t->xfer(c, op, x, mean) : GC_DECLINE;
 }
 
 int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)

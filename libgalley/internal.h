@@ -91,6 +91,12 @@ int gc_conn_data_limit(gc_conn *c, uint64_t *limit);
  * moves data in (transport.h; connects if needed). */
 struct gc_chunk;
 int gc_conn_io_submit(gc_conn *c, int op, struct gc_chunk *ch);
+/* Move a whole transfer at once if the connection's transport can
+ * (transport.h: xfer): 0 with x->status and x->fork_size set, or
+ * GC_DECLINE (transport.h: send it as chunks).  mean: its bytes per
+ * piece. */
+struct gc_xfer;
+int gc_conn_xfer(gc_conn *c, int op, struct gc_xfer *x, uint64_t mean);
 /* GFS_TRANSPORT_* of the connection (connects if needed), or an error. */
 int gc_conn_transport(gc_conn *c);
 

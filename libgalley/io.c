@@ -219,10 +219,10 @@ static void chunk_finish(chunk *c, gc_xfer *x)
         x->status = rc;
 }
 
-int gc_transfer(int op, gc_xfer *x, size_t nx)
+/* The transfers not done[] as chunks: pipelined a few deep per transfer,
+ * concurrently across them. */
+static int transfer_chunks(int op, gc_xfer *x, size_t nx, const bool *done)
 {
-    if (op != GFS_READ && op != GFS_WRITE)
-        return -EINVAL;
     cursor *cur = calloc(nx ? nx : 1, sizeof(*cur));
     /* FIFO of chunks in flight */
     size_t qcap = nx * GC_WINDOW + 1, qhead = 0, qlen = 0;
@@ -233,12 +233,8 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
         return -ENOMEM;
     }
     for (size_t i = 0; i < nx; i++) {
-        x[i].status = 0;
-        x[i].fork_size = 0;
-        if (!gc_server_conn(x[i].server)) {
-            x[i].status = -EINVAL;
+        if (done[i])
             continue;
-        }
         cur[i].mean = xfer_mean(&x[i]);
         int rc = gc_conn_data_limit(gc_server_conn(x[i].server), &cur[i].limit);
         if (rc)
@@ -247,7 +243,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
     for (;;) {
         /* fill every transfer's window */
         for (size_t i = 0; i < nx; i++) {
-            while (!x[i].status && cur[i].inflight < GC_WINDOW) {
+            while (!done[i] && !x[i].status && cur[i].inflight < GC_WINDOW) {
                 int err;
                 chunk *c = chunk_build(op, &x[i], &cur[i], &err);
                 if (!c) {
@@ -272,11 +268,38 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
         cur[c->xi].inflight--;
         chunk_free(c);
     }
-    int rc = 0;
-    for (size_t i = 0; i < nx && !rc; i++)
-        rc = x[i].status;
     free(cur);
     free(q);
+    return 0;
+}
+
+#define SMALL_NX 16 /* transfers per call tracked without allocation */
+
+int gc_transfer(int op, gc_xfer *x, size_t nx)
+{
+    if (op != GFS_READ && op != GFS_WRITE)
+        return -EINVAL;
+    bool dsmall[SMALL_NX], *done = nx <= SMALL_NX ? dsmall : malloc(nx);
+    if (!done)
+        return -ENOMEM;
+    /* a transport that moves a whole transfer at once takes it first
+     * (transport.h: xfer; the direct transport: no chunk, no wire
+     * descriptor); the others are cut into chunks */
+    size_t left = 0;
+    for (size_t i = 0; i < nx; i++) {
+        x[i].status = 0;
+        x[i].fork_size = 0;
+        gc_conn *c = gc_server_conn(x[i].server);
+        if (!c)
+            x[i].status = -EINVAL;
+        done[i] = !c || gc_conn_xfer(c, op, &x[i], xfer_mean(&x[i])) == 0;
+        left += !done[i];
+    }
+    int rc = left ? transfer_chunks(op, x, nx, done) : 0;
+    for (size_t i = 0; i < nx && !rc; i++)
+        rc = x[i].status;
+    if (done != dsmall)
+        free(done);
     return rc;
 }
 

@@ -544,26 +544,6 @@ int gfs_striped_sync(int sid)
 
 /* ------------------------------------------------------ fragmenting ---- */
 
-/* One subfile's pieces, in list order until gx_order. */
-typedef struct extvec {
-    gx_ext *v;
-    size_t n, cap;
-} extvec;
-
-static int ev_push(extvec *ev, uint64_t off, uint64_t len, char *mem)
-{
-    if (ev->n == ev->cap) {
-        size_t cap = ev->cap ? ev->cap * 2 : 64;
-        gx_ext *nv = realloc(ev->v, sizeof(*nv) * cap);
-        if (!nv)
-            return -ENOMEM;
-        ev->v = nv;
-        ev->cap = cap;
-    }
-    ev->v[ev->n++] = (gx_ext){.off = off, .len = len, .mem = mem};
-    return 0;
-}
-
 static int64_t striped_read_result(gc_op *o);
 static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
                       int64_t n, const gfs_list_entry *entries, void *buf);
@@ -585,70 +565,87 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
     return rc;
 }
 
+/* Entry e checked: a valid range with memory.  0 or -EINVAL. */
+static int entry_ok(const gfs_list_entry *e, const void *buf)
+{
+    if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
+        (uint64_t)e->file_offset > GP_MAX_OFFSET ||
+        (uint64_t)e->size > GP_MAX_OFFSET - (uint64_t)e->file_offset ||
+        (e->size && !buf))
+        return -EINVAL;
+    return 0;
+}
+
 /* The striped layout's op: each subfile's pieces, one transfer per
- * server. */
+ * server.  Two passes over the entries: count each subfile's fragments,
+ * then place them straight where the op keeps them (one allocation for
+ * all, however many subfiles). */
 static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
                       int64_t n, const gfs_list_entry *entries, void *buf)
 {
-    int rc = 0;
     if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
         return -EINVAL;
-    int ns = s->lay.nsubfiles;
+    unsigned ns = (unsigned)s->lay.nsubfiles; /* 1..GFS_MAX_SUBFILES */
     uint64_t unit = (uint64_t)s->lay.unit;
-    extvec fv[GFS_MAX_SUBFILES];
-    memset(fv, 0, sizeof(fv[0]) * (size_t)ns);
+    size_t cnt[GFS_MAX_SUBFILES] = {0}, at[GFS_MAX_SUBFILES];
     int64_t total = 0;
-    for (int64_t i = 0; i < n && !rc; i++) {
+    for (int64_t i = 0; i < n; i++) {
         const gfs_list_entry *e = &entries[i];
-        if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
-            (uint64_t)e->file_offset > GP_MAX_OFFSET ||
-            (uint64_t)e->size > GP_MAX_OFFSET - (uint64_t)e->file_offset ||
-            (e->size && !buf)) {
-            rc = -EINVAL;
-            break;
-        }
+        if (entry_ok(e, buf))
+            return -EINVAL;
         uint64_t x = (uint64_t)e->file_offset, left = (uint64_t)e->size;
-        char *mem = (char *)buf + e->mem_offset;
-        while (left > 0 && !rc) {
+        while (left > 0) {
             uint64_t foff, len;
-            unsigned sub = gl_locate(unit, (unsigned)ns, x, &foff, &len);
+            unsigned sub = gl_locate(unit, ns, x, &foff, &len);
             if (len > left)
                 len = left;
-            rc = ev_push(&fv[sub], foff, len, mem);
+            cnt[sub]++;
             x += len;
-            mem += len;
             left -= len;
         }
         total += e->size;
     }
     size_t nfrag = 0;
-    for (int i = 0; i < ns; i++)
-        nfrag += fv[i].n;
-    gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
+    for (unsigned i = 0; i < ns; i++) {
+        at[i] = nfrag;
+        nfrag += cnt[i];
+    }
+    gc_op *o = calloc(1, sizeof(*o));
     if (o) {
-        o->x = calloc((size_t)ns, sizeof(gc_xfer));
+        o->x = calloc(ns, sizeof(gc_xfer));
         o->store = malloc(sizeof(gx_ext) * (nfrag ? nfrag : 1));
     }
-    if (!rc && (!o || !o->x || !o->store))
-        rc = -ENOMEM;
-    size_t at = 0;
-    for (int i = 0; i < ns && !rc; i++) {
-        if (fv[i].n == 0)
+    if (!o || !o->x || !o->store) {
+        gc_op_free(o);
+        return -ENOMEM;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const gfs_list_entry *e = &entries[i];
+        uint64_t x = (uint64_t)e->file_offset, left = (uint64_t)e->size;
+        char *mem = (char *)buf + e->mem_offset;
+        while (left > 0) {
+            uint64_t foff, len;
+            unsigned sub = gl_locate(unit, ns, x, &foff, &len);
+            if (len > left)
+                len = left;
+            o->store[at[sub]++] = (gx_ext){.off = foff, .len = len, .mem = mem};
+            x += len;
+            mem += len;
+            left -= len;
+        }
+    }
+    int rc = 0;
+    gx_ext *p = o->store;
+    for (unsigned i = 0; i < ns && !rc; i++) {
+        if (cnt[i] == 0)
             continue;
-        gx_order(fv[i].v, fv[i].n, op == GFS_WRITE);
+        gx_order(p, cnt[i], op == GFS_WRITE);
         gc_fork k;
         rc = gc_fork_get(s->kids[i], &k);
-        if (rc)
-            break;
-        memcpy(o->store + at, fv[i].v, sizeof(gx_ext) * fv[i].n);
-        o->x[o->nx++] = (gc_xfer){.server = k.server,
-                                  .fkid = k.fkid,
-                                  .pieces = o->store + at,
-                                  .n = fv[i].n};
-        at += fv[i].n;
+        o->x[o->nx++] = (gc_xfer){
+            .server = k.server, .fkid = k.fkid, .pieces = p, .n = cnt[i]};
+        p += cnt[i];
     }
-    for (int i = 0; i < ns; i++)
-        free(fv[i].v);
     if (rc) {
         gc_op_free(o);
         return rc;

@@ -93,6 +93,14 @@ typedef struct gc_transport_ops {
      * data, or naming it; errors surface in gc_wait(&ch->req). */
     int (*io_submit)(gc_conn *c, int op, gc_chunk *ch);
 
+    /* Move a whole transfer here and now, from its list of pieces, with
+     * no request built (the direct transport: pieces straight to
+     * preadv / pwritev): 0 with x->status and x->fork_size set as
+     * chunks would have, or GC_DECLINE, when io.c cuts it into chunks for
+     * io_submit.  mean: the transfer's bytes per piece.  NULL: always
+     * declines. */
+    int (*xfer)(gc_conn *c, int op, gc_xfer *x, uint64_t mean);
+
     /* Is the server on this host?  (The locality layout's "mine".) */
     bool (*same_host)(int fd);
 } gc_transport_ops;

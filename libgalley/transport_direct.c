@@ -470,164 +470,85 @@ void gc_direct_shutdown(void)
 
 /* -------------------------------------------------------------- data -- */
 
-/* The chunk's pieces with their memory: the file side decoded from the
- * descriptor (fkid, segments), the memory side cut from its iovecs at
- * every boundary of either.  *out is malloc'd. */
-#define SMALL_PIECES 8 /* a request this small needs no allocation */
+/* Pieces per transfer sorted on the stack (more: one allocation). */
+#define SMALL_PIECES 16
 
-static int chunk_pieces(const gc_chunk *ch, uint64_t *fkid, gx_ext *small,
-                        gx_ext **out, size_t *np, uint64_t *npieces)
-{
-    gp_rbuf r;
-    gp_rbuf_init(&r, ch->desc.data, ch->desc.len);
-    *fkid = gp_get_u64(&r);
-    uint32_t nseg = gp_get_u32(&r);
-    size_t pos0 = r.pos;
-    uint64_t p = 0, total = 0;
-    for (uint32_t i = 0; i < nseg && !r.err; i++) {
-        gp_seg s;
-        uint64_t sp, sb;
-        gp_get_seg(&r, &s);
-        if (r.err || !gp_seg_measure(&s, &sp, &sb))
-            return GFS_EPROTO;
-        p += sp;
-        total += sb;
-    }
-    if (r.err || total != ch->bytes)
-        return GFS_EPROTO;
-    *npieces = p;
-    gx_ext fsmall[SMALL_PIECES];
-    uint64_t ne = p + (uint64_t)ch->niov + 1;
-    gx_ext *file = p <= SMALL_PIECES ? fsmall : malloc(p * sizeof(*file));
-    gx_ext *e = ne <= SMALL_PIECES ? small : malloc(ne * sizeof(*e));
-    if (!file || !e) {
-        if (file != fsmall)
-            free(file);
-        if (e != small)
-            free(e);
-        return -ENOMEM;
-    }
-    r.pos = pos0;
-    uint64_t k = 0;
-    for (uint32_t i = 0; i < nseg; i++) {
-        gp_seg s;
-        gp_get_seg(&r, &s);
-        gp_seg_expand(&s, file, &k);
-    }
-    /* walk file pieces and iovecs together */
-    size_t n = 0, iv = 0;
-    uint64_t ivdone = 0;
-    for (uint64_t i = 0; i < k; i++) {
-        uint64_t off = file[i].off, left = file[i].len;
-        while (left && iv < (size_t)ch->niov) {
-            uint64_t room = ch->iov[iv].iov_len - ivdone;
-            uint64_t take = left < room ? left : room;
-            e[n++] =
-                (gx_ext){off, take, {(char *)ch->iov[iv].iov_base + ivdone}};
-            off += take;
-            left -= take;
-            ivdone += take;
-            if (ivdone == ch->iov[iv].iov_len) {
-                iv++;
-                ivdone = 0;
-            }
-        }
-    }
-    if (file != fsmall)
-        free(file);
-    *out = e;
-    *np = n;
-    return 0;
-}
-
-/* Complete ch->req here, as a reply from the server would. */
-static int complete(gc_chunk *ch, int op, int status, uint64_t size)
-{
-    gc_req *q = &ch->req;
-    q->conn = NULL; /* gc_wait answers status at once */
-    q->state = GC_REQ_DONE;
-    q->status = status;
-    q->opcode = op == GFS_READ ? GP_OP_IO_READV : GP_OP_IO_WRITEV;
-    if (!status) {
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        if (op == GFS_READ)
-            gp_IO_READV_rep_encode(&w, &(gp_IO_READV_rep){.size = size});
-        else
-            gp_IO_WRITEV_rep_encode(&w, &(gp_IO_WRITEV_rep){.size = size});
-        q->reply = w.err ? NULL : malloc(w.len);
-        if (q->reply) {
-            memcpy(q->reply, w.data, w.len);
-            q->replylen = (uint32_t)w.len;
-        } else {
-            q->status = -ENOMEM;
-        }
-        gp_wbuf_free(&w);
-    }
-    return q->status;
-}
-
-static int direct_io_submit(gc_conn *c, int op, gc_chunk *ch)
+/*
+ * The whole transfer, here and now, from its list of pieces to preadv /
+ * pwritev (transport.h: xfer): no chunk, no wire descriptor, no reply;
+ * no allocation for a list of up to SMALL_PIECES pieces.  Writes keep
+ * list order where pieces overlap (a later one wins); reads are sorted
+ * (gx_fd_read sieves pieces close together).
+ */
+static int direct_xfer(gc_conn *c, int op, gc_xfer *x, uint64_t mean)
 {
     if (!gc_conn_owned(c)) /* a child after fork(): not our grants */
-        return gc_transport_cma.io_submit(c, op, ch);
+        return GC_DECLINE;
     bool write = op == GFS_WRITE;
     /* tiny pieces: the server batches them better; decided once per
      * transfer, so its requests land in order */
-    if (write && ch->xfer_mean < write_min())
-        return gc_transport_cma.io_submit(c, op, ch);
-    uint64_t fkid, npieces;
-    gx_ext small[SMALL_PIECES], *e;
-    size_t n;
-    int rc = chunk_pieces(ch, &fkid, small, &e, &n, &npieces);
-    if (rc)
-        return complete(ch, op, rc, 0);
-    dgrant *g = NULL;
-    rc = grant_get(c, fkid, write, &g);
-    if (rc && (rc == GC_DECLINE || gc_transport() != GFS_TRANSPORT_DIRECT)) {
-        if (e != small)
-            free(e);
-        return gc_transport_cma.io_submit(c, op, ch);
+    if (write && mean < write_min())
+        return GC_DECLINE;
+    uint64_t bytes = 0, end = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        bytes += x->pieces[i].len;
+        if (x->pieces[i].len && gx_end(&x->pieces[i]) > end)
+            end = gx_end(&x->pieces[i]);
     }
+    if (!bytes) /* as the chunk path: no request at all */
+        return 0;
+    dgrant *g = NULL;
+    int rc = grant_get(c, x->fkid, write, &g);
+    /* refused for this fork (servers/direct.c: fork_direct_ok), in every
+     * mode: the server path serves it; other failures too unless direct
+     * access is forced */
+    if (rc == GFS_EDIRECT || (rc && gc_transport() != GFS_TRANSPORT_DIRECT))
+        return GC_DECLINE;
     if (rc) {
-        if (e != small)
-            free(e);
-        return complete(ch, op, rc, 0);
+        x->status = rc;
+        return 0;
+    }
+    const gx_ext *e = x->pieces;
+    size_t n = x->n;
+    gx_ext small[SMALL_PIECES], *sorted = NULL;
+    if (!gx_sorted(e, n)) {
+        sorted = n <= SMALL_PIECES ? small : malloc(n * sizeof(*sorted));
+        if (sorted) {
+            memcpy(sorted, e, n * sizeof(*sorted));
+            /* writes: sorted and disjoint, so neighbours merge; where
+             * pieces overlap, list order */
+            if (gx_sort(sorted, n) == 0 && (!write || gx_disjoint(sorted, n)))
+                e = sorted;
+        }
+        if (!write && e == x->pieces)
+            rc = -ENOMEM;
     }
     int fd = write ? g->wfd : g->wfd >= 0 ? g->wfd : g->rfd;
-    uint64_t size = 0;
-    if (write) {
-        /* sorted and disjoint: in offset order, neighbours merged; else in
-         * list order, so a later piece wins where pieces overlap */
-        if (!gx_sorted(e, n) && gx_sort(e, n) == 0 && !gx_disjoint(e, n)) {
-            if (e != small) /* overlapping: back to list order */
-                free(e);
-            rc = chunk_pieces(ch, &fkid, small, &e, &n, &npieces);
-        }
-        if (!rc)
-            rc = gx_fd_write(fd, g->base, e, n);
-        for (size_t i = 0; !rc && i < n; i++)
-            if (gx_end(&e[i]) > size)
-                size = gx_end(&e[i]); /* at least; only reads need it */
-    } else {
+    uint64_t size = end; /* at least; only reads need it */
+    if (!rc && write) {
+        rc = gx_fd_write(fd, g->base, e, n);
+    } else if (!rc) {
         bool eof = false;
-        rc = gx_sorted(e, n) ? 0 : gx_sort(e, n);
-        if (!rc)
-            rc = gx_fd_read(fd, g->base, e, n, &eof);
         struct stat st;
+        rc = gx_fd_read(fd, g->base, e, n, &eof);
         if (!rc && eof && fstat(fd, &st) == 0)
             size = (uint64_t)st.st_size > g->base
                        ? (uint64_t)st.st_size - g->base
                        : 0;
-        else if (!rc)
-            for (size_t i = 0; i < n; i++)
-                if (gx_end(&e[i]) > size)
-                    size = gx_end(&e[i]); /* a lower bound is enough */
     }
-    grant_put(g, write, rc ? 0 : ch->bytes);
-    if (e != small)
-        free(e);
-    return complete(ch, op, rc, size);
+    grant_put(g, write, rc ? 0 : bytes);
+    if (sorted && sorted != small)
+        free(sorted);
+    x->status = rc;
+    x->fork_size = rc ? 0 : size;
+    return 0;
+}
+
+/* A chunk reaches the direct transport only when direct_xfer declined its
+ * transfer: the server moves it, by cross-memory attach. */
+static int direct_io_submit(gc_conn *c, int op, gc_chunk *ch)
+{
+    return gc_transport_cma.io_submit(c, op, ch);
 }
 
 /* -------------------------------------------------------------- probe -- */
@@ -682,5 +603,6 @@ const gc_transport_ops gc_transport_direct = {
     .start = gc_replies_waiter_start,
     .progress = gc_replies_waiter_progress,
     .io_submit = direct_io_submit,
+    .xfer = direct_xfer,
     .same_host = gc_unix_same_host,
 };

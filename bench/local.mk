@@ -9,3 +9,9 @@ EXTRA_DIST += bench/README.md
 noinst_PROGRAMS += bench/latency
 bench_latency_SOURCES = bench/latency.c
 bench_latency_LDADD = libgalley/libgalley.la
+
+# stream: large calls to a server on another host beside a plain TCP
+# stream between the same hosts (bench/README.md, remote clients).
+noinst_PROGRAMS += bench/stream
+bench_stream_SOURCES = bench/stream.c
+bench_stream_LDADD = libgalley/libgalley.la

@@ -41,8 +41,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KEEP_BUF (1u << 20) /* receive buffer kept between requests */
-#define LINGER_MS 1000      /* at most this long draining a closing peer */
+/* receive buffer kept between requests: a 1 MiB write with its
+ * descriptor (a fresh buffer per frame costs a mapping, its page faults
+ * and an unmap: a tenth of such a request over TCP) */
+#define KEEP_BUF ((1u << 20) + GP_FRAME_SLACK)
+#define LINGER_MS 1000 /* at most this long draining a closing peer */
 #define LINGER_BYTES (4u << 20)
 #define SLOW_MS 2000 /* requests slower than this are logged */
 

@@ -587,7 +587,8 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
         return -EINVAL;
     unsigned ns = (unsigned)s->lay.nsubfiles; /* 1..GFS_MAX_SUBFILES */
     uint64_t unit = (uint64_t)s->lay.unit;
-    size_t cnt[GFS_MAX_SUBFILES] = {0}, at[GFS_MAX_SUBFILES];
+    size_t cnt[GFS_MAX_SUBFILES], at[GFS_MAX_SUBFILES];
+    memset(cnt, 0, ns * sizeof(cnt[0]));
     int64_t total = 0;
     for (int64_t i = 0; i < n; i++) {
         const gfs_list_entry *e = &entries[i];

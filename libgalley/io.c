@@ -9,6 +9,9 @@
  * with cross-memory attach, the request names the user memory and the
  * server copies: which form a request takes is its transport's business
  * (transport.h: gc_conn_io_submit); this file only builds the chunks.
+ * A transport that moves a whole transfer itself (the direct transport:
+ * the client holds the fork's file) is offered each transfer first
+ * (transport.h: xfer) and no chunk is built for the ones it takes.
  *
  * Threads: any; the calling thread submits and waits.
  */

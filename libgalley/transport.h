@@ -7,8 +7,9 @@
  *   transport_direct.c  same host, same user: the data of a transfer moves
  *                       with preadv/pwritev on the fork's file, whose
  *                       descriptor the server passed (SCM_RIGHTS, on a
- *                       grant channel of its own); requests are completed
- *                       without a frame; tiny-piece writes and everything
+ *                       grant channel of its own); a transfer is moved
+ *                       whole (xfer), no request built; tiny-piece
+ *                       writes and everything
  *                       else go through cross-memory attach's forms
  *   transport_tcp.c     TCP: data inline in the frames, a reader thread
  *   transport_unix.c    same-host abstract Unix socket, data inline (the

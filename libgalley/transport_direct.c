@@ -14,12 +14,19 @@
  * takes the connection -- or, with GALLEY_TRANSPORT=direct, the connect
  * fails with GFS_EDIRECT.
  *
- * Per request, measured (bench/README.md): reads always go direct (pieces
+ * A direct transfer is moved whole by direct_xfer (transport.h: xfer),
+ * from gc_transfer's list of pieces straight to preadv / pwritev: no
+ * chunk, no wire descriptor built and decoded again, no reply, no
+ * allocation for up to SMALL_PIECES pieces, and the fork check reads a
+ * cached pid (conn.c).  Chunks reach this transport only for transfers
+ * direct_xfer declined; they go to the server by cross-memory attach.
+ *
+ * Per transfer, measured (bench/README.md): reads always go direct (pieces
  * close together are read as one span and copied out, as ROMIO's data
  * sieving does); writes go direct when their pieces average at least
- * GC_DIRECT_WRITE_MIN bytes over the whole transfer (per transfer, not
- * per request: requests of one write that took both paths could land out
- * of order, and where pieces overlap the later one must win).  Smaller pieces
+ * GC_DIRECT_WRITE_MIN bytes over the whole transfer (per transfer, so
+ * all of one write takes one path and, where pieces overlap, the later
+ * one wins).  Smaller pieces
  * go to the server by cross-memory attach: one pwrite per 16-byte piece costs
  * more than the round trip that carries a million of them, and the server,
  * unlike this process, may merge them with the bytes around them in its cache.

@@ -53,6 +53,9 @@ class E(ctypes.Structure):
     _fields_ = [("f", ctypes.c_int64), ("m", ctypes.c_int64),
                 ("s", ctypes.c_int64)]
 
+def pattern(n):
+    return bytes((i * 7 + 1) & 255 for i in range(n))
+
 def rec(i, size, gen=0):
     return ((i + (gen << 24)).to_bytes(4, "little") * (size // 4 + 1))[:size]
 
@@ -99,6 +102,13 @@ for line in sys.stdin:
     elif cmd == "write":  # off len byte
         n = g.gfs_write(kid, a[0], bytes([a[2]]) * a[1], a[1])
         say("ok" if n == a[1] else "err %d" % n)
+    elif cmd in ("lw", "lr"):  # f:m:s,... one list call on pattern()
+        ents = [E(*map(int, x.split(":"))) for x in a[0].split(",")]
+        n = max(e.m + e.s for e in ents)
+        buf = ctypes.create_string_buffer(pattern(n) if cmd == "lw" else n)
+        got = g.gfs_listio(kid, int(cmd == "lw"), len(ents),
+                           (E * len(ents))(*ents), buf)
+        say("ok %d %s" % (got, hashlib.sha1(buf.raw[:n]).hexdigest()))
     elif cmd == "size":
         say("ok %d" % g.gfs_fork_size(kid))
     elif cmd == "truncate":
@@ -274,6 +284,56 @@ def test_direct_and_tcp_writers_interleave(cluster, workers, uniq):
     f = workers("local")
     f("open", name)
     assert f("check", RS, NREC, 14) == []
+
+
+def pattern(n):
+    return bytes((i * 7 + 1) & 255 for i in range(n))
+
+
+def test_direct_list_io_keeps_list_semantics(cluster, workers, uniq):
+    """One direct list call moves many pieces out of order: a write of
+    pieces in reverse file order, two of them overlapping (the later one
+    wins), and a read of pieces out of order, some past the end (zeros),
+    each checked byte for byte through the server (TCP) and directly; a
+    list longer than the client's stack arrays too."""
+    import hashlib
+    name = "/%s" % uniq
+    d, t = workers("direct"), workers("tcp")
+    t("create", name)
+    t("open", name)
+    d("open", name)
+    assert d.int("transport") == T_DIRECT
+    size = 60000
+    for npieces in (6, 40):  # below and above SMALL_PIECES (16)
+        t("write", 0, size, 9)
+        want = bytearray([9]) * size
+        ents = [(50000 - i * 1100, i * 600, 600) for i in range(npieces)]
+        # overlapping, the later one first in the file: offset order
+        # would let the earlier one win
+        ents += [(400, 60 * 600, 700), (100, 62 * 600, 600)]
+        src = pattern(max(m + s for _, m, s in ents))
+        for f, m, s in ents:  # list order: a later piece wins
+            want[f:f + s] = src[m:m + s]
+        spec = ",".join("%d:%d:%d" % e for e in ents)
+        total = sum(s for _, _, s in ents)
+        assert d("lw", spec)[0] == str(total)
+        digest = hashlib.sha1(bytes(want)).hexdigest()
+        assert t("read", 0, size) == [str(size), digest], npieces
+        assert d("read", 0, size) == [str(size), digest], npieces
+        # a read of pieces out of order, the last ones past the end
+        rents = [(size - 300 + i * 500, i * 700, 700)
+                 for i in range(npieces // 2)][::-1]
+        rents += [(i * 1300, (npieces // 2 + i) * 700, 700)
+                  for i in range(npieces // 2)][::-1]
+        n = max(m + s for _, m, s in rents)
+        buf = bytearray(n)
+        for f, m, s in rents:
+            chunk = bytes(want[f:f + s])
+            buf[m:m + s] = chunk + bytes(s - len(chunk))
+        spec = ",".join("%d:%d:%d" % e for e in rents)
+        got = d("lr", spec)
+        assert got[1] == hashlib.sha1(bytes(buf)).hexdigest(), npieces
+        assert int(got[0]) >= 0
 
 
 def test_tcp_writes_seen_by_direct_reader(cluster, workers, uniq):

@@ -643,6 +643,7 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
         memcpy(o->store + at, fv[i].v, sizeof(gx_ext) * fv[i].n);
         o->x[o->nx++] = (gc_xfer){.server = k.server,
                                   .fkid = k.fkid,
+                                  .csum = k.csum,
                                   .pieces = o->store + at,
                                   .n = fv[i].n};
         at += fv[i].n;

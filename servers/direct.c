@@ -139,6 +139,10 @@ int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     rc = gsrv_fork_get(m.fkid, &f);
     if (rc)
         return rc;
+    if (f->cfd >= 0) { /* checksummed: every byte through the server */
+        gsrv_fork_put(f);
+        return GFS_EDIRECT;
+    }
     int fd = reopen(f, write);
     if (fd < 0) {
         gsrv_fork_put(f);

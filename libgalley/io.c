@@ -23,8 +23,9 @@
 
 #define GC_WINDOW 4                  /* requests in flight per transfer       */
 #define GC_MAX_CHUNK_SEGS (1u << 20) /* wire extents per request        */
-#define GC_CSUM_RESENDS 2 /* checksummed requests damaged in transit: resent   \
-                           */
+#define GC_CSUM_RESENDS                                                        \
+    2 /* checksummed requests damaged in transit: resent                       \
+       */
 
 /* One request of a transfer (transport.h), built from pieces [from..]
  * of the xfer. */
@@ -108,6 +109,7 @@ static void chunk_free(chunk *c)
     gp_wbuf_free(&c->ch.desc);
     fault_undo(c);
     free(c->ch.iov);
+    free(c->ch.rcopy);
     free(c->flipped);
     free(c);
 }
@@ -258,6 +260,14 @@ static uint64_t xfer_mean(const gc_xfer *x)
 static int chunk_submit(int op, const gc_xfer *x, chunk *c, uint64_t mean)
 {
     memset(&c->ch.req, 0, sizeof(c->ch.req));
+    if (c->ch.csum && op == GFS_READ) {
+        if (!c->ch.rcopy &&
+            !(c->ch.rcopy = malloc(sizeof(*c->ch.iov) * (size_t)c->ch.niov))) {
+            c->ch.req.state = GC_REQ_DONE;
+            return c->ch.req.status = -ENOMEM;
+        }
+        memcpy(c->ch.rcopy, c->ch.iov, sizeof(*c->ch.iov) * (size_t)c->ch.niov);
+    }
     c->ch.xfer_mean = mean;
     return gc_conn_io_submit(gc_server_conn(x->server), op, &c->ch);
 }
@@ -322,6 +332,10 @@ again:
     if (rc == GFS_ECHECKSUM_WIRE && c->resends < GC_CSUM_RESENDS) {
         c->resends++;
         fault_undo(c);
+        free(c->flipped);
+        c->flipped = NULL;
+        if (op == GFS_WRITE && fault_flip())
+            fault_damage(c); /* test-only: damaged again */
         gc_req_release(&c->ch.req);
         chunk_submit(op, x, c, c->ch.xfer_mean);
         goto again;

@@ -39,7 +39,7 @@ int gc_stream_io_submit(gc_conn *c, int op, gc_chunk *ch)
     if (op == GFS_READ) {
         /* the reply's size field (and crc), then the data */
         ch->req.prefix_len = ch->csum ? 12 : 8;
-        ch->req.riov = ch->iov;
+        ch->req.riov = ch->rcopy ? ch->rcopy : ch->iov;
         ch->req.riovcnt = ch->niov;
         ch->req.rdata = ch->bytes;
         return gc_submit(c, ch->csum ? GP_OP_IO_CREAD : GP_OP_IO_READ,

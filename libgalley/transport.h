@@ -68,6 +68,9 @@ typedef struct gc_chunk {
      * in that form): its data travels in the stream whatever the
      * transport (gc_conn_io_submit, conn.c) */
     bool csum;
+    /* csum reads: a copy of iov for the reply to land through (receiving
+     * advances the iovecs it fills; the CRC is checked over iov after) */
+    struct iovec *rcopy;
 } gc_chunk;
 
 /* The handshake's synchronous request on a fresh stream (conn.c); the

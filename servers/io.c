@@ -864,7 +864,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
         rc = -ENOMEM;
         goto out_free;
     }
-    rc = read_windows(q);
+    rc = q->nb ? read_windows(q) : 0; /* none: all past the end */
     if (!rc)
         rc = read_zeros(q);
     if (rc)

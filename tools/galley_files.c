@@ -65,6 +65,10 @@ int cmd_stat(opts *o)
     }
     printf("file:      %s\n", name);
     printf("subfiles:  %d\n", st.nsubfiles);
+    char algo[32];
+    if (gfs_get_attr(fid, "galley.checksum", algo, sizeof(algo)) > 0 &&
+        strcmp(algo, "none") != 0)
+        printf("checksum:  %s (32 KiB chunks of each fork)\n", algo);
 
     char unit[1024], fork[1024];
     int ru = gfs_get_attr(fid, "galley.stripe_unit", unit, sizeof(unit));

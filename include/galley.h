@@ -453,6 +453,10 @@ int gfs_striped_sync(int sid);
 /* The fork id of subfile i's fork of an open striped file. */
 int gfs_striped_kid(int sid, int subfile);
 
+/* 1 when the open striped file's data moves with checksums
+ * (gfs_set_checksum before it was opened), 0 when not, or an error. */
+int gfs_striped_checksum(int sid);
+
 /*
  * Share an open striped file with other processes without asking the
  * metadata server again (an MPI driver opens on one rank and broadcasts):

@@ -466,6 +466,16 @@ int gfs_striped_kid(int sid, int subfile)
     return s.kids[subfile];
 }
 
+int gfs_striped_checksum(int sid)
+{
+    gc_striped s;
+    gc_fork k;
+    int rc = st_get(sid, &s);
+    if (!rc)
+        rc = gc_fork_get(s.kids[0], &k);
+    return rc ? rc : k.csum ? 1 : 0;
+}
+
 /* --------------------------------------------------------- size -------- */
 
 /* The logical size of a striped file whose forks have these sizes

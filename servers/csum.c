@@ -325,19 +325,23 @@ int gsrv_op_SCRUB(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         return rc;
     gp_SCRUB_rep out = {.first_bad = UINT64_MAX};
     uint8_t *buf = malloc(BS);
-    pthread_rwlock_rdlock(&f->rw);
     if (!buf)
         rc = -ENOMEM;
-    else if (f->cfd < 0)
-        rc = -ENODATA; /* not a checksummed fork */
-    uint64_t n = (gsrv_fork_size(f) + BS - 1) / BS;
-    /* from the disk, never the cache: a flip under a cached block counts */
-    for (uint64_t b = 0; b < n && !rc; b++) {
-        rc = read_chunk(f->fd, b, buf);
-        if (rc)
+    else if (__atomic_load_n(&f->cfd, __ATOMIC_RELAXED) < 0)
+        rc = -ENODATA; /* not a checksummed fork (yet) */
+    /* From the disk, never the cache: a flip under a cached block counts.
+     * The fork's lock is held per chunk, so writers wait one chunk at
+     * most; a chunk is read and checked with no write in between. */
+    for (uint64_t b = 0; !rc; b++) {
+        pthread_rwlock_rdlock(&f->rw);
+        bool past = b * BS >= gsrv_fork_size(f);
+        int v = past ? 0 : read_chunk(f->fd, b, buf);
+        if (!past && !v)
+            v = gsrv_csum_verify(f->cfd, f->fkid, b, buf);
+        pthread_rwlock_unlock(&f->rw);
+        if (past)
             break;
-        out.chunks++;
-        int v = gsrv_csum_verify(f->cfd, f->fkid, b, buf);
+        out.chunks += v == 0 || v == GFS_ECHECKSUM;
         if (v == GFS_ECHECKSUM) {
             if (out.bad++ == 0)
                 out.first_bad = b;
@@ -345,7 +349,6 @@ int gsrv_op_SCRUB(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
             rc = v;
         }
     }
-    pthread_rwlock_unlock(&f->rw);
     free(buf);
     gsrv_fork_put(f);
     if (!rc)

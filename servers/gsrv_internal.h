@@ -25,6 +25,8 @@
  *   direct.c      DIRECT_OPEN / DIRECT_CLOSE: a same-host client of our
  *                 uid gets a fork's file descriptor and moves data itself;
  *                 the coherence rule the cache and io.c keep meanwhile.
+ *   csum.c        checksummed forks: the CRC32C of every 32 KiB chunk in a
+ *                 sidecar file, checked on every disk read; SCRUB.
  *   cache.c       the CacheManager thread: 32 KB blocks, hash, global LRU,
  *                 reference counts, round-robin service of per-client lists
  *                 (a lone list is served by its handler thread).

@@ -56,6 +56,12 @@
  *    writer may have changed; a read comes from the file into one reply
  *    buffer (gx_fd_read); the size is the file's.  A failed write rolls
  *    nothing back (the file may hold direct writes past our old size).
+ * 8. IO_CWRITE / IO_CREAD (checksummed forks, csum.c): a write's data is
+ *    checked against the client's CRC before anything else is done, and
+ *    the window's chunk checksums are stored before its blocks are
+ *    written through (write_windows); a block the cache reads from disk
+ *    is checked in cache.c, whatever the opcode.  IO_CREAD always takes
+ *    the staged path of 5, so its CRC covers exactly the bytes sent.
  */
 #include "gsrv_internal.h"
 #include "fdio.h"

@@ -1,7 +1,7 @@
 /*
  * test_crc32c.c -- proto/crc32c.c: the standard check value, the hardware
- * and table paths agree on every length and alignment, continuation over
- * pieces and iovecs equals one pass.
+ * path (one lane and three) and the table agree on lengths and
+ * alignments, continuation over pieces and iovecs equals one pass.
  *
  * Threads: single-threaded.
  */
@@ -26,6 +26,12 @@ int main(void)
     for (size_t off = 0; off < 9; off++)
         for (size_t n = 0; n < 300; n += 7)
             CHECK(gp_crc32c(0, buf + off, n) == gp_crc32c_sw(0, buf + off, n));
+    /* around the 3-lane loop's block of 3 KiB (crc32c.c LANE) */
+    static const size_t lens[] = {3071, 3072, 3073, 6143, 6144, 6151, 9999};
+    for (size_t off = 0; off < 9; off++)
+        for (size_t k = 0; k < sizeof(lens) / sizeof(*lens); k++)
+            CHECK(gp_crc32c(7, buf + off, lens[k]) ==
+                  gp_crc32c_sw(7, buf + off, lens[k]));
     uint32_t one = gp_crc32c(0, buf, sizeof(buf));
     CHECK(one == gp_crc32c_sw(0, buf, sizeof(buf)));
     uint32_t c = gp_crc32c(0, buf, 1000);

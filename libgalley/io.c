@@ -23,9 +23,8 @@
 
 #define GC_WINDOW 4                  /* requests in flight per transfer       */
 #define GC_MAX_CHUNK_SEGS (1u << 20) /* wire extents per request        */
-#define GC_CSUM_RESENDS                                                        \
-    2 /* checksummed requests damaged in transit: resent                       \
-       */
+/* checksummed requests damaged in transit are sent again this often */
+#define GC_CSUM_RESENDS 2
 
 /* One request of a transfer (transport.h), built from pieces [from..]
  * of the xfer. */
@@ -286,7 +285,10 @@ static int cread_check(chunk *c, uint32_t crc)
 /* Wait for a chunk and fold its result into its xfer.  A checksummed
  * request whose data was damaged in transit (either way) is sent again,
  * at most GC_CSUM_RESENDS times: writes are idempotent, and the server
- * wrote nothing of a damaged one. */
+ * wrote nothing of a damaged one.  (A resent write lands after requests
+ * of its transfer that followed it; only pieces that overlap across two
+ * requests of one transfer could tell.  A read's CRC is of the data in
+ * order, so a read whose pieces overlap in memory would fail it.) */
 static void chunk_finish(chunk *c, gc_xfer *x, int op)
 {
     int rc;

@@ -10,14 +10,31 @@ between a write's checksums and its data)."""
 
 import os
 import re
+import struct
 from pathlib import Path
 
 import pytest
 
 from conftest import assert_helper_ok, describe
+from gproto_const import OP
+from test_protocol import Conn, extent, find_record, s16, u32, u64
+from test_transport import LocalConn
 
 CHUNK = 32768
 UNIT = 65536
+GFS_EDIRECT = -1022
+GFS_ECHECKSUM_WIRE = -1041
+ENODATA = 61
+
+
+def crc32c(data, crc=0):
+    """CRC32C, bit by bit: the reference the server's replies are held to."""
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
 
 
 def data_files(c, i):
@@ -265,3 +282,71 @@ def test_crash_between_checksum_and_data(make_cluster, tmp_path):
     assert got[CHUNK - 10:2 * CHUNK + 10] != before[CHUNK - 10:2 * CHUNK + 10]
     cp = c.galley("scrub")
     assert cp.returncode == 0, describe(cp)
+
+
+# ------------------------------------------------------------ the wire, raw
+
+def test_raw_messages(cluster, uniq, tmp_path):
+    """The wire as gmsg.h states it: IO_CREAD's reply carries the CRC32C of
+    its data; an IO_CWRITE whose CRC does not match writes nothing and
+    answers GFS_ECHECKSUM_WIRE; a plain IO_WRITE to a checksummed fork
+    (a client that does not know) still keeps its checksums; DIRECT_OPEN of
+    a checksummed fork is refused; SCRUB of a fork without checksums
+    answers -ENODATA."""
+    assert crc32c(b"123456789") == 0xE3069283
+    name = uniq + "/raw"
+    src = tmp_path / "src"
+    src.write_bytes(bytes(range(256)) * 400)  # 102400 bytes: 4 chunks
+    cp = cluster.galley("put", "-C", "-n", 1, src, name)
+    assert cp.returncode == 0, describe(cp)
+    (server, hid), = find_record(cluster, name)
+    c = LocalConn(cluster.addr(server))
+    status, p = c.call(OP["FORK_OPEN"], u64(hid) + s16("data"))
+    assert status == 0, status
+    fkid = struct.unpack("<Q", p[:8])[0]
+
+    status, p = c.call(OP["IO_CREAD"], u64(fkid) + u32(1) + extent(1000, 5000))
+    assert status == 0, status
+    size, crc = struct.unpack("<QI", p[:12])
+    assert size == 102400 and p[12:] == src.read_bytes()[1000:6000]
+    assert crc == crc32c(p[12:])
+
+    new = b"N" * 3000
+    status, _ = c.call(OP["IO_CWRITE"], u64(fkid) + u32(crc32c(new) ^ 1) +
+                       u32(1) + extent(2000, 3000) + new)
+    assert status == GFS_ECHECKSUM_WIRE, status
+    status, p = c.call(OP["IO_CREAD"], u64(fkid) + u32(1) + extent(2000, 3000))
+    assert status == 0 and p[12:] == src.read_bytes()[2000:5000]
+    status, _ = c.call(OP["IO_CWRITE"], u64(fkid) + u32(crc32c(new)) +
+                       u32(1) + extent(2000, 3000) + new)
+    assert status == 0, status
+    # a plain write into two chunks: the server keeps their checksums
+    status, _ = c.call(OP["IO_WRITE"], u64(fkid) + u32(1) +
+                       extent(CHUNK - 5, 10) + b"0123456789")
+    assert status == 0, status
+    want = bytearray(src.read_bytes())
+    want[2000:5000] = new
+    want[CHUNK - 5:CHUNK + 5] = b"0123456789"
+    status, p = c.call(OP["IO_CREAD"], u64(fkid) + u32(1) +
+                       extent(0, len(want)))
+    assert status == 0 and p[12:] == bytes(want)
+    assert struct.unpack("<I", p[8:12])[0] == crc32c(bytes(want))
+    status, p = c.call(OP["SCRUB"], u64(fkid))
+    assert status == 0 and struct.unpack("<QQQ", p) == (
+        4, 0, 0xFFFFFFFFFFFFFFFF), (status, p)
+
+    for write in (0, 1):
+        status, _ = c.call(OP["DIRECT_OPEN"], u64(fkid) + bytes([write]))
+        assert status == GFS_EDIRECT, status
+
+    # a file without checksums: nothing stored to scrub
+    cp = cluster.galley("put", "-n", 1, src, name + "-plain")
+    assert cp.returncode == 0, describe(cp)
+    (server, hid), = find_record(cluster, name + "-plain")
+    t = Conn(cluster.addr(server))
+    status, p = t.call(OP["FORK_OPEN"], u64(hid) + s16("data"))
+    assert status == 0, status
+    status, _ = t.call(OP["SCRUB"], u64(struct.unpack("<Q", p[:8])[0]))
+    assert status == -ENODATA, status
+    c.close()
+    t.close()

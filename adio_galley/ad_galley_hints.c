@@ -6,6 +6,8 @@
  *   striping_unit     stripe unit in bytes of a new file (any size)
  *   galley_servers    explicit server list of a new file, e.g. "0,2,3"
  *   galley_fork       the fork of every subfile that holds the bytes
+ *   galley_checksum   crc32c: a new file's data moves and is stored with
+ *                     end-to-end checksums (gfs_set_checksum); none
  *   galley_cb         collective algorithm: "auto" (default: decided per
  *                     call, see ad_galley_coll.c), "server" (always
  *                     aggregate, aggregators follow server ownership) or
@@ -64,6 +66,10 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         ADIOI_Info_get(users_info, GALLEY_HINT_LAYOUT, MPI_MAX_INFO_VAL, value, &flag);
         if (flag && galley_hint_layout_ok(value, sizeof(fs->new_layout)))
             ADIOI_Strncpy(fs->new_layout, value, sizeof(fs->new_layout));
+        /* galley_checksum: crc32c or none, for a file this open creates */
+        ADIOI_Info_get(users_info, GALLEY_HINT_CHECKSUM, MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && galley_hint_checksum_ok(value))
+            ADIOI_Strncpy(fs->new_checksum, value, sizeof(fs->new_checksum));
         ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
         if (flag && !strcmp(value, "auto"))
             fs->cb = ADIOI_GALLEY_CB_AUTO;

@@ -7,6 +7,7 @@
  */
 #include "ad_galley.h"
 #include "adio_extern.h"
+#include "galley_mpi_common.h"
 
 #include <errno.h>
 
@@ -23,6 +24,8 @@ static void publish_layout(ADIO_File fd, ADIOI_GALLEY_fs * fs)
     ADIOI_Info_set(fd->info, "galley_fork", fs->layout.fork);
     fs->local = gfs_striped_local_stat(fs->sid, NULL) != -EINVAL;
     ADIOI_Info_set(fd->info, "galley_layout", fs->local ? "local" : "striped");
+    ADIOI_Info_set(fd->info, GALLEY_HINT_CHECKSUM,
+                   gfs_striped_checksum(fs->sid) == 1 ? "crc32c" : "none");
     fd->hints->striping_factor = fs->layout.nsubfiles;
     fd->hints->striping_unit = (int) fs->layout.unit;
     fd->blksize = fs->layout.unit;
@@ -44,6 +47,8 @@ static int open_here(ADIO_File fd, ADIOI_GALLEY_fs * fs)
         int64_t unit = fd->hints->striping_unit > 0 ? fd->hints->striping_unit : 0;
         rc = gfs_create_layout(fd->filename, nsub, fs->nservers > 0 ? fs->servers : NULL,
                                unit, fs->fork, fs->new_layout[0] ? fs->new_layout : NULL);
+        if (!rc)                /* only a file this open made: galley_checksum */
+            rc = galley_set_checksum(fd->filename, fs->new_checksum);
         if (rc == -EEXIST && !(amode & ADIO_EXCL))
             rc = 0;
         if (rc)

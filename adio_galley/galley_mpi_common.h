@@ -67,7 +67,8 @@ static inline int galley_mpi_error_class(int gfs_err)
 #define GALLEY_HINT_STRIPING_UNIT "striping_unit"     /* bytes        */
 #define GALLEY_HINT_SERVERS "galley_servers"          /* "0,2,3"      */
 #define GALLEY_HINT_FORK "galley_fork"                /* data fork    */
-#define GALLEY_HINT_LAYOUT "galley_layout" /* striped, local, template:N */
+#define GALLEY_HINT_LAYOUT "galley_layout"     /* striped, local, template:N */
+#define GALLEY_HINT_CHECKSUM "galley_checksum" /* crc32c or none        */
 
 /* striping_factor: a subfile count 1..GFS_MAX_SUBFILES, else 0. */
 static inline int galley_hint_striping_factor(const char *v)
@@ -119,6 +120,26 @@ static inline bool galley_hint_fork_ok(const char *v)
 static inline bool galley_hint_layout_ok(const char *v, size_t cap)
 {
     return strlen(v) < cap;
+}
+
+/* galley_checksum: "crc32c" or "none" (gfs_set_checksum)? */
+static inline bool galley_hint_checksum_ok(const char *v)
+{
+    return !strcmp(v, "crc32c") || !strcmp(v, "none");
+}
+
+/* After creating file `name` with galley_checksum=algo: the file's opt-in,
+ * before anything opens its forks.  0 or a gfs error. */
+static inline int galley_set_checksum(const char *name, const char *algo)
+{
+    if (!algo[0] || !strcmp(algo, "none"))
+        return 0;
+    int fid = gfs_open_file(name);
+    if (fid < 0)
+        return fid;
+    int rc = gfs_set_checksum(fid, algo);
+    gfs_close_file(fid);
+    return rc;
 }
 
 #endif

@@ -382,8 +382,10 @@ def test_h5par_check_server_killed(mpi, programs, tmp_path, hints):
     ("galley", ["striping_factor=3", "striping_unit=4096"]),
     ("galley", ["galley_cb=two_phase"]),
     ("galley", ["romio_cb_write=disable", "romio_cb_read=disable"]),
+    ("galley", ["galley_checksum=crc32c"]),
     ("ufs", []),
-], ids=["galley", "galley-3x4K", "galley-two_phase", "galley-no_cb", "ufs"])
+], ids=["galley", "galley-3x4K", "galley-two_phase", "galley-no_cb",
+        "galley-crc32c", "ufs"])
 def test_h5par_check_reopen(prefix, hints, mpi, cluster, programs, tmp_path):
     """Write with NPROCS ranks, read back in a new job with one rank less
     (other decompositions), then with one rank."""
@@ -396,6 +398,12 @@ def test_h5par_check_reopen(prefix, hints, mpi, cluster, programs, tmp_path):
         cp = mpiexec(mpi, cluster, n,
                      [programs["h5par_check"], "read", name] + hint_args)
         assert_passed(cp)
+    if "galley_checksum=crc32c" in hints:  # the file really is checksummed
+        gname = name[len("galley:"):]
+        st = cluster.galley("stat", gname)
+        assert "checksum:  crc32c" in st.stdout, st.stdout + st.stderr
+        sc = cluster.galley("scrub", gname)
+        assert sc.returncode == 0 and " 0 failed" in sc.stdout, sc.stdout
 
 
 def normalised_dump(text):

@@ -66,7 +66,12 @@ extern "C" {
     X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")            \
     X(GFS_EDIRECT, -1022,                                                      \
       "direct access refused: the server is on another host, runs as "         \
-      "another user, or is too old")
+      "another user, or is too old")                                           \
+    X(GFS_ECHECKSUM, -1040,                                                    \
+      "data failed its checksum on the I/O server's disk (the server "         \
+      "logs the chunk)")                                                       \
+    X(GFS_ECHECKSUM_WIRE, -1041,                                               \
+      "data failed its checksum in transit, also when sent again")
 
 enum gfs_error {
 #define GFS_X_ENUM(name, value, msg) name = value,
@@ -179,6 +184,31 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *name, void *arg),
  */
 int gfs_set_attr(int fid, const char *key, const char *value);
 int gfs_get_attr(int fid, const char *key, char *value, size_t len);
+
+/*
+ * End-to-end checksums, per file (default off): algo "crc32c" or "none",
+ * stored as the attribute galley.checksum.  Set it right after creating
+ * the file, before any data is written; forks opened afterwards (by any
+ * client) move their data with CRC32C: computed by the client from the
+ * caller's buffer, checked by the server before it writes, stored beside
+ * the data in 32 KiB chunks of each fork, checked again when read from
+ * the server's disk and, for the data sent back, by the client before the
+ * call returns.  Such forks never use the same-host direct or
+ * cross-memory paths (their data travels in the request).  Errors of
+ * reads and writes of checksummed files: GFS_ECHECKSUM (a chunk on a
+ * server's disk does not match its checksum: the call fails, the server
+ * logs the chunk), GFS_ECHECKSUM_WIRE (data damaged in transit twice
+ * more after the first time: sent again up to two times).
+ * gfs_set_checksum: 0, -EINVAL (unknown algo), those of gfs_set_attr.
+ */
+int gfs_set_checksum(int fid, const char *algo);
+
+/* Verify every stored chunk of fork kid on its server's disk (not its
+ * cache): *chunks checked, *bad failing (each logged by the server),
+ * *first_bad the first failing chunk number (-1: none); a chunk is 32 KiB
+ * of the fork.  0, -ENODATA (not a checksummed fork: nothing stored
+ * yet), GFS_EBADID, ... */
+int gfs_scrub_fork(int kid, int64_t *chunks, int64_t *bad, int64_t *first_bad);
 
 /* ------------------------------------------------------------------------
  * Forks
@@ -422,6 +452,10 @@ int gfs_striped_sync(int sid);
 
 /* The fork id of subfile i's fork of an open striped file. */
 int gfs_striped_kid(int sid, int subfile);
+
+/* 1 when the open striped file's data moves with checksums
+ * (gfs_set_checksum before it was opened), 0 when not, or an error. */
+int gfs_striped_checksum(int sid);
 
 /*
  * Share an open striped file with other processes without asking the

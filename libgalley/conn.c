@@ -633,6 +633,8 @@ int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x, uint64_t mean)
         x->status = rc;
         return 0;
     }
+    if (x->csum) /* the stream carries its CRCs: gc_conn_io_submit */
+        return GC_DECLINE;
     return t->xfer ? t->xfer(c, op, x, mean) : GC_DECLINE;
 }
 
@@ -644,6 +646,13 @@ int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)
         ch->req.state = GC_REQ_DONE;
         return ch->req.status = rc;
     }
+    /* The one place checksummed forks leave the transports' data paths:
+     * neither the direct path (the server could not check or store the
+     * CRCs of bytes it never sees) nor cross-memory attach (no CRC would
+     * cover the copy) -- their data travels with its CRC in the stream,
+     * which every transport's connection has. */
+    if (ch->csum)
+        return gc_stream_io_submit(c, op, ch);
     return t->io_submit(c, op, ch);
 }
 

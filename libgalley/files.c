@@ -332,7 +332,7 @@ int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len)
     return (int)n;
 }
 
-int gfs_set_attr(int fid, const char *key, const char *value)
+static int gc_set_attr(int fid, const char *key, const char *value)
 {
     gc_file f;
     int rc = gc_file_get(fid, &f);
@@ -430,4 +430,27 @@ int gfs_close_file(int fid)
 int gfs_delete_file(const char *name)
 {
     return gc_file_delete(name);
+}
+
+int gfs_set_attr(int fid, const char *key, const char *value)
+{
+    return gc_set_attr(fid, key, value);
+}
+
+/* The opt-in is an attribute of the record (galley.checksum), so every
+ * client that opens the file learns it with the record, and nothing on
+ * the NameServer changes; the servers learn it from IO_CWRITE (servers/
+ * csum.c). */
+int gfs_set_checksum(int fid, const char *algo)
+{
+    if (!algo || (strcmp(algo, "crc32c") != 0 && strcmp(algo, "none") != 0))
+        return -EINVAL;
+    return gc_set_attr(fid, GC_CHECKSUM_ATTR, algo);
+}
+
+bool gc_rec_checksummed(const gp_record *rec)
+{
+    char v[16];
+    return gc_attr_lookup(rec->attrs, GC_CHECKSUM_ATTR, v, sizeof(v)) > 0 &&
+           strcmp(v, "crc32c") == 0;
 }

@@ -58,8 +58,13 @@ int gc_fork_open(int fid, int subfile, const char *name)
                                &m, NULL);
     if (rc)
         return rc;
-    gc_fork k = {
-        .fid = fid, .subfile = subfile, .server = server, .fkid = m.fkid};
+    gc_file f;
+    gc_fork k = {.fid = fid,
+                 .subfile = subfile,
+                 .server = server,
+                 .fkid = m.fkid,
+                 .csum =
+                     gc_file_get(fid, &f) == 0 && gc_rec_checksummed(&f.rec)};
     int kid = gc_fork_register(&k);
     if (kid < 0) /* undo the server-side open */
         gc_FORK_CLOSE_call(gc_server_conn(server),
@@ -252,6 +257,23 @@ int gc_fork_sync(int kid)
              : rc;
 }
 
+static int gc_fork_scrub(int kid, int64_t *chunks, int64_t *bad,
+                         int64_t *first_bad)
+{
+    uint64_t fkid;
+    int rc;
+    gp_SCRUB_rep m;
+    gc_conn *c = fork_conn(kid, &fkid, &rc);
+    if (c)
+        rc = gc_SCRUB_call(c, &(gp_SCRUB_req){.fkid = fkid}, &m, NULL);
+    if (rc)
+        return rc;
+    *chunks = (int64_t)m.chunks;
+    *bad = (int64_t)m.bad;
+    *first_bad = m.first_bad == UINT64_MAX ? -1 : (int64_t)m.first_bad;
+    return 0;
+}
+
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
 {
     gc_req *q = calloc((size_t)(n ? n : 1), sizeof(*q));
@@ -340,4 +362,11 @@ int gfs_truncate_fork(int kid, int64_t size)
 int gfs_sync(int kid)
 {
     return gc_fork_sync(kid);
+}
+
+int gfs_scrub_fork(int kid, int64_t *chunks, int64_t *bad, int64_t *first_bad)
+{
+    if (!chunks || !bad || !first_bad)
+        return -EINVAL;
+    return gc_fork_scrub(kid, chunks, bad, first_bad);
 }

@@ -156,6 +156,7 @@ typedef struct gc_fork {
     int subfile;
     int server;
     uint64_t fkid; /* server's handle */
+    bool csum;     /* its file is checksummed: data moves with CRCs */
 } gc_fork;
 
 typedef struct gc_file {
@@ -267,6 +268,9 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
                    const char *attrs);
 /* Value of `key` in an attribute text; length, -ENOENT or -ERANGE. */
 int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len);
+/* Checksummed files (gfs_set_checksum): the record's attribute. */
+#define GC_CHECKSUM_ATTR "galley.checksum"
+bool gc_rec_checksummed(const gp_record *rec);
 
 /* --------------------------------------------------------------- io.c -- */
 
@@ -277,6 +281,7 @@ int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len);
 typedef struct gc_xfer {
     int server;
     uint64_t fkid;
+    bool csum; /* gc_fork.csum: IO_CWRITE / IO_CREAD, CRCs checked */
     const gx_ext *pieces;
     size_t n; /* pieces move in this order; file-adjacent neighbours
                * are merged into one wire extent */

@@ -18,19 +18,81 @@
 #include "internal.h"
 #include "transport.h"
 
+#include "crc32c.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GC_WINDOW 4                  /* requests in flight per transfer       */
 #define GC_MAX_CHUNK_SEGS (1u << 20) /* wire extents per request        */
+/* checksummed requests damaged in transit are sent again this often */
+#define GC_CSUM_RESENDS 2
 
 /* One request of a transfer (transport.h), built from pieces [from..]
  * of the xfer. */
 typedef struct chunk {
     gc_chunk ch;
     int xi; /* index of its gc_xfer */
+    int resends;
+    /* test-only (GALLEY_TEST_FLIP_WIRE): the damaged copy sent first, and
+     * the real iovecs to send again */
+    uint8_t *flipped;
+    struct iovec *real_iov;
+    int real_niov;
 } chunk;
+
+/* The test-only fault switch (servers/csum.c documents it): flip one bit
+ * of the data of the first N checksummed writes this process sends. */
+static bool fault_flip(void)
+{
+    static long left = -1;
+    long n = __atomic_load_n(&left, __ATOMIC_RELAXED);
+    if (n < 0) {
+        const char *v = getenv("GALLEY_TEST_FLIP_WIRE");
+        n = v ? strtol(v, NULL, 10) : 0;
+        __atomic_store_n(&left, n, __ATOMIC_RELAXED);
+    }
+    while (n > 0)
+        if (__atomic_compare_exchange_n(&left, &n, n - 1, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return true;
+    return false;
+}
+
+/* Test-only: send a copy of the data with one bit flipped (the CRC in the
+ * descriptor is the real data's); resending restores the real iovecs. */
+static void fault_damage(chunk *c)
+{
+    if (!c->ch.bytes || !(c->flipped = malloc(c->ch.bytes)))
+        return;
+    uint64_t at = 0;
+    for (int i = 0; i < c->ch.niov; i++) {
+        memcpy(c->flipped + at, c->ch.iov[i].iov_base, c->ch.iov[i].iov_len);
+        at += c->ch.iov[i].iov_len;
+    }
+    c->flipped[c->ch.bytes / 2] ^= 0x10;
+    c->real_iov = c->ch.iov;
+    c->real_niov = c->ch.niov;
+    c->ch.iov = malloc(sizeof(*c->ch.iov));
+    if (!c->ch.iov) {
+        c->ch.iov = c->real_iov;
+        c->real_iov = NULL;
+        return;
+    }
+    c->ch.iov[0] = (struct iovec){c->flipped, c->ch.bytes};
+    c->ch.niov = 1;
+}
+
+static void fault_undo(chunk *c)
+{
+    if (!c->real_iov)
+        return;
+    free(c->ch.iov);
+    c->ch.iov = c->real_iov;
+    c->ch.niov = c->real_niov;
+    c->real_iov = NULL;
+}
 
 typedef struct cursor {
     size_t piece;   /* next piece */
@@ -47,7 +109,10 @@ static void chunk_free(chunk *c)
         return;
     gc_req_release(&c->ch.req);
     gp_wbuf_free(&c->ch.desc);
+    fault_undo(c);
     free(c->ch.iov);
+    free(c->ch.rcopy);
+    free(c->flipped);
     free(c);
 }
 
@@ -140,8 +205,21 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
     if (have)
         seg_emit(&segs, &r, &nseg);
     /* IO_READ, IO_WRITE and their V forms begin alike (gmsg.h: fkid, then
-     * the segs tail); the transport picks the opcode (transport.h) */
-    if (op == GFS_WRITE)
+     * the segs tail); the transport picks the opcode (transport.h).  A
+     * checksummed fork's are IO_CREAD / IO_CWRITE, the latter with the CRC
+     * of the data, computed here from the caller's buffer. */
+    c->ch.csum = x->csum;
+    if (x->csum && op == GFS_WRITE)
+        gp_IO_CWRITE_req_encode(
+            &c->ch.desc,
+            &(gp_IO_CWRITE_req){
+                .fkid = x->fkid,
+                .crc =
+                    c->ch.iov ? gp_crc32c_iov(0, c->ch.iov, c->ch.niov) : 0});
+    else if (x->csum)
+        gp_IO_CREAD_req_encode(&c->ch.desc,
+                               &(gp_IO_CREAD_req){.fkid = x->fkid});
+    else if (op == GFS_WRITE)
         gp_IO_WRITE_req_encode(&c->ch.desc,
                                &(gp_IO_WRITE_req){.fkid = x->fkid});
     else
@@ -164,6 +242,8 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
         *err = e;
         return NULL;
     }
+    if (x->csum && op == GFS_WRITE && fault_flip())
+        fault_damage(c);
     return c;
 }
 
@@ -182,14 +262,41 @@ static uint64_t xfer_mean(const gc_xfer *x)
 static int chunk_submit(int op, const gc_xfer *x, chunk *c, uint64_t mean)
 {
     memset(&c->ch.req, 0, sizeof(c->ch.req));
+    if (c->ch.csum && op == GFS_READ) {
+        if (!c->ch.rcopy &&
+            !(c->ch.rcopy = malloc(sizeof(*c->ch.iov) * (size_t)c->ch.niov))) {
+            c->ch.req.state = GC_REQ_DONE;
+            return c->ch.req.status = -ENOMEM;
+        }
+        memcpy(c->ch.rcopy, c->ch.iov, sizeof(*c->ch.iov) * (size_t)c->ch.niov);
+    }
     c->ch.xfer_mean = mean;
     return gc_conn_io_submit(gc_server_conn(x->server), op, &c->ch);
 }
 
-/* Wait for a chunk and fold its result into its xfer. */
-static void chunk_finish(chunk *c, gc_xfer *x)
+/* A checksummed read's data, landed in the caller's memory: does it match
+ * the CRC the server sent?  If not, it is wiped before anyone sees it. */
+static int cread_check(chunk *c, uint32_t crc)
 {
-    int rc = gc_wait(&c->ch.req);
+    if (gp_crc32c_iov(0, c->ch.iov, c->ch.niov) == crc)
+        return 0;
+    for (int i = 0; i < c->ch.niov; i++)
+        memset(c->ch.iov[i].iov_base, 0, c->ch.iov[i].iov_len);
+    return GFS_ECHECKSUM_WIRE;
+}
+
+/* Wait for a chunk and fold its result into its xfer.  A checksummed
+ * request whose data was damaged in transit (either way) is sent again,
+ * at most GC_CSUM_RESENDS times: writes are idempotent, and the server
+ * wrote nothing of a damaged one.  (A resent write lands after requests
+ * of its transfer that followed it; only pieces that overlap across two
+ * requests of one transfer could tell.  A read's CRC is of the data in
+ * order, so a read whose pieces overlap in memory would fail it.) */
+static void chunk_finish(chunk *c, gc_xfer *x, int op)
+{
+    int rc;
+again:
+    rc = gc_wait(&c->ch.req);
     if (!rc) {
         gp_rbuf r;
         if (c->ch.req.riov)
@@ -209,14 +316,34 @@ static void chunk_finish(chunk *c, gc_xfer *x)
             IO_REP(IO_WRITE)
             IO_REP(IO_READV)
             IO_REP(IO_WRITEV)
+            IO_REP(IO_CWRITE)
 #undef IO_REP
+        case GP_OP_IO_CREAD: {
+            gp_IO_CREAD_rep m;
+            gp_IO_CREAD_rep_decode(&r, &m);
+            fs = m.size;
+            if (!r.err)
+                rc = cread_check(c, m.crc);
+            break;
+        }
         default:
             r.err = GFS_EPROTO;
         }
         if (gp_decode_end(&r))
             rc = GFS_EPROTO;
-        else
+        else if (!rc)
             x->fork_size = fs;
+    }
+    if (rc == GFS_ECHECKSUM_WIRE && c->resends < GC_CSUM_RESENDS) {
+        c->resends++;
+        fault_undo(c);
+        free(c->flipped);
+        c->flipped = NULL;
+        if (op == GFS_WRITE && fault_flip())
+            fault_damage(c); /* test-only: damaged again */
+        gc_req_release(&c->ch.req);
+        chunk_submit(op, x, c, c->ch.xfer_mean);
+        goto again;
     }
     if (rc && !x->status)
         x->status = rc;
@@ -267,7 +394,7 @@ static int transfer_chunks(int op, gc_xfer *x, size_t nx, const bool *done)
         chunk *c = q[qhead];
         qhead = (qhead + 1) % qcap;
         qlen--;
-        chunk_finish(c, &x[c->xi]);
+        chunk_finish(c, &x[c->xi], op);
         cur[c->xi].inflight--;
         chunk_free(c);
     }
@@ -353,8 +480,11 @@ int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
         free(pieces);
         return rc;
     }
-    *x =
-        (gc_xfer){.server = k.server, .fkid = k.fkid, .pieces = pieces, .n = n};
+    *x = (gc_xfer){.server = k.server,
+                   .fkid = k.fkid,
+                   .csum = k.csum,
+                   .pieces = pieces,
+                   .n = n};
     *o = (gc_op){.op = op, .x = x, .nx = 1, .store = pieces, .total = total};
     *out = o;
     return 0;
@@ -445,8 +575,11 @@ int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
             rc = -EINVAL;
         p[i] = (gx_ext){
             (uint64_t)offs[i], (uint64_t)len, {buf + (size_t)i * (size_t)len}};
-        x[i] = (gc_xfer){
-            .server = k.server, .fkid = k.fkid, .pieces = &p[i], .n = 1};
+        x[i] = (gc_xfer){.server = k.server,
+                         .fkid = k.fkid,
+                         .csum = k.csum,
+                         .pieces = &p[i],
+                         .n = 1};
     }
     if (!rc)
         rc = gc_transfer(GFS_READ, x, (size_t)n);

@@ -143,6 +143,7 @@ static int fill_xfers(gc_local *l, gc_op *o, const gx_ext *fr, size_t nfr,
             return rc;
         o->x[o->nx++] = (gc_xfer){.server = k.server,
                                   .fkid = k.fkid,
+                                  .csum = k.csum,
                                   .pieces = o->store + first,
                                   .n = at - first};
     }

@@ -466,6 +466,16 @@ int gfs_striped_kid(int sid, int subfile)
     return s.kids[subfile];
 }
 
+int gfs_striped_checksum(int sid)
+{
+    gc_striped s;
+    gc_fork k;
+    int rc = st_get(sid, &s);
+    if (!rc)
+        rc = gc_fork_get(s.kids[0], &k);
+    return rc ? rc : k.csum ? 1 : 0;
+}
+
 /* --------------------------------------------------------- size -------- */
 
 /* The logical size of a striped file whose forks have these sizes
@@ -643,8 +653,13 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
         gx_order(p, cnt[i], op == GFS_WRITE);
         gc_fork k;
         rc = gc_fork_get(s->kids[i], &k);
-        o->x[o->nx++] = (gc_xfer){
-            .server = k.server, .fkid = k.fkid, .pieces = p, .n = cnt[i]};
+        if (rc)
+            break;
+        o->x[o->nx++] = (gc_xfer){.server = k.server,
+                                  .fkid = k.fkid,
+                                  .csum = k.csum,
+                                  .pieces = p,
+                                  .n = cnt[i]};
         p += cnt[i];
     }
     if (rc) {

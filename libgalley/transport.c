@@ -37,15 +37,17 @@ bool gc_transport_allowed(const gc_transport_ops *t, int mode)
 int gc_stream_io_submit(gc_conn *c, int op, gc_chunk *ch)
 {
     if (op == GFS_READ) {
-        ch->req.prefix_len = 8; /* the reply's size field, then the data */
-        ch->req.riov = ch->iov;
+        /* the reply's size field (and crc), then the data */
+        ch->req.prefix_len = ch->csum ? 12 : 8;
+        ch->req.riov = ch->rcopy ? ch->rcopy : ch->iov;
         ch->req.riovcnt = ch->niov;
         ch->req.rdata = ch->bytes;
-        return gc_submit(c, GP_OP_IO_READ, ch->desc.data, ch->desc.len, NULL, 0,
-                         0, &ch->req);
+        return gc_submit(c, ch->csum ? GP_OP_IO_CREAD : GP_OP_IO_READ,
+                         ch->desc.data, ch->desc.len, NULL, 0, 0, &ch->req);
     }
-    return gc_submit(c, GP_OP_IO_WRITE, ch->desc.data, ch->desc.len, ch->iov,
-                     ch->niov, ch->bytes, &ch->req);
+    return gc_submit(c, ch->csum ? GP_OP_IO_CWRITE : GP_OP_IO_WRITE,
+                     ch->desc.data, ch->desc.len, ch->iov, ch->niov, ch->bytes,
+                     &ch->req);
 }
 
 bool gc_same_address(int fd)

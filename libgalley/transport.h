@@ -65,6 +65,13 @@ typedef struct gc_chunk {
      * path by piece size picks it once per transfer from this, so the
      * requests of one write land in order (a later piece wins) */
     uint64_t xfer_mean;
+    /* a checksummed fork's request (IO_CWRITE / IO_CREAD, desc already
+     * in that form): its data travels in the stream whatever the
+     * transport (gc_conn_io_submit, conn.c) */
+    bool csum;
+    /* csum reads: a copy of iov for the reply to land through (receiving
+     * advances the iovecs it fills; the CRC is checked over iov after) */
+    struct iovec *rcopy;
 } gc_chunk;
 
 /* The handshake's synchronous request on a fresh stream (conn.c); the
@@ -117,8 +124,9 @@ extern const gc_transport_ops gc_transport_unix;   /* transport_unix.c */
 extern const gc_transport_ops gc_transport_cma;    /* transport_cma.c */
 
 /* Shared by the transports whose data travels in the stream (TCP, Unix
- * inline): IO_WRITE with the data after the descriptor, IO_READ with the
- * reply's data scattered straight into the chunk's iovecs. */
+ * inline), and the form of every checksummed request: IO_WRITE (IO_CWRITE)
+ * with the data after the descriptor, IO_READ (IO_CREAD) with the reply's
+ * data scattered straight into the chunk's iovecs. */
 int gc_stream_io_submit(gc_conn *c, int op, gc_chunk *ch);
 /* The abstract Unix socket exists only on its server's host: true. */
 bool gc_unix_same_host(int fd);

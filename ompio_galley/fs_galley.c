@@ -36,6 +36,7 @@ struct galley_hints {
     int nservers; /* galley_servers */
     int servers[GFS_MAX_SUBFILES];
     char fork[GFS_FORK_NAME_MAX + 1];
+    char checksum[16]; /* galley_checksum of a new file, "" = none */
 };
 
 /* Values that do not parse are ignored, as ROMIO does (what parses:
@@ -64,10 +65,14 @@ static void read_hints(opal_info_t *info, struct galley_hints *h)
             0 &&
         flag && galley_hint_fork_ok(v))
         memcpy(h->fork, v, strlen(v) + 1);
+    if (opal_info_get(info, GALLEY_HINT_CHECKSUM, MPI_MAX_INFO_VAL, v, &flag) ==
+            0 &&
+        flag && galley_hint_checksum_ok(v))
+        memcpy(h->checksum, v, strlen(v) + 1);
 }
 
 /* Record the layout actually in use as the file's hints. */
-static void publish_layout(ompio_file_t *fh, const gfs_layout *l)
+static void publish_layout(ompio_file_t *fh, const gfs_layout *l, int sid)
 {
     char v[64];
     fh->f_stripe_size = (size_t)l->unit;
@@ -80,6 +85,8 @@ static void publish_layout(ompio_file_t *fh, const gfs_layout *l)
     snprintf(v, sizeof(v), "%lld", (long long)l->unit);
     opal_info_set(fh->f_info, GALLEY_HINT_STRIPING_UNIT, v);
     opal_info_set(fh->f_info, GALLEY_HINT_FORK, l->fork);
+    opal_info_set(fh->f_info, GALLEY_HINT_CHECKSUM,
+                  gfs_striped_checksum(sid) == 1 ? "crc32c" : "none");
 }
 
 /* ------------------------------------------------------------- open ---- */
@@ -97,6 +104,8 @@ static int open_here(const char *name, int amode, opal_info_t *info,
             nsub = nserv; /* as ROMIO does for impossible striping */
         int rc = gfs_create_striped(
             name, nsub, h.nservers > 0 ? h.servers : NULL, h.unit, h.fork);
+        if (!rc) /* only a file this open made: galley_checksum */
+            rc = galley_set_checksum(name, h.checksum);
         if (rc == -EEXIST && !(amode & MPI_MODE_EXCL))
             rc = 0;
         if (rc)
@@ -176,7 +185,7 @@ static int fs_galley_open(struct ompi_communicator_t *comm,
         free(fh->f_fullfilename);
         fh->f_fullfilename = full;
     }
-    publish_layout(fh, &gf->layout);
+    publish_layout(fh, &gf->layout, gf->sid);
     ompio_galley_opened();
     return OMPI_SUCCESS;
 }

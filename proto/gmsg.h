@@ -83,7 +83,10 @@
     X(PGETLK, 55, "POSIX lock: the first lock that would conflict")            \
     X(PRELEASE, 56, "drop every POSIX lock of an owner on a subfile")          \
     X(BLOCK_LOCK, 57, "lock block numbers, apart from byte-range locks")       \
-    X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock")
+    X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock")   \
+    X(IO_CREAD, 70, "IO_READ of a checksummed fork: the reply data's CRC32C")  \
+    X(IO_CWRITE, 71, "IO_WRITE with the data's CRC32C, checked before it")     \
+    X(SCRUB, 72, "verify every stored chunk of a fork against its CRC")
 
 /* ------------------------------------------------------------ fields ---- */
 
@@ -245,6 +248,23 @@
 
 #define GP_BLOCK_UNLOCK_REQ(F) F(u64, hid) F(u64, off) F(u64, len)
 #define GP_BLOCK_UNLOCK_REP(F)
+
+/* Checksummed forks (servers/csum.c states the rules).  IO_CREAD and
+ * IO_CWRITE are IO_READ and IO_WRITE with the CRC32C (crc32c.h) of the
+ * data that follows the fields, computed by the sender over the data in
+ * order: the receiver checks it before using the data (a write that fails
+ * it answers GFS_ECHECKSUM_WIRE and writes nothing).  Data always travels
+ * inline.  SCRUB reads every chunk of the fork from the disk (not the
+ * cache) and checks it: chunks checked, chunks failing, the first
+ * failing chunk's number (UINT64_MAX: none). */
+#define GP_IO_CREAD_REQ(F) F(u64, fkid) F(segs, segs)
+#define GP_IO_CREAD_REP(F) F(u64, size) F(u32, crc) F(data, data)
+
+#define GP_IO_CWRITE_REQ(F) F(u64, fkid) F(u32, crc) F(segs, segs) F(data, data)
+#define GP_IO_CWRITE_REP(F) F(u64, size)
+
+#define GP_SCRUB_REQ(F) F(u64, fkid)
+#define GP_SCRUB_REP(F) F(u64, chunks) F(u64, bad) F(u64, first_bad)
 
 /* ------------------------------------------------------------- items ---- */
 

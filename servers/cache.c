@@ -196,6 +196,10 @@ static void evict(gsrv_block *b)
 static void read_done(gsrv_dreq *d, int err)
 {
     gsrv_block *b = d->arg;
+    /* a checksummed fork's block is served only once it matches its
+     * checksum (csum.c rule 5): else an error block, never cached */
+    if (!err && d->cfd >= 0)
+        err = gsrv_csum_verify(d->cfd, d->fkid, d->bno, d->buf);
     pthread_mutex_lock(&cache.lock);
     b->state = err ? GSRV_BLK_ERROR : GSRV_BLK_READY;
     b->err = err;
@@ -243,6 +247,7 @@ static gsrv_dreq *serve_one(gsrv_creq *q, size_t i)
     d->lo = 0;
     d->hi = GSRV_BLOCK_SIZE;
     d->buf = b->data;
+    d->cfd = q->cfd;
     d->done = read_done;
     d->arg = b;
     return d;

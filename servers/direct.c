@@ -83,11 +83,11 @@ uint64_t gsrv_fork_file_size(const gsrv_fork *f)
 /* May f's data move directly?  The one place a fork is refused direct
  * access for what it is (a fork whose every write the server must see
  * itself); the client then uses the server path for it, whatever
- * GALLEY_TRANSPORT says.  Every fork may, today. */
+ * GALLEY_TRANSPORT says.  A checksummed fork may not: its chunks' CRCs
+ * are the server's to verify and keep, so every byte passes through it. */
 static bool fork_direct_ok(const gsrv_fork *f)
 {
-    (void)f;
-    return true;
+    return f->cfd < 0; /* checksummed: every byte through the server */
 }
 
 /* May this connection have descriptors? */

@@ -25,6 +25,8 @@
  *   direct.c      DIRECT_OPEN / DIRECT_CLOSE: a same-host client of our
  *                 uid gets a fork's file descriptor and moves data itself;
  *                 the coherence rule the cache and io.c keep meanwhile.
+ *   csum.c        checksummed forks: the CRC32C of every 32 KiB chunk in a
+ *                 sidecar file, checked on every disk read; SCRUB.
  *   cache.c       the CacheManager thread: 32 KB blocks, hash, global LRU,
  *                 reference counts, round-robin service of per-client lists
  *                 (a lone list is served by its handler thread).
@@ -377,6 +379,8 @@ struct gsrv_fork {
     uint64_t fkid;
     pthread_rwlock_t rw; /* see the locking order above */
     int fd;              /* data file, opened on first use; -1 until then */
+    int cfd;             /* its checksums (csum.c), opened with fd; -1: not
+                          * a checksummed fork; set under rw exclusive */
     uint64_t size;       /* authoritative; read/written with __atomic ops,
                           * changed only under rw held exclusively */
     /* the rest is guarded by subtab.lock */
@@ -457,6 +461,8 @@ struct gsrv_dreq {
     int op;             /* GSRV_DISK_READ / GSRV_DISK_WRITE */
     uint32_t lo, hi;    /* byte range within the block (reads: 0..BLOCK) */
     unsigned char *buf; /* the block's GSRV_BLOCK_SIZE bytes */
+    int cfd;            /* reads: >= 0, check the block against these
+                         * checksums (csum.c) before it is ready */
     /* Called by the DiskManager thread, no lock held, err 0 or -errno. */
     void (*done)(gsrv_dreq *d, int err);
     void *arg;
@@ -470,6 +476,27 @@ void gsrv_disk_submit(gsrv_dreq **reqs, size_t n);
 /* Write n block ranges through to their files now, on the calling thread
  * (consecutive blocks merged); 0 or the first error. */
 int gsrv_disk_write_wait(gsrv_dreq **reqs, size_t n);
+
+/* ------------------------------------------------------------------------
+ * Checksummed forks (csum.c states the rules)
+ * ------------------------------------------------------------------------ */
+/* Open the fork's sidecar if it has one (f->cfd, else -1): 0 or -errno. */
+int gsrv_csum_open(gsrv_fork *f);
+/* Make the fork checksummed (rw held exclusively); 0 if it is. */
+int gsrv_csum_create(gsrv_fork *f);
+/* Remove a deleted fork's sidecar (none: nothing). */
+void gsrv_csum_unlink(uint64_t fkid);
+/* Check a block read from disk: 0, GFS_ECHECKSUM (logged) or -errno. */
+int gsrv_csum_verify(int cfd, uint64_t fkid, uint64_t bno, const uint8_t *blk);
+/* Before blocks bno[0..n) (ascending, holding the new data) are written
+ * through: their new entries (rw held exclusively). */
+struct gsrv_block;
+int gsrv_csum_update(gsrv_fork *f, const uint64_t *bno, struct gsrv_block **blk,
+                     size_t n);
+/* After the data file was truncated to size (rw held exclusively). */
+int gsrv_csum_truncate(gsrv_fork *f, uint64_t size);
+/* Test-only: should this checksummed reply's data get a flipped bit? */
+bool gsrv_csum_fault_flip(void);
 
 /* ------------------------------------------------------------------------
  * CacheManager (cache.c)
@@ -501,6 +528,7 @@ struct gsrv_block {
 typedef struct gsrv_creq {
     uint64_t fkid;
     int fd;
+    int cfd; /* the fork's checksums (csum.c), or -1 */
     size_t n;
     const uint64_t *bno;
     const uint8_t *noread;

@@ -56,10 +56,17 @@
  *    writer may have changed; a read comes from the file into one reply
  *    buffer (gx_fd_read); the size is the file's.  A failed write rolls
  *    nothing back (the file may hold direct writes past our old size).
+ * 8. IO_CWRITE / IO_CREAD (checksummed forks, csum.c): a write's data is
+ *    checked against the client's CRC before anything else is done, and
+ *    the window's chunk checksums are stored before its blocks are
+ *    written through (write_windows); a block the cache reads from disk
+ *    is checked in cache.c, whatever the opcode.  IO_CREAD always takes
+ *    the staged path of 5, so its CRC covers exactly the bytes sent.
  */
 #include "gsrv_internal.h"
 #include "fdio.h"
 
+#include "crc32c.h"
 #include "extent.h"
 
 #include <errno.h>
@@ -76,6 +83,8 @@ typedef struct io_req {
     bool locked;
     bool write;
     bool cma;        /* IO_READV / IO_WRITEV: data in client memory */
+    bool cwire;      /* IO_CREAD / IO_CWRITE: the data's CRC travels too */
+    uint32_t crc;    /* IO_CWRITE: the CRC the client sent */
     gsrv_rmem rmem;  /* cma: where the data stream lives */
     bool direct;     /* cma: copied straight between the blocks and
                       * the client's memory */
@@ -124,9 +133,23 @@ static const uint8_t zeros[65536];
     else                                                                       \
         X(IO_READ);
 
-static int decode_head(gp_rbuf *r, bool write, bool cma, uint64_t *fkid)
+static int decode_head(gp_rbuf *r, io_req *q, uint64_t *fkid)
 {
     int rc;
+    bool write = q->write, cma = q->cma;
+    if (q->cwire && write) {
+        gp_IO_CWRITE_req m;
+        rc = gp_IO_CWRITE_req_decode(r, &m);
+        *fkid = m.fkid;
+        q->crc = m.crc;
+        return rc;
+    }
+    if (q->cwire) {
+        gp_IO_CREAD_req m;
+        rc = gp_IO_CREAD_req_decode(r, &m);
+        *fkid = m.fkid;
+        return rc;
+    }
 #define IO_REQ(OP)                                                             \
     do {                                                                       \
         gp_##OP##_req m;                                                       \
@@ -138,8 +161,13 @@ static int decode_head(gp_rbuf *r, bool write, bool cma, uint64_t *fkid)
     return rc;
 }
 
-static void encode_reply_head(gp_wbuf *w, bool write, bool cma, uint64_t size)
+static void encode_reply_head(gp_wbuf *w, const io_req *q, uint64_t size)
 {
+    bool write = q->write, cma = q->cma;
+    if (q->cwire && write) {
+        gp_IO_CWRITE_rep_encode(w, &(gp_IO_CWRITE_rep){.size = size});
+        return;
+    }
 #define IO_REP(OP) gp_##OP##_rep_encode(w, &(gp_##OP##_rep){.size = size})
     IO_MSGS(IO_REP, write, cma)
 #undef IO_REP
@@ -361,6 +389,7 @@ static int get_window(io_req *q)
     gsrv_creq cr = {
         .fkid = q->f->fkid,
         .fd = q->f->fd,
+        .cfd = q->f->cfd,
         .n = q->nb,
         .bno = q->bno,
         .noread = q->noread,
@@ -459,7 +488,7 @@ static void io_free(void *arg)
 }
 
 /* A request of connection c; NULL with *rc set when it cannot be had. */
-static io_req *io_new(gsrv_conn *c, bool write, bool cma, int *rc)
+static io_req *io_new(gsrv_conn *c, bool write, bool cma, bool cwire, int *rc)
 {
     gsrv_rmem m;
     *rc = cma ? gsrv_rmem_init(&m, c) : 0;
@@ -472,6 +501,7 @@ static io_req *io_new(gsrv_conn *c, bool write, bool cma, int *rc)
     }
     q->write = write;
     q->cma = cma;
+    q->cwire = cwire;
     if (cma)
         q->rmem = m;
     return q;
@@ -501,9 +531,14 @@ static int write_windows(io_req *q)
             d->lo = q->lo[k];
             d->hi = q->hi[k];
             d->buf = q->blk[k]->data;
+            d->cfd = -1;
             q->dptr[k] = d;
         }
-        rc = gsrv_disk_write_wait(q->dptr, q->nb);
+        /* a checksummed fork: the new chunks' checksums before their
+         * data (csum.c rule 4) */
+        rc = q->f->cfd >= 0 ? gsrv_csum_update(q->f, q->bno, q->blk, q->nb) : 0;
+        if (!rc)
+            rc = gsrv_disk_write_wait(q->dptr, q->nb);
         put_window(q, rc != 0);
         if (rc)
             return rc;
@@ -536,16 +571,23 @@ static int pull_data(gsrv_conn *c, io_req *q)
     return rc;
 }
 
-static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
+static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
+                    bool cwire)
 {
     int rc;
-    io_req *q = io_new(c, true, cma, &rc);
+    io_req *q = io_new(c, true, cma, cwire, &rc);
     if (!q)
         return rc;
     uint64_t fkid;
-    rc = decode_head(req, true, cma, &fkid);
+    rc = decode_head(req, q, &fkid);
     if (!rc)
         rc = decode(req, q);
+    /* the data as the client computed it, or nothing is written */
+    if (!rc && cwire && gp_crc32c(0, q->data, q->bytes) != q->crc) {
+        gsrv_log(0, "fork %llx: write data failed its checksum in transit",
+                 (unsigned long long)fkid);
+        rc = GFS_ECHECKSUM_WIRE;
+    }
     /* small pieces: copy the data in before taking the fork's lock */
     if (!rc && cma && q->n && q->bytes / q->n < GSRV_CMA_DIRECT_MIN)
         rc = pull_data(c, q);
@@ -558,6 +600,11 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     q->locked = true;
     q->size = gsrv_fork_size(q->f);
     q->limit = UINT64_MAX;
+    if (cwire && q->f->cfd < 0) { /* its first: checksummed from now on */
+        rc = gsrv_fork_direct(q->f) ? GFS_EDIRECT : gsrv_csum_create(q->f);
+        if (rc)
+            goto out_free;
+    }
     if (q->n == 0)
         goto out_reply;
 
@@ -611,7 +658,7 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     }
 out_reply:
     gsrv_iostat_count(c, true, q->bytes);
-    encode_reply_head(&rep->w, true, cma, q->size);
+    encode_reply_head(&rep->w, q, q->size);
 out_free:
     io_free(q);
     return rc;
@@ -619,12 +666,17 @@ out_free:
 
 int gsrv_op_IO_WRITE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    return io_write(c, req, rep, false);
+    return io_write(c, req, rep, false, false);
 }
 
 int gsrv_op_IO_WRITEV(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    return io_write(c, req, rep, true);
+    return io_write(c, req, rep, true, false);
+}
+
+int gsrv_op_IO_CWRITE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return io_write(c, req, rep, false, true);
 }
 
 /* -------------------------------------------------------------- read ---- */
@@ -663,6 +715,16 @@ static void send_staged(gsrv_out *o, void *arg)
 {
     io_req *q = arg;
     gsrv_out_add(o, q->staged, q->bytes);
+}
+
+/* IO_CREAD's reply head: the size and the CRC of the data as it leaves
+ * (the test-only fault switch flips a bit after: csum.c). */
+static void encode_cread_head(gp_wbuf *w, io_req *q)
+{
+    uint32_t crc = gp_crc32c(0, q->staged, q->bytes);
+    gp_IO_CREAD_rep_encode(w, &(gp_IO_CREAD_rep){.size = q->size, .crc = crc});
+    if (q->bytes && gsrv_csum_fault_flip())
+        q->staged[q->bytes / 2] ^= 0x10;
 }
 
 /* Every window of a read (the first one already filled): its bytes from
@@ -717,6 +779,8 @@ static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep)
     rc = gx_fd_read(q->f->fd, 0, q->it, q->n, NULL);
     if (rc)
         goto out_free;
+    if (q->cwire)
+        encode_cread_head(&rep->w, q);
     pthread_rwlock_unlock(&q->f->rw);
     q->locked = false;
     gsrv_iostat_count(c, false, q->bytes);
@@ -731,14 +795,15 @@ out_free:
     return rc;
 }
 
-static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
+static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
+                   bool cwire)
 {
     int rc;
-    io_req *q = io_new(c, false, cma, &rc);
+    io_req *q = io_new(c, false, cma, cwire, &rc);
     if (!q)
         return rc;
     uint64_t fkid;
-    rc = decode_head(req, false, cma, &fkid);
+    rc = decode_head(req, q, &fkid);
     if (!rc)
         rc = decode(req, q);
     if (rc)
@@ -752,7 +817,10 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     q->locked = true;
     q->size = gsrv_fork_size(q->f);
     q->limit = q->size;
-    encode_reply_head(&rep->w, false, cma, q->size);
+    if (cwire && q->n == 0)
+        encode_cread_head(&rep->w, q);
+    else if (!cwire) /* IO_CREAD's: once its data is ready */
+        encode_reply_head(&rep->w, q, q->size);
     if (q->n == 0)
         goto out_free;
     if (gsrv_fork_direct(q->f)) /* direct.c, rule 2: from the file */
@@ -765,7 +833,8 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
     if (rc)
         goto out_free;
     fill_window(q);
-    if (!q->have_ext && q->inext >= q->n) {
+    /* IO_CREAD: always staged, its CRC computed over what is sent */
+    if (!cwire && !q->have_ext && q->inext >= q->n) {
         /* every block fits in one window: send from the cache */
         rc = get_window(q);
         if (!rc && !in_order)
@@ -781,7 +850,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         return 0;
     }
 
-    if (cma && q->bytes / q->n >= GSRV_CMA_DIRECT_MIN) {
+    if (!cwire && cma && q->bytes / q->n >= GSRV_CMA_DIRECT_MIN) {
         /* large pieces: window by window straight into the client */
         q->direct = true;
         q->rmem.push = true;
@@ -801,11 +870,13 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma)
         rc = -ENOMEM;
         goto out_free;
     }
-    rc = read_windows(q);
+    rc = q->nb ? read_windows(q) : 0; /* none: all past the end */
     if (!rc)
         rc = read_zeros(q);
     if (rc)
         goto out_free;
+    if (cwire)
+        encode_cread_head(&rep->w, q);
     pthread_rwlock_unlock(&q->f->rw);
     q->locked = false;
     rep->datalen = q->bytes;
@@ -825,10 +896,15 @@ out_free:
 
 int gsrv_op_IO_READ(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    return io_read(c, req, rep, false);
+    return io_read(c, req, rep, false, false);
 }
 
 int gsrv_op_IO_READV(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    return io_read(c, req, rep, true);
+    return io_read(c, req, rep, true, false);
+}
+
+int gsrv_op_IO_CREAD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    return io_read(c, req, rep, false, true);
 }

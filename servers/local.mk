@@ -15,6 +15,7 @@ servers_galleyd_SOURCES = \
 	servers/counters.c \
 	servers/io.c \
 	servers/cache.c \
+	servers/csum.c \
 	servers/disk.c \
 	servers/rangelock.c \
 	servers/meta.c \

@@ -159,6 +159,7 @@ gsrv_fork *fork_new(uint64_t hid, uint32_t idx, const char *name)
     f->fkid = gsrv_fkid(hid, idx);
     f->index = idx;
     f->fd = -1;
+    f->cfd = -1;
     return f;
 }
 
@@ -170,6 +171,8 @@ void fork_free(gsrv_fork *f)
         return;
     if (f->fd >= 0)
         close(f->fd);
+    if (f->cfd >= 0)
+        close(f->cfd);
     pthread_rwlock_destroy(&f->rw);
     free(f->name);
     free(f);
@@ -258,6 +261,12 @@ int gsrv_fork_get(uint64_t fkid, gsrv_fork **out)
         f->fd = openat(gsrv_g.dfd, path, O_RDWR | O_CLOEXEC);
         if (f->fd < 0) {
             rc = errno == ENOENT ? GFS_ESTALE : -errno;
+            goto out_unlock;
+        }
+        rc = gsrv_csum_open(f); /* with the data: a checksummed fork? */
+        if (rc) {
+            close(f->fd);
+            f->fd = -1;
             goto out_unlock;
         }
     }

@@ -83,6 +83,7 @@ static void unlink_fork_file(uint64_t hid, uint32_t idx)
     fork_file(hid, idx, path, sizeof(path));
     if (gsrv_meta_unlink(path))
         gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
+    gsrv_csum_unlink(gsrv_fkid(hid, idx)); /* its checksums, if any */
 }
 
 /* Remove subfile s and everything in it (subtab.meta held).  The header
@@ -194,9 +195,16 @@ static int scan_remove_dat(gsrv_scan *sc, int dfd, const char *name,
 /* gsrv_meta_scan of a subfile directory: names other than <idx>.dat and
  * temp files.  Our header and counters stay; anything else is not ours and
  * stays too, with a word in the log. */
+static bool is_sidecar(const char *name)
+{
+    size_t n = strlen(name); /* IDX.crc: a fork's checksums (csum.c) */
+    return n > 4 && strcmp(name + n - 4, ".crc") == 0;
+}
+
 static int scan_sub_other(gsrv_scan *sc, int dfd, const char *name)
 {
-    if (strcmp(name, "header") != 0 && strcmp(name, "counters") != 0)
+    if (strcmp(name, "header") != 0 && strcmp(name, "counters") != 0 &&
+        !is_sidecar(name))
         gsrv_log(0, "%s/%s: unknown file left in place", sc->dir, name);
     return 0;
 }
@@ -204,7 +212,8 @@ static int scan_sub_other(gsrv_scan *sc, int dfd, const char *name)
 /* The same for a subfile directory that goes: header and counters too. */
 static int scan_remove_other(gsrv_scan *sc, int dfd, const char *name)
 {
-    if (strcmp(name, "header") == 0 || strcmp(name, "counters") == 0)
+    if (strcmp(name, "header") == 0 || strcmp(name, "counters") == 0 ||
+        is_sidecar(name))
         unlinkat(dfd, name, 0);
     return scan_sub_other(sc, dfd, name);
 }

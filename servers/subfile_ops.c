@@ -447,6 +447,8 @@ int gsrv_op_FORK_TRUNCATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (size < old)
         gsrv_cache_trim(fkid, size, old);
     gsrv_fork_set_size(f, size);
+    if (f->cfd >= 0) /* its last chunk's checksum, entries past it */
+        rc = gsrv_csum_truncate(f, size);
 out_unlock:
     pthread_rwlock_unlock(&f->rw);
     gsrv_fork_put(f);

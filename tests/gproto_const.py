@@ -8,7 +8,7 @@ is out of date)."""
 
 # plain integer #defines of proto/gproto.h
 GP_MAGIC = 0x59414C47
-GP_VERSION = 4
+GP_VERSION = 5
 GP_HDR_SIZE = 24
 GP_MAX_PAYLOAD = 268435456
 GP_DEFAULT_DATA_LIMIT = 33554432
@@ -69,6 +69,9 @@ OP = {
     'PRELEASE': 56,
     'BLOCK_LOCK': 57,
     'BLOCK_UNLOCK': 58,
+    'IO_CREAD': 70,
+    'IO_CWRITE': 71,
+    'SCRUB': 72,
 }
 
 # GFS_ERROR_TABLE
@@ -87,6 +90,8 @@ GFS_EBUSY = -1012
 GFS_EAUTH = -1020
 GFS_ECONNLIMIT = -1021
 GFS_EDIRECT = -1022
+GFS_ECHECKSUM = -1040
+GFS_ECHECKSUM_WIRE = -1041
 
 # GA_ERROR_TABLE
 GA_ELAYOUT = -2001
@@ -114,6 +119,8 @@ ERRMSG = {
     GFS_EAUTH: 'cluster secret missing or wrong (the key file beside the cluster file, or GALLEY_KEY)',
     GFS_ECONNLIMIT: 'I/O server has too many connections',
     GFS_EDIRECT: 'direct access refused: the server is on another host, runs as another user, or is too old',
+    GFS_ECHECKSUM: "data failed its checksum on the I/O server's disk (the server logs the chunk)",
+    GFS_ECHECKSUM_WIRE: 'data failed its checksum in transit, also when sent again',
     GA_ELAYOUT: 'invalid layout or layout does not fit the array',
     GA_ESCHEMA: 'malformed or unsupported schema record',
     GA_EMISMATCH: 'array does not match the stored schema',

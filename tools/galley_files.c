@@ -65,6 +65,10 @@ int cmd_stat(opts *o)
     }
     printf("file:      %s\n", name);
     printf("subfiles:  %d\n", st.nsubfiles);
+    char algo[32];
+    if (gfs_get_attr(fid, "galley.checksum", algo, sizeof(algo)) > 0 &&
+        strcmp(algo, "none") != 0)
+        printf("checksum:  %s (32 KiB chunks of each fork)\n", algo);
 
     char unit[1024], fork[1024];
     int ru = gfs_get_attr(fid, "galley.stripe_unit", unit, sizeof(unit));
@@ -158,6 +162,17 @@ static int layout_args(const opts *o, int *nsub, const int **servers)
     return 0;
 }
 
+/* -C: the file's opt-in, before anything is written. */
+static int set_checksum(const char *name)
+{
+    int fid = gfs_open_file(name);
+    if (fid < 0)
+        return fid;
+    int rc = gfs_set_checksum(fid, "crc32c");
+    gfs_close_file(fid);
+    return rc;
+}
+
 int cmd_create(opts *o)
 {
     const char *name = o->pos[0];
@@ -181,6 +196,10 @@ int cmd_create(opts *o)
     }
     if (rc < 0)
         return fail(rc, "cannot create", name);
+    if (o->csum && (rc = set_checksum(name)) < 0) {
+        gfs_delete_file(name);
+        return fail(rc, "cannot make checksummed", name);
+    }
     return EXIT_OK;
 }
 
@@ -231,6 +250,10 @@ int cmd_put(opts *o)
     if (rc < 0) {
         ret = fail(rc, "cannot create", name);
         goto out_free;
+    }
+    if (o->csum && (rc = set_checksum(name)) < 0) {
+        ret = fail(rc, "cannot make checksummed", name);
+        goto out_delete;
     }
     int sid = gfs_striped_open(name);
     if (sid < 0) {
@@ -334,4 +357,99 @@ out_close:
     free(buf);
     gfs_striped_close(sid);
     return ret;
+}
+
+/* ------------------------------------------------------------- scrub ---- */
+
+typedef struct scrub_state {
+    int fid, subfile;
+    const char *name;
+    int files, forks, failed;
+    int64_t chunks, bad;
+} scrub_state;
+
+static int scrub_fork(const char *fork, uint64_t size, void *arg)
+{
+    (void)size;
+    scrub_state *s = arg;
+    int kid = gfs_open_fork(s->fid, s->subfile, fork);
+    int64_t chunks = 0, bad = 0, first = -1;
+    int rc = kid < 0 ? kid : gfs_scrub_fork(kid, &chunks, &bad, &first);
+    if (kid >= 0)
+        gfs_close_fork(kid);
+    if (rc == -ENODATA)
+        return 0; /* nothing stored with checksums (never written) */
+    s->forks++;
+    if (rc < 0) {
+        printf("%s: subfile %d fork %s: cannot scrub: %s\n", s->name,
+               s->subfile, fork, gfs_strerror(rc));
+        s->failed++;
+        return 0;
+    }
+    s->chunks += chunks;
+    s->bad += bad;
+    if (bad)
+        printf("%s: subfile %d fork %s: %" PRId64 " of %" PRId64
+               " chunks FAILED their checksum (first: chunk %" PRId64
+               ", fork bytes %" PRId64 "..%" PRId64 ")\n",
+               s->name, s->subfile, fork, bad, chunks, first, first * 32768,
+               first * 32768 + 32767);
+    return 0;
+}
+
+static int scrub_file(const char *name, void *arg)
+{
+    scrub_state *s = arg;
+    int fid = gfs_open_file(name);
+    if (fid < 0) {
+        if (fid == -ENOENT)
+            return 0; /* removed meanwhile */
+        printf("%s: cannot open: %s\n", name, gfs_strerror(fid));
+        s->failed++;
+        return 0;
+    }
+    char v[32];
+    gfs_file_stat st;
+    int rc = gfs_get_attr(fid, "galley.checksum", v, sizeof(v));
+    if (rc < 0 || strcmp(v, "crc32c") != 0 || gfs_stat_file(fid, &st) < 0) {
+        gfs_close_file(fid);
+        return 0; /* not checksummed: nothing to check against */
+    }
+    s->files++;
+    s->fid = fid;
+    s->name = name;
+    for (int i = 0; i < st.nsubfiles; i++) {
+        s->subfile = i;
+        rc = gfs_list_forks(fid, i, scrub_fork, s);
+        if (rc < 0) {
+            printf("%s: subfile %d: cannot list forks: %s\n", name, i,
+                   gfs_strerror(rc));
+            s->failed++;
+        }
+    }
+    gfs_close_file(fid);
+    return 0;
+}
+
+int cmd_scrub(opts *o)
+{
+    scrub_state s = {0};
+    int rc;
+    if (o->npos) {
+        rc = scrub_file(o->pos[0], &s);
+        if (!rc && s.files == 0 && !s.failed) {
+            fprintf(stderr, "%s: '%s' is not a checksummed file\n", prog,
+                    o->pos[0]);
+            return EXIT_FAIL;
+        }
+    } else {
+        rc = gfs_list_files("", scrub_file, &s);
+    }
+    if (rc < 0)
+        return fail(rc, "cannot list files", NULL);
+    printf("scrub: %d checksummed files, %d forks, %" PRId64
+           " chunks checked, %" PRId64 " failed%s\n",
+           s.files, s.forks, s.chunks, s.bad,
+           s.failed ? ", some could not be checked" : "");
+    return s.bad || s.failed ? EXIT_FAIL : EXIT_OK;
 }

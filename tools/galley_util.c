@@ -203,6 +203,9 @@ int parse_args(int argc, char **argv, const char *allowed, opts *o)
         case 'p':
             o->plain = true;
             break;
+        case 'C':
+            o->csum = true;
+            break;
         default:
             return bad_usage("unknown option '%s'", a);
         }

@@ -469,6 +469,36 @@ def test_heat_on_ufs(built, reference, tmp_path):
     restart_and_compare(built, None, path, tmp_path, reference, 4, None, 30)
 
 
+def test_heat_checksummed(built, cluster, reference, tmp_path):
+    """The heat job on checksummed files (hint galley_checksum=crc32c, so
+    every byte moves and is stored with CRC32C): a crash inside the 4th
+    checkpoint, a restart on 3 processes, and the final field bit-identical
+    to the reference; its files are checksummed and scrub clean."""
+    name = "/arrays-test/heat-csum-%s" % uuid.uuid4().hex[:8]
+    path = "galley:" + name
+    hint = ["--hint", "galley_checksum=crc32c"]
+    cp = mpirun(4, built / "heat", *(heat_args(path) + hint), cluster=cluster,
+                env={"GALLEY_ARRAY_CRASH": "data:4"}, check=False)
+    assert cp.returncode != 0 and "checkpoint written at step 30" in cp.stdout
+    dump = tmp_path / "csum.raw"
+    cp = mpirun(3, built / "heat",
+                *(heat_args(path, dump=dump, restart=True) + hint),
+                cluster=cluster)
+    assert re.search(r"^restart found at step 30", cp.stdout, re.M), cp.stdout
+    assert final_checksum(cp.stdout) == reference[0], cp.stdout
+    assert dump.read_bytes() == reference[1], "final field differs"
+    ls = cluster.galley("ls", name)
+    names = ls.stdout.split()
+    assert ls.returncode == 0 and names, gfix.describe(ls)
+    summed = [n for n in names
+              if "checksum:  crc32c" in cluster.galley("stat", n).stdout]
+    assert len(summed) >= 2, names  # the timesteps' and the checkpoint's
+    for n in summed:
+        sc = cluster.galley("scrub", n)
+        assert sc.returncode == 0 and " 0 failed" in sc.stdout, \
+            gfix.describe(sc)
+
+
 def test_heat_restart_without_checkpoint(built, cluster, reference, tmp_path):
     path = "galley:/arrays-test/heat-none-%s" % uuid.uuid4().hex[:8]
     dump = tmp_path / "none.raw"

@@ -81,3 +81,10 @@ tests_unit_test_msg_LDADD = proto/libgproto.la
 tests_unit_fuzz_proto_SOURCES += tests/unit/fuzz_msg.c tests/unit/msg_sample.h
 tests_unit_fuzz_proto_asan_SOURCES += tests/unit/fuzz_msg.c \
 	tests/unit/msg_sample.h proto/gcodec.c
+
+# test_crc32c  proto/crc32c.c: the check value, hardware and table paths
+#              agree, continuation over pieces and iovecs
+check_PROGRAMS += tests/unit/test_crc32c
+TESTS += tests/unit/test_crc32c
+tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c tests/unit/utest.h
+tests_unit_test_crc32c_LDADD = proto/libgproto.la

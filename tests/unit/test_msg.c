@@ -227,9 +227,18 @@ static void test_wire_bytes(void)
     gp_PING_rep_encode(&w, &(gp_PING_rep){.version = GP_VERSION,
                                           .data_limit = 1u << 25,
                                           .pid = 0x1234});
-    static const uint8_t ping[] = {4, 0,    0,    0, 0, 2, 0, 0, 0,
-                                   0, 0x34, 0x12, 0, 0, 0, 0, 0, 0};
+    static const uint8_t ping[] = {GP_VERSION, 0,    0,    0, 0, 2, 0, 0, 0,
+                                   0,          0x34, 0x12, 0, 0, 0, 0, 0, 0};
     expect(&w, ping, sizeof(ping), "PING reply");
+    gp_wbuf_free(&w);
+
+    /* a checksummed write: fkid, the data's CRC32C, then the segs tail */
+    gp_wbuf_init(&w);
+    gp_IO_CWRITE_req_encode(
+        &w, &(gp_IO_CWRITE_req){.fkid = 0x0102, .crc = 0x11223344});
+    static const uint8_t cwrite[] = {2, 1, 0,    0,    0,    0,
+                                     0, 0, 0x44, 0x33, 0x22, 0x11};
+    expect(&w, cwrite, sizeof(cwrite), "IO_CWRITE request");
     gp_wbuf_free(&w);
 
     gp_wbuf_init(&w);

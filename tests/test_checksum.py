@@ -1,0 +1,352 @@
+"""End-to-end checksums (gfs_set_checksum, `galley create|put -C`;
+servers/csum.c states the rules): a flipped bit on a server's disk or on
+the wire is never returned as data.
+
+Real servers throughout; bytes are flipped in the servers' data files
+behind their backs, and on the wire by the test-only fault switches
+GALLEY_TEST_FLIP_WIRE (client: its checksummed writes; server: its
+checksummed read replies) and GALLEY_TEST_CRASH_AFTER_CRC (galleyd exits
+between a write's checksums and its data)."""
+
+import os
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_helper_ok, describe
+from gproto_const import OP
+from test_protocol import Conn, extent, find_record, s16, u32, u64
+from test_transport import LocalConn
+
+CHUNK = 32768
+UNIT = 65536
+GFS_EDIRECT = -1022
+GFS_ECHECKSUM_WIRE = -1041
+ENODATA = 61
+
+
+def crc32c(data, crc=0):
+    """CRC32C, bit by bit: the reference the server's replies are held to."""
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def data_files(c, i):
+    """Server i's fork data files (sub/HID/IDX.dat), largest first."""
+    sub = Path(c.dir) / ("server%d" % i) / "sub"
+    return sorted(sub.glob("*/*.dat"), key=lambda p: -p.stat().st_size)
+
+
+def flip(path, at, bit=0x04):
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ bit]))
+
+
+def put_checksummed(c, tmp_path, name, size=5 * UNIT + 1234):
+    src = tmp_path / ("src-" + name.replace("/", "_"))
+    src.write_bytes(os.urandom(size))
+    cp = c.galley("put", "-C", "-n", c.n, src, name)
+    assert cp.returncode == 0, describe(cp)
+    return src
+
+
+def get(c, tmp_path, name, env=None):
+    out = tmp_path / "out"
+    if out.exists():
+        out.unlink()
+    cp = c.galley("get", name, out, env=env)
+    return cp, out
+
+
+# ------------------------------------------------------------ API, model --
+
+@pytest.mark.parametrize("transport", ["auto", "tcp"])
+def test_every_write_shape_reads_back_and_scrubs_clean(cluster, uniq,
+                                                       transport):
+    """Partial chunks, single bytes, holes, overlapping list I/O, truncates
+    cutting a chunk: each read back whole against a model; every fork
+    scrubs clean; bad algorithm names are refused."""
+    cp = cluster.helper("t_checksum", "model", uniq,
+                        env={"GALLEY_TRANSPORT": transport})
+    assert_helper_ok(cp)
+
+
+def test_cli_put_get_stat_scrub(cluster, uniq, tmp_path):
+    src = put_checksummed(cluster, tmp_path, uniq)
+    cp, out = get(cluster, tmp_path, uniq)
+    assert cp.returncode == 0, describe(cp)
+    assert out.read_bytes() == src.read_bytes()
+    cp = cluster.galley("stat", uniq)
+    assert "checksum:  crc32c" in cp.stdout, describe(cp)
+    cp = cluster.galley("scrub", uniq)
+    assert cp.returncode == 0, describe(cp)
+    # 5 units + 1234 bytes over 4 subfiles: 2+1+1+1 units, 2 chunks each
+    assert "1 checksummed files, 4 forks, 11 chunks checked, 0 failed" in \
+        cp.stdout, cp.stdout
+    # a file without -C is no business of scrub's
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"p" * 1000)
+    cp = cluster.galley("put", plain, uniq + "-plain")
+    assert cp.returncode == 0, describe(cp)
+    cp = cluster.galley("scrub", uniq + "-plain")
+    assert cp.returncode == 1 and "not a checksummed file" in cp.stderr, \
+        describe(cp)
+    cp = cluster.galley("create", "-C", "-p", uniq + "-p2")
+    assert cp.returncode == 0, describe(cp)
+
+
+# ------------------------------------------------------------ the disk ---
+
+def test_disk_flip_fails_read_with_checksum_error(make_cluster, tmp_path):
+    """R=1: one byte flipped in a server's data file after the server
+    restarted (nothing cached): the read fails with GFS_ECHECKSUM and never
+    returns the bytes; the server logs the chunk; chunks that are intact
+    still read."""
+    c = make_cluster(n=2)
+    src = put_checksummed(c, tmp_path, "d/f", size=6 * UNIT)
+    c.kill(0)
+    f = data_files(c, 0)[0]
+    flip(f, CHUNK + 100)  # fork byte 32868: chunk 1
+    c.restart(0)
+    cp, out = get(c, tmp_path, "d/f")
+    assert cp.returncode == 1, describe(cp)
+    assert "failed its checksum on the I/O server's disk" in cp.stderr, \
+        describe(cp)
+    assert not out.exists()  # nothing of it reached the output
+    assert "chunk 1 (bytes 32768..65535) failed its checksum" in c.log(0), \
+        c.log(0)
+    # the API's scrub: one fork has the bad chunk
+    cp = c.helper("t_checksum", "scrub", "d/f")
+    assert cp.returncode == 0, describe(cp)
+    assert sorted(cp.stdout.splitlines()) == [
+        "chunks 6 bad 0 first -1", "chunks 6 bad 1 first 1"], cp.stdout
+    cp = c.galley("scrub")
+    assert cp.returncode == 1, describe(cp)
+    assert re.search(r"subfile (\d) fork data: 1 of 6 chunks FAILED",
+                     cp.stdout), cp.stdout
+    sub = int(re.search(r"subfile (\d) fork", cp.stdout).group(1))
+    # writing the chunk anew repairs it (a whole-chunk write, no read):
+    # fork bytes 32768.. of subfile `sub` are file bytes sub * UNIT + CHUNK..
+    good = src.read_bytes()
+    at = sub * UNIT + CHUNK
+    cp = c.helper("t_checksum", "overwrite", "d/f", at, CHUNK, 5)
+    assert cp.stdout.strip() == "ok", describe(cp)
+    cp = c.galley("scrub", "d/f")
+    assert cp.returncode == 0, describe(cp)
+    cp, out = get(c, tmp_path, "d/f")
+    assert cp.returncode == 0, describe(cp)
+    assert out.read_bytes()[:at] == good[:at]
+    assert out.read_bytes()[at + CHUNK:] == good[at + CHUNK:]
+
+
+def test_partial_write_into_bad_chunk_fails(make_cluster, tmp_path):
+    """A write that covers part of a damaged chunk must read the rest: it
+    fails with the checksum error instead of blessing the damage."""
+    c = make_cluster(n=1)
+    put_checksummed(c, tmp_path, "d/g", size=4 * CHUNK)
+    c.kill(0)
+    flip(data_files(c, 0)[0], 2 * CHUNK + 7)
+    c.restart(0)
+    cp = c.helper("t_checksum", "overwrite", "d/g", 2 * CHUNK + 1000, 10, 3)
+    assert cp.returncode == 1 and "-1040" in cp.stdout, describe(cp)
+    cp = c.galley("scrub", "d/g")
+    assert cp.returncode == 1 and "1 of 4 chunks FAILED" in cp.stdout, \
+        describe(cp)
+
+
+def test_scrub_finds_flip_no_read_touched(make_cluster, tmp_path):
+    """The server still has the chunk in its cache (reads would be served
+    from there): scrub reads the disk and finds the flip anyway."""
+    c = make_cluster(n=2)
+    src = put_checksummed(c, tmp_path, "s/f", size=4 * UNIT)
+    flip(data_files(c, 1)[0], 3 * CHUNK + 5)
+    cp = c.galley("scrub")
+    assert cp.returncode == 1, describe(cp)
+    assert re.search(r"^s/f: subfile [01] fork data: 1 of 4 chunks FAILED "
+                     r"their checksum \(first: chunk 3, fork bytes "
+                     r"98304\.\.131071\)$", cp.stdout, re.M), cp.stdout
+    assert "1 checksummed files, 2 forks, 8 chunks checked, 1 failed" in \
+        cp.stdout
+    assert "chunk 3 (bytes 98304..131071) failed its checksum" in c.log(1)
+    # reads are served from the cache the write filled
+    cp, out = get(c, tmp_path, "s/f")
+    assert cp.returncode == 0 and out.read_bytes() == src.read_bytes()
+
+
+def test_sidecar_goes_with_the_file(make_cluster, tmp_path):
+    c = make_cluster(n=1)
+    put_checksummed(c, tmp_path, "r/f", size=3 * CHUNK)
+    sub = Path(c.dir) / "server0" / "sub"
+    assert list(sub.glob("*/*.crc")), list(sub.rglob("*"))
+    cp = c.galley("rm", "r/f")
+    assert cp.returncode == 0, describe(cp)
+    assert not list(sub.glob("*/*.crc"))
+    assert not list(sub.glob("*/*.dat"))
+
+
+# ------------------------------------------------------------ the wire ---
+
+def test_wire_flip_client_to_server(make_cluster, tmp_path):
+    """A bit flipped in a write's data on its way: the server refuses it
+    (GFS_ECHECKSUM_WIRE) and writes nothing; the client sends it again.
+    Flipped every time: the call fails, and no damaged byte is stored."""
+    c = make_cluster(n=2)
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(3 * UNIT + 17))
+    cp = c.galley("put", "-C", src, "w/once",
+                  env={"GALLEY_TEST_FLIP_WIRE": "1"})
+    assert cp.returncode == 0, describe(cp)
+    assert "write data failed its checksum in transit" in \
+        c.log(0) + c.log(1)
+    cp, out = get(c, tmp_path, "w/once")
+    assert cp.returncode == 0 and out.read_bytes() == src.read_bytes(), \
+        describe(cp)
+
+    cp = c.helper("t_checksum", "overwrite", "w/once", 100, 5000, 4,
+                  env={"GALLEY_TEST_FLIP_WIRE": "1000"})
+    assert cp.returncode == 1 and "-1041" in cp.stdout, describe(cp)
+    cp, out = get(c, tmp_path, "w/once")
+    assert cp.returncode == 0 and out.read_bytes() == src.read_bytes(), \
+        describe(cp)
+    cp = c.galley("scrub")
+    assert cp.returncode == 0, describe(cp)
+
+
+def test_wire_flip_server_to_client(make_cluster, tmp_path):
+    """A bit flipped in a read reply's data: the client finds it before
+    the call returns and reads again; flipped every time, the read fails
+    and the output never appears."""
+    c = make_cluster(n=1, env={"GALLEY_TEST_FLIP_WIRE": "1"})
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(2 * UNIT))
+    noflip = {"GALLEY_TEST_FLIP_WIRE": "0"}  # the clients' own switch off
+    cp = c.galley("put", "-C", src, "r/once", env=noflip)
+    assert cp.returncode == 0, describe(cp)
+    cp, out = get(c, tmp_path, "r/once", env=noflip)
+    assert cp.returncode == 0, describe(cp)
+    assert out.read_bytes() == src.read_bytes()
+
+    c.stop()
+    c.env["GALLEY_TEST_FLIP_WIRE"] = "1000"
+    c.start()
+    cp, out = get(c, tmp_path, "r/once", env=noflip)
+    assert cp.returncode == 1, describe(cp)
+    assert "checksum in transit" in cp.stderr, describe(cp)
+    assert not out.exists()
+
+
+# ------------------------------------------------------------ a crash ----
+
+def test_crash_between_checksum_and_data(make_cluster, tmp_path):
+    """galleyd dies after a write's checksums are stored and before its
+    data is: after a restart the file reads back as it was (the write was
+    never acknowledged), without a false checksum error; the same write
+    then succeeds and survives another restart."""
+    c = make_cluster(n=1)
+    src = put_checksummed(c, tmp_path, "k/f", size=4 * CHUNK + 100)
+    before = src.read_bytes()
+    c.stop()
+    c.env["GALLEY_TEST_CRASH_AFTER_CRC"] = "1"
+    c.start()
+    # partial chunks at both ends, one whole chunk between
+    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9)
+    assert cp.returncode == 1, describe(cp)
+    assert "exiting between the checksums and the data" in c.log(0)
+    c.expect_dead.add(0)
+    del c.env["GALLEY_TEST_CRASH_AFTER_CRC"]
+    c.restart(0)
+    cp, out = get(c, tmp_path, "k/f")
+    assert cp.returncode == 0, describe(cp)
+    assert out.read_bytes() == before
+    cp = c.galley("scrub")
+    assert cp.returncode == 0, describe(cp)
+
+    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9)
+    assert cp.stdout.strip() == "ok", describe(cp)
+    c.stop()
+    c.start()
+    cp, out = get(c, tmp_path, "k/f")
+    assert cp.returncode == 0, describe(cp)
+    got = out.read_bytes()
+    assert got[:CHUNK - 10] == before[:CHUNK - 10]
+    assert got[2 * CHUNK + 10:] == before[2 * CHUNK + 10:]
+    assert got[CHUNK - 10:2 * CHUNK + 10] != before[CHUNK - 10:2 * CHUNK + 10]
+    cp = c.galley("scrub")
+    assert cp.returncode == 0, describe(cp)
+
+
+# ------------------------------------------------------------ the wire, raw
+
+def test_raw_messages(cluster, uniq, tmp_path):
+    """The wire as gmsg.h states it: IO_CREAD's reply carries the CRC32C of
+    its data; an IO_CWRITE whose CRC does not match writes nothing and
+    answers GFS_ECHECKSUM_WIRE; a plain IO_WRITE to a checksummed fork
+    (a client that does not know) still keeps its checksums; DIRECT_OPEN of
+    a checksummed fork is refused; SCRUB of a fork without checksums
+    answers -ENODATA."""
+    assert crc32c(b"123456789") == 0xE3069283
+    name = uniq + "/raw"
+    src = tmp_path / "src"
+    src.write_bytes(bytes(range(256)) * 400)  # 102400 bytes: 4 chunks
+    cp = cluster.galley("put", "-C", "-n", 1, src, name)
+    assert cp.returncode == 0, describe(cp)
+    (server, hid), = find_record(cluster, name)
+    c = LocalConn(cluster.addr(server))
+    status, p = c.call(OP["FORK_OPEN"], u64(hid) + s16("data"))
+    assert status == 0, status
+    fkid = struct.unpack("<Q", p[:8])[0]
+
+    status, p = c.call(OP["IO_CREAD"], u64(fkid) + u32(1) + extent(1000, 5000))
+    assert status == 0, status
+    size, crc = struct.unpack("<QI", p[:12])
+    assert size == 102400 and p[12:] == src.read_bytes()[1000:6000]
+    assert crc == crc32c(p[12:])
+
+    new = b"N" * 3000
+    status, _ = c.call(OP["IO_CWRITE"], u64(fkid) + u32(crc32c(new) ^ 1) +
+                       u32(1) + extent(2000, 3000) + new)
+    assert status == GFS_ECHECKSUM_WIRE, status
+    status, p = c.call(OP["IO_CREAD"], u64(fkid) + u32(1) + extent(2000, 3000))
+    assert status == 0 and p[12:] == src.read_bytes()[2000:5000]
+    status, _ = c.call(OP["IO_CWRITE"], u64(fkid) + u32(crc32c(new)) +
+                       u32(1) + extent(2000, 3000) + new)
+    assert status == 0, status
+    # a plain write into two chunks: the server keeps their checksums
+    status, _ = c.call(OP["IO_WRITE"], u64(fkid) + u32(1) +
+                       extent(CHUNK - 5, 10) + b"0123456789")
+    assert status == 0, status
+    want = bytearray(src.read_bytes())
+    want[2000:5000] = new
+    want[CHUNK - 5:CHUNK + 5] = b"0123456789"
+    status, p = c.call(OP["IO_CREAD"], u64(fkid) + u32(1) +
+                       extent(0, len(want)))
+    assert status == 0 and p[12:] == bytes(want)
+    assert struct.unpack("<I", p[8:12])[0] == crc32c(bytes(want))
+    status, p = c.call(OP["SCRUB"], u64(fkid))
+    assert status == 0 and struct.unpack("<QQQ", p) == (
+        4, 0, 0xFFFFFFFFFFFFFFFF), (status, p)
+
+    for write in (0, 1):
+        status, _ = c.call(OP["DIRECT_OPEN"], u64(fkid) + bytes([write]))
+        assert status == GFS_EDIRECT, status
+
+    # a file without checksums: nothing stored to scrub
+    cp = cluster.galley("put", "-n", 1, src, name + "-plain")
+    assert cp.returncode == 0, describe(cp)
+    (server, hid), = find_record(cluster, name + "-plain")
+    t = Conn(cluster.addr(server))
+    status, p = t.call(OP["FORK_OPEN"], u64(hid) + s16("data"))
+    assert status == 0, status
+    status, _ = t.call(OP["SCRUB"], u64(struct.unpack("<Q", p[:8])[0]))
+    assert status == -ENODATA, status
+    c.close()
+    t.close()

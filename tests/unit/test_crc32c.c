@@ -1,0 +1,46 @@
+/*
+ * test_crc32c.c -- proto/crc32c.c: the standard check value, the hardware
+ * path (one lane and three) and the table agree on lengths and
+ * alignments, continuation over pieces and iovecs equals one pass.
+ *
+ * Threads: single-threaded.
+ */
+#include <string.h>
+
+#include "crc32c.h"
+#include "utest.h"
+
+int main(void)
+{
+    /* RFC 3720 B.4 / the usual check value */
+    CHECK(gp_crc32c(0, "123456789", 9) == 0xe3069283u);
+    CHECK(gp_crc32c_sw(0, "123456789", 9) == 0xe3069283u);
+    uint8_t z[32] = {0};
+    CHECK(gp_crc32c(0, z, 32) == 0x8a9136aau); /* RFC 3720: 32 zeros */
+    static uint8_t buf[70000];
+    uint32_t s = 12345;
+    for (size_t i = 0; i < sizeof(buf); i++) {
+        s = s * 1103515245u + 12345u;
+        buf[i] = (uint8_t)(s >> 16);
+    }
+    for (size_t off = 0; off < 9; off++)
+        for (size_t n = 0; n < 300; n += 7)
+            CHECK(gp_crc32c(0, buf + off, n) == gp_crc32c_sw(0, buf + off, n));
+    /* around the 3-lane loop's block of 3 KiB (crc32c.c LANE) */
+    static const size_t lens[] = {3071, 3072, 3073, 6143, 6144, 6151, 9999};
+    for (size_t off = 0; off < 9; off++)
+        for (size_t k = 0; k < sizeof(lens) / sizeof(*lens); k++)
+            CHECK(gp_crc32c(7, buf + off, lens[k]) ==
+                  gp_crc32c_sw(7, buf + off, lens[k]));
+    uint32_t one = gp_crc32c(0, buf, sizeof(buf));
+    CHECK(one == gp_crc32c_sw(0, buf, sizeof(buf)));
+    uint32_t c = gp_crc32c(0, buf, 1000);
+    c = gp_crc32c(c, buf + 1000, sizeof(buf) - 1000);
+    CHECK(c == one);
+    struct iovec iov[3] = {
+        {buf, 3}, {buf + 3, 40000}, {buf + 40003, sizeof(buf) - 40003}};
+    CHECK(gp_crc32c_iov(0, iov, 3) == one);
+    buf[500] ^= 4;
+    CHECK(gp_crc32c(0, buf, sizeof(buf)) != one);
+    return utest_exit("test_crc32c");
+}

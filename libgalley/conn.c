@@ -646,7 +646,8 @@ int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)
         ch->req.state = GC_REQ_DONE;
         return ch->req.status = rc;
     }
-    /* The one place checksummed forks leave the transports' data paths:
+    /* Where checksummed forks leave the transports' data paths (with
+     * gc_conn_xfer, which declines them):
      * neither the direct path (the server could not check or store the
      * CRCs of bytes it never sees) nor cross-memory attach (no CRC would
      * cover the copy) -- their data travels with its CRC in the stream,

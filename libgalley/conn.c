@@ -625,7 +625,7 @@ int gc_conn_transport(gc_conn *c)
     return t ? t->kind : rc;
 }
 
-int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x, uint64_t mean)
+int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x)
 {
     int rc;
     const gc_transport_ops *t = conn_ops(c, &rc);
@@ -633,7 +633,7 @@ int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x, uint64_t mean)
         x->status = rc;
         return 0;
     }
-    return t->xfer ? t->xfer(c, op, x, mean) : GC_DECLINE;
+    return t->xfer ? t->xfer(c, op, x) : GC_DECLINE;
 }
 
 int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)

@@ -2,7 +2,8 @@
  * stream.c -- large calls to a server on another host beside a plain TCP
  * stream between the same two hosts, in one run.
  *
- *   stream -l PORT                       the peer: serve one stream run
+ *   stream -l PORT                       the peer: serve stream runs until
+ *                                        killed
  *   stream [-c CLUSTER] -p HOST:PORT [-s BYTES] [-n CALLS] [-r REPEATS]
  *
  * The peer runs on the server's host; the measuring side, on another,

@@ -625,7 +625,7 @@ int gc_conn_transport(gc_conn *c)
     return t ? t->kind : rc;
 }
 
-int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x, uint64_t mean)
+int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x)
 {
     int rc;
     const gc_transport_ops *t = conn_ops(c, &rc);
@@ -635,7 +635,7 @@ int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x, uint64_t mean)
     }
     if (x->csum) /* the stream carries its CRCs: gc_conn_io_submit */
         return GC_DECLINE;
-    return t->xfer ? t->xfer(c, op, x, mean) : GC_DECLINE;
+    return t->xfer ? t->xfer(c, op, x) : GC_DECLINE;
 }
 
 int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)

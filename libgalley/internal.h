@@ -93,10 +93,9 @@ struct gc_chunk;
 int gc_conn_io_submit(gc_conn *c, int op, struct gc_chunk *ch);
 /* Move a whole transfer at once if the connection's transport can
  * (transport.h: xfer): 0 with x->status and x->fork_size set, or
- * GC_DECLINE (transport.h: send it as chunks).  mean: its bytes per
- * piece. */
+ * GC_DECLINE (transport.h: send it as chunks). */
 struct gc_xfer;
-int gc_conn_xfer(gc_conn *c, int op, struct gc_xfer *x, uint64_t mean);
+int gc_conn_xfer(gc_conn *c, int op, struct gc_xfer *x);
 /* GFS_TRANSPORT_* of the connection (connects if needed), or an error. */
 int gc_conn_transport(gc_conn *c);
 

@@ -100,7 +100,6 @@ typedef struct cursor {
     uint64_t limit; /* server data limit */
     int inflight;
     bool started;
-    uint64_t mean; /* xfer_mean, for the transport (transport.h) */
 } cursor;
 
 static void chunk_free(chunk *c)
@@ -247,19 +246,7 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
     return c;
 }
 
-/* Bytes per non-empty piece of the whole transfer. */
-static uint64_t xfer_mean(const gc_xfer *x)
-{
-    uint64_t bytes = 0, n = 0;
-    for (size_t i = 0; i < x->n; i++)
-        if (x->pieces[i].len) {
-            bytes += x->pieces[i].len;
-            n++;
-        }
-    return n ? bytes / n : 0;
-}
-
-static int chunk_submit(int op, const gc_xfer *x, chunk *c, uint64_t mean)
+static int chunk_submit(int op, const gc_xfer *x, chunk *c)
 {
     memset(&c->ch.req, 0, sizeof(c->ch.req));
     if (c->ch.csum && op == GFS_READ) {
@@ -270,7 +257,6 @@ static int chunk_submit(int op, const gc_xfer *x, chunk *c, uint64_t mean)
         }
         memcpy(c->ch.rcopy, c->ch.iov, sizeof(*c->ch.iov) * (size_t)c->ch.niov);
     }
-    c->ch.xfer_mean = mean;
     return gc_conn_io_submit(gc_server_conn(x->server), op, &c->ch);
 }
 
@@ -342,7 +328,7 @@ again:
         if (op == GFS_WRITE && fault_flip())
             fault_damage(c); /* test-only: damaged again */
         gc_req_release(&c->ch.req);
-        chunk_submit(op, x, c, c->ch.xfer_mean);
+        chunk_submit(op, x, c);
         goto again;
     }
     if (rc && !x->status)
@@ -365,7 +351,6 @@ static int transfer_chunks(int op, gc_xfer *x, size_t nx, const bool *done)
     for (size_t i = 0; i < nx; i++) {
         if (done[i])
             continue;
-        cur[i].mean = xfer_mean(&x[i]);
         int rc = gc_conn_data_limit(gc_server_conn(x[i].server), &cur[i].limit);
         if (rc)
             x[i].status = rc;
@@ -383,7 +368,7 @@ static int transfer_chunks(int op, gc_xfer *x, size_t nx, const bool *done)
                 }
                 c->xi = (int)i;
                 /* errors surface in wait */
-                chunk_submit(op, &x[i], c, cur[i].mean);
+                chunk_submit(op, &x[i], c);
                 cur[i].inflight++;
                 q[(qhead + qlen) % qcap] = c;
                 qlen++;
@@ -422,7 +407,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
         gc_conn *c = gc_server_conn(x[i].server);
         if (!c)
             x[i].status = -EINVAL;
-        done[i] = !c || gc_conn_xfer(c, op, &x[i], xfer_mean(&x[i])) == 0;
+        done[i] = !c || gc_conn_xfer(c, op, &x[i]) == 0;
         left += !done[i];
     }
     int rc = left ? transfer_chunks(op, x, nx, done) : 0;

@@ -61,10 +61,6 @@ typedef struct gc_chunk {
     struct iovec *iov;
     int niov;
     uint64_t bytes;
-    /* the whole transfer's bytes per piece: a transport that picks a
-     * path by piece size picks it once per transfer from this, so the
-     * requests of one write land in order (a later piece wins) */
-    uint64_t xfer_mean;
     /* a checksummed fork's request (IO_CWRITE / IO_CREAD, desc already
      * in that form): its data travels in the stream whatever the
      * transport (gc_conn_io_submit, conn.c) */
@@ -105,9 +101,10 @@ typedef struct gc_transport_ops {
      * no request built (the direct transport: pieces straight to
      * preadv / pwritev): 0 with x->status and x->fork_size set as
      * chunks would have, or GC_DECLINE, when io.c cuts it into chunks for
-     * io_submit.  mean: the transfer's bytes per piece.  NULL: always
-     * declines. */
-    int (*xfer)(gc_conn *c, int op, gc_xfer *x, uint64_t mean);
+     * io_submit.  Whatever decides between the two decides for the whole
+     * transfer, so the pieces of one write land in list order (a later
+     * one wins where they overlap).  NULL: always declines. */
+    int (*xfer)(gc_conn *c, int op, gc_xfer *x);
 
     /* Is the server on this host?  (The locality layout's "mine".) */
     bool (*same_host)(int fd);

@@ -487,23 +487,25 @@ void gc_direct_shutdown(void)
  * list order where pieces overlap (a later one wins); reads are sorted
  * (gx_fd_read sieves pieces close together).
  */
-static int direct_xfer(gc_conn *c, int op, gc_xfer *x, uint64_t mean)
+static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
 {
     if (!gc_conn_owned(c)) /* a child after fork(): not our grants */
         return GC_DECLINE;
     bool write = op == GFS_WRITE;
-    /* tiny pieces: the server batches them better; decided once per
-     * transfer, so its requests land in order */
-    if (write && mean < write_min())
-        return GC_DECLINE;
-    uint64_t bytes = 0, end = 0;
-    for (size_t i = 0; i < x->n; i++) {
-        bytes += x->pieces[i].len;
-        if (x->pieces[i].len && gx_end(&x->pieces[i]) > end)
-            end = gx_end(&x->pieces[i]);
-    }
+    uint64_t bytes = 0, end = 0, nonempty = 0;
+    for (size_t i = 0; i < x->n; i++)
+        if (x->pieces[i].len) {
+            bytes += x->pieces[i].len;
+            nonempty++;
+            if (gx_end(&x->pieces[i]) > end)
+                end = gx_end(&x->pieces[i]);
+        }
     if (!bytes) /* as the chunk path: no request at all */
         return 0;
+    /* tiny pieces: the server batches them better (the whole transfer
+     * takes one path, so its pieces land in list order) */
+    if (write && bytes / nonempty < write_min())
+        return GC_DECLINE;
     dgrant *g = NULL;
     int rc = grant_get(c, x->fkid, write, &g);
     /* refused for this fork (servers/direct.c: fork_direct_ok), in every

@@ -9,3 +9,8 @@ EXTRA_DIST += bench/README.md
 noinst_PROGRAMS += bench/latency
 bench_latency_SOURCES = bench/latency.c
 bench_latency_LDADD = libgalley/libgalley.la
+
+# mdbench: metadata operations per second beside a local directory.
+noinst_PROGRAMS += bench/mdbench
+bench_mdbench_SOURCES = bench/mdbench.c
+bench_mdbench_LDADD = libgalley/libgalley.la

@@ -61,43 +61,38 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
     snprintf(attrs, sizeof(attrs),
              "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n", unit,
              fork);
-    rc = gc_create_file(name, nsubfiles, servers, attrs);
-    if (rc)
-        return rc;
-    int fid = gc_file_open(name);
-    if (fid < 0) {
-        rc = fid;
-        goto out_delete;
-    }
-    rc = gc_all_create(fid, fork);
-    gc_file_close(fid);
-    if (!rc)
-        return 0;
-out_delete:
-    gc_file_delete(name);
-    return rc;
+    /* the record, every subfile and its fork: two round trips */
+    return gc_create_file_fork(name, nsubfiles, servers, attrs, fork);
+}
+
+/* The striped layout kept in a file's record: 0 or GFS_ELAYOUT. */
+static int layout_of(const gc_file *f, gfs_layout *lay)
+{
+    char v[GFS_FORK_NAME_MAX + 1];
+    if (gc_attr_lookup(f->rec.attrs, "galley.stripe_unit", v, sizeof(v)) < 0)
+        return GFS_ELAYOUT;
+    char *end;
+    long long unit = strtoll(v, &end, 10);
+    if (*end || unit <= 0)
+        return GFS_ELAYOUT;
+    if (gc_attr_lookup(f->rec.attrs, "galley.stripe_fork", lay->fork,
+                       sizeof(lay->fork)) <= 0)
+        return GFS_ELAYOUT;
+    lay->unit = unit;
+    lay->nsubfiles = (int)f->rec.nsub;
+    return 0;
 }
 
 /* Make a striped id for an open file id (taking ownership of fid). */
 static int striped_from_fid(int fid)
 {
     gc_striped s = {.fid = fid};
-    char v[GFS_FORK_NAME_MAX + 1];
     gc_file f;
     int rc = gc_file_get(fid, &f);
+    if (!rc)
+        rc = layout_of(&f, &s.lay);
     if (rc)
         goto out_close;
-    if (gc_attr_lookup(f.rec.attrs, "galley.stripe_unit", v, sizeof(v)) < 0)
-        goto out_layout;
-    char *end;
-    long long unit = strtoll(v, &end, 10);
-    if (*end || unit <= 0)
-        goto out_layout;
-    if (gc_attr_lookup(f.rec.attrs, "galley.stripe_fork", s.lay.fork,
-                       sizeof(s.lay.fork)) <= 0)
-        goto out_layout;
-    s.lay.unit = unit;
-    s.lay.nsubfiles = (int)f.rec.nsub;
     rc = gc_all_open(fid, s.lay.fork, s.kids);
     if (rc)
         goto out_close;
@@ -114,8 +109,6 @@ static int striped_from_fid(int fid)
     }
     return sid;
 
-out_layout:
-    rc = GFS_ELAYOUT;
 out_close:
     gc_file_close(fid);
     return rc;
@@ -503,6 +496,81 @@ int64_t gfs_striped_size(int sid)
     if (rc)
         return rc;
     return logical_size(&s.lay, sizes);
+}
+
+/* Size of subfile i's fork `fork` from a FORK_LIST reply. */
+static int size_in_list(gc_pending *p, const char *fork, int64_t *size)
+{
+    gc_tail t;
+    gp_FORK_LIST_rep m;
+    int rc = gc_FORK_LIST_recv(p, &m, &t);
+    if (rc)
+        return rc;
+    int found = -ENOENT;
+    for (uint32_t i = 0; i < m.n && !t.r.err; i++) {
+        gp_FORK_item it;
+        if (gp_FORK_item_decode(&t.r, &it))
+            break;
+        if (strcmp(it.fork, fork) == 0) {
+            found = it.size <= INT64_MAX ? 0 : GFS_EPROTO;
+            *size = (int64_t)it.size;
+        }
+    }
+    rc = gc_tail_end(&t);
+    return rc ? rc : found;
+}
+
+/* A striped file's logical size by name, without opening its forks: the
+ * record, then every subfile's fork list at once (two round trips).  The
+ * locality layout's size needs its block maps: opened as for I/O. */
+int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
+{
+    int fid = gc_file_open(name);
+    if (fid < 0)
+        return fid;
+    gc_file f;
+    gfs_layout lay;
+    int64_t rc = gc_file_get(fid, &f);
+    if (!rc)
+        rc = layout_of(&f, &lay);
+    if (!rc && layout)
+        *layout = lay;
+    if (!rc && gc_is_local_layout(fid)) {
+        int sid = striped_from_fid(fid); /* takes fid */
+        if (sid < 0)
+            return sid;
+        rc = gfs_striped_size(sid);
+        gc_striped_close(sid);
+        if (rc >= 0 && size)
+            *size = rc;
+        return rc < 0 ? (int)rc : 0;
+    }
+    int n = rc ? 0 : lay.nsubfiles;
+    gc_pending *p = rc ? NULL : calloc((size_t)n, sizeof(*p));
+    int64_t *sizes = p ? calloc((size_t)n, sizeof(*sizes)) : NULL;
+    if (!rc && (!p || !sizes))
+        rc = -ENOMEM;
+    for (int i = 0; i < n && !rc; i++)
+        gc_FORK_LIST_send(gc_server_conn((int)f.rec.server[i]),
+                          &(gp_FORK_LIST_req){.hid = f.rec.hid[i]}, &p[i]);
+    for (int i = 0; i < n && sizes; i++) {
+        int k = size_in_list(&p[i], lay.fork, &sizes[i]);
+        if (k && !rc)
+            rc = k;
+    }
+    if (!rc)
+        rc = logical_size(&lay, sizes);
+    free(p);
+    free(sizes);
+    gc_file_close(fid);
+    if (rc >= 0 && size)
+        *size = rc;
+    return rc < 0 ? (int)rc : 0;
+}
+
+int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
+{
+    return gc_striped_stat(name, size, layout);
 }
 
 int gfs_striped_truncate(int sid, int64_t size)

@@ -83,7 +83,8 @@
     X(PGETLK, 55, "POSIX lock: the first lock that would conflict")            \
     X(PRELEASE, 56, "drop every POSIX lock of an owner on a subfile")          \
     X(BLOCK_LOCK, 57, "lock block numbers, apart from byte-range locks")       \
-    X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock")
+    X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock")   \
+    X(SUB_CREATE_FORK, 80, "SUB_CREATE and a first fork, one log commit")
 
 /* ------------------------------------------------------------ fields ---- */
 
@@ -134,6 +135,11 @@
 
 #define GP_SUB_CREATE_REQ(F) F(str, filename, GFS_NAME_MAX) F(u32, subfile)
 #define GP_SUB_CREATE_REP(F) F(u64, hid)
+
+#define GP_SUB_CREATE_FORK_REQ(F)                                              \
+    F(str, filename, GFS_NAME_MAX)                                             \
+    F(u32, subfile) F(str, fork, GFS_FORK_NAME_MAX)
+#define GP_SUB_CREATE_FORK_REP(F) F(u64, hid)
 
 #define GP_SUB_DELETE_REQ(F) F(u64, hid)
 #define GP_SUB_DELETE_REP(F)

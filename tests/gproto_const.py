@@ -8,7 +8,7 @@ is out of date)."""
 
 # plain integer #defines of proto/gproto.h
 GP_MAGIC = 0x59414C47
-GP_VERSION = 4
+GP_VERSION = 5
 GP_HDR_SIZE = 24
 GP_MAX_PAYLOAD = 268435456
 GP_DEFAULT_DATA_LIMIT = 33554432
@@ -69,6 +69,7 @@ OP = {
     'PRELEASE': 56,
     'BLOCK_LOCK': 57,
     'BLOCK_UNLOCK': 58,
+    'SUB_CREATE_FORK': 80,
 }
 
 # GFS_ERROR_TABLE

@@ -154,11 +154,16 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
     free(p);
 
     /* Step 3: commit the record. */
-    if (!rc)
+    bool sent = !rc;
+    if (sent)
         rc = gc_NS_COMMIT_call(srv(meta),
                                &(gp_NS_COMMIT_req){.name = name, .rec = rec},
                                NULL, NULL);
-    if (rc) {
+    if (sent && (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT)) {
+        /* The commit's outcome is unknown (the record's server died or
+         * did not answer): the record may exist, so its subfiles stay.
+         * If it does not, they are orphans for `galley fsck --repair`. */
+    } else if (rc) {
         /* Undo: subfile headers, then the reservation. */
         delete_subfiles(rec, made);
         if (!reserved)

@@ -275,7 +275,7 @@ int gsrv_wal_replay(void)
         if (!rc && ftruncate(fd, 0) < 0)
             rc = -errno;
         if (!rc)
-            gsrv_log(1, "wal: replayed %" PRIu64 " records", n);
+            gsrv_log(0, "wal: replayed %" PRIu64 " records", n);
     }
     if (rc) {
         close(fd);
@@ -313,7 +313,7 @@ void gsrv_wal_close(void)
     wal.flushing = true;
     pthread_mutex_unlock(&wal.lock);
     checkpoint();
-    gsrv_log(1,
+    gsrv_log(0,
              "wal: %" PRIu64 " records in %" PRIu64 " group commits, %" PRIu64
              " checkpoints",
              wal.nrecords, wal.nbatches, wal.ncheckpoints);

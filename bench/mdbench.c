@@ -13,7 +13,9 @@
  *            new MPI-IO or POSIX file gets); local: open(O_CREAT|O_EXCL)
  *            + close
  *   stat     galley: gfs_striped_stat (what stat() through the preload
- *            does); local: stat()
+ *            does; built with -DMDBENCH_OPEN_STAT for a library without
+ *            it: gfs_striped_open + gfs_striped_size + close, what the
+ *            preload did before); local: stat()
  *   open     galley: gfs_striped_open + gfs_striped_close; local: open +
  *            close
  *   remove   galley: gfs_delete_file; local: unlink()
@@ -89,7 +91,16 @@ static int galley_phase(const opts *o, int ph, int rank, int round)
             rc = gfs_create_striped(name, n, NULL, 65536, NULL);
         } else if (ph == PH_STAT) {
             int64_t size = -1;
+#ifdef MDBENCH_OPEN_STAT /* a library without gfs_striped_stat (before) */
+            int sid = gfs_striped_open(name);
+            rc = sid < 0 ? sid : 0;
+            if (sid >= 0) {
+                size = gfs_striped_size(sid);
+                gfs_striped_close(sid);
+            }
+#else
             rc = gfs_striped_stat(name, &size, NULL);
+#endif
             if (!rc && size != 0)
                 rc = -EIO;
         } else if (ph == PH_OPEN) {

@@ -159,6 +159,8 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
         rc = gc_NS_COMMIT_call(srv(meta),
                                &(gp_NS_COMMIT_req){.name = name, .rec = rec},
                                NULL, NULL);
+    if (!rc)
+        gc_rcache_put(name, rec);
     if (sent && (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT)) {
         /* The commit's outcome is unknown (the record's server died or
          * did not answer): the record may exist, so its subfiles stay.
@@ -217,6 +219,10 @@ int gc_file_open(const char *name)
         return -ENOMEM;
     rc = gc_lookup(gc_meta_server(name), name, rec);
     if (!rc)
+        gc_rcache_put(name, rec);
+    else
+        gc_rcache_drop(name);
+    if (!rc)
         rc = gc_file_register(name, rec);
     free(rec);
     return rc;
@@ -267,6 +273,7 @@ int gc_file_delete(const char *name)
     /* The record goes first (the name is free at once); subfile headers
      * follow.  A subfile on a dead server is reported, and stays behind
      * as an orphan on that server rather than blocking the delete. */
+    gc_rcache_drop(name);
     rc = gc_NS_REMOVE_call(srv(gc_meta_server(name)),
                            &(gp_NS_REMOVE_req){.name = name},
                            &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
@@ -474,6 +481,7 @@ int gfs_set_attr(int fid, const char *key, const char *value)
                                 .attrs_len = (uint32_t)tl,
                             },
                             NULL, NULL);
+    gc_rcache_drop(f.name);
     if (!rc) {
         pthread_mutex_lock(&gc_g.lock);
         gc_file *cached = gc_htab_at(&gc_g.files, fid);

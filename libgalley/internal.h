@@ -365,6 +365,17 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
 /* Forget every striped id (gfs_finalize; their forks close after). */
 void gc_striped_shutdown(void);
 
+/* ----------------------------------------------------------- rcache.c -- */
+
+/* Records this process knows, by name (rcache.c): hints that let an open
+ * or a stat ask the subfiles' servers before the record is back. */
+void gc_rcache_put(const char *name, const gp_record *rec);
+bool gc_rcache_get(const char *name, gp_record *rec);
+void gc_rcache_drop(const char *name);
+void gc_rcache_clear(void);
+/* Same servers, header ids and attributes. */
+bool gc_record_same(const gp_record *a, const gp_record *b);
+
 /* Expand a list / nested / batched request into pieces (structured.c). */
 int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
                     gx_ext **out, size_t *np, int64_t *total);

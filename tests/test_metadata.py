@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from conftest import describe, helper_path
+from conftest import describe, galley_path, helper_path
 
 PROCS = 4
 
@@ -176,3 +176,16 @@ def test_a_clean_stop_leaves_the_log_empty(make_cluster):
     c.start()
     cp = c.helper("t_mdstorm", "check", "/stop/a", 20)
     assert cp.returncode == 0 and cp.stdout.count("have") == 20, describe(cp)
+
+
+def test_cached_records_never_hide_another_process(fresh_cluster, tmp_path):
+    """An open or stat with a record from this process's cache
+    (libgalley/rcache.c) sees a removal, and a file made again under the
+    same name, by another process."""
+    c = fresh_cluster
+    local = tmp_path / "bytes"
+    local.write_bytes(os.urandom(3000))
+    g = "%s -c %s" % (galley_path(), c.cluster_file)
+    cp = c.helper("t_mdstorm", "cache", "/cache/x", "%s rm /cache/x" % g,
+                  "%s put %s /cache/x" % (g, local), local)
+    assert cp.returncode == 0, describe(cp)

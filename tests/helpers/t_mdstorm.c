@@ -16,14 +16,66 @@
  * "none NAME" (both say -ENOENT) or "FAIL ..." for anything else: a
  * half-made file is one that shows in one and not the other.
  *
+ *   t_mdstorm cache NAME RMCMD PUTCMD LOCALFILE
+ *
+ * checks that records this process cached never hide what another
+ * process did: NAME removed (RMCMD) and made again (PUTCMD, LOCALFILE's
+ * bytes) by shell commands meanwhile.
+ *
  * Threads: single-threaded.
  */
 #include "thelp.h"
 
 #include <errno.h>
 
+/* The record cache (libgalley/rcache.c) against another process: NAME
+ * removed, then made again with other bytes, by `galley` (cmd_rm,
+ * cmd_put) while this process holds its record in the cache. */
+static void cache_scenario(const char *name, const char *cmd_rm,
+                           const char *cmd_put, const char *local)
+{
+    int64_t size = -1;
+    EXPECT_OK(gfs_create_striped(name, gfs_num_servers(), NULL, 65536, NULL));
+    EXPECT_OK(gfs_striped_stat(name, &size, NULL));
+    EXPECT_EQ(size, 0);
+    EXPECT_EQ(system(cmd_rm), 0);
+    EXPECT_EQ(gfs_striped_stat(name, &size, NULL), -ENOENT);
+    EXPECT_EQ(gfs_striped_open(name), -ENOENT);
+
+    EXPECT_OK(gfs_create_striped(name, gfs_num_servers(), NULL, 65536, NULL));
+    int sid = EXPECT_OK(gfs_striped_open(name)); /* cached again */
+    if (sid >= 0)
+        gfs_striped_close(sid);
+    EXPECT_EQ(system(cmd_rm), 0);
+    EXPECT_EQ(system(cmd_put), 0); /* new subfiles, new bytes */
+    FILE *f = fopen(local, "rb");
+    char want[4096], got[4096];
+    size_t n = f ? fread(want, 1, sizeof(want), f) : 0;
+    if (f)
+        fclose(f);
+    EXPECT_TRUE(n > 0);
+    EXPECT_OK(gfs_striped_stat(name, &size, NULL));
+    EXPECT_EQ(size, (int64_t)n);
+    sid = EXPECT_OK(gfs_striped_open(name));
+    if (sid >= 0) {
+        EXPECT_EQ(gfs_striped_read(sid, 0, got, (int64_t)n), (int64_t)n);
+        EXPECT_MEM(got, want, n, "bytes of the file made again");
+        gfs_striped_close(sid);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && strcmp(argv[1], "cache") == 0) {
+        int rc = gfs_init(NULL);
+        if (rc) {
+            printf("FAIL gfs_init: %s\n", gfs_strerror(rc));
+            return 1;
+        }
+        cache_scenario(argv[2], argv[3], argv[4], argv[5]);
+        gfs_finalize();
+        return t_finish();
+    }
     if (argc != 4) {
         fprintf(stderr, "usage: t_mdstorm create|remove|check PREFIX COUNT\n");
         return 2;

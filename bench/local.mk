@@ -14,3 +14,4 @@ bench_latency_LDADD = libgalley/libgalley.la
 noinst_PROGRAMS += bench/mdbench
 bench_mdbench_SOURCES = bench/mdbench.c
 bench_mdbench_LDADD = libgalley/libgalley.la
+EXTRA_DIST += bench/run-mdbench

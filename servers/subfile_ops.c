@@ -215,8 +215,9 @@ static int fork_create(uint64_t hid, const char *name)
         goto out_free_fork;
     }
     /* New image: the current forks plus this one (indices only grow, so it
-     * goes last).  Writing the header fsyncs the directory, which also
-     * makes the new data file's entry durable. */
+     * goes last).  The header names the new data file; should a machine
+     * crash lose the file's entry, start-up makes it again, empty (its
+     * bytes were not promised before FORK_SYNC). */
     v[n] = (hdr_fork){.idx = idx, .name = f->name, .deleted = false};
     rc = write_header(s, false, idx + 1, v, n + 1);
     if (rc)

@@ -222,6 +222,10 @@ static int fork_create(uint64_t hid, const char *name)
     rc = write_header(s, false, idx + 1, v, n + 1);
     if (rc)
         goto out_unlink_data;
+    /* opened again at its first use (gsrv_fork_get): a server keeps no
+     * descriptor for each fork it only created */
+    close(f->fd);
+    f->fd = -1;
     pthread_mutex_lock(&subtab.lock);
     s->forks[s->nforks++] = f; /* room reserved above */
     s->next_fork = idx + 1;

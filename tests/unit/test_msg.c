@@ -227,7 +227,7 @@ static void test_wire_bytes(void)
     gp_PING_rep_encode(&w, &(gp_PING_rep){.version = GP_VERSION,
                                           .data_limit = 1u << 25,
                                           .pid = 0x1234});
-    static const uint8_t ping[] = {4, 0,    0,    0, 0, 2, 0, 0, 0,
+    static const uint8_t ping[] = {5, 0,    0,    0, 0, 2, 0, 0, 0,
                                    0, 0x34, 0x12, 0, 0, 0, 0, 0, 0};
     expect(&w, ping, sizeof(ping), "PING reply");
     gp_wbuf_free(&w);

@@ -1,7 +1,7 @@
 /*
  * mdbench_mpi.c -- metadata operations through MPI-IO on galley: beside
  * ufs: (a local directory), in one run: bench/mdbench's phases as an MPI
- * program issues them.
+ * program makes those calls.
  *
  *   mpiexec -n 4 mdbench_mpi -g galley:/PREFIX -u ufs:/LOCALDIR [-n FILES]
  *                            [-r ROUNDS]

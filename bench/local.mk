@@ -15,3 +15,9 @@ bench_latency_LDADD = libgalley/libgalley.la
 noinst_PROGRAMS += bench/stream
 bench_stream_SOURCES = bench/stream.c
 bench_stream_LDADD = libgalley/libgalley.la
+
+# mdbench: metadata operations per second beside a local directory.
+noinst_PROGRAMS += bench/mdbench
+bench_mdbench_SOURCES = bench/mdbench.c
+bench_mdbench_LDADD = libgalley/libgalley.la
+EXTRA_DIST += bench/run-mdbench

@@ -223,14 +223,12 @@ static int classify(const char *p, what *w)
         w->kind = K_ROOT;
         return 0;
     }
-    int sid = gfs_striped_open(p);
+    gfs_layout lay;
+    int64_t size;
+    int sid = gfs_striped_stat(p, &size, &lay); /* without opening it */
     if (sid >= 0) {
-        gfs_layout lay;
-        w->size = gfs_striped_size(sid);
-        w->unit = gfs_striped_layout(sid, &lay) == 0 ? lay.unit : 0;
-        gfs_striped_close(sid);
-        if (w->size < 0)
-            return gf_err(w->size);
+        w->size = size;
+        w->unit = lay.unit;
         w->kind = K_FILE;
         return 0;
     }

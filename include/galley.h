@@ -431,6 +431,11 @@ int gfs_striped_layout(int sid, gfs_layout *layout);
 /* Logical size (>= 0), computed from the fork sizes of every subfile. */
 int64_t gfs_striped_size(int sid);
 
+/* A striped file's logical size (and, unless NULL, its layout) by name,
+ * without opening it: the record and every subfile's fork sizes in two
+ * round trips.  0, -ENOENT, GFS_ELAYOUT (not a striped file), ... */
+int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout);
+
 /* Set the logical size: shrink or extend (with zeros) every subfile's fork. */
 int gfs_striped_truncate(int sid, int64_t size);
 

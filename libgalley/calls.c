@@ -30,6 +30,22 @@
             out = &unused;                                                     \
         }                                                                      \
         return gc_call_finish(&q, rc, decode_##name, out, tail);               \
+    }                                                                          \
+    void gc_##name##_send(gc_conn *c, const gp_##name##_req *in,               \
+                          gc_pending *p)                                       \
+    {                                                                          \
+        gp_wbuf_init(&p->w);                                                   \
+        gp_##name##_req_encode(&p->w, in);                                     \
+        gc_pending_submit(c, GP_OP_##name, p);                                 \
+    }                                                                          \
+    int gc_##name##_recv(gc_pending *p, gp_##name##_rep *out, gc_tail *tail)   \
+    {                                                                          \
+        gp_##name##_rep unused;                                                \
+        if (!out) {                                                            \
+            memset(&unused, 0, sizeof(unused));                                \
+            out = &unused;                                                     \
+        }                                                                      \
+        return gc_pending_finish(p, decode_##name, out, tail);                 \
     }
 GP_OPCODES(GC_X_CALL)
 #undef GC_X_CALL
@@ -51,6 +67,28 @@ int gc_call_finish(gc_req *q, int rc, gp_msg_decode_fn decode, void *out,
     }
     gc_req_release(q);
     return rc;
+}
+
+void gc_pending_submit(gc_conn *c, uint16_t opcode, gc_pending *p)
+{
+    memset(&p->q, 0, sizeof(p->q));
+    p->rc = 0;
+    if (p->w.err) {
+        p->q.state = GC_REQ_DONE;
+        p->rc = p->q.status = p->w.err;
+        return;
+    }
+    int rc = gc_submit(c, opcode, p->w.data, p->w.len, NULL, 0, 0, &p->q);
+    if (rc && p->q.state == GC_REQ_DONE)
+        p->rc = rc;
+}
+
+int gc_pending_finish(gc_pending *p, gp_msg_decode_fn decode, void *out,
+                      gc_tail *tail)
+{
+    int rc = p->rc ? p->rc : gc_wait(&p->q);
+    gp_wbuf_free(&p->w);
+    return gc_call_finish(&p->q, rc, decode, out, tail);
 }
 
 int gc_tail_end(gc_tail *tail)

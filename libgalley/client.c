@@ -143,6 +143,7 @@ int gfs_finalize(void)
     gc_nb_shutdown();
     gc_lease_stop();
     gc_striped_shutdown();
+    gc_rcache_clear();
 
     /* Close forks still open (best effort: servers also close a dropped
      * connection's opens). */

@@ -50,14 +50,38 @@ static int pick_servers(const char *name, int nsub, const int *servers,
     return 0;
 }
 
-/* Create with an initial attribute text (used by gfs_create_striped). */
-int gc_create_file(const char *name, int nsubfiles, const int *servers,
-                   const char *attrs)
+/* Delete the subfile headers rec->hid[i] for which made[i], all at once
+ * (errors ignored: what stays behind is an orphan for `galley fsck`). */
+static void delete_subfiles(const gp_record *rec, const bool *made)
+{
+    gc_pending *p = calloc(rec->nsub ? rec->nsub : 1, sizeof(*p));
+    if (!p)
+        return;
+    for (uint32_t i = 0; i < rec->nsub; i++)
+        if (made[i])
+            gc_SUB_DELETE_send(srv((int)rec->server[i]),
+                               &(gp_SUB_DELETE_req){.hid = rec->hid[i]}, &p[i]);
+    for (uint32_t i = 0; i < rec->nsub; i++)
+        if (made[i])
+            gc_SUB_DELETE_recv(&p[i], NULL, NULL);
+    free(p);
+}
+
+/* Create with an initial attribute text and, unless fork is NULL, a first
+ * fork of that name in every subfile (gfs_create_striped).  The paper's
+ * three steps in two round trips: the name's reservation and every
+ * subfile header (SUB_CREATE_FORK: with its fork) are sent at once, then
+ * the record is committed.  A failure in any step releases what was
+ * done; a name that exists costs the subfiles made meanwhile. */
+int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
+                        const char *attrs, const char *fork)
 {
     int rc = gc_check_init();
     if (rc)
         return rc;
     rc = gc_check_name(name, GFS_NAME_MAX);
+    if (!rc && fork)
+        rc = gc_check_name(fork, GFS_FORK_NAME_MAX);
     if (rc)
         return rc;
     gp_record *rec = calloc(1, sizeof(*rec));
@@ -77,43 +101,87 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
         rec->attrlen = (uint32_t)n;
     }
 
-    /* Step 1: reserve the name at its metadata server. */
+    /* Steps 1 and 2 at once: reserve the name at its metadata server, and
+     * a subfile header on each chosen server. */
     int meta = gc_meta_server(name);
-    rc = gc_NS_RESERVE_call(srv(meta), &(gp_NS_RESERVE_req){.name = name}, NULL,
-                            NULL);
-    if (rc)
+    gc_pending rp, *p = calloc((size_t)nsubfiles, sizeof(*p));
+    bool *made = calloc((size_t)nsubfiles, sizeof(*made));
+    if (!p || !made) {
+        free(p);
+        free(made);
+        rc = -ENOMEM;
         goto out_free;
-
-    /* Step 2: a subfile header on each chosen server. */
-    int made = 0;
-    for (; made < nsubfiles; made++) {
-        gp_SUB_CREATE_rep m;
-        rc = gc_SUB_CREATE_call(
-            srv((int)rec->server[made]),
-            &(gp_SUB_CREATE_req){.filename = name, .subfile = (uint32_t)made},
-            &m, NULL);
-        if (rc)
-            goto out_release;
-        rec->hid[made] = m.hid;
+    }
+    gc_NS_RESERVE_send(srv(meta), &(gp_NS_RESERVE_req){.name = name}, &rp);
+    for (int i = 0; i < nsubfiles; i++) {
+        gc_conn *c = srv((int)rec->server[i]);
+        if (fork)
+            gc_SUB_CREATE_FORK_send(c,
+                                    &(gp_SUB_CREATE_FORK_req){
+                                        .filename = name,
+                                        .subfile = (uint32_t)i,
+                                        .fork = fork,
+                                    },
+                                    &p[i]);
+        else
+            gc_SUB_CREATE_send(
+                c,
+                &(gp_SUB_CREATE_req){.filename = name, .subfile = (uint32_t)i},
+                &p[i]);
+    }
+    int reserved = gc_NS_RESERVE_recv(&rp, NULL, NULL);
+    rc = reserved;
+    for (int i = 0; i < nsubfiles; i++) {
+        int k;
+        uint64_t hid = 0;
+        if (fork) {
+            gp_SUB_CREATE_FORK_rep m = {0};
+            k = gc_SUB_CREATE_FORK_recv(&p[i], &m, NULL);
+            hid = m.hid;
+        } else {
+            gp_SUB_CREATE_rep m = {0};
+            k = gc_SUB_CREATE_recv(&p[i], &m, NULL);
+            hid = m.hid;
+        }
+        if (!k) {
+            made[i] = true;
+            rec->hid[i] = hid;
+        } else if (!rc) {
+            rc = k;
+        }
     }
 
-    /* Step 3: commit the record. */
-    rc = gc_NS_COMMIT_call(
-        srv(meta), &(gp_NS_COMMIT_req){.name = name, .rec = rec}, NULL, NULL);
-    if (!rc)
-        goto out_free;
+    free(p);
 
-out_release:
-    /* Undo in reverse: subfile headers, then the reservation. */
-    for (int i = made - 1; i >= 0; i--)
-        gc_SUB_DELETE_call(srv((int)rec->server[i]),
-                           &(gp_SUB_DELETE_req){.hid = rec->hid[i]}, NULL,
-                           NULL);
-    gc_NS_RELEASE_call(srv(meta), &(gp_NS_RELEASE_req){.name = name}, NULL,
-                       NULL);
+    /* Step 3: commit the record. */
+    bool sent = !rc;
+    if (sent)
+        rc = gc_NS_COMMIT_call(srv(meta),
+                               &(gp_NS_COMMIT_req){.name = name, .rec = rec},
+                               NULL, NULL);
+    if (!rc)
+        gc_rcache_put(name, rec);
+    if (sent && (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT)) {
+        /* The commit's outcome is unknown (the record's server died or
+         * did not answer): the record may exist, so its subfiles stay.
+         * If it does not, they are orphans for `galley fsck --repair`. */
+    } else if (rc) {
+        /* Undo: subfile headers, then the reservation. */
+        delete_subfiles(rec, made);
+        if (!reserved)
+            gc_NS_RELEASE_call(srv(meta), &(gp_NS_RELEASE_req){.name = name},
+                               NULL, NULL);
+    }
+    free(made);
 out_free:
     free(rec);
     return rc;
+}
+
+int gc_create_file(const char *name, int nsubfiles, const int *servers,
+                   const char *attrs)
+{
+    return gc_create_file_fork(name, nsubfiles, servers, attrs, NULL);
 }
 
 int gfs_create_file(const char *name, int nsubfiles, const int *servers)
@@ -151,6 +219,10 @@ int gc_file_open(const char *name)
         return -ENOMEM;
     rc = gc_lookup(gc_meta_server(name), name, rec);
     if (!rc)
+        gc_rcache_put(name, rec);
+    else
+        gc_rcache_drop(name);
+    if (!rc)
         rc = gc_file_register(name, rec);
     free(rec);
     return rc;
@@ -163,11 +235,25 @@ int gc_file_close(int fid)
         return rc;
     if (gc_htab_take(&gc_g.files, fid, NULL))
         return GFS_EBADID;
-    /* Forks opened through this file id go with it. */
+    /* Forks opened through this file id go with it, all at once. */
     gc_fork k;
-    for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
-        if (k.fid == fid)
-            gc_fork_close(kid);
+    int n = 0, cap = 0, *kids = NULL;
+    for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;) {
+        if (k.fid != fid)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            int *nk = realloc(kids, (size_t)cap * sizeof(*nk));
+            if (!nk) {
+                gc_fork_close(kid); /* one at a time, then */
+                continue;
+            }
+            kids = nk;
+        }
+        kids[n++] = kid;
+    }
+    gc_all_close(n, kids);
+    free(kids);
     return 0;
 }
 
@@ -187,20 +273,31 @@ int gc_file_delete(const char *name)
     /* The record goes first (the name is free at once); subfile headers
      * follow.  A subfile on a dead server is reported, and stays behind
      * as an orphan on that server rather than blocking the delete. */
+    gc_rcache_drop(name);
     rc = gc_NS_REMOVE_call(srv(gc_meta_server(name)),
                            &(gp_NS_REMOVE_req){.name = name},
                            &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
     if (rc)
         goto out_free;
-    for (uint32_t i = 0; i < rec->nsub; i++) {
+    /* every subfile at once: one round trip */
+    uint32_t n = rec->nsub;
+    gc_pending *p = calloc(n ? n : 1, sizeof(*p));
+    if (!p) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (rec->server[i] < (uint32_t)gc_g.nservers)
+            gc_SUB_DELETE_send(srv((int)rec->server[i]),
+                               &(gp_SUB_DELETE_req){.hid = rec->hid[i]}, &p[i]);
+    for (uint32_t i = 0; i < n; i++) {
         if (rec->server[i] >= (uint32_t)gc_g.nservers)
             continue;
-        int k = gc_SUB_DELETE_call(srv((int)rec->server[i]),
-                                   &(gp_SUB_DELETE_req){.hid = rec->hid[i]},
-                                   NULL, NULL);
+        int k = gc_SUB_DELETE_recv(&p[i], NULL, NULL);
         if (k && k != -ENOENT && !rc)
             rc = k;
     }
+    free(p);
 out_free:
     free(rec);
     return rc;
@@ -384,6 +481,7 @@ static int gc_set_attr(int fid, const char *key, const char *value)
                                 .attrs_len = (uint32_t)tl,
                             },
                             NULL, NULL);
+    gc_rcache_drop(f.name);
     if (!rc) {
         pthread_mutex_lock(&gc_g.lock);
         gc_file *cached = gc_htab_at(&gc_g.files, fid);

@@ -125,35 +125,93 @@ int gc_all_create(int fid, const char *name)
     return 0;
 }
 
+/* Every subfile's fork `name` at once: one round trip. */
 int gc_all_open(int fid, const char *name, int *kids)
 {
-    int n = nsub_of(fid);
-    if (n < 0)
-        return n;
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (rc)
+        return rc;
     if (!kids)
         return -EINVAL;
+    rc = gc_check_name(name, GFS_FORK_NAME_MAX);
+    if (rc)
+        return rc;
+    int n = (int)f.rec.nsub;
+    gc_pending *p = calloc((size_t)(n ? n : 1), sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    for (int i = 0; i < n; i++)
+        gc_FORK_OPEN_send(
+            gc_server_conn((int)f.rec.server[i]),
+            &(gp_FORK_OPEN_req){.hid = f.rec.hid[i], .fork = name}, &p[i]);
     for (int i = 0; i < n; i++) {
-        kids[i] = gc_fork_open(fid, i, name);
-        if (kids[i] < 0) {
-            int rc = kids[i];
-            for (int j = 0; j < i; j++)
-                gc_fork_close(kids[j]);
-            return rc;
-        }
+        gp_FORK_OPEN_rep m = {0};
+        int k = gc_FORK_OPEN_recv(&p[i], &m, NULL);
+        kids[i] = k;
+        if (k)
+            continue;
+        gc_fork fk = {.fid = fid,
+                      .subfile = i,
+                      .server = (int)f.rec.server[i],
+                      .fkid = m.fkid};
+        kids[i] = gc_fork_register(&fk);
+        if (kids[i] < 0) /* undo the server-side open */
+            gc_FORK_CLOSE_call(gc_server_conn(fk.server),
+                               &(gp_FORK_CLOSE_req){.fkid = fk.fkid}, NULL,
+                               NULL);
     }
-    return 0;
+    free(p);
+    for (int i = 0; i < n && !rc; i++)
+        if (kids[i] < 0)
+            rc = kids[i];
+    if (rc) {
+        for (int i = 0; i < n; i++)
+            if (kids[i] >= 0)
+                gc_fork_close(kids[i]);
+    }
+    return rc;
 }
 
+/* Every fork at once: one round trip. */
 int gc_all_close(int nkids, const int *kids)
 {
     int rc = 0;
     if (nkids < 0 || (nkids && !kids))
         return -EINVAL;
-    for (int i = 0; i < nkids; i++) {
-        int k = gc_fork_close(kids[i]);
-        if (k && !rc)
-            rc = k;
+    gc_pending *p = calloc((size_t)(nkids ? nkids : 1), sizeof(*p));
+    bool *sent = calloc((size_t)(nkids ? nkids : 1), sizeof(*sent));
+    if (!p || !sent) {
+        free(p);
+        free(sent);
+        return -ENOMEM;
     }
+    for (int i = 0; i < nkids; i++) {
+        gc_fork k;
+        int e = gc_fork_get(kids[i], &k);
+        if (e) {
+            if (!rc)
+                rc = e;
+            continue;
+        }
+        /* its descriptors first (the direct transport) */
+        gc_direct_release(k.server, k.fkid);
+        gc_FORK_CLOSE_send(gc_server_conn(k.server),
+                           &(gp_FORK_CLOSE_req){.fkid = k.fkid}, &p[i]);
+        sent[i] = true;
+    }
+    for (int i = 0; i < nkids; i++) {
+        if (!sent[i])
+            continue;
+        int e = gc_FORK_CLOSE_recv(&p[i], NULL, NULL);
+        /* the id goes even if the server is unreachable: the server drops
+         * a lost connection's opens itself */
+        gc_fork_unregister(kids[i]);
+        if (e && e != GFS_ESTALE && !rc)
+            rc = e;
+    }
+    free(p);
+    free(sent);
     return rc;
 }
 

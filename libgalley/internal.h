@@ -142,6 +142,30 @@ typedef int (*gp_msg_decode_fn)(gp_rbuf *r, void *m);
                          gp_##name##_rep *out, gc_tail *tail);
 GP_OPCODES(GC_X_CALL_DECLARE)
 #undef GC_X_CALL_DECLARE
+/*
+ * The same call in two halves, for fanning a request out to several
+ * servers before waiting for any (one round trip for all):
+ *
+ *   void gc_NAME_send(gc_conn *c, const gp_NAME_req *in, gc_pending *p);
+ *   int  gc_NAME_recv(gc_pending *p, gp_NAME_rep *out, gc_tail *tail);
+ *
+ * Every send must be followed by its recv (which frees p's resources);
+ * recv returns what gc_NAME_call would, and leaves a tail as it does.
+ */
+typedef struct gc_pending {
+    gc_req q;
+    gp_wbuf w;
+    int rc;
+} gc_pending;
+#define GC_X_HALVES_DECLARE(name, code, note)                                  \
+    void gc_##name##_send(gc_conn *c, const gp_##name##_req *in,               \
+                          gc_pending *p);                                      \
+    int gc_##name##_recv(gc_pending *p, gp_##name##_rep *out, gc_tail *tail);
+GP_OPCODES(GC_X_HALVES_DECLARE)
+#undef GC_X_HALVES_DECLARE
+void gc_pending_submit(gc_conn *c, uint16_t opcode, gc_pending *p);
+int gc_pending_finish(gc_pending *p, gp_msg_decode_fn decode, void *out,
+                      gc_tail *tail);
 /* The generated calls' common end (decode, keep or release). */
 int gc_call_finish(gc_req *q, int rc, gp_msg_decode_fn decode, void *out,
                    gc_tail *tail);
@@ -265,6 +289,9 @@ int gc_file_register(const char *name, const gp_record *rec);
 /* gfs_create_file with an initial attribute text ("k=v\n" lines). */
 int gc_create_file(const char *name, int nsubfiles, const int *servers,
                    const char *attrs);
+/* The same with a first fork `fork` (NULL: none) in every subfile. */
+int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
+                        const char *attrs, const char *fork);
 /* Value of `key` in an attribute text; length, -ENOENT or -ERANGE. */
 int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len);
 /* Checksummed files (gfs_set_checksum): the record's attribute. */
@@ -348,6 +375,17 @@ int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
 /* Forget every striped id (gfs_finalize; their forks close after). */
 void gc_striped_shutdown(void);
 
+/* ----------------------------------------------------------- rcache.c -- */
+
+/* Records this process knows, by name (rcache.c): hints that let an open
+ * or a stat ask the subfiles' servers before the record is back. */
+void gc_rcache_put(const char *name, const gp_record *rec);
+bool gc_rcache_get(const char *name, gp_record *rec);
+void gc_rcache_drop(const char *name);
+void gc_rcache_clear(void);
+/* Same servers, header ids and attributes. */
+bool gc_record_same(const gp_record *a, const gp_record *b);
+
 /* Expand a list / nested / batched request into pieces (structured.c). */
 int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
                     gx_ext **out, size_t *np, int64_t *total);
@@ -365,6 +403,7 @@ typedef struct gc_local gc_local;
 bool gc_conn_same_host(gc_conn *c);
 
 bool gc_is_local_layout(int fid);
+int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout);
 /* *out = NULL for a file of another layout; else its maps, read now. */
 int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
 void gc_local_free(gc_local *l);

@@ -17,6 +17,7 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/transport_cma.c \
 	libgalley/transport_direct.c \
 	libgalley/files.c \
+	libgalley/rcache.c \
 	libgalley/forks.c \
 	libgalley/group.c \
 	libgalley/io.c \

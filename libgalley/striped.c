@@ -61,44 +61,50 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
     snprintf(attrs, sizeof(attrs),
              "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n", unit,
              fork);
-    rc = gc_create_file(name, nsubfiles, servers, attrs);
-    if (rc)
-        return rc;
-    int fid = gc_file_open(name);
-    if (fid < 0) {
-        rc = fid;
-        goto out_delete;
-    }
-    rc = gc_all_create(fid, fork);
-    gc_file_close(fid);
-    if (!rc)
-        return 0;
-out_delete:
-    gc_file_delete(name);
-    return rc;
+    /* the record, every subfile and its fork: two round trips */
+    return gc_create_file_fork(name, nsubfiles, servers, attrs, fork);
 }
 
-/* Make a striped id for an open file id (taking ownership of fid). */
-static int striped_from_fid(int fid)
+/* The striped layout kept in a file's record: 0 or GFS_ELAYOUT. */
+static int layout_of(const gp_record *rec, gfs_layout *lay)
 {
-    gc_striped s = {.fid = fid};
     char v[GFS_FORK_NAME_MAX + 1];
-    gc_file f;
-    int rc = gc_file_get(fid, &f);
-    if (rc)
-        goto out_close;
-    if (gc_attr_lookup(f.rec.attrs, "galley.stripe_unit", v, sizeof(v)) < 0)
-        goto out_layout;
+    if (gc_attr_lookup(rec->attrs, "galley.stripe_unit", v, sizeof(v)) < 0)
+        return GFS_ELAYOUT;
     char *end;
     long long unit = strtoll(v, &end, 10);
     if (*end || unit <= 0)
-        goto out_layout;
-    if (gc_attr_lookup(f.rec.attrs, "galley.stripe_fork", s.lay.fork,
-                       sizeof(s.lay.fork)) <= 0)
-        goto out_layout;
-    s.lay.unit = unit;
-    s.lay.nsubfiles = (int)f.rec.nsub;
-    rc = gc_all_open(fid, s.lay.fork, s.kids);
+        return GFS_ELAYOUT;
+    if (gc_attr_lookup(rec->attrs, "galley.stripe_fork", lay->fork,
+                       sizeof(lay->fork)) <= 0)
+        return GFS_ELAYOUT;
+    lay->unit = unit;
+    lay->nsubfiles = (int)rec->nsub;
+    return 0;
+}
+
+static bool is_local_layout(const gp_record *rec)
+{
+    char v[32];
+    return gc_attr_lookup(rec->attrs, "galley.layout", v, sizeof(v)) > 0 &&
+           strcmp(v, "local") == 0;
+}
+
+/* Make a striped id for an open file id (taking ownership of fid), with
+ * its forks opened here, or (kids) already. */
+static int striped_from_fid(int fid, const int *kids)
+{
+    gc_striped s = {.fid = fid};
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (!rc)
+        rc = layout_of(&f.rec, &s.lay);
+    if (rc)
+        goto out_close;
+    if (kids)
+        memcpy(s.kids, kids, (size_t)s.lay.nsubfiles * sizeof(*kids));
+    else
+        rc = gc_all_open(fid, s.lay.fork, s.kids);
     if (rc)
         goto out_close;
     rc = gc_local_open(fid, &s.lay, &s.loc);
@@ -114,17 +120,103 @@ static int striped_from_fid(int fid)
     }
     return sid;
 
-out_layout:
-    rc = GFS_ELAYOUT;
 out_close:
-    gc_file_close(fid);
+    gc_file_close(fid); /* and the forks registered with it */
+    return rc;
+}
+
+/* Open with a record from the cache (rcache.c): the lookup and every
+ * subfile's FORK_OPEN go at once (one round trip), and the forks are
+ * kept when the record that comes back is the cached one.  Otherwise
+ * they are closed and the open goes on from the fresh record. */
+static int open_cached(const char *name, const gp_record *cached)
+{
+    gfs_layout lay;
+    int n = (int)cached->nsub;
+    gp_record *rec = calloc(1, sizeof(*rec));
+    gc_pending *p = calloc((size_t)n + 1, sizeof(*p));
+    uint64_t *fkid = calloc((size_t)n, sizeof(*fkid));
+    int *ok = calloc((size_t)n, sizeof(*ok));
+    int kids[GFS_MAX_SUBFILES];
+    int rc = !rec || !p || !fkid || !ok ? -ENOMEM : layout_of(cached, &lay);
+    if (rc)
+        goto out_free;
+    gc_NS_LOOKUP_send(gc_server_conn(gc_meta_server(name)),
+                      &(gp_NS_LOOKUP_req){.name = name}, &p[n]);
+    for (int i = 0; i < n; i++)
+        gc_FORK_OPEN_send(
+            gc_server_conn((int)cached->server[i]),
+            &(gp_FORK_OPEN_req){.hid = cached->hid[i], .fork = lay.fork},
+            &p[i]);
+    rc = gc_NS_LOOKUP_recv(&p[n], &(gp_NS_LOOKUP_rep){.rec = rec}, NULL);
+    bool same = !rc && gc_record_same(rec, cached);
+    for (int i = 0; i < n; i++) {
+        gp_FORK_OPEN_rep m = {0};
+        ok[i] = gc_FORK_OPEN_recv(&p[i], &m, NULL) == 0;
+        fkid[i] = m.fkid;
+        same = same && ok[i];
+    }
+    int fid = same ? gc_file_register(name, rec) : -1;
+    for (int i = 0; i < n && fid >= 0; i++) {
+        gc_fork k = {.fid = fid,
+                     .subfile = i,
+                     .server = (int)rec->server[i],
+                     .fkid = fkid[i]};
+        kids[i] = gc_fork_register(&k);
+        if (kids[i] < 0) {
+            rc = kids[i];
+            gc_file_close(fid); /* closes the forks registered so far */
+            fid = -1;
+            same = false;
+        } else {
+            ok[i] = 0; /* the fork id owns it now */
+        }
+    }
+    /* the forks nobody owns: closed on the server, all at once */
+    for (int i = 0; i < n; i++)
+        if (ok[i])
+            gc_FORK_CLOSE_send(gc_server_conn((int)cached->server[i]),
+                               &(gp_FORK_CLOSE_req){.fkid = fkid[i]}, &p[i]);
+    for (int i = 0; i < n; i++)
+        if (ok[i])
+            gc_FORK_CLOSE_recv(&p[i], NULL, NULL);
+    if (same) {
+        rc = striped_from_fid(fid, kids);
+    } else if (!rc) {
+        /* the file changed since it was cached: from the fresh record */
+        gc_rcache_put(name, rec);
+        fid = gc_file_register(name, rec);
+        rc = fid < 0 ? fid : striped_from_fid(fid, NULL);
+    } else {
+        gc_rcache_drop(name);
+    }
+out_free:
+    free(rec);
+    free(p);
+    free(fkid);
+    free(ok);
     return rc;
 }
 
 int gc_striped_open(const char *name)
 {
+    int rc = gc_check_init();
+    if (!rc)
+        rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_record *cached = malloc(sizeof(*cached));
+    if (cached && gc_rcache_get(name, cached)) {
+        gfs_layout lay;
+        if (layout_of(cached, &lay) == 0) {
+            rc = open_cached(name, cached);
+            free(cached);
+            return rc;
+        }
+    }
+    free(cached);
     int fid = gc_file_open(name);
-    return fid < 0 ? fid : striped_from_fid(fid);
+    return fid < 0 ? fid : striped_from_fid(fid, NULL);
 }
 
 #define EXPORT_MAGIC 0x47455850u /* "GEXP" */
@@ -176,7 +268,7 @@ int gfs_striped_import(const void *buf, size_t len)
     rc = gp_done(&r) ? 0 : -EINVAL;
     int fid = rc ? rc : gc_file_register(name, rec);
     free(rec);
-    return fid < 0 ? fid : striped_from_fid(fid);
+    return fid < 0 ? fid : striped_from_fid(fid, NULL);
 }
 
 /* ------------------------------------------- locks and counters ------- */
@@ -513,6 +605,135 @@ int64_t gfs_striped_size(int sid)
     if (rc)
         return rc;
     return logical_size(&s.lay, sizes);
+}
+
+/* Size of subfile i's fork `fork` from a FORK_LIST reply. */
+static int size_in_list(gc_pending *p, const char *fork, int64_t *size)
+{
+    gc_tail t;
+    gp_FORK_LIST_rep m;
+    int rc = gc_FORK_LIST_recv(p, &m, &t);
+    if (rc)
+        return rc;
+    int found = -ENOENT;
+    for (uint32_t i = 0; i < m.n && !t.r.err; i++) {
+        gp_FORK_item it;
+        if (gp_FORK_item_decode(&t.r, &it))
+            break;
+        if (strcmp(it.fork, fork) == 0) {
+            found = it.size <= INT64_MAX ? 0 : GFS_EPROTO;
+            *size = (int64_t)it.size;
+        }
+    }
+    rc = gc_tail_end(&t);
+    return rc ? rc : found;
+}
+
+/* Every subfile's fork list at once, and (look) the record's lookup with
+ * them: sizes[i] is the size of fork `fork` in subfile i.  0 or the
+ * first error of the lists; the lookup's own result in *lookrc. */
+static int list_sizes(const char *name, const gp_record *r, const char *fork,
+                      gp_record *look, int *lookrc, int64_t *sizes)
+{
+    int n = (int)r->nsub, rc = 0;
+    gc_pending *p = calloc((size_t)n + 1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    if (look)
+        gc_NS_LOOKUP_send(gc_server_conn(gc_meta_server(name)),
+                          &(gp_NS_LOOKUP_req){.name = name}, &p[n]);
+    for (int i = 0; i < n; i++)
+        gc_FORK_LIST_send(gc_server_conn((int)r->server[i]),
+                          &(gp_FORK_LIST_req){.hid = r->hid[i]}, &p[i]);
+    if (look)
+        *lookrc =
+            gc_NS_LOOKUP_recv(&p[n], &(gp_NS_LOOKUP_rep){.rec = look}, NULL);
+    for (int i = 0; i < n; i++) {
+        int k = size_in_list(&p[i], fork, &sizes[i]);
+        if (k && !rc)
+            rc = k;
+    }
+    free(p);
+    return rc;
+}
+
+/* A striped file's logical size by name, without opening its forks: the
+ * record, then every subfile's fork list at once (two round trips; one
+ * when the record is cached: the lookup goes with the lists, whose
+ * answers count only if the record is still the cached one).  The
+ * locality layout's size needs its block maps: opened as for I/O. */
+int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
+{
+    int rc = gc_check_init();
+    if (!rc)
+        rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_record *rec = malloc(sizeof(*rec));
+    gp_record *cached = malloc(sizeof(*cached));
+    int64_t *sizes = calloc(GFS_MAX_SUBFILES, sizeof(*sizes));
+    gfs_layout lay;
+    int64_t total = 0;
+    if (!rec || !cached || !sizes) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    if (gc_rcache_get(name, cached) && layout_of(cached, &lay) == 0 &&
+        !is_local_layout(cached)) {
+        int lookrc;
+        int k = list_sizes(name, cached, lay.fork, rec, &lookrc, sizes);
+        if (lookrc) {
+            gc_rcache_drop(name);
+            rc = lookrc;
+            goto out_free;
+        }
+        if (!k && gc_record_same(rec, cached))
+            goto out_size;
+        gc_rcache_put(name, rec); /* changed: from the fresh record */
+    } else {
+        rc = gc_lookup(gc_meta_server(name), name, rec);
+        if (rc) {
+            gc_rcache_drop(name);
+            goto out_free;
+        }
+        gc_rcache_put(name, rec);
+    }
+    rc = layout_of(rec, &lay);
+    if (rc)
+        goto out_free;
+    if (is_local_layout(rec)) {
+        int fid = gc_file_register(name, rec);
+        int sid = fid < 0 ? fid : striped_from_fid(fid, NULL); /* takes fid */
+        if (sid < 0) {
+            rc = sid;
+            goto out_free;
+        }
+        total = gfs_striped_size(sid);
+        gc_striped_close(sid);
+        rc = total < 0 ? (int)total : 0;
+        goto out_done;
+    }
+    rc = list_sizes(name, rec, lay.fork, NULL, NULL, sizes);
+    if (rc)
+        goto out_free;
+out_size:
+    total = logical_size(&lay, sizes);
+    rc = total < 0 ? (int)total : 0;
+out_done:
+    if (!rc && size)
+        *size = total;
+    if (!rc && layout)
+        *layout = lay;
+out_free:
+    free(rec);
+    free(cached);
+    free(sizes);
+    return rc;
+}
+
+int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
+{
+    return gc_striped_stat(name, size, layout);
 }
 
 int gfs_striped_truncate(int sid, int64_t size)

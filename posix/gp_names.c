@@ -83,11 +83,12 @@ static int gp_stat_name(const char *name, struct stat *st)
     int rc = gp_start();
     if (rc)
         return rc;
-    int sid = *name ? gfs_striped_open(name) : -ENOENT;
-    if (sid >= 0) {
-        rc = gp_stat_sid(sid, name, st);
-        gfs_striped_close(sid);
-        return rc;
+    int64_t size;
+    gfs_layout lay;
+    int sid = *name ? gfs_striped_stat(name, &size, &lay) : -ENOENT;
+    if (sid >= 0) { /* without opening it: two round trips */
+        gp_fill_stat(st, name, size, lay.unit, false);
+        return 0;
     }
     if (sid == GFS_ELAYOUT) { /* a plain (non-striped) file */
         gp_fill_stat(st, name, 0, 0, true);

@@ -86,7 +86,8 @@
     X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock")   \
     X(IO_CREAD, 70, "IO_READ of a checksummed fork: the reply data's CRC32C")  \
     X(IO_CWRITE, 71, "IO_WRITE with the data's CRC32C, checked before it")     \
-    X(SCRUB, 72, "verify every stored chunk of a fork against its CRC")
+    X(SCRUB, 72, "verify every stored chunk of a fork against its CRC")        \
+    X(SUB_CREATE_FORK, 80, "SUB_CREATE and a first fork, one log commit")
 
 /* ------------------------------------------------------------ fields ---- */
 
@@ -137,6 +138,11 @@
 
 #define GP_SUB_CREATE_REQ(F) F(str, filename, GFS_NAME_MAX) F(u32, subfile)
 #define GP_SUB_CREATE_REP(F) F(u64, hid)
+
+#define GP_SUB_CREATE_FORK_REQ(F)                                              \
+    F(str, filename, GFS_NAME_MAX)                                             \
+    F(u32, subfile) F(str, fork, GFS_FORK_NAME_MAX)
+#define GP_SUB_CREATE_FORK_REP(F) F(u64, hid)
 
 #define GP_SUB_DELETE_REQ(F) F(u64, hid)
 #define GP_SUB_DELETE_REP(F)

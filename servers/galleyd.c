@@ -719,9 +719,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "galleyd: cannot start: %s\n", gsrv_strerror(rc));
         goto out_close_dir;
     }
-    rc = gsrv_ns_init();
+    /* the log first: the scans see what it replays, then it logs */
+    rc = gsrv_wal_replay();
+    if (!rc)
+        rc = gsrv_ns_init();
     if (!rc)
         rc = gsrv_sub_init();
+    if (!rc)
+        rc = gsrv_wal_start();
     if (rc) {
         fprintf(stderr, "galleyd: cannot load %s: %s\n", dir,
                 gsrv_strerror(rc));
@@ -759,6 +764,7 @@ out_close_listener:
     shutdown_all();
     wait_idle();
 out_free_tables:
+    gsrv_wal_close();
     gsrv_sub_fini();
     gsrv_ns_fini();
     gsrv_cache_stop();

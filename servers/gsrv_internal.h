@@ -35,7 +35,8 @@
  *                 threads.
  *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile;
  *                 BLOCK_LOCK / BLOCK_UNLOCK: the same over block numbers.
- *   meta.c        crash-safe metadata files (write temp, fsync, rename)
+ *   meta.c        crash-safe metadata files (write temp, rename; logged)
+ *   wal.c         the metadata log: group commit, replay at start-up
  *                 and the start-up recovery scan of their directories.
  *   htable.c      the one hash table (subfiles, NameServer, cache).
  *
@@ -361,6 +362,29 @@ struct gsrv_scan {
     void *arg; /* the caller's */
 };
 int gsrv_meta_scan(gsrv_scan *sc);
+/* mkdir / rmdir of a metadata directory (logged like the files). */
+int gsrv_meta_mkdir(const char *rel);
+int gsrv_meta_rmdir(const char *rel);
+/* fsync a directory now, whatever the log holds (FORK_SYNC: a data
+ * file's entry). */
+int gsrv_dir_fsync(const char *rel);
+
+/* ------------------------------------------------------------- wal.c -- */
+
+/* The metadata log (group commit; wal.c states the scheme).  meta.c logs
+ * every durable change; the handler waits before it replies. */
+enum { GSRV_WAL_PUT = 1, GSRV_WAL_DEL, GSRV_WAL_MKDIR, GSRV_WAL_RMDIR };
+/* Replay DIR/wal into the data directory and empty it (before the
+ * start-up scans); then log from gsrv_wal_start on. */
+int gsrv_wal_replay(void);
+int gsrv_wal_start(void);
+/* Make everything logged durable, empty the log, stop logging. */
+void gsrv_wal_close(void);
+bool gsrv_wal_on(void);
+/* Append a change already made in the file system (owner's lock held). */
+void gsrv_wal_log(int op, const char *path, const void *data, size_t len);
+/* Wait until every change this thread logged is durable: 0 or an error. */
+int gsrv_wal_wait(void);
 
 /* ------------------------------------------------------------------------
  * NameServer (nameserver.c)

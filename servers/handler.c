@@ -446,6 +446,10 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
         status = -ENOSYS;
     else
         status = optab[h->opcode].fn(c, &r, &rep);
+    /* the metadata this request changed is durable before the reply */
+    int durable = gsrv_wal_wait();
+    if (status == 0 && durable)
+        status = durable;
 
     if (status == 0 && rep.w.err)
         status = rep.w.err == -E2BIG ? GFS_ETOOBIG : rep.w.err;

@@ -19,6 +19,7 @@ servers_galleyd_SOURCES = \
 	servers/disk.c \
 	servers/rangelock.c \
 	servers/meta.c \
+	servers/wal.c \
 	servers/cma.c \
 	servers/direct.c \
 	servers/iostats.c \

@@ -7,7 +7,11 @@
  * records, subtab.lock for subfile headers, counters and the hid counter),
  * so the single temp name "<file>.tmp" never races.
  *
- * The scheme (no write-ahead log):
+ * The scheme.  While galleyd serves, every durable change below is also
+ * appended to the metadata log (wal.c) and made durable by its group
+ * commit instead: the file is written and renamed without fsync, and the
+ * reply waits for the log.  At start-up (before the log is replayed, and
+ * while the scans below run) the files are made durable one by one:
  *
  *   Every metadata object is one small file, replaced as a whole:
  *     1. write the new contents to "<file>.tmp",
@@ -22,6 +26,7 @@
  *   component; every name below is a number or a fixed word):
  *     DIR/lock                 flock'd while a galleyd serves DIR
  *     DIR/next_hid             u64 counter: subfile header ids never reused
+ *     DIR/wal                  the metadata log (wal.c)
  *     DIR/ns/<id>.rec          one NameServer record (name + gp_record)
  *     DIR/sub/<hid>/header     subfile header: file name, subfile index,
  *                              next fork index, (index, name, deleted) forks
@@ -65,6 +70,13 @@ static void parent_of(const char *rel, char *out, size_t outlen)
 
 int gsrv_meta_sync_dir(const char *rel)
 {
+    if (gsrv_wal_on())
+        return 0; /* the log holds every change made in it */
+    return gsrv_dir_fsync(rel);
+}
+
+int gsrv_dir_fsync(const char *rel)
+{
     int fd = openat(gsrv_g.dfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -79,6 +91,9 @@ int gsrv_meta_write(const char *rel, const void *buf, size_t len, bool durable)
 {
     char tmp[256], dir[256];
     int rc;
+    bool logged = durable && gsrv_wal_on();
+    if (logged)
+        durable = false; /* the log makes it durable (wal.c) */
 
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", rel) >= (int)sizeof(tmp))
         return -ENAMETOOLONG;
@@ -107,6 +122,8 @@ int gsrv_meta_write(const char *rel, const void *buf, size_t len, bool durable)
         parent_of(rel, dir, sizeof(dir));
         rc = gsrv_meta_sync_dir(dir);
     }
+    if (logged)
+        gsrv_wal_log(GSRV_WAL_PUT, rel, buf, len);
     return rc;
 
 out_unlink_tmp:
@@ -173,6 +190,26 @@ int gsrv_meta_unlink(const char *rel)
 {
     if (unlinkat(gsrv_g.dfd, rel, 0) < 0 && errno != ENOENT)
         return -errno;
+    if (gsrv_wal_on())
+        gsrv_wal_log(GSRV_WAL_DEL, rel, NULL, 0);
+    return 0;
+}
+
+int gsrv_meta_mkdir(const char *rel)
+{
+    if (mkdirat(gsrv_g.dfd, rel, 0755) < 0)
+        return -errno;
+    if (gsrv_wal_on())
+        gsrv_wal_log(GSRV_WAL_MKDIR, rel, NULL, 0);
+    return 0;
+}
+
+int gsrv_meta_rmdir(const char *rel)
+{
+    if (unlinkat(gsrv_g.dfd, rel, AT_REMOVEDIR) < 0)
+        return -errno;
+    if (gsrv_wal_on())
+        gsrv_wal_log(GSRV_WAL_RMDIR, rel, NULL, 0);
     return 0;
 }
 

@@ -4,8 +4,9 @@
  *
  * Threads: the NS_* ops run on handler threads; gsrv_ns_init/fini on the
  * main thread.  Takes ns.lock (a leaf lock) around every access to the
- * table, including the fsync'd record writes: metadata updates are rare and
- * this keeps "check, write, publish" atomic.
+ * table, including the record writes: they are not fsync'd here (the
+ * handler waits for the metadata log, wal.c, after the lock is dropped),
+ * and this keeps "check, write, log, publish" atomic.
  *
  * A name is in one of two states:
  *   reserved   in memory only, owned by the connection that reserved it and

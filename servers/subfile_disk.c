@@ -119,7 +119,7 @@ int sub_destroy(gsrv_sub *s, gsrv_fork **reaplist)
     sub_file(hid, "counters", path, sizeof(path));
     gsrv_meta_unlink(path);
     sub_dir(hid, path, sizeof(path));
-    if (unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR) < 0)
+    if (gsrv_meta_rmdir(path) < 0)
         gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
     gsrv_meta_sync_dir("sub");
     sub_free(s);

@@ -26,15 +26,11 @@ static int check_fork_name(const char *name)
     return name[0] ? 0 : -EINVAL;
 }
 
-int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+/* A new subfile header for (name, subidx): its hid in *out. */
+static int sub_create(const char *name, uint32_t subidx, uint64_t *out)
 {
     char path[64], hpath[64];
-    gp_SUB_CREATE_req m;
-    int rc = gp_SUB_CREATE_req_decode(req, &m);
-    const char *name = m.filename;
-    uint32_t subidx = m.subfile;
-    if (!rc)
-        rc = gsrv_check_name(name);
+    int rc = gsrv_check_name(name);
     if (!rc && subidx >= GFS_MAX_SUBFILES)
         rc = -EINVAL;
     if (rc)
@@ -63,10 +59,9 @@ int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     subtab.next_hid = hid + 1;
     s->hid = hid;
     sub_dir(hid, path, sizeof(path));
-    if (mkdirat(gsrv_g.dfd, path, 0755) < 0) {
-        rc = -errno;
+    rc = gsrv_meta_mkdir(path);
+    if (rc)
         goto out_unlock_meta;
-    }
     rc = write_header(s, false, 0, NULL, 0);
     if (!rc)
         rc = gsrv_meta_sync_dir("sub");
@@ -76,17 +71,29 @@ int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     tab_insert(s);
     pthread_mutex_unlock(&subtab.lock);
     pthread_mutex_unlock(&subtab.meta);
-    gp_SUB_CREATE_rep_encode(&rep->w, &(gp_SUB_CREATE_rep){.hid = hid});
+    *out = hid;
     return 0;
 
 out_remove_dir:
     sub_file(hid, "header", hpath, sizeof(hpath));
     gsrv_meta_unlink(hpath);
-    unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR);
+    gsrv_meta_rmdir(path);
 out_unlock_meta:
     pthread_mutex_unlock(&subtab.meta);
 out_free_sub:
     sub_free(s);
+    return rc;
+}
+
+int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_SUB_CREATE_req m;
+    uint64_t hid;
+    int rc = gp_SUB_CREATE_req_decode(req, &m);
+    if (!rc)
+        rc = sub_create(m.filename, m.subfile, &hid);
+    if (!rc)
+        gp_SUB_CREATE_rep_encode(&rep->w, &(gp_SUB_CREATE_rep){.hid = hid});
     return rc;
 }
 
@@ -112,13 +119,10 @@ static int delete_without_mark(gsrv_sub *s, int err, gsrv_fork **reaplist)
     return sub_destroy(s, reaplist);
 }
 
-int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+/* Delete subfile hid (marked first; removed when nobody has it open). */
+static int sub_delete(uint64_t hid)
 {
-    gp_SUB_DELETE_req m;
-    int rc = gp_SUB_DELETE_req_decode(req, &m);
-    uint64_t hid = m.hid;
-    if (rc)
-        return rc;
+    int rc = 0;
     gsrv_fork *reaplist = NULL;
     hdr_fork *v = NULL;
     pthread_mutex_lock(&subtab.meta);
@@ -160,15 +164,18 @@ out_unlock_meta:
     return rc;
 }
 
-int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_SUB_DELETE_req m;
+    int rc = gp_SUB_DELETE_req_decode(req, &m);
+    return rc ? rc : sub_delete(m.hid);
+}
+
+/* A new fork `name` of subfile hid. */
+static int fork_create(uint64_t hid, const char *name)
 {
     char path[64];
-    gp_FORK_CREATE_req m;
-    int rc = gp_FORK_CREATE_req_decode(req, &m);
-    uint64_t hid = m.hid;
-    const char *name = m.fork;
-    if (!rc)
-        rc = check_fork_name(name);
+    int rc = check_fork_name(name);
     if (rc)
         return rc;
 
@@ -208,12 +215,17 @@ int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         goto out_free_fork;
     }
     /* New image: the current forks plus this one (indices only grow, so it
-     * goes last).  Writing the header fsyncs the directory, which also
-     * makes the new data file's entry durable. */
+     * goes last).  The header names the new data file; should a machine
+     * crash lose the file's entry, start-up makes it again, empty (its
+     * bytes were not promised before FORK_SYNC). */
     v[n] = (hdr_fork){.idx = idx, .name = f->name, .deleted = false};
     rc = write_header(s, false, idx + 1, v, n + 1);
     if (rc)
         goto out_unlink_data;
+    /* opened again at its first use (gsrv_fork_get): a server keeps no
+     * descriptor for each fork it only created */
+    close(f->fd);
+    f->fd = -1;
     pthread_mutex_lock(&subtab.lock);
     s->forks[s->nforks++] = f; /* room reserved above */
     s->next_fork = idx + 1;
@@ -229,6 +241,37 @@ out_unlock_meta:
     pthread_mutex_unlock(&subtab.meta);
     free(v);
     return rc;
+}
+
+int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_FORK_CREATE_req m;
+    int rc = gp_FORK_CREATE_req_decode(req, &m);
+    return rc ? rc : fork_create(m.hid, m.fork);
+}
+
+/* SUB_CREATE and FORK_CREATE in one request (a striped file's subfile and
+ * its data fork): one round trip, and one wait for the metadata log.  A
+ * fork that cannot be made takes its subfile with it. */
+int gsrv_op_SUB_CREATE_FORK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_SUB_CREATE_FORK_req m;
+    uint64_t hid;
+    int rc = gp_SUB_CREATE_FORK_req_decode(req, &m);
+    if (!rc)
+        rc = check_fork_name(m.fork);
+    if (!rc)
+        rc = sub_create(m.filename, m.subfile, &hid);
+    if (rc)
+        return rc;
+    rc = fork_create(hid, m.fork);
+    if (rc) {
+        sub_delete(hid);
+        return rc;
+    }
+    gp_SUB_CREATE_FORK_rep_encode(&rep->w,
+                                  &(gp_SUB_CREATE_FORK_rep){.hid = hid});
+    return 0;
 }
 
 int gsrv_op_FORK_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
@@ -474,7 +517,7 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gsrv_fork_put(f);
     sub_dir(gsrv_fkid_hid(fkid), path, sizeof(path));
     if (!rc) {
-        rc = gsrv_meta_sync_dir(path);
+        rc = gsrv_dir_fsync(path);
         if (rc == -ENOENT)
             rc = 0; /* the subfile went away meanwhile */
     }

@@ -72,6 +72,7 @@ OP = {
     'IO_CREAD': 70,
     'IO_CWRITE': 71,
     'SCRUB': 72,
+    'SUB_CREATE_FORK': 80,
 }
 
 # GFS_ERROR_TABLE

@@ -1,0 +1,324 @@
+/*
+ * wal.c -- the metadata log: durability of metadata changes by group
+ * commit (after the write-ahead logs of GekkoFS's RocksDB and of ext4's
+ * journal), instead of an fsync of every file and directory per change.
+ *
+ * Threads: gsrv_wal_replay/start/close on the main thread (before any handler
+ * starts, after they all stopped); the rest on any thread.  wal.lock is a
+ * leaf lock, taken with the metadata owners' locks (ns.lock, subtab.meta)
+ * held: a change is appended in the order its owner made it.
+ *
+ * The scheme:
+ *
+ *   A metadata change (meta.c: a file replaced, a file or directory made
+ *   or removed) is done in the file system at once, without any fsync,
+ *   and appended as a record to an in-memory batch while the caller still
+ *   holds its owner's lock, so the log has the changes of each file in the
+ *   order they were made.  The thread remembers the record's number; the
+ *   handler calls gsrv_wal_wait before it sends the reply.  The first
+ *   waiter whose record is not yet durable becomes the leader: it takes
+ *   the whole batch (its own records and those of every thread that
+ *   appended meanwhile), writes it to DIR/wal with one write and one
+ *   fdatasync, and wakes the others, whose records were in it.  Many
+ *   clients changing metadata at once cost one fsync per batch.
+ *
+ *   A record is: u32 body length, u64 FNV-1a of the body, and the body:
+ *   u8 op (PUT: a file's whole new contents; DEL: unlink; MKDIR; RMDIR),
+ *   the path relative to the data directory (a name meta.c made, never a
+ *   user's), and for PUT the contents.  Replay (gsrv_wal_replay, before the
+ *   start-up scans of nameserver.c and subfile_disk.c, which then see the
+ *   replayed state and finish interrupted creates and deletes as before)
+ *   applies the records in order up to the first torn or corrupt one,
+ *   makes the result durable (syncfs) and empties the log.  Applying a
+ *   record again is harmless, so a crash during replay just replays again.
+ *
+ *   When the log passes WAL_CHECKPOINT bytes the leader makes the data
+ *   directory durable (syncfs: every change the log holds is already in
+ *   the file system) and empties the log.  When the log cannot be written
+ *   (a full disk) the leader cuts it back to where it was and makes the
+ *   batch durable by syncfs instead: deleting on a full disk still works.
+ *
+ * What a crash can lose (README, "Durability contract"): a kill -9 of
+ * galleyd loses nothing, since every change is in the file system before
+ * it is logged; a machine crash loses no change that was acknowledged,
+ * and at most the batch being written, none of whose requests had been
+ * answered.
+ */
+#include "gsrv_internal.h"
+#include "fnv.h"
+#include "gsend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WAL_FILE "wal"
+#define WAL_CHECKPOINT (8u << 20)     /* empty the log past this size */
+#define WAL_MAX_REPLAY (256ull << 20) /* a log larger than this is refused */
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int fd;          /* DIR/wal (O_APPEND); -1: not logging (start-up) */
+    int replayed_fd; /* DIR/wal between replay and start */
+    gp_wbuf batch;   /* records appended, not yet written */
+    uint64_t last;   /* number of the last record appended */
+    uint64_t synced; /* every record up to this one is durable */
+    bool flushing;   /* a leader is writing a batch */
+    uint64_t size;   /* bytes in DIR/wal */
+    uint64_t nrecords, nbatches, ncheckpoints;
+} wal = {.lock = PTHREAD_MUTEX_INITIALIZER,
+         .cond = PTHREAD_COND_INITIALIZER,
+         .fd = -1,
+         .replayed_fd = -1};
+
+/* The last record this thread appended and has not waited for. */
+static __thread uint64_t my_pending;
+
+bool gsrv_wal_on(void)
+{
+    return wal.fd >= 0;
+}
+
+static bool path_ok(const char *p)
+{
+    return p[0] && p[0] != '/' && !strstr(p, "..");
+}
+
+void gsrv_wal_log(int op, const char *path, const void *data, size_t len)
+{
+    gp_wbuf body;
+    gp_wbuf_init(&body);
+    gp_put_u8(&body, (uint8_t)op);
+    gp_put_str(&body, path);
+    if (op == GSRV_WAL_PUT)
+        gp_put_blob(&body, data, (uint32_t)len);
+    pthread_mutex_lock(&wal.lock);
+    if (wal.fd >= 0) {
+        gp_put_u64(&wal.batch, g_fnv1a_bytes(body.data, body.len));
+        gp_put_blob(&wal.batch, body.data, (uint32_t)body.len);
+        my_pending = ++wal.last;
+        wal.nrecords++;
+    }
+    pthread_mutex_unlock(&wal.lock);
+    gp_wbuf_free(&body);
+}
+
+/* Make the data directory durable and empty the log (wal.flushing held,
+ * wal.lock not).  0 or the error of syncfs. */
+static int checkpoint(void)
+{
+    if (syncfs(gsrv_g.dfd) < 0)
+        return -errno;
+    if (ftruncate(wal.fd, 0) == 0) {
+        pthread_mutex_lock(&wal.lock);
+        wal.size = 0;
+        wal.ncheckpoints++;
+        pthread_mutex_unlock(&wal.lock);
+    }
+    return 0;
+}
+
+/* Write one batch (the leader; wal.lock held on entry and exit). */
+static int flush_batch(void)
+{
+    wal.flushing = true;
+    gp_wbuf b = wal.batch;
+    gp_wbuf_init(&wal.batch);
+    uint64_t upto = wal.last;
+    uint64_t before = wal.size, blen = b.len;
+    pthread_mutex_unlock(&wal.lock);
+
+    int rc = b.err;
+    if (!rc)
+        rc = gp_write_all(wal.fd, b.data, b.len);
+    if (!rc && fdatasync(wal.fd) < 0)
+        rc = -errno;
+    gp_wbuf_free(&b);
+    if (rc) {
+        /* No room for the log (or it failed): cut it back to its last
+         * whole record and make the batch durable the slow way. */
+        gsrv_log(1, "wal: %s; the batch is made durable by syncfs",
+                 gsrv_strerror(rc));
+        if (ftruncate(wal.fd, (off_t)before) < 0)
+            gsrv_log(0, "wal: cannot cut the log back: %s", strerror(errno));
+        rc = checkpoint();
+    } else if (before + blen > WAL_CHECKPOINT) {
+        int k = checkpoint();
+        if (k)
+            gsrv_log(0, "wal: checkpoint: %s", gsrv_strerror(k));
+    } else {
+        pthread_mutex_lock(&wal.lock);
+        wal.size = before + blen;
+        pthread_mutex_unlock(&wal.lock);
+    }
+
+    pthread_mutex_lock(&wal.lock);
+    if (!rc) {
+        wal.synced = upto;
+        wal.nbatches++;
+    }
+    wal.flushing = false;
+    pthread_cond_broadcast(&wal.cond);
+    return rc;
+}
+
+int gsrv_wal_wait(void)
+{
+    uint64_t want = my_pending;
+    if (!want)
+        return 0;
+    my_pending = 0;
+    int rc = 0;
+    pthread_mutex_lock(&wal.lock);
+    while (wal.fd >= 0 && wal.synced < want && !rc) {
+        if (wal.flushing)
+            pthread_cond_wait(&wal.cond, &wal.lock);
+        else
+            rc = flush_batch();
+    }
+    pthread_mutex_unlock(&wal.lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------ replay -- */
+
+static int apply(int op, const char *path, const uint8_t *data, uint32_t len)
+{
+    switch (op) {
+    case GSRV_WAL_PUT:
+        return gsrv_meta_write(path, data, len, false);
+    case GSRV_WAL_DEL:
+        return unlinkat(gsrv_g.dfd, path, 0) < 0 && errno != ENOENT ? -errno
+                                                                    : 0;
+    case GSRV_WAL_MKDIR:
+        return mkdirat(gsrv_g.dfd, path, 0755) < 0 && errno != EEXIST ? -errno
+                                                                      : 0;
+    case GSRV_WAL_RMDIR:
+        /* not empty: the start-up scan removes a directory without header */
+        return unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR) < 0 &&
+                       errno != ENOENT && errno != ENOTEMPTY
+                   ? -errno
+                   : 0;
+    }
+    return GFS_EPROTO;
+}
+
+static int replay(const uint8_t *buf, size_t len, uint64_t *napplied)
+{
+    gp_rbuf r;
+    gp_rbuf_init(&r, buf, len);
+    char path[256];
+    *napplied = 0;
+    while (r.pos < r.len) {
+        size_t at = r.pos;
+        uint64_t sum = gp_get_u64(&r);
+        uint32_t blen;
+        const uint8_t *b = gp_get_blob(&r, &blen, GSRV_MAX_META_FILE + 4096);
+        if (r.err || g_fnv1a_bytes(b, blen) != sum) {
+            gsrv_log(0,
+                     "wal: torn or corrupt record at byte %zu of %zu: "
+                     "the log ends there",
+                     at, len);
+            return 0;
+        }
+        gp_rbuf body;
+        gp_rbuf_init(&body, b, blen);
+        uint8_t op = gp_get_u8(&body);
+        gp_get_str(&body, path, sizeof(path) - 1);
+        uint32_t dlen = 0;
+        const uint8_t *data = NULL;
+        if (op == GSRV_WAL_PUT)
+            data = gp_get_blob(&body, &dlen, GSRV_MAX_META_FILE);
+        if (!gp_done(&body) || !path_ok(path)) {
+            gsrv_log(0, "wal: malformed record at byte %zu: the log ends there",
+                     at);
+            return 0;
+        }
+        int rc = apply(op, path, data, dlen);
+        if (rc == -ENOMEM)
+            return rc;
+        if (rc && rc != -ENOENT)
+            gsrv_log(0, "wal: replay %s: %s", path, gsrv_strerror(rc));
+        (*napplied)++;
+    }
+    return 0;
+}
+
+int gsrv_wal_replay(void)
+{
+    int fd = openat(gsrv_g.dfd, WAL_FILE,
+                    O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) < 0)
+        rc = -errno;
+    else if ((uint64_t)st.st_size > WAL_MAX_REPLAY)
+        rc = -EFBIG;
+    if (!rc && st.st_size > 0) {
+        uint8_t *buf;
+        size_t len;
+        uint64_t n = 0;
+        rc = gsrv_meta_read(WAL_FILE, &buf, &len, WAL_MAX_REPLAY);
+        if (!rc) {
+            rc = replay(buf, len, &n);
+            free(buf);
+        }
+        if (!rc && syncfs(gsrv_g.dfd) < 0)
+            rc = -errno;
+        if (!rc && ftruncate(fd, 0) < 0)
+            rc = -errno;
+        if (!rc)
+            gsrv_log(0, "wal: replayed %" PRIu64 " records", n);
+    }
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    wal.replayed_fd = fd;
+    return 0;
+}
+
+int gsrv_wal_start(void)
+{
+    if (wal.replayed_fd < 0)
+        return -EBADF;
+    gp_wbuf_init(&wal.batch);
+    wal.size = 0;
+    wal.fd = wal.replayed_fd;
+    wal.replayed_fd = -1;
+    return 0;
+}
+
+void gsrv_wal_close(void)
+{
+    if (wal.replayed_fd >= 0) {
+        close(wal.replayed_fd);
+        wal.replayed_fd = -1;
+    }
+    if (wal.fd < 0)
+        return;
+    pthread_mutex_lock(&wal.lock);
+    my_pending = wal.last;
+    pthread_mutex_unlock(&wal.lock);
+    gsrv_wal_wait();
+    /* a clean stop leaves an empty log */
+    pthread_mutex_lock(&wal.lock);
+    wal.flushing = true;
+    pthread_mutex_unlock(&wal.lock);
+    checkpoint();
+    gsrv_log(0,
+             "wal: %" PRIu64 " records in %" PRIu64 " group commits, %" PRIu64
+             " checkpoints",
+             wal.nrecords, wal.nbatches, wal.ncheckpoints);
+    close(wal.fd);
+    wal.fd = -1;
+    wal.flushing = false;
+    gp_wbuf_free(&wal.batch);
+}

@@ -1,0 +1,191 @@
+"""The metadata log and group commit (servers/wal.c) under crashes: a
+server killed with SIGKILL in the middle of a storm of creates or removes
+by 4 processes keeps every change it acknowledged, shows no half-made
+file, and leaves nothing `galley fsck --repair` cannot clean; the log
+replays what a machine crash would have lost from the files; a clean stop
+leaves it empty.  (Speed is the benchmark's business: bench/mdbench.)"""
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+
+from conftest import describe, galley_path, helper_path
+
+PROCS = 4
+
+
+class Storm:
+    """PROCS t_mdstorm processes, their output collected as it comes."""
+
+    def __init__(self, c, mode, prefix, count):
+        env = dict(c.env, GALLEY_TIMEOUT="5")
+        self.procs = [subprocess.Popen(
+            [helper_path("t_mdstorm"), mode, "%s%d" % (prefix, k), str(count)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True) for k in range(PROCS)]
+        self.lines = [[] for _ in self.procs]
+        self.threads = [threading.Thread(target=self._read, args=(k,))
+                        for k in range(PROCS)]
+        for t in self.threads:
+            t.start()
+
+    def _read(self, k):
+        for line in self.procs[k].stdout:
+            self.lines[k].append(line.split())
+
+    def oks(self):
+        return [l[1] for ls in self.lines for l in list(ls) if l[0] == "ok"]
+
+    def wait_oks(self, n, timeout=120):
+        t0 = time.monotonic()
+        while len(self.oks()) < n:
+            assert time.monotonic() - t0 < timeout, "storm too slow"
+            assert any(p.poll() is None for p in self.procs), self.lines
+            time.sleep(0.02)
+
+    def finish(self, timeout=120):
+        for p in self.procs:
+            p.wait(timeout)
+        for t in self.threads:
+            t.join(timeout)
+        return self.oks()
+
+
+def check(c, prefix, count):
+    """name -> "have" / "none" for every name of the storm; a half-made
+    file (stat and open disagree) fails the helper."""
+    seen = {}
+    for k in range(PROCS):
+        cp = c.helper("t_mdstorm", "check", "%s%d" % (prefix, k), count)
+        assert cp.returncode == 0, describe(cp)
+        for line in cp.stdout.splitlines():
+            w = line.split()
+            if w[0] in ("have", "none"):
+                seen[w[1]] = w[0]
+    assert len(seen) == PROCS * count
+    return seen
+
+
+def fsck_repair_clean(c):
+    cp = c.galley("fsck", "--repair")
+    assert cp.returncode == 0, describe(cp)
+    cp = c.galley("fsck")
+    assert cp.returncode == 0 and "0 orphan(s)" in cp.stdout, describe(cp)
+
+
+def listed(c, prefix):
+    cp = c.galley("ls", prefix)
+    assert cp.returncode == 0, describe(cp)
+    return set(cp.stdout.split())
+
+
+def test_kill_during_create_storm_keeps_every_acknowledged_create(
+        fresh_cluster):
+    c = fresh_cluster
+    count = 400
+    storm = Storm(c, "create", "/storm/c", count)
+    storm.wait_oks(60)
+    c.kill(1)  # every file has a subfile there; a quarter of the records
+    oks = storm.finish()
+    assert len(oks) >= 60
+    c.restart(1)
+    seen = check(c, "/storm/c", count)
+    lost = [n for n in oks if seen[n] != "have"]
+    assert not lost, "acknowledged creates lost: %s" % lost[:10]
+    have = {n for n, s in seen.items() if s == "have"}
+    assert listed(c, "/storm/") == have
+    fsck_repair_clean(c)
+    # every surviving file is whole: its layout and every subfile's fork
+    for name in sorted(oks)[-3:]:
+        cp = c.galley("stat", name)
+        assert cp.returncode == 0 and "data" in cp.stdout, describe(cp)
+
+
+def test_kill_during_remove_storm_keeps_every_acknowledged_remove(
+        fresh_cluster):
+    c = fresh_cluster
+    count = 150
+    made = Storm(c, "create", "/rm/f", count)
+    assert len(made.finish()) == PROCS * count
+    storm = Storm(c, "remove", "/rm/f", count)
+    storm.wait_oks(40)
+    c.kill(2)
+    oks = storm.finish()
+    c.restart(2)
+    seen = check(c, "/rm/f", count)
+    back = [n for n in oks if seen[n] != "none"]
+    assert not back, "acknowledged removes undone: %s" % back[:10]
+    assert listed(c, "/rm/") == {n for n, s in seen.items() if s == "have"}
+    # removes the kill interrupted leave subfiles no record names
+    fsck_repair_clean(c)
+    # and what survived is whole: it is removed like any file
+    for n in sorted(n for n, s in seen.items() if s == "have")[:5]:
+        cp = c.galley("rm", n)
+        assert cp.returncode == 0, describe(cp)
+    fsck_repair_clean(c)
+
+
+def test_the_log_replays_what_a_machine_crash_loses(make_cluster):
+    """The files a change wrote are not fsync'd: the log is what makes them
+    durable.  What a machine crash can do to them (records, headers, the
+    hid counter and whole subfile directories gone) is done by hand after
+    a SIGKILL; the restart replays the log, and every file is back."""
+    c = make_cluster(n=1)
+    count = 30
+    cp = c.helper("t_mdstorm", "create", "/wal/a", count)
+    assert cp.returncode == 0, describe(cp)
+    cp = c.galley("rm", "/wal/a.7")
+    assert cp.returncode == 0, describe(cp)
+    c.kill(0)
+    data = c.dir / "server0"
+    wal = data / "wal"
+    assert wal.stat().st_size > 0
+    for rec in (data / "ns").iterdir():
+        rec.unlink()
+    for sub in (data / "sub").iterdir():
+        shutil.rmtree(sub)
+    (data / "next_hid").unlink()
+    with open(wal, "ab") as f:  # the last batch, torn
+        f.write(os.urandom(37))
+    c.restart(0)
+    log = c.log(0)
+    assert "wal: replayed" in log and "torn or corrupt record" in log, log
+    assert wal.stat().st_size == 0
+    cp = c.helper("t_mdstorm", "check", "/wal/a", count)
+    assert cp.returncode == 0, describe(cp)
+    want = ["none" if i == 7 else "have" for i in range(count)]
+    assert [l.split()[0] for l in cp.stdout.splitlines()[:count]] == want
+    fsck_repair_clean(c)
+    # new subfiles take new hids: nothing replayed is overwritten
+    cp = c.helper("t_mdstorm", "create", "/wal/b", 3)
+    assert cp.returncode == 0, describe(cp)
+    cp = c.helper("t_mdstorm", "check", "/wal/a", count)
+    assert cp.returncode == 0 and cp.stdout.count("have") == count - 1
+
+
+def test_a_clean_stop_leaves_the_log_empty(make_cluster):
+    c = make_cluster(n=2)
+    cp = c.helper("t_mdstorm", "create", "/stop/a", 20)
+    assert cp.returncode == 0, describe(cp)
+    assert c.stop().returncode == 0
+    for i in range(2):
+        assert (c.dir / ("server%d" % i) / "wal").stat().st_size == 0
+        assert "group commits" in c.log(i)
+    c.start()
+    cp = c.helper("t_mdstorm", "check", "/stop/a", 20)
+    assert cp.returncode == 0 and cp.stdout.count("have") == 20, describe(cp)
+
+
+def test_cached_records_never_hide_another_process(fresh_cluster, tmp_path):
+    """An open or stat with a record from this process's cache
+    (libgalley/rcache.c) sees a removal, and a file made again under the
+    same name, by another process."""
+    c = fresh_cluster
+    local = tmp_path / "bytes"
+    local.write_bytes(os.urandom(3000))
+    g = "%s -c %s" % (galley_path(), c.cluster_file)
+    cp = c.helper("t_mdstorm", "cache", "/cache/x", "%s rm /cache/x" % g,
+                  "%s put %s /cache/x" % (g, local), local)
+    assert cp.returncode == 0, describe(cp)

@@ -154,7 +154,8 @@ int gc_all_open(int fid, const char *name, int *kids)
         gc_fork fk = {.fid = fid,
                       .subfile = i,
                       .server = (int)f.rec.server[i],
-                      .fkid = m.fkid};
+                      .fkid = m.fkid,
+                      .csum = gc_rec_checksummed(&f.rec)};
         kids[i] = gc_fork_register(&fk);
         if (kids[i] < 0) /* undo the server-side open */
             gc_FORK_CLOSE_call(gc_server_conn(fk.server),

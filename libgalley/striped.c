@@ -161,7 +161,8 @@ static int open_cached(const char *name, const gp_record *cached)
         gc_fork k = {.fid = fid,
                      .subfile = i,
                      .server = (int)rec->server[i],
-                     .fkid = fkid[i]};
+                     .fkid = fkid[i],
+                     .csum = gc_rec_checksummed(rec)};
         kids[i] = gc_fork_register(&k);
         if (kids[i] < 0) {
             rc = kids[i];

@@ -66,7 +66,11 @@ extern "C" {
     X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")            \
     X(GFS_EDIRECT, -1022,                                                      \
       "direct access refused: the server is on another host, runs as "         \
-      "another user, or is too old")
+      "another user, or is too old")                                         \
+    X(GFS_ESTALEGEN, -1030,                                                    \
+      "the file's layout changed (a copy went stale or was resynced): "       \
+      "reopen it")                                                             \
+    X(GFS_ENOCOPY, -1031, "no in-sync copy of the data is reachable")
 
 enum gfs_error {
 #define GFS_X_ENUM(name, value, msg) name = value,
@@ -161,6 +165,41 @@ typedef struct gfs_file_stat {
 } gfs_file_stat;
 
 int gfs_stat_file(int fid, gfs_file_stat *st);
+
+/*
+ * Replicated files: every subfile has R copies (1..GFS_MAX_REPLICAS), each
+ * on another server.  A write returns success only when every copy in
+ * sync has it, or when a copy that failed has first been recorded stale
+ * in the file's record (else it fails with -EIO); reads come from any
+ * copy in sync and try the next on an error.  Stale copies are brought
+ * back by gfs_resync (`galley resync`).  Replicated forks never take the
+ * same-host direct path.  libgalley/repl.c states the rules.
+ */
+#define GFS_MAX_REPLICAS 3
+enum { GFS_COPY_INSYNC = 0, GFS_COPY_STALE = 1 };
+typedef struct gfs_copies {
+    int replicas;    /* R */
+    int nsubfiles;   /* rows of server / state used */
+    int64_t gen;     /* the record's layout generation */
+    int insync_min;  /* copies in sync of the worst subfile */
+    int server[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS];
+    int state[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS]; /* GFS_COPY_* */
+} gfs_copies;
+
+/* gfs_create_striped with R = replicas copies of every subfile
+ * (1: the same as gfs_create_striped).  -EINVAL unless 1 <= replicas <=
+ * GFS_MAX_REPLICAS and replicas <= the number of servers. */
+int gfs_create_striped_replicas(const char *name, int nsubfiles,
+                                const int *servers, int64_t unit,
+                                const char *fork, int replicas);
+/* The copies of file `name` as its newest record says (not a cached one). */
+int gfs_copies_of(const char *name, gfs_copies *out);
+/* Bring the stale copies of `name` up to date from a copy in sync (a
+ * whole copy each; a server whose data directory was wiped gets a new
+ * header); *fixed (may be NULL): copies made in sync.  Copies whose
+ * server is still down stay stale.  Writers wait meanwhile; readers go
+ * on. */
+int gfs_resync(const char *name, int *fixed);
 
 /*
  * List file names starting with `prefix` ("" for all), gathered from every

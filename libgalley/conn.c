@@ -66,6 +66,7 @@ struct gc_conn {
     pthread_cond_t cv;
     int fd;                      /* -1 when not connected */
     bool broken;                 /* the stream failed; reconnect on next use */
+    uint32_t epoch;              /* connects so far (gc_conn_epoch) */
     const gc_transport_ops *ops; /* chosen at connect (c->lock); NULL
                                   * until the first connect succeeds */
     gc_req *pending;
@@ -548,6 +549,7 @@ static int connect_locked(gc_conn *c)
     pthread_mutex_lock(&c->lock); /* waiters read ops under it */
     c->ops = ops;
     c->broken = false;
+    c->epoch++;
     c->last_rx_ns = gc_now_ns();
     pthread_mutex_unlock(&c->lock);
     rc = ops->start(c);
@@ -583,6 +585,14 @@ static const gc_transport_ops *conn_ops(gc_conn *c, int *rc)
     const gc_transport_ops *t = *rc ? NULL : c->ops;
     pthread_mutex_unlock(&c->send_lock);
     return t;
+}
+
+uint32_t gc_conn_epoch(gc_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    uint32_t e = c->epoch;
+    pthread_mutex_unlock(&c->lock);
+    return e;
 }
 
 int gc_conn_data_limit(gc_conn *c, uint64_t *limit)

@@ -52,7 +52,7 @@ static int pick_servers(const char *name, int nsub, const int *servers,
 
 /* Create with an initial attribute text (used by gfs_create_striped). */
 int gc_create_file(const char *name, int nsubfiles, const int *servers,
-                   const char *attrs)
+                   const char *attrs, int ncopy)
 {
     int rc = gc_check_init();
     if (rc)
@@ -67,6 +67,9 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
     if (rc)
         goto out_free;
     rec->nsub = (uint32_t)nsubfiles;
+    rec->repl.ncopy = 1;
+    if (ncopy != 1 && (rc = gc_repl_place(rec, ncopy)))
+        goto out_free;
     if (attrs) {
         size_t n = strlen(attrs);
         if (n > GP_ATTR_MAX) {
@@ -96,15 +99,29 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
             goto out_release;
         rec->hid[made] = m.hid;
     }
+    /* Replicated: the other copies' headers, every copy's server id. */
+    int rmade = 0;
+    if (rec->repl.ncopy > 1 &&
+        (rc = gc_repl_create_copies(name, rec, &rmade)))
+        goto out_release;
 
     /* Step 3: commit the record. */
     rc = gc_NS_COMMIT_call(
         srv(meta), &(gp_NS_COMMIT_req){.name = name, .rec = rec}, NULL, NULL);
-    if (!rc)
+    if (!rc && rec->repl.ncopy > 1 &&
+        (rc = gc_repl_commit_others(name, rec))) {
+        gc_repl_remove_others(name, rec->repl.ncopy);
+        gc_NS_REMOVE_call(srv(meta), &(gp_NS_REMOVE_req){.name = name},
+                          &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
+        rmade = (int)rec->nsub;
+    } else if (!rc) {
         goto out_free;
+    }
 
 out_release:
     /* Undo in reverse: subfile headers, then the reservation. */
+    if (rec->repl.ncopy > 1)
+        gc_repl_delete_copies(rec, rmade);
     for (int i = made - 1; i >= 0; i--)
         gc_SUB_DELETE_call(srv((int)rec->server[i]),
                            &(gp_SUB_DELETE_req){.hid = rec->hid[i]}, NULL,
@@ -118,7 +135,7 @@ out_free:
 
 int gfs_create_file(const char *name, int nsubfiles, const int *servers)
 {
-    return gc_create_file(name, nsubfiles, servers, NULL);
+    return gc_create_file(name, nsubfiles, servers, NULL, 1);
 }
 
 /* ----------------------------------------------------- open / close --- */
@@ -149,7 +166,7 @@ int gc_file_open(const char *name)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = gc_lookup(gc_meta_server(name), name, rec);
+    rc = gc_repl_lookup(name, rec);
     if (!rc)
         rc = gc_file_register(name, rec);
     free(rec);
@@ -190,16 +207,26 @@ int gc_file_delete(const char *name)
     rc = gc_NS_REMOVE_call(srv(gc_meta_server(name)),
                            &(gp_NS_REMOVE_req){.name = name},
                            &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
+    if (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT) {
+        /* its metadata server is lost: the record's other copies */
+        int k = gc_repl_lookup(name, rec);
+        if (!k && rec->repl.ncopy > 1)
+            rc = 0;
+    }
     if (rc)
         goto out_free;
+    if (rec->repl.ncopy > 1) {
+        gc_repl_remove_others(name, rec->repl.ncopy);
+        gc_repl_delete_copies(rec, (int)rec->nsub);
+    }
     for (uint32_t i = 0; i < rec->nsub; i++) {
         if (rec->server[i] >= (uint32_t)gc_g.nservers)
             continue;
         int k = gc_SUB_DELETE_call(srv((int)rec->server[i]),
                                    &(gp_SUB_DELETE_req){.hid = rec->hid[i]},
                                    NULL, NULL);
-        if (k && k != -ENOENT && !rc)
-            rc = k;
+        if (k && k != -ENOENT && !rc && rec->repl.ncopy <= 1)
+            rc = k; /* (a replicated file's copy 0 may be on a lost server) */
     }
 out_free:
     free(rec);

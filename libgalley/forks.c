@@ -23,6 +23,13 @@ static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
         return -EINVAL;
     *server = (int)f.rec.server[subfile];
     *hid = f.rec.hid[subfile];
+    /* a replicated file: its first copy in sync (repl.c) */
+    for (int c = 0; c < f.rec.repl.ncopy; c++)
+        if (f.rec.repl.state[subfile][c] == GP_COPY_INSYNC) {
+            *server = (int)f.rec.repl.server[subfile][c];
+            *hid = f.rec.repl.hid[subfile][c];
+            break;
+        }
     return 0;
 }
 
@@ -39,6 +46,8 @@ int gc_fork_create(int fid, int subfile, const char *name)
     int server;
     uint64_t hid;
     int rc = fork_place(fid, subfile, name, &server, &hid);
+    if (!rc && gc_repl_file(fid))
+        return gc_repl_fork_each(fid, subfile, name, GC_REPL_CREATE);
     return rc ? rc
               : gc_FORK_CREATE_call(
                     gc_server_conn(server),
@@ -52,6 +61,16 @@ int gc_fork_open(int fid, int subfile, const char *name)
     uint64_t hid;
     gp_FORK_OPEN_rep m; /* m.size: the size at open, unused */
     int rc = fork_place(fid, subfile, name, &server, &hid);
+    if (!rc && gc_repl_file(fid)) {
+        gc_fork k = {.fid = fid, .subfile = subfile};
+        rc = gc_repl_fork_open(fid, subfile, name, &k);
+        if (rc)
+            return rc;
+        int kid = gc_fork_register(&k);
+        if (kid < 0)
+            gc_repl_fork_close(&k);
+        return kid;
+    }
     if (!rc)
         rc = gc_FORK_OPEN_call(gc_server_conn(server),
                                &(gp_FORK_OPEN_req){.hid = hid, .fork = name},
@@ -73,6 +92,11 @@ int gc_fork_close(int kid)
     int rc = gc_fork_get(kid, &k);
     if (rc)
         return rc; /* GFS_EBADID or GFS_ENOTINIT */
+    if (k.ncopy > 1) { /* never direct: no descriptors */
+        gc_repl_fork_close(&k);
+        gc_fork_unregister(kid);
+        return 0;
+    }
     /* its descriptors first (the direct transport) */
     gc_direct_release(k.server, k.fkid);
     rc = gc_FORK_CLOSE_call(gc_server_conn(k.server),
@@ -88,6 +112,8 @@ int gc_fork_delete(int fid, int subfile, const char *name)
     int server;
     uint64_t hid;
     int rc = fork_place(fid, subfile, name, &server, &hid);
+    if (!rc && gc_repl_file(fid))
+        return gc_repl_fork_each(fid, subfile, name, GC_REPL_DELETE);
     return rc ? rc
               : gc_FORK_DELETE_call(
                     gc_server_conn(server),
@@ -217,15 +243,42 @@ static gc_conn *fork_conn(int kid, uint64_t *fkid, int *rc)
 
 int64_t gfs_fork_size(int kid)
 {
-    uint64_t fkid;
-    int rc;
-    gc_conn *c = fork_conn(kid, &fkid, &rc);
-    gp_FORK_SIZE_rep m;
-    if (c)
-        rc = gc_FORK_SIZE_call(c, &(gp_FORK_SIZE_req){.fkid = fkid}, &m, NULL);
-    if (rc)
-        return rc;
-    return m.size <= INT64_MAX ? (int64_t)m.size : GFS_EPROTO;
+    gc_fork k;
+    int64_t size = 0;
+    int rc = gc_fork_get(kid, &k);
+    if (!rc)
+        rc = gc_fork_sizes(&k, 1, &size);
+    return rc ? rc : size;
+}
+
+/* FORK_TRUNCATE (trunc) or FORK_SYNC on every usable copy of a
+ * replicated fork: a change like a write, so a copy that fails is
+ * recorded stale before success is answered (gc_repl_failover). */
+static int each_copy(const gc_fork *k, int kid, bool trunc, uint64_t size)
+{
+    int ok = 0, first = 0;
+    for (int c = 0; c < k->ncopy; c++) {
+        if (!k->cfkid[c])
+            continue;
+        gc_conn *conn = gc_server_conn(k->cserver[c]);
+        int r = trunc ? gc_FORK_TRUNCATE_call(
+                            conn,
+                            &(gp_FORK_TRUNCATE_req){.fkid = k->cfkid[c],
+                                                    .size = size},
+                            NULL, NULL)
+                      : gc_FORK_SYNC_call(
+                            conn, &(gp_FORK_SYNC_req){.fkid = k->cfkid[c]},
+                            NULL, NULL);
+        if (!r) {
+            ok++;
+            continue;
+        }
+        if (!first)
+            first = r;
+        if (gc_repl_failover(kid, c, r, GFS_WRITE) == -EIO)
+            return -EIO;
+    }
+    return ok ? 0 : first ? first : GFS_ENOCOPY;
 }
 
 int gc_fork_truncate(int kid, int64_t size)
@@ -234,6 +287,9 @@ int gc_fork_truncate(int kid, int64_t size)
         return -EINVAL;
     uint64_t fkid;
     int rc;
+    gc_fork k;
+    if (!gc_fork_get(kid, &k) && k.ncopy > 1)
+        return each_copy(&k, kid, true, (uint64_t)size);
     gc_conn *c = fork_conn(kid, &fkid, &rc);
     return c ? gc_FORK_TRUNCATE_call(c,
                                      &(gp_FORK_TRUNCATE_req){
@@ -246,6 +302,9 @@ int gc_fork_sync(int kid)
 {
     uint64_t fkid;
     int rc;
+    gc_fork k;
+    if (!gc_fork_get(kid, &k) && k.ncopy > 1)
+        return each_copy(&k, kid, false, 0);
     gc_conn *c = fork_conn(kid, &fkid, &rc);
     return c ? gc_FORK_SYNC_call(c, &(gp_FORK_SYNC_req){.fkid = fkid}, NULL,
                                  NULL)
@@ -286,9 +345,22 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
                 k = GFS_EPROTO;
             sizes[i] = (int64_t)m.size;
         }
+        gc_req_release(&q[i]);
+        /* a replicated fork: any other copy in sync answers too */
+        for (int c = 0; k && c < forks[i].ncopy; c++) {
+            gp_FORK_SIZE_rep m;
+            if (!forks[i].cfkid[c] || forks[i].cfkid[c] == forks[i].fkid)
+                continue;
+            k = gc_FORK_SIZE_call(gc_server_conn(forks[i].cserver[c]),
+                                  &(gp_FORK_SIZE_req){.fkid = forks[i].cfkid[c]},
+                                  &m, NULL);
+            if (!k && m.size > INT64_MAX)
+                k = GFS_EPROTO;
+            if (!k)
+                sizes[i] = (int64_t)m.size;
+        }
         if (k && !rc)
             rc = k;
-        gc_req_release(&q[i]);
     }
     free(q);
     free(desc);

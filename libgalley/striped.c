@@ -46,7 +46,7 @@ void gc_striped_shutdown(void)
 /* ------------------------------------------------------ create / open -- */
 
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
-                      int64_t unit, const char *fork)
+                      int64_t unit, const char *fork, int ncopy)
 {
     if (!fork)
         fork = GFS_DEFAULT_STRIPE_FORK;
@@ -61,7 +61,7 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
     snprintf(attrs, sizeof(attrs),
              "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n", unit,
              fork);
-    rc = gc_create_file(name, nsubfiles, servers, attrs);
+    rc = gc_create_file(name, nsubfiles, servers, attrs, ncopy);
     if (rc)
         return rc;
     int fid = gc_file_open(name);
@@ -641,10 +641,7 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
         if (rc)
             break;
         memcpy(o->store + at, fv[i].v, sizeof(gx_ext) * fv[i].n);
-        o->x[o->nx++] = (gc_xfer){.server = k.server,
-                                  .fkid = k.fkid,
-                                  .pieces = o->store + at,
-                                  .n = fv[i].n};
+        o->x[o->nx++] = gc_xfer_of(&k, s->kids[i], o->store + at, fv[i].n);
         at += fv[i].n;
     }
     for (int i = 0; i < ns; i++)
@@ -704,7 +701,14 @@ int64_t gfs_striped_listio(int sid, int op, int64_t n,
 int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
                        int64_t unit, const char *fork)
 {
-    return gc_create_striped(name, nsubfiles, servers, unit, fork);
+    return gc_create_striped(name, nsubfiles, servers, unit, fork, 1);
+}
+
+int gfs_create_striped_replicas(const char *name, int nsubfiles,
+                                const int *servers, int64_t unit,
+                                const char *fork, int replicas)
+{
+    return gc_create_striped(name, nsubfiles, servers, unit, fork, replicas);
 }
 
 int gfs_striped_open(const char *name)

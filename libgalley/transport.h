@@ -64,6 +64,8 @@ typedef struct gc_chunk {
      * path by piece size picks it once per transfer from this, so the
      * requests of one write land in order (a later piece wins) */
     uint64_t xfer_mean;
+    /* a copy of a replicated file: the server moves the data (repl.c) */
+    bool server_path;
 } gc_chunk;
 
 /* The handshake's synchronous request on a fresh stream (conn.c); the

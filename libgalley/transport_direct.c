@@ -571,6 +571,10 @@ static int direct_io_submit(gc_conn *c, int op, gc_chunk *ch)
 {
     if (!gc_conn_owned(c)) /* a child after fork(): not our grants */
         return gc_transport_cma.io_submit(c, op, ch);
+    /* a copy of a replicated file: only the server path for now (its
+     * server is what the copies' acknowledgement rule talks to) */
+    if (ch->server_path)
+        return gc_transport_cma.io_submit(c, op, ch);
     bool write = op == GFS_WRITE;
     /* tiny pieces: the server batches them better; decided once per
      * transfer, so its requests land in order */

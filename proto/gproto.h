@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GP_MAGIC 0x59414c47u /* "GLAY" little-endian */
-#define GP_VERSION 4
+#define GP_VERSION 5
 #define GP_HDR_SIZE 24
 
 /* Hard ceiling on any payload; servers advertise a lower limit in PING. */
@@ -201,17 +201,38 @@ bool gp_done(const gp_rbuf *r);
 #define GP_MAX_SUBFILES 256
 #define GP_ATTR_MAX 4096
 
+/* Replicated files (libgalley/repl.c states the rules): R copies of every
+ * subfile.  Copy 0 of subfile s is (server[s], hid[s]) of the record; the
+ * others are here.  A record of R = 1 carries only ncopy on the wire and
+ * is read back from a stored record of the old format (no such tail). */
+#define GP_MAX_COPIES 3
+enum { GP_COPY_INSYNC = 0, GP_COPY_STALE = 1 };
+typedef struct gp_repl {
+    uint8_t ncopy; /* R: 1..GP_MAX_COPIES */
+    uint64_t gen;  /* layout generation: +1 on every change of a state */
+    uint32_t server[GP_MAX_SUBFILES][GP_MAX_COPIES];
+    uint64_t hid[GP_MAX_SUBFILES][GP_MAX_COPIES];
+    uint64_t dsid[GP_MAX_SUBFILES][GP_MAX_COPIES]; /* the server's data
+                                                     * directory (REPL_ID) */
+    uint8_t state[GP_MAX_SUBFILES][GP_MAX_COPIES]; /* GP_COPY_* */
+} gp_repl;
+
 typedef struct gp_record {
     uint32_t nsub;
     uint32_t server[GP_MAX_SUBFILES];
     uint64_t hid[GP_MAX_SUBFILES];
     uint32_t attrlen;
     char attrs[GP_ATTR_MAX + 1]; /* "key=value\n" lines, NUL-terminated */
+    gp_repl repl;
 } gp_record;
 
 void gp_put_record(gp_wbuf *w, const gp_record *rec);
-/* Validates nsub (1..GP_MAX_SUBFILES), attr length and content. */
+/* Validates nsub (1..GP_MAX_SUBFILES), attr length and content, and the
+ * replica tail (absent: R = 1). */
 void gp_get_record(gp_rbuf *r, gp_record *rec);
+/* The replica part alone (gp_put_record / gp_get_record call them). */
+void gp_put_repl(gp_wbuf *w, const gp_record *rec);
+void gp_get_repl(gp_rbuf *r, gp_record *rec);
 
 /* ------------------------------------------------------------------------
  * Data-request segments

@@ -722,6 +722,8 @@ int main(int argc, char **argv)
     rc = gsrv_ns_init();
     if (!rc)
         rc = gsrv_sub_init();
+    if (!rc)
+        rc = gsrv_repl_init();
     if (rc) {
         fprintf(stderr, "galleyd: cannot load %s: %s\n", dir,
                 gsrv_strerror(rc));

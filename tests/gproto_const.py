@@ -8,7 +8,7 @@ is out of date)."""
 
 # plain integer #defines of proto/gproto.h
 GP_MAGIC = 0x59414C47
-GP_VERSION = 4
+GP_VERSION = 5
 GP_HDR_SIZE = 24
 GP_MAX_PAYLOAD = 268435456
 GP_DEFAULT_DATA_LIMIT = 33554432
@@ -25,6 +25,7 @@ GP_PLOCK_WAIT = 1
 GP_PLOCK_WHOLE = 2
 GP_MAX_SUBFILES = 256
 GP_ATTR_MAX = 4096
+GP_MAX_COPIES = 3
 GP_MAX_OFFSET = 4611686018427387904
 
 # opcodes: GP_OPCODES(X) of proto/gmsg.h, in table order
@@ -69,6 +70,8 @@ OP = {
     'PRELEASE': 56,
     'BLOCK_LOCK': 57,
     'BLOCK_UNLOCK': 58,
+    'NS_REPL_SET': 60,
+    'REPL_ID': 61,
 }
 
 # GFS_ERROR_TABLE
@@ -87,6 +90,8 @@ GFS_EBUSY = -1012
 GFS_EAUTH = -1020
 GFS_ECONNLIMIT = -1021
 GFS_EDIRECT = -1022
+GFS_ESTALEGEN = -1030
+GFS_ENOCOPY = -1031
 
 # GA_ERROR_TABLE
 GA_ELAYOUT = -2001
@@ -114,6 +119,8 @@ ERRMSG = {
     GFS_EAUTH: 'cluster secret missing or wrong (the key file beside the cluster file, or GALLEY_KEY)',
     GFS_ECONNLIMIT: 'I/O server has too many connections',
     GFS_EDIRECT: 'direct access refused: the server is on another host, runs as another user, or is too old',
+    GFS_ESTALEGEN: "the file's layout changed (a copy went stale or was resynced): reopen it",
+    GFS_ENOCOPY: 'no in-sync copy of the data is reachable',
     GA_ELAYOUT: 'invalid layout or layout does not fit the array',
     GA_ESCHEMA: 'malformed or unsupported schema record',
     GA_EMISMATCH: 'array does not match the stored schema',

@@ -39,6 +39,7 @@ typedef struct opts {
     bool force;         /* -f */
     bool plain;         /* -p */
     const char *layout; /* -L */
+    int replicas;       /* -R, 0 = 1 */
     int npos;
     const char *pos[MAX_POS];
 } opts;
@@ -107,6 +108,7 @@ int cmd_ls(opts *o);
 int cmd_stat(opts *o);
 int cmd_rm(opts *o);
 int cmd_create(opts *o);
+int cmd_resync(opts *o);
 int cmd_put(opts *o);
 int cmd_get(opts *o);
 

@@ -66,9 +66,9 @@ extern "C" {
     X(GFS_ECONNLIMIT, -1021, "I/O server has too many connections")            \
     X(GFS_EDIRECT, -1022,                                                      \
       "direct access refused: the server is on another host, runs as "         \
-      "another user, or is too old")                                         \
+      "another user, or is too old")                                           \
     X(GFS_ESTALEGEN, -1030,                                                    \
-      "the file's layout changed (a copy went stale or was resynced): "       \
+      "the file's layout changed (a copy went stale or was resynced): "        \
       "reopen it")                                                             \
     X(GFS_ENOCOPY, -1031, "no in-sync copy of the data is reachable")
 
@@ -178,12 +178,13 @@ int gfs_stat_file(int fid, gfs_file_stat *st);
 #define GFS_MAX_REPLICAS 3
 enum { GFS_COPY_INSYNC = 0, GFS_COPY_STALE = 1 };
 typedef struct gfs_copies {
-    int replicas;    /* R */
-    int nsubfiles;   /* rows of server / state used */
-    int64_t gen;     /* the record's layout generation */
-    int insync_min;  /* copies in sync of the worst subfile */
+    int replicas;   /* R */
+    int nsubfiles;  /* rows of server / state used */
+    int64_t gen;    /* the record's layout generation */
+    int insync_min; /* copies in sync of the worst subfile */
     int server[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS];
-    int state[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS]; /* GFS_COPY_* */
+    int state[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS];       /* GFS_COPY_* */
+    uint64_t header[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS]; /* on its server */
 } gfs_copies;
 
 /* gfs_create_striped with R = replicas copies of every subfile

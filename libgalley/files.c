@@ -101,16 +101,14 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
     }
     /* Replicated: the other copies' headers, every copy's server id. */
     int rmade = 0;
-    if (rec->repl.ncopy > 1 &&
-        (rc = gc_repl_create_copies(name, rec, &rmade)))
+    if (rec->repl.ncopy > 1 && (rc = gc_repl_create_copies(name, rec, &rmade)))
         goto out_release;
 
     /* Step 3: commit the record. */
     rc = gc_NS_COMMIT_call(
         srv(meta), &(gp_NS_COMMIT_req){.name = name, .rec = rec}, NULL, NULL);
-    if (!rc && rec->repl.ncopy > 1 &&
-        (rc = gc_repl_commit_others(name, rec))) {
-        gc_repl_remove_others(name, rec->repl.ncopy);
+    if (!rc && rec->repl.ncopy > 1 && (rc = gc_repl_commit_others(name, rec))) {
+        gc_repl_remove_others(name);
         gc_NS_REMOVE_call(srv(meta), &(gp_NS_REMOVE_req){.name = name},
                           &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
         rmade = (int)rec->nsub;
@@ -216,7 +214,7 @@ int gc_file_delete(const char *name)
     if (rc)
         goto out_free;
     if (rec->repl.ncopy > 1) {
-        gc_repl_remove_others(name, rec->repl.ncopy);
+        gc_repl_remove_others(name);
         gc_repl_delete_copies(rec, (int)rec->nsub);
     }
     for (uint32_t i = 0; i < rec->nsub; i++) {

@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Resolve (fid, subfile) to its server and subfile header id. */
-static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
+/* Resolve (fid, subfile) to its server and subfile header id; of a
+ * replicated file, its nth copy in sync (repl.c), GFS_ENOCOPY past the
+ * last. */
+static int subfile_copy(int fid, int subfile, int nth, int *server,
+                        uint64_t *hid)
 {
     gc_file f;
     int rc = gc_file_get(fid, &f);
@@ -23,14 +26,20 @@ static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
         return -EINVAL;
     *server = (int)f.rec.server[subfile];
     *hid = f.rec.hid[subfile];
-    /* a replicated file: its first copy in sync (repl.c) */
+    if (f.rec.repl.ncopy <= 1)
+        return nth ? GFS_ENOCOPY : 0;
     for (int c = 0; c < f.rec.repl.ncopy; c++)
-        if (f.rec.repl.state[subfile][c] == GP_COPY_INSYNC) {
+        if (f.rec.repl.state[subfile][c] == GP_COPY_INSYNC && nth-- == 0) {
             *server = (int)f.rec.repl.server[subfile][c];
             *hid = f.rec.repl.hid[subfile][c];
-            break;
+            return 0;
         }
-    return 0;
+    return GFS_ENOCOPY;
+}
+
+static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
+{
+    return subfile_copy(fid, subfile, 0, server, hid);
 }
 
 /* The server and header of (fid, subfile), and a valid fork name. */
@@ -91,7 +100,7 @@ int gc_fork_close(int kid)
     gc_fork k;
     int rc = gc_fork_get(kid, &k);
     if (rc)
-        return rc; /* GFS_EBADID or GFS_ENOTINIT */
+        return rc;     /* GFS_EBADID or GFS_ENOTINIT */
     if (k.ncopy > 1) { /* never direct: no descriptors */
         gc_repl_fork_close(&k);
         gc_fork_unregister(kid);
@@ -206,8 +215,14 @@ int gfs_list_forks(int fid, int subfile,
         return -EINVAL;
     gc_tail t;
     gp_FORK_LIST_rep m;
-    rc = gc_FORK_LIST_call(gc_server_conn(server),
-                           &(gp_FORK_LIST_req){.hid = hid}, &m, &t);
+    /* a replicated file: the next copy in sync while servers are down */
+    for (int nth = 1;; nth++) {
+        rc = gc_FORK_LIST_call(gc_server_conn(server),
+                               &(gp_FORK_LIST_req){.hid = hid}, &m, &t);
+        if ((rc != GFS_ESERVERDOWN && rc != GFS_ETIMEDOUT) ||
+            subfile_copy(fid, subfile, nth, &server, &hid))
+            break;
+    }
     if (rc)
         return rc;
     gp_rbuf *r = &t.r;
@@ -256,19 +271,22 @@ int64_t gfs_fork_size(int kid)
  * recorded stale before success is answered (gc_repl_failover). */
 static int each_copy(const gc_fork *k, int kid, bool trunc, uint64_t size)
 {
-    int ok = 0, first = 0;
+    int ok = 0, first = gc_repl_settle(kid);
+    if (first)
+        return first;
     for (int c = 0; c < k->ncopy; c++) {
         if (!k->cfkid[c])
             continue;
         gc_conn *conn = gc_server_conn(k->cserver[c]);
-        int r = trunc ? gc_FORK_TRUNCATE_call(
-                            conn,
-                            &(gp_FORK_TRUNCATE_req){.fkid = k->cfkid[c],
-                                                    .size = size},
-                            NULL, NULL)
-                      : gc_FORK_SYNC_call(
-                            conn, &(gp_FORK_SYNC_req){.fkid = k->cfkid[c]},
-                            NULL, NULL);
+        int r =
+            trunc
+                ? gc_FORK_TRUNCATE_call(conn,
+                                        &(gp_FORK_TRUNCATE_req){
+                                            .fkid = k->cfkid[c], .size = size},
+                                        NULL, NULL)
+                : gc_FORK_SYNC_call(conn,
+                                    &(gp_FORK_SYNC_req){.fkid = k->cfkid[c]},
+                                    NULL, NULL);
         if (!r) {
             ok++;
             continue;
@@ -351,9 +369,9 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
             gp_FORK_SIZE_rep m;
             if (!forks[i].cfkid[c] || forks[i].cfkid[c] == forks[i].fkid)
                 continue;
-            k = gc_FORK_SIZE_call(gc_server_conn(forks[i].cserver[c]),
-                                  &(gp_FORK_SIZE_req){.fkid = forks[i].cfkid[c]},
-                                  &m, NULL);
+            k = gc_FORK_SIZE_call(
+                gc_server_conn(forks[i].cserver[c]),
+                &(gp_FORK_SIZE_req){.fkid = forks[i].cfkid[c]}, &m, NULL);
             if (!k && m.size > INT64_MAX)
                 k = GFS_EPROTO;
             if (!k)

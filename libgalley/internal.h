@@ -161,7 +161,9 @@ typedef struct gc_fork {
     int cserver[GP_MAX_COPIES];
     uint64_t cfkid[GP_MAX_COPIES];  /* 0: not used by this handle */
     uint32_t cepoch[GP_MAX_COPIES]; /* gc_conn_epoch at open */
-    uint64_t gen;                   /* record generation at open */
+    uint8_t cmiss; /* bit c: in sync in the record, but not opened here
+                    * (a write records it stale first: gc_repl_settle) */
+    uint64_t gen;  /* record generation at open */
     char name[GFS_FORK_NAME_MAX + 1];
 } gc_fork;
 
@@ -404,7 +406,7 @@ int gc_repl_create_copies(const char *name, gp_record *rec, int *made);
 void gc_repl_delete_copies(const gp_record *rec, int nsub);
 /* ... and store the record's other copies after the first is committed. */
 int gc_repl_commit_others(const char *name, const gp_record *rec);
-void gc_repl_remove_others(const char *name, int ncopy);
+void gc_repl_remove_others(const char *name);
 /* True for a file id of R > 1. */
 bool gc_repl_file(int fid);
 /* Open the copies in sync of a fork into k (its ncopy, cserver...);
@@ -421,6 +423,9 @@ int gc_repl_fork_each(int fid, int subfile, const char *name, int what);
  * usable copy's index, GFS_ENOCOPY when none is left, or err itself when
  * it is not the copy's fault (-EINVAL...). */
 int gc_repl_failover(int kid, int copy, int err, int op);
+/* Before a change through fork kid: record stale the copies the record
+ * has in sync that this handle could not open (0, or -EIO). */
+int gc_repl_settle(int kid);
 /* gc_transfer for transfers of replicated forks (rkid). */
 int gc_repl_transfer(int op, gc_xfer *x, size_t nx);
 /* Bring every stale copy of name (or one on a wiped server) up to date;

@@ -10,10 +10,14 @@
  * on every change.  The metadata server stores a change only when its
  * generation is above the stored one (NS_REPL_SET), so of two clients
  * deciding from one record exactly one wins and the other reloads and
- * decides again.  The record itself has R copies: on the name's metadata
- * server and the R-1 servers after it; a lookup asks them all and takes
- * the highest generation, so a file whose metadata server is lost still
- * opens (gc_repl_lookup).
+ * decides again.  The record of a replicated file itself has three
+ * copies (as many as there are servers, below three): on the name's
+ * metadata server and the servers after it.  A change is stored on a
+ * majority of them or fails (-EIO), and a lookup reads a majority and
+ * takes the highest generation, so every lookup sees the last change;
+ * a file whose metadata server is lost still opens and is written while
+ * a majority answers (gc_repl_lookup).  A record copy that missed a
+ * change, or was lost with a wiped server, is put back by resync.
  *
  * Acknowledgement rule.  A write (gc_repl_transfer) goes to every copy
  * this handle holds in sync.  It returns success only when every one of
@@ -81,49 +85,89 @@ static int record_server(const char *name, int j)
     return (gc_meta_server(name) + j) % gc_g.nservers;
 }
 
+/* Record copies of a replicated file, and how many make a majority. */
+static int nrec(void)
+{
+    return gc_g.nservers < GP_MAX_COPIES ? gc_g.nservers : GP_MAX_COPIES;
+}
+
+static int quorum(void)
+{
+    return nrec() / 2 + 1;
+}
+
 int gc_repl_lookup(const char *name, gp_record *rec)
 {
     int rc = gc_lookup(record_server(name, 0), name, rec);
     if (!rc && rec->repl.ncopy <= 1)
-        return 0;
-    if (rc && rc != GFS_ESERVERDOWN && rc != GFS_ETIMEDOUT)
-        return rc; /* the metadata server answered: no such file */
+        return 0; /* one copy: the metadata server's record is the record */
+    if (rc && rc != GFS_ESERVERDOWN && rc != GFS_ETIMEDOUT && rc != -ENOENT)
+        return rc;
+    /* a replicated file, or the metadata server is down or answered no
+     * such file (its data directory may have been wiped): a majority */
     gp_record *other = malloc(sizeof(*other));
     if (!other)
         return -ENOMEM;
-    int n = gc_g.nservers < GP_MAX_COPIES ? gc_g.nservers : GP_MAX_COPIES;
-    for (int j = 1; j < n; j++) {
+    int votes = rc ? 0 : 1, down = rc == -ENOENT ? 0 : !!rc;
+    int first = rc;
+    for (int j = 1; j < nrec(); j++) {
         int k = gc_lookup(record_server(name, j), name, other);
+        if (k == GFS_ESERVERDOWN || k == GFS_ETIMEDOUT)
+            down++;
         if (k || other->repl.ncopy <= 1)
             continue;
+        votes++;
         if (rc || other->repl.gen > rec->repl.gen) {
             memcpy(rec, other, sizeof(*rec));
             rc = 0;
         }
     }
     free(other);
-    return rc;
+    if (!rc && votes < quorum())
+        return GFS_ENOCOPY; /* the newest record may be on those down */
+    if (rc && !down)
+        return -ENOENT;
+    return rc ? first : 0;
+}
+
+/* Put the newest record back on every record copy that lacks it (lost
+ * with a wiped server, or older: missed a change while down). */
+static void record_heal(const char *name, const gp_record *rec)
+{
+    gp_record *other = malloc(sizeof(*other));
+    for (int j = 0; other && j < nrec(); j++) {
+        gc_conn *c = gc_server_conn(record_server(name, j));
+        int k = gc_lookup(record_server(name, j), name, other);
+        if (k == -ENOENT)
+            gc_NS_COMMIT_call(
+                c, &(gp_NS_COMMIT_req){.name = name, .rec = (gp_record *)rec},
+                NULL, NULL);
+        else if (!k && other->repl.gen < rec->repl.gen)
+            gc_NS_REPL_SET_call(
+                c, &(gp_NS_REPL_SET_req){.name = name, .rec = (gp_record *)rec},
+                NULL, NULL);
+    }
+    free(other);
 }
 
 /* Store rec (its generation already raised) on every record copy that
- * answers; 0 when at least one took it, GFS_ESTALEGEN when one had a
- * newer record, else the error. */
+ * answers; 0 when a majority took it, GFS_ESTALEGEN when one had a
+ * record as new (the caller looks up and decides again), else -EIO. */
 static int record_store(const char *name, const gp_record *rec)
 {
-    int ok = 0, rc = -EIO;
-    for (int j = 0; j < rec->repl.ncopy && j < gc_g.nservers; j++) {
+    int ok = 0;
+    for (int j = 0; j < nrec(); j++) {
         gp_NS_REPL_SET_rep m;
         int k = gc_NS_REPL_SET_call(
             gc_server_conn(record_server(name, j)),
-            &(gp_NS_REPL_SET_req){.name = name, .rec = (gp_record *)rec}, &m, NULL);
+            &(gp_NS_REPL_SET_req){.name = name, .rec = (gp_record *)rec}, &m,
+            NULL);
         if (!k)
             ok++;
         else if (k == GFS_ESTALEGEN)
             return k;
-        else if (rc == -EIO)
-            rc = k;
     }
-    return ok ? 0 : rc;
+    return ok >= quorum() ? 0 : -EIO;
 }
 
 /* The generation counter on subfile 0's copies in sync (a hint for
@@ -184,8 +228,8 @@ static void cache_record(const char *name, const gp_record *rec)
 static int server_dsid(int server, uint64_t *dsid)
 {
     gp_REPL_ID_rep m;
-    int rc = gc_REPL_ID_call(gc_server_conn(server), &(gp_REPL_ID_req){}, &m,
-                             NULL);
+    int rc =
+        gc_REPL_ID_call(gc_server_conn(server), &(gp_REPL_ID_req){}, &m, NULL);
     if (!rc)
         *dsid = m.dsid;
     return rc;
@@ -253,22 +297,23 @@ void gc_repl_delete_copies(const gp_record *rec, int nsub)
 
 int gc_repl_commit_others(const char *name, const gp_record *rec)
 {
-    for (int j = 1; j < rec->repl.ncopy && j < gc_g.nservers; j++) {
+    for (int j = 1; j < nrec(); j++) {
         int rc = gc_NS_COMMIT_call(
             gc_server_conn(record_server(name, j)),
-            &(gp_NS_COMMIT_req){.name = name, .rec = (gp_record *)rec}, NULL, NULL);
+            &(gp_NS_COMMIT_req){.name = name, .rec = (gp_record *)rec}, NULL,
+            NULL);
         if (rc)
             return rc;
     }
     return 0;
 }
 
-void gc_repl_remove_others(const char *name, int ncopy)
+void gc_repl_remove_others(const char *name)
 {
     gp_record *rec = malloc(sizeof(*rec));
     if (!rec)
         return;
-    for (int j = 1; j < ncopy && j < gc_g.nservers; j++)
+    for (int j = 1; j < nrec(); j++)
         gc_NS_REMOVE_call(gc_server_conn(record_server(name, j)),
                           &(gp_NS_REMOVE_req){.name = name},
                           &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
@@ -303,8 +348,8 @@ static void copies_close(gc_fork *k)
     for (int c = 0; c < k->ncopy; c++)
         if (k->cfkid[c]) {
             gc_FORK_CLOSE_call(gc_server_conn(k->cserver[c]),
-                               &(gp_FORK_CLOSE_req){.fkid = k->cfkid[c]},
-                               NULL, NULL);
+                               &(gp_FORK_CLOSE_req){.fkid = k->cfkid[c]}, NULL,
+                               NULL);
             k->cfkid[c] = 0;
         }
 }
@@ -328,6 +373,7 @@ static int copies_open(const gp_record *rec, int s, const char *name,
     int first = 0;
     k->ncopy = rec->repl.ncopy;
     k->gen = rec->repl.gen;
+    k->cmiss = 0;
     snprintf(k->name, sizeof(k->name), "%s", name);
     for (int c = 0; c < k->ncopy; c++) {
         k->cserver[c] = (int)rec->repl.server[s][c];
@@ -337,6 +383,8 @@ static int copies_open(const gp_record *rec, int s, const char *name,
         gc_conn *conn = gc_server_conn(k->cserver[c]);
         int rc = copy_open(rec, s, c, name, &k->cfkid[c]);
         k->cepoch[c] = gc_conn_epoch(conn);
+        if (rc)
+            k->cmiss |= (uint8_t)(1u << c);
         if (rc && !first)
             first = rc;
     }
@@ -404,9 +452,9 @@ int gc_repl_fork_each(int fid, int subfile, const char *name, int what)
         /* a copy that cannot make the fork is stale from now on */
         if (k && what == GC_REPL_CREATE && k != -EEXIST) {
             gp_record *rec = malloc(sizeof(*rec));
-            int m = rec ? record_set(f->name, subfile, c, GP_COPY_STALE, 0, 0,
-                                     rec)
-                        : -ENOMEM;
+            int m =
+                rec ? record_set(f->name, subfile, c, GP_COPY_STALE, 0, 0, rec)
+                    : -ENOMEM;
             if (!m)
                 cache_record(f->name, rec);
             free(rec);
@@ -446,8 +494,7 @@ int gc_repl_failover(int kid, int copy, int err, int op)
         gp_record *rec = malloc(sizeof(*rec));
         rc = f && rec ? gc_file_get(k.fid, f) : -ENOMEM;
         if (!rc)
-            rc = record_set(f->name, k.subfile, copy, GP_COPY_STALE, 0, 0,
-                            rec);
+            rc = record_set(f->name, k.subfile, copy, GP_COPY_STALE, 0, 0, rec);
         if (!rc)
             cache_record(f->name, rec);
         free(f);
@@ -463,6 +510,8 @@ int gc_repl_failover(int kid, int copy, int err, int op)
         drop = t->cfkid[copy];
         t->cfkid[copy] = 0;
     }
+    if (t && op == GFS_WRITE)
+        t->cmiss &= (uint8_t) ~(1u << copy);
     int next = t ? copies_primary(t) : GFS_EBADID;
     int nc = GFS_ENOCOPY;
     for (int c = 0; t && c < t->ncopy; c++)
@@ -478,6 +527,19 @@ int gc_repl_failover(int kid, int copy, int err, int op)
 }
 
 /* ---------------------------------------------------------- writers --- */
+
+int gc_repl_settle(int kid)
+{
+    gc_fork k;
+    int rc = gc_fork_get(kid, &k);
+    for (int c = 0; !rc && c < k.ncopy; c++)
+        if (k.cmiss & (1u << c)) {
+            int f = gc_repl_failover(kid, c, GFS_ESERVERDOWN, GFS_WRITE);
+            if (f == -EIO)
+                return f;
+        }
+    return rc;
+}
 
 /* Reopen the copies of every open fork of file fid from the newest
  * record (after a resync or another client's stale mark). */
@@ -543,6 +605,9 @@ static int write_begin(int fid, wlock *w)
             behind = k.fid == fid && k.ncopy > 1 && k.gen < (uint64_t)gen;
         if (behind)
             rc = refresh_file(fid, f->name, rec);
+        for (int kid = -1; !rc && (kid = gc_fork_next(kid, &k)) >= 0;)
+            if (k.fid == fid && k.cmiss)
+                rc = gc_repl_settle(kid);
         break;
     }
     if (!rc && w->server < 0)
@@ -589,10 +654,8 @@ static size_t clones_make(int op, const gc_xfer *x, size_t nx, gc_xfer *y,
             y[ny].server = k.cserver[c];
             y[ny].fkid = k.cfkid[c];
             y[ny].server_path = true; /* never the direct path */
-            cl[ny++] = (clone){.xi = i,
-                               .kid = x[i].rkid - 1,
-                               .copy = c,
-                               .epoch = k.cepoch[c]};
+            cl[ny++] = (clone){
+                .xi = i, .kid = x[i].rkid - 1, .copy = c, .epoch = k.cepoch[c]};
             if (op == GFS_READ)
                 break;
         }
@@ -802,15 +865,14 @@ static int resync_copy(const char *name, const gp_record *rec, int s, int c,
                 NULL);
     }
     for (size_t j = 0; !rc && j < sn; j++)
-        rc = copy_fork(ss, p->hid[s][src], ds, hid, sv[j].fork, sv[j].size,
-                       buf);
+        rc =
+            copy_fork(ss, p->hid[s][src], ds, hid, sv[j].fork, sv[j].size, buf);
     free(sv);
     free(dv);
     if (rc)
         return rc;
     gp_record *out = malloc(sizeof(*out));
-    rc = out ? record_set(name, s, c, GP_COPY_INSYNC, hid, dsid, out)
-             : -ENOMEM;
+    rc = out ? record_set(name, s, c, GP_COPY_INSYNC, hid, dsid, out) : -ENOMEM;
     free(out);
     return rc;
 }
@@ -864,7 +926,8 @@ int gc_repl_resync(const char *name, int *fixed)
             }
         }
     }
-    if (!rc && *fixed) {
+    if (!rc) {
+        record_heal(name, rec);
         counter_publish(rec);
         cache_record(name, rec);
     }
@@ -902,6 +965,7 @@ int gc_repl_copies(const char *name, gfs_copies *out)
             for (int c = 0; c < p->ncopy; c++) {
                 out->server[s][c] = (int)p->server[s][c];
                 out->state[s][c] = p->state[s][c];
+                out->header[s][c] = p->hid[s][c];
                 n += p->state[s][c] == GP_COPY_INSYNC;
             }
             if (n < out->insync_min)

@@ -83,7 +83,7 @@
     X(PGETLK, 55, "POSIX lock: the first lock that would conflict")            \
     X(PRELEASE, 56, "drop every POSIX lock of an owner on a subfile")          \
     X(BLOCK_LOCK, 57, "lock block numbers, apart from byte-range locks")       \
-    X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock") \
+    X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock")   \
     X(NS_REPL_SET, 60, "replace a record's copies if its generation is newer") \
     X(REPL_ID, 61, "the id of the server's data directory")
 

@@ -213,7 +213,7 @@ typedef struct gp_repl {
     uint32_t server[GP_MAX_SUBFILES][GP_MAX_COPIES];
     uint64_t hid[GP_MAX_SUBFILES][GP_MAX_COPIES];
     uint64_t dsid[GP_MAX_SUBFILES][GP_MAX_COPIES]; /* the server's data
-                                                     * directory (REPL_ID) */
+                                                    * directory (REPL_ID) */
     uint8_t state[GP_MAX_SUBFILES][GP_MAX_COPIES]; /* GP_COPY_* */
 } gp_repl;
 

@@ -113,9 +113,10 @@ int cmd_stat(opts *o)
         printf("subfile %d: server %d (%s)\n", i, st.servers[i],
                addr_of(st.servers[i]));
         for (int c = 0; cp && cp->replicas > 1 && c < cp->replicas; c++)
-            printf("    copy %d: server %d (%s) %s\n", c, cp->server[i][c],
-                   addr_of(cp->server[i][c]),
-                   cp->state[i][c] == GFS_COPY_INSYNC ? "in-sync" : "stale");
+            printf("    copy %d: server %d (%s) %s, header %" PRIu64 "\n", c,
+                   cp->server[i][c], addr_of(cp->server[i][c]),
+                   cp->state[i][c] == GFS_COPY_INSYNC ? "in-sync" : "stale",
+                   cp->header[i][c]);
         struct fork_print fp = {0, "    "};
         rc = gfs_list_forks(fid, i, print_fork, &fp);
         if (rc < 0) {
@@ -276,15 +277,13 @@ int cmd_put(opts *o)
         goto out_free;
     }
 
-    int rc =
-        o->layout
-            ? gfs_create_layout(name, nsub, servers, o->unit, o->fork,
-                                o->layout)
-            : gfs_create_striped_replicas(
-                  name, nsub, servers,
-                  o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
-                  o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK,
-                  o->replicas ? o->replicas : 1);
+    int rc = o->layout ? gfs_create_layout(name, nsub, servers, o->unit,
+                                           o->fork, o->layout)
+                       : gfs_create_striped_replicas(
+                             name, nsub, servers,
+                             o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
+                             o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK,
+                             o->replicas ? o->replicas : 1);
     if (rc < 0) {
         ret = fail(rc, "cannot create", name);
         goto out_free;

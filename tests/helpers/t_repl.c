@@ -68,8 +68,7 @@ static int writer(const char *name, int64_t n, int64_t block, int64_t pause)
         if (rc != block) {
             printf("ERR %" PRId64 " %" PRId64 " %s\n", i, rc, t_err(rc));
             fflush(stdout);
-            t_fail(__FILE__, __LINE__, "write of block %" PRId64 " failed",
-                   i);
+            t_fail(__FILE__, __LINE__, "write of block %" PRId64 " failed", i);
             break;
         }
         printf("ACK %" PRId64 "\n", i);
@@ -295,8 +294,7 @@ int main(int argc, char **argv)
         return rc;
     }
     if (strcmp(cmd, "race") == 0 && argc == 6)
-        return race_run(argv[2], atoll(argv[3]), atoll(argv[4]),
-                        atof(argv[5]));
+        return race_run(argv[2], atoll(argv[3]), atoll(argv[4]), atof(argv[5]));
 usage:
     fprintf(stderr, "usage: t_repl create|writer|write|verify|race ...\n");
     return 2;

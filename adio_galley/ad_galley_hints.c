@@ -6,6 +6,8 @@
  *   striping_unit     stripe unit in bytes of a new file (any size)
  *   galley_servers    explicit server list of a new file, e.g. "0,2,3"
  *   galley_fork       the fork of every subfile that holds the bytes
+ *   galley_replicas   copies of every subfile of a new file (1, 2 or 3;
+ *                     libgalley/repl.c); after open, the file's own R
  *   galley_cb         collective algorithm: "auto" (default: decided per
  *                     call, see ad_galley_coll.c), "server" (always
  *                     aggregate, aggregators follow server ownership) or
@@ -64,6 +66,9 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         ADIOI_Info_get(users_info, GALLEY_HINT_LAYOUT, MPI_MAX_INFO_VAL, value, &flag);
         if (flag && galley_hint_layout_ok(value, sizeof(fs->new_layout)))
             ADIOI_Strncpy(fs->new_layout, value, sizeof(fs->new_layout));
+        ADIOI_Info_get(users_info, GALLEY_HINT_REPLICAS, MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && galley_hint_replicas(value) > 0)
+            fs->replicas = galley_hint_replicas(value);
         ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
         if (flag && !strcmp(value, "auto"))
             fs->cb = ADIOI_GALLEY_CB_AUTO;

@@ -193,6 +193,8 @@ typedef struct gfs_copies {
 int gfs_create_striped_replicas(const char *name, int nsubfiles,
                                 const int *servers, int64_t unit,
                                 const char *fork, int replicas);
+/* R of an open striped file (1: not replicated), from its open record. */
+int gfs_striped_replicas(int sid);
 /* The copies of file `name` as its newest record says (not a cached one). */
 int gfs_copies_of(const char *name, gfs_copies *out);
 /* Bring the stale copies of `name` up to date from a copy in sync (a
@@ -470,7 +472,7 @@ int gfs_striped_kid(int sid, int subfile);
  * returns its length (or the length needed, -ERANGE, if len is too small);
  * gfs_striped_import opens the described file and returns a sid.
  */
-#define GFS_EXPORT_MAX 8192
+#define GFS_EXPORT_MAX 32768 /* room for 256 subfiles of 3 copies */
 int gfs_striped_export(int sid, void *buf, size_t len);
 int gfs_striped_import(const void *buf, size_t len);
 

@@ -711,6 +711,20 @@ int gfs_create_striped_replicas(const char *name, int nsubfiles,
     return gc_create_striped(name, nsubfiles, servers, unit, fork, replicas);
 }
 
+int gfs_striped_replicas(int sid)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    gc_file *f = malloc(sizeof(*f));
+    rc = f ? gc_file_get(s.fid, f) : -ENOMEM;
+    if (!rc)
+        rc = f->rec.repl.ncopy > 1 ? f->rec.repl.ncopy : 1;
+    free(f);
+    return rc;
+}
+
 int gfs_striped_open(const char *name)
 {
     return gc_striped_open(name);

@@ -320,16 +320,7 @@ void gp_put_repl(gp_wbuf *w, const gp_record *rec)
 void gp_get_repl(gp_rbuf *r, gp_record *rec)
 {
     gp_repl *p = &rec->repl;
-    p->ncopy = 1;
-    p->gen = 0;
-    for (uint32_t i = 0; i < rec->nsub; i++) {
-        p->server[i][0] = rec->server[i];
-        p->hid[i][0] = rec->hid[i];
-        p->dsid[i][0] = 0;
-        p->state[i][0] = GP_COPY_INSYNC;
-    }
-    if (r->err || gp_remaining(r) == 0)
-        return; /* a record of the old format: one copy */
+    gp_repl_single(rec);
     uint8_t n = gp_get_u8(r);
     if (r->err)
         return;
@@ -359,6 +350,25 @@ void gp_get_repl(gp_rbuf *r, gp_record *rec)
 
 void gp_get_record(gp_rbuf *r, gp_record *rec)
 {
+    gp_get_record_base(r, rec);
+    gp_get_repl(r, rec);
+}
+
+void gp_repl_single(gp_record *rec)
+{
+    gp_repl *p = &rec->repl;
+    p->ncopy = 1;
+    p->gen = 0;
+    for (uint32_t i = 0; i < rec->nsub && i < GP_MAX_SUBFILES; i++) {
+        p->server[i][0] = rec->server[i];
+        p->hid[i][0] = rec->hid[i];
+        p->dsid[i][0] = 0;
+        p->state[i][0] = GP_COPY_INSYNC;
+    }
+}
+
+void gp_get_record_base(gp_rbuf *r, gp_record *rec)
+{
     rec->nsub = gp_get_u32(r);
     rec->attrlen = 0;
     rec->attrs[0] = '\0';
@@ -384,7 +394,6 @@ void gp_get_record(gp_rbuf *r, gp_record *rec)
         memcpy(rec->attrs, p, n);
     rec->attrs[n] = '\0';
     rec->attrlen = n;
-    gp_get_repl(r, rec);
 }
 
 /* ---------------------------------------------------------- segments ---- */

@@ -203,8 +203,8 @@ bool gp_done(const gp_rbuf *r);
 
 /* Replicated files (libgalley/repl.c states the rules): R copies of every
  * subfile.  Copy 0 of subfile s is (server[s], hid[s]) of the record; the
- * others are here.  A record of R = 1 carries only ncopy on the wire and
- * is read back from a stored record of the old format (no such tail). */
+ * others are here.  On the wire a record of R = 1 carries only ncopy
+ * after the attributes; the rest follows when R > 1. */
 #define GP_MAX_COPIES 3
 enum { GP_COPY_INSYNC = 0, GP_COPY_STALE = 1 };
 typedef struct gp_repl {
@@ -228,11 +228,15 @@ typedef struct gp_record {
 
 void gp_put_record(gp_wbuf *w, const gp_record *rec);
 /* Validates nsub (1..GP_MAX_SUBFILES), attr length and content, and the
- * replica tail (absent: R = 1). */
+ * replica part. */
 void gp_get_record(gp_rbuf *r, gp_record *rec);
-/* The replica part alone (gp_put_record / gp_get_record call them). */
+/* The parts: the record as before replication (base; a stored record of
+ * the old format is only that) and the replica part (gp_put_record /
+ * gp_get_record call them); gp_repl_single: the replica part of R = 1. */
+void gp_get_record_base(gp_rbuf *r, gp_record *rec);
 void gp_put_repl(gp_wbuf *w, const gp_record *rec);
 void gp_get_repl(gp_rbuf *r, gp_record *rec);
+void gp_repl_single(gp_record *rec);
 
 /* ------------------------------------------------------------------------
  * Data-request segments

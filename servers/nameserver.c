@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #define NS_MAGIC 0x52534e47u /* "GNSR" */
-#define NS_FORMAT 1
+#define NS_FORMAT 2          /* 1: before replicated files (no replica part) */
 
 /* The copies of a replicated file's record (gp_repl: servers, headers,
  * data-directory ids, states, generation), kept apart from the rest of
@@ -316,8 +316,13 @@ static int load_one(uint64_t id, const char *fname, gp_record *rec)
     uint32_t magic = gp_get_u32(&r);
     uint16_t fmt = gp_get_u16(&r);
     gp_get_str(&r, name, GFS_NAME_MAX);
-    gp_get_record(&r, rec);
-    if (!gp_done(&r) || magic != NS_MAGIC || fmt != NS_FORMAT ||
+    if (fmt == 1) {
+        gp_get_record_base(&r, rec);
+        gp_repl_single(rec);
+    } else {
+        gp_get_record(&r, rec);
+    }
+    if (!gp_done(&r) || magic != NS_MAGIC || (fmt != 1 && fmt != NS_FORMAT) ||
         gsrv_check_name(name)) {
         rc = GFS_EPROTO;
         goto out_free_buf;

@@ -611,6 +611,9 @@ enum {
     GFS_FSCK_UNREACHABLE = 4,  /* a server did not answer (status)       */
     GFS_FSCK_REPAIRED = 5,     /* an orphan was removed (not a problem)  */
     GFS_FSCK_NOT_REPAIRED = 6, /* removing an orphan failed (status)     */
+    GFS_FSCK_DEGRADED = 7,     /* a replicated file's subfile has fewer
+                                * copies in sync than asked (server, hid:
+                                * a stale copy; `galley resync`)         */
 };
 
 typedef struct gfs_fsck_item {

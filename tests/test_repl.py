@@ -95,8 +95,20 @@ def test_kill_during_writer_then_resync(fresh_cluster, uniq):
     assert "DEGRADED" in c.galley("stat", name, check=True).stdout
     assert "VERIFIED 64" in helper(c, "verify", name, 64, BLOCK).stdout
     c.restart(victim)
+    # fsck and df report the stale copies until resync
+    cp = c.galley("fsck")
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert re.search(r"degraded +'%s' subfile \d+: the copy on server %d"
+                     % (re.escape(name), victim), cp.stdout), cp.stdout
+    assert " 0 orphan(s), 0 dangling" in cp.stdout, cp.stdout
+    cp = c.galley("df", check=True)
+    assert "degraded: %s" % name in cp.stdout, cp.stdout
+    assert "replicated files: 1, degraded: 1" in cp.stdout, cp.stdout
     out = c.galley("resync", name, check=True).stdout
     assert re.search(r"[1-9]\d* cop", out), out
+    cp = c.galley("fsck")
+    assert cp.returncode == 0 and "0 stale copies" in cp.stdout, cp.stdout
+    assert "degraded: 0" in c.galley("df", check=True).stdout
     assert "VERIFIED 64" in helper(c, "verify", name, 64, BLOCK).stdout
     assert_copies_identical(c, name)
     assert "VERIFIED 64" in helper(c, "verify", name, 64, BLOCK).stdout

@@ -29,6 +29,10 @@
  * -l LAYOUT creates the -g target's files with hint galley_layout=LAYOUT
  * (e.g. local); with -u galley:/OTHER the baseline is then Galley's default
  * striped layout on the same servers, in the same run.
+ *
+ * -R N creates the -g target's files with hint galley_replicas=N (N
+ * copies of every subfile); with -u galley:/OTHER the baseline is one
+ * copy on the same servers, in the same run.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -42,6 +46,7 @@ static long long per_rank = 4 << 20;
 static int repeats = 3;
 static const char *only;
 static const char *layout, *gal_target; /* -l, and the file it applies to */
+static const char *replicas;            /* -R, for the same file */
 
 /* Hints of a file of this run: galley_cb, and -l for the -g target. */
 static MPI_Info target_info(const char *path, const char *cb)
@@ -52,6 +57,8 @@ static MPI_Info target_info(const char *path, const char *cb)
         MPI_Info_set(info, "galley_cb", (char *)cb);
     if (layout && path == gal_target)
         MPI_Info_set(info, "galley_layout", (char *)layout);
+    if (replicas && path == gal_target)
+        MPI_Info_set(info, "galley_replicas", (char *)replicas);
     return info;
 }
 
@@ -310,7 +317,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     const char *gal = "galley:/bench", *ufs = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "g:u:s:r:p:l:")) != -1) {
+    while ((opt = getopt(argc, argv, "g:u:s:r:p:l:R:")) != -1) {
         switch (opt) {
         case 'g':
             gal = optarg;
@@ -330,12 +337,15 @@ int main(int argc, char **argv)
         case 'l':
             layout = optarg;
             break;
+        case 'R':
+            replicas = optarg;
+            break;
         default:
             if (rank == 0)
                 fprintf(stderr,
                         "usage: %s -g galley:/NAME -u ufs:/PATH "
                         "[-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING] "
-                        "[-l LAYOUT]\n",
+                        "[-l LAYOUT] [-R COPIES]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;

@@ -61,6 +61,11 @@ for n in (1, 4):
 RUNS.append(("nonblock-many-np8", "nonblock", 8, ["-many-only"], 600))
 RUNS.append(("abi-ourmpicc-np2", "abi", 2, [], 300))
 RUNS.append(("sharedfp-open-np4", "sharedfp_open", 4, [], 300))
+# replicated files (two copies of every subfile) run the same shapes
+REPL2 = ["-hint", "galley_replicas=2"]
+RUNS.append(("contig-repl2-np4", "contig", 4, REPL2, 300))
+RUNS.append(("coll-server-repl2-np4", "coll", 4, REPL2 + CB["server"] + SKIP_KNOWN, 900))
+RUNS.append(("noncontig-repl2-np2", "noncontig", 2, REPL2 + SKIP_KNOWN, 900))
 
 
 @pytest.mark.parametrize("prog,n,args,timeout", [r[1:] for r in RUNS],

@@ -248,6 +248,9 @@ int cmd_put(opts *o)
     int ret = layout_args(o, &nsub, &servers);
     if (ret)
         return ret;
+    if (o->layout && o->replicas > 1)
+        return bad_usage("%s", "-L excludes -R (replicated files are "
+                               "striped)");
 
     int fd = in_open(local);
     if (fd < 0)

@@ -36,6 +36,7 @@ typedef struct ADIOI_GALLEY_fs_s {
     int cb_nodes;       /* cb_nodes as the user gave it, 0 = not given */
     char new_layout[GFS_NAME_MAX + 16]; /* galley_layout of a new file, "" = striped */
     char new_checksum[16];      /* galley_checksum of a new file, "" = none */
+    int replicas;       /* galley_replicas of a new file, 0 = 1 */
     int local;          /* the open file has the locality layout */
     /* this rank's part of the collective call under way (ad_galley_coll.c) */
     int coll_active;    /* Read/WriteStridedColl is running */

@@ -8,6 +8,8 @@
  *   galley_fork       the fork of every subfile that holds the bytes
  *   galley_checksum   crc32c: a new file's data moves and is stored with
  *                     end-to-end checksums (gfs_set_checksum); none
+ *   galley_replicas   copies of every subfile of a new file (1, 2 or 3;
+ *                     libgalley/repl.c); after open, the file's own R
  *   galley_cb         collective algorithm: "auto" (default: decided per
  *                     call, see ad_galley_coll.c), "server" (always
  *                     aggregate, aggregators follow server ownership) or
@@ -70,6 +72,9 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         ADIOI_Info_get(users_info, GALLEY_HINT_CHECKSUM, MPI_MAX_INFO_VAL, value, &flag);
         if (flag && galley_hint_checksum_ok(value))
             ADIOI_Strncpy(fs->new_checksum, value, sizeof(fs->new_checksum));
+        ADIOI_Info_get(users_info, GALLEY_HINT_REPLICAS, MPI_MAX_INFO_VAL, value, &flag);
+        if (flag && galley_hint_replicas(value) > 0)
+            fs->replicas = galley_hint_replicas(value);
         ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
         if (flag && !strcmp(value, "auto"))
             fs->cb = ADIOI_GALLEY_CB_AUTO;

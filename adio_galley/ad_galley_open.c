@@ -10,6 +10,7 @@
 #include "galley_mpi_common.h"
 
 #include <errno.h>
+#include <string.h>
 
 #define SHARED_FP_KEY "mpi.shared_fp"
 
@@ -26,6 +27,9 @@ static void publish_layout(ADIO_File fd, ADIOI_GALLEY_fs * fs)
     ADIOI_Info_set(fd->info, "galley_layout", fs->local ? "local" : "striped");
     ADIOI_Info_set(fd->info, GALLEY_HINT_CHECKSUM,
                    gfs_striped_checksum(fs->sid) == 1 ? "crc32c" : "none");
+    int r = gfs_striped_replicas(fs->sid);
+    MPL_snprintf(v, sizeof(v), "%d", r > 0 ? r : 1);
+    ADIOI_Info_set(fd->info, "galley_replicas", v);
     fd->hints->striping_factor = fs->layout.nsubfiles;
     fd->hints->striping_unit = (int) fs->layout.unit;
     fd->blksize = fs->layout.unit;
@@ -45,8 +49,15 @@ static int open_here(ADIO_File fd, ADIOI_GALLEY_fs * fs)
         if (nsub > nserv)
             nsub = nserv;       /* as ROMIO does for impossible striping: clamp */
         int64_t unit = fd->hints->striping_unit > 0 ? fd->hints->striping_unit : 0;
-        rc = gfs_create_layout(fd->filename, nsub, fs->nservers > 0 ? fs->servers : NULL,
-                               unit, fs->fork, fs->new_layout[0] ? fs->new_layout : NULL);
+        if (fs->replicas > 1 && fs->new_layout[0] && strcmp(fs->new_layout, "striped"))
+            rc = -EINVAL;       /* replicated files are striped */
+        else if (fs->replicas > 1)
+            rc = gfs_create_striped_replicas(fd->filename, nsub,
+                                             fs->nservers > 0 ? fs->servers : NULL, unit,
+                                             fs->fork, fs->replicas);
+        else
+            rc = gfs_create_layout(fd->filename, nsub, fs->nservers > 0 ? fs->servers : NULL,
+                                   unit, fs->fork, fs->new_layout[0] ? fs->new_layout : NULL);
         if (!rc)                /* only a file this open made: galley_checksum */
             rc = galley_set_checksum(fd->filename, fs->new_checksum);
         if (rc == -EEXIST && !(amode & ADIO_EXCL))

@@ -9,7 +9,8 @@
  *  - galley_mpi_error_class: the one place a gfs error becomes an MPI
  *    error class;
  *  - the layout hints of a new file (striping_factor, striping_unit,
- *    galley_servers, galley_fork, galley_layout): their names and what
+ *    galley_servers, galley_fork, galley_layout, galley_replicas): their
+ *    names and what
  *    counts as a valid value.  A value that does not parse is ignored, as
  *    ROMIO does for its own hints.
  *
@@ -69,6 +70,15 @@ static inline int galley_mpi_error_class(int gfs_err)
 #define GALLEY_HINT_FORK "galley_fork"                /* data fork    */
 #define GALLEY_HINT_LAYOUT "galley_layout"     /* striped, local, template:N */
 #define GALLEY_HINT_CHECKSUM "galley_checksum" /* crc32c or none        */
+#define GALLEY_HINT_REPLICAS "galley_replicas" /* copies: 1, 2 or 3 */
+
+/* galley_replicas: copies of every subfile 1..GFS_MAX_REPLICAS, else 0. */
+static inline int galley_hint_replicas(const char *v)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    return end != v && !*end && n >= 1 && n <= GFS_MAX_REPLICAS ? (int)n : 0;
+}
 
 /* striping_factor: a subfile count 1..GFS_MAX_SUBFILES, else 0. */
 static inline int galley_hint_striping_factor(const char *v)

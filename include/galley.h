@@ -67,6 +67,10 @@ extern "C" {
     X(GFS_EDIRECT, -1022,                                                      \
       "direct access refused: the server is on another host, runs as "         \
       "another user, or is too old")                                           \
+    X(GFS_ESTALEGEN, -1030,                                                    \
+      "the file's layout changed (a copy went stale or was resynced): "        \
+      "reopen it")                                                             \
+    X(GFS_ENOCOPY, -1031, "no in-sync copy of the data is reachable")          \
     X(GFS_ECHECKSUM, -1040,                                                    \
       "data failed its checksum on the I/O server's disk (the server "         \
       "logs the chunk)")                                                       \
@@ -166,6 +170,44 @@ typedef struct gfs_file_stat {
 } gfs_file_stat;
 
 int gfs_stat_file(int fid, gfs_file_stat *st);
+
+/*
+ * Replicated files: every subfile has R copies (1..GFS_MAX_REPLICAS), each
+ * on another server.  A write returns success only when every copy in
+ * sync has it, or when a copy that failed has first been recorded stale
+ * in the file's record (else it fails with -EIO); reads come from any
+ * copy in sync and try the next on an error.  Stale copies are brought
+ * back by gfs_resync (`galley resync`).  Replicated forks never take the
+ * same-host direct path.  libgalley/repl.c states the rules.
+ */
+#define GFS_MAX_REPLICAS 3
+enum { GFS_COPY_INSYNC = 0, GFS_COPY_STALE = 1 };
+typedef struct gfs_copies {
+    int replicas;   /* R */
+    int nsubfiles;  /* rows of server / state used */
+    int64_t gen;    /* the record's layout generation */
+    int insync_min; /* copies in sync of the worst subfile */
+    int server[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS];
+    int state[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS];       /* GFS_COPY_* */
+    uint64_t header[GFS_MAX_SUBFILES][GFS_MAX_REPLICAS]; /* on its server */
+} gfs_copies;
+
+/* gfs_create_striped with R = replicas copies of every subfile
+ * (1: the same as gfs_create_striped).  -EINVAL unless 1 <= replicas <=
+ * GFS_MAX_REPLICAS and replicas <= the number of servers. */
+int gfs_create_striped_replicas(const char *name, int nsubfiles,
+                                const int *servers, int64_t unit,
+                                const char *fork, int replicas);
+/* R of an open striped file (1: not replicated), from its open record. */
+int gfs_striped_replicas(int sid);
+/* The copies of file `name` as its newest record says (not a cached one). */
+int gfs_copies_of(const char *name, gfs_copies *out);
+/* Bring the stale copies of `name` up to date from a copy in sync (a
+ * whole copy each; a server whose data directory was wiped gets a new
+ * header); *fixed (may be NULL): copies made in sync.  Copies whose
+ * server is still down stay stale.  Writers wait meanwhile; readers go
+ * on. */
+int gfs_resync(const char *name, int *fixed);
 
 /*
  * List file names starting with `prefix` ("" for all), gathered from every
@@ -469,7 +511,7 @@ int gfs_striped_checksum(int sid);
  * returns its length (or the length needed, -ERANGE, if len is too small);
  * gfs_striped_import opens the described file and returns a sid.
  */
-#define GFS_EXPORT_MAX 8192
+#define GFS_EXPORT_MAX 32768 /* room for 256 subfiles of 3 copies */
 int gfs_striped_export(int sid, void *buf, size_t len);
 int gfs_striped_import(const void *buf, size_t len);
 
@@ -608,6 +650,9 @@ enum {
     GFS_FSCK_UNREACHABLE = 4,  /* a server did not answer (status)       */
     GFS_FSCK_REPAIRED = 5,     /* an orphan was removed (not a problem)  */
     GFS_FSCK_NOT_REPAIRED = 6, /* removing an orphan failed (status)     */
+    GFS_FSCK_DEGRADED = 7,     /* a replicated file's subfile has fewer
+                                * copies in sync than asked (server, hid:
+                                * a stale copy; `galley resync`)         */
 };
 
 typedef struct gfs_fsck_item {

@@ -66,6 +66,7 @@ struct gc_conn {
     pthread_cond_t cv;
     int fd;                      /* -1 when not connected */
     bool broken;                 /* the stream failed; reconnect on next use */
+    uint32_t epoch;              /* connects so far (gc_conn_epoch) */
     const gc_transport_ops *ops; /* chosen at connect (c->lock); NULL
                                   * until the first connect succeeds */
     gc_req *pending;
@@ -571,6 +572,7 @@ static int connect_locked(gc_conn *c)
     pthread_mutex_lock(&c->lock); /* waiters read ops under it */
     c->ops = ops;
     c->broken = false;
+    c->epoch++;
     c->last_rx_ns = gc_now_ns();
     pthread_mutex_unlock(&c->lock);
     rc = ops->start(c);
@@ -608,6 +610,14 @@ static const gc_transport_ops *conn_ops(gc_conn *c, int *rc)
     return t;
 }
 
+uint32_t gc_conn_epoch(gc_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    uint32_t e = c->epoch;
+    pthread_mutex_unlock(&c->lock);
+    return e;
+}
+
 int gc_conn_data_limit(gc_conn *c, uint64_t *limit)
 {
     pthread_mutex_lock(&c->send_lock);
@@ -634,6 +644,10 @@ int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x)
         return 0;
     }
     if (x->csum) /* the stream carries its CRCs: gc_conn_io_submit */
+        return GC_DECLINE;
+    /* a replicated fork's copy: its server is what the copies'
+     * acknowledgement rule talks to (repl.c), never the direct path */
+    if (x->rkid || x->server_path)
         return GC_DECLINE;
     return t->xfer ? t->xfer(c, op, x) : GC_DECLINE;
 }

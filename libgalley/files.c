@@ -68,13 +68,16 @@ static void delete_subfiles(const gp_record *rec, const bool *made)
 }
 
 /* Create with an initial attribute text and, unless fork is NULL, a first
- * fork of that name in every subfile (gfs_create_striped).  The paper's
- * three steps in two round trips: the name's reservation and every
- * subfile header (SUB_CREATE_FORK: with its fork) are sent at once, then
- * the record is committed.  A failure in any step releases what was
- * done; a name that exists costs the subfiles made meanwhile. */
+ * fork of that name in every subfile (gfs_create_striped), of ncopy
+ * copies (repl.c).  The paper's three steps in two round trips: the
+ * name's reservation and every subfile header (SUB_CREATE_FORK: with its
+ * fork) are sent at once, then the record is committed.  A replicated
+ * file's other copies are made between the two, and its record is then
+ * committed on its other record servers too.  A failure in any step
+ * releases what was done; a name that exists costs the subfiles made
+ * meanwhile. */
 int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
-                        const char *attrs, const char *fork)
+                        const char *attrs, const char *fork, int ncopy)
 {
     int rc = gc_check_init();
     if (rc)
@@ -91,6 +94,9 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
     if (rc)
         goto out_free;
     rec->nsub = (uint32_t)nsubfiles;
+    rec->repl.ncopy = 1;
+    if (ncopy != 1 && (rc = gc_repl_place(rec, ncopy)))
+        goto out_free;
     if (attrs) {
         size_t n = strlen(attrs);
         if (n > GP_ATTR_MAX) {
@@ -150,8 +156,12 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
             rc = k;
         }
     }
-
     free(p);
+
+    /* Replicated: the other copies' headers, every copy's server id. */
+    int rmade = 0;
+    if (!rc && rec->repl.ncopy > 1)
+        rc = gc_repl_create_copies(name, rec, fork, &rmade);
 
     /* Step 3: commit the record. */
     bool sent = !rc;
@@ -159,14 +169,25 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
         rc = gc_NS_COMMIT_call(srv(meta),
                                &(gp_NS_COMMIT_req){.name = name, .rec = rec},
                                NULL, NULL);
+    if (!rc && rec->repl.ncopy > 1 && (rc = gc_repl_commit_others(name, rec))) {
+        /* not on a majority of its record servers: take it back (a copy
+         * of the record left on a minority never wins a lookup) */
+        gc_repl_remove_others(name);
+        gc_NS_REMOVE_call(srv(meta), &(gp_NS_REMOVE_req){.name = name},
+                          &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
+        sent = false;
+    }
     if (!rc)
         gc_rcache_put(name, rec);
     if (sent && (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT)) {
         /* The commit's outcome is unknown (the record's server died or
-         * did not answer): the record may exist, so its subfiles stay.
-         * If it does not, they are orphans for `galley fsck --repair`. */
+         * did not answer): the record may exist, so its subfiles (and
+         * their copies) stay.  If it does not, they are orphans for
+         * `galley fsck --repair`. */
     } else if (rc) {
-        /* Undo: subfile headers, then the reservation. */
+        /* Undo: subfile headers and their copies, then the reservation. */
+        if (rec->repl.ncopy > 1) /* (made or not: hid 0 is skipped) */
+            gc_repl_delete_copies(rec, (int)rec->nsub);
         delete_subfiles(rec, made);
         if (!reserved)
             gc_NS_RELEASE_call(srv(meta), &(gp_NS_RELEASE_req){.name = name},
@@ -179,14 +200,14 @@ out_free:
 }
 
 int gc_create_file(const char *name, int nsubfiles, const int *servers,
-                   const char *attrs)
+                   const char *attrs, int ncopy)
 {
-    return gc_create_file_fork(name, nsubfiles, servers, attrs, NULL);
+    return gc_create_file_fork(name, nsubfiles, servers, attrs, NULL, ncopy);
 }
 
 int gfs_create_file(const char *name, int nsubfiles, const int *servers)
 {
-    return gc_create_file(name, nsubfiles, servers, NULL);
+    return gc_create_file(name, nsubfiles, servers, NULL, 1);
 }
 
 /* ----------------------------------------------------- open / close --- */
@@ -217,7 +238,7 @@ int gc_file_open(const char *name)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = gc_lookup(gc_meta_server(name), name, rec);
+    rc = gc_repl_lookup(name, rec);
     if (!rc)
         gc_rcache_put(name, rec);
     else
@@ -277,26 +298,48 @@ int gc_file_delete(const char *name)
     rc = gc_NS_REMOVE_call(srv(gc_meta_server(name)),
                            &(gp_NS_REMOVE_req){.name = name},
                            &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
+    if (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT) {
+        /* its metadata server is lost: the record's other copies */
+        int k = gc_repl_lookup(name, rec);
+        if (!k && rec->repl.ncopy > 1)
+            rc = 0;
+    }
     if (rc)
         goto out_free;
-    /* every subfile at once: one round trip */
-    uint32_t n = rec->nsub;
+    /* A replicated file: its record's other copies, then every copy of
+     * every subfile with the rest. */
+    int ncopy = rec->repl.ncopy > 1 ? rec->repl.ncopy : 1;
+    if (ncopy > 1)
+        gc_repl_remove_others(name);
+    /* every subfile (and copy) at once: one round trip */
+    uint32_t n = rec->nsub * (uint32_t)ncopy;
     gc_pending *p = calloc(n ? n : 1, sizeof(*p));
-    if (!p) {
+    bool *sent = calloc(n ? n : 1, sizeof(*sent));
+    if (!p || !sent) {
+        free(p);
+        free(sent);
         rc = -ENOMEM;
         goto out_free;
     }
-    for (uint32_t i = 0; i < n; i++)
-        if (rec->server[i] < (uint32_t)gc_g.nservers)
-            gc_SUB_DELETE_send(srv((int)rec->server[i]),
-                               &(gp_SUB_DELETE_req){.hid = rec->hid[i]}, &p[i]);
-    for (uint32_t i = 0; i < n; i++) {
-        if (rec->server[i] >= (uint32_t)gc_g.nservers)
+    for (uint32_t i = 0; i < rec->nsub; i++)
+        for (int c = 0; c < ncopy; c++) {
+            uint32_t server = c ? rec->repl.server[i][c] : rec->server[i];
+            uint64_t hid = c ? rec->repl.hid[i][c] : rec->hid[i];
+            if (server >= (uint32_t)gc_g.nservers || (c && !hid))
+                continue;
+            sent[i * (uint32_t)ncopy + (uint32_t)c] = true;
+            gc_SUB_DELETE_send(srv((int)server),
+                               &(gp_SUB_DELETE_req){.hid = hid},
+                               &p[i * (uint32_t)ncopy + (uint32_t)c]);
+        }
+    for (uint32_t j = 0; j < n; j++) {
+        if (!sent[j])
             continue;
-        int k = gc_SUB_DELETE_recv(&p[i], NULL, NULL);
-        if (k && k != -ENOENT && !rc)
-            rc = k;
+        int k = gc_SUB_DELETE_recv(&p[j], NULL, NULL);
+        if (k && k != -ENOENT && !rc && ncopy <= 1)
+            rc = k; /* (a replicated file's copy may be on a lost server) */
     }
+    free(sent);
     free(p);
 out_free:
     free(rec);

@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Resolve (fid, subfile) to its server and subfile header id. */
-static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
+/* Resolve (fid, subfile) to its server and subfile header id; of a
+ * replicated file, its nth copy in sync (repl.c), GFS_ENOCOPY past the
+ * last. */
+static int subfile_copy(int fid, int subfile, int nth, int *server,
+                        uint64_t *hid)
 {
     gc_file f;
     int rc = gc_file_get(fid, &f);
@@ -23,7 +26,20 @@ static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
         return -EINVAL;
     *server = (int)f.rec.server[subfile];
     *hid = f.rec.hid[subfile];
-    return 0;
+    if (f.rec.repl.ncopy <= 1)
+        return nth ? GFS_ENOCOPY : 0;
+    for (int c = 0; c < f.rec.repl.ncopy; c++)
+        if (f.rec.repl.state[subfile][c] == GP_COPY_INSYNC && nth-- == 0) {
+            *server = (int)f.rec.repl.server[subfile][c];
+            *hid = f.rec.repl.hid[subfile][c];
+            return 0;
+        }
+    return GFS_ENOCOPY;
+}
+
+static int subfile_of(int fid, int subfile, int *server, uint64_t *hid)
+{
+    return subfile_copy(fid, subfile, 0, server, hid);
 }
 
 /* The server and header of (fid, subfile), and a valid fork name. */
@@ -39,6 +55,8 @@ int gc_fork_create(int fid, int subfile, const char *name)
     int server;
     uint64_t hid;
     int rc = fork_place(fid, subfile, name, &server, &hid);
+    if (!rc && gc_repl_file(fid))
+        return gc_repl_fork_each(fid, subfile, name, GC_REPL_CREATE);
     return rc ? rc
               : gc_FORK_CREATE_call(
                     gc_server_conn(server),
@@ -52,6 +70,20 @@ int gc_fork_open(int fid, int subfile, const char *name)
     uint64_t hid;
     gp_FORK_OPEN_rep m; /* m.size: the size at open, unused */
     int rc = fork_place(fid, subfile, name, &server, &hid);
+    if (!rc && gc_repl_file(fid)) {
+        gc_file f;
+        gc_fork k = {.fid = fid,
+                     .subfile = subfile,
+                     .csum = gc_file_get(fid, &f) == 0 &&
+                             gc_rec_checksummed(&f.rec)};
+        rc = gc_repl_fork_open(fid, subfile, name, &k);
+        if (rc)
+            return rc;
+        int kid = gc_fork_register(&k);
+        if (kid < 0)
+            gc_repl_fork_close(&k);
+        return kid;
+    }
     if (!rc)
         rc = gc_FORK_OPEN_call(gc_server_conn(server),
                                &(gp_FORK_OPEN_req){.hid = hid, .fork = name},
@@ -77,7 +109,12 @@ int gc_fork_close(int kid)
     gc_fork k;
     int rc = gc_fork_get(kid, &k);
     if (rc)
-        return rc; /* GFS_EBADID or GFS_ENOTINIT */
+        return rc;     /* GFS_EBADID or GFS_ENOTINIT */
+    if (k.ncopy > 1) { /* never direct: no descriptors */
+        gc_repl_fork_close(&k);
+        gc_fork_unregister(kid);
+        return 0;
+    }
     /* its descriptors first (the direct transport) */
     gc_direct_release(k.server, k.fkid);
     rc = gc_FORK_CLOSE_call(gc_server_conn(k.server),
@@ -93,6 +130,8 @@ int gc_fork_delete(int fid, int subfile, const char *name)
     int server;
     uint64_t hid;
     int rc = fork_place(fid, subfile, name, &server, &hid);
+    if (!rc && gc_repl_file(fid))
+        return gc_repl_fork_each(fid, subfile, name, GC_REPL_DELETE);
     return rc ? rc
               : gc_FORK_DELETE_call(
                     gc_server_conn(server),
@@ -138,6 +177,19 @@ int gc_all_open(int fid, const char *name, int *kids)
     if (rc)
         return rc;
     int n = (int)f.rec.nsub;
+    if (f.rec.repl.ncopy > 1) {
+        /* a replicated file: every copy in sync of each (repl.c) */
+        for (int i = 0; i < n; i++) {
+            kids[i] = gc_fork_open(fid, i, name);
+            if (kids[i] < 0) {
+                rc = kids[i];
+                for (int j = 0; j < i; j++)
+                    gc_fork_close(kids[j]);
+                return rc;
+            }
+        }
+        return 0;
+    }
     gc_pending *p = calloc((size_t)(n ? n : 1), sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -195,6 +247,10 @@ int gc_all_close(int nkids, const int *kids)
                 rc = e;
             continue;
         }
+        if (k.ncopy > 1) { /* a replicated fork: its copies (repl.c) */
+            gc_fork_close(kids[i]);
+            continue;
+        }
         /* its descriptors first (the direct transport) */
         gc_direct_release(k.server, k.fkid);
         gc_FORK_CLOSE_send(gc_server_conn(k.server),
@@ -244,8 +300,14 @@ int gfs_list_forks(int fid, int subfile,
         return -EINVAL;
     gc_tail t;
     gp_FORK_LIST_rep m;
-    rc = gc_FORK_LIST_call(gc_server_conn(server),
-                           &(gp_FORK_LIST_req){.hid = hid}, &m, &t);
+    /* a replicated file: the next copy in sync while servers are down */
+    for (int nth = 1;; nth++) {
+        rc = gc_FORK_LIST_call(gc_server_conn(server),
+                               &(gp_FORK_LIST_req){.hid = hid}, &m, &t);
+        if ((rc != GFS_ESERVERDOWN && rc != GFS_ETIMEDOUT) ||
+            subfile_copy(fid, subfile, nth, &server, &hid))
+            break;
+    }
     if (rc)
         return rc;
     gp_rbuf *r = &t.r;
@@ -281,15 +343,45 @@ static gc_conn *fork_conn(int kid, uint64_t *fkid, int *rc)
 
 int64_t gfs_fork_size(int kid)
 {
-    uint64_t fkid;
-    int rc;
-    gc_conn *c = fork_conn(kid, &fkid, &rc);
-    gp_FORK_SIZE_rep m;
-    if (c)
-        rc = gc_FORK_SIZE_call(c, &(gp_FORK_SIZE_req){.fkid = fkid}, &m, NULL);
-    if (rc)
-        return rc;
-    return m.size <= INT64_MAX ? (int64_t)m.size : GFS_EPROTO;
+    gc_fork k;
+    int64_t size = 0;
+    int rc = gc_fork_get(kid, &k);
+    if (!rc)
+        rc = gc_fork_sizes(&k, 1, &size);
+    return rc ? rc : size;
+}
+
+/* FORK_TRUNCATE (trunc) or FORK_SYNC on every usable copy of a
+ * replicated fork: a change like a write, so a copy that fails is
+ * recorded stale before success is answered (gc_repl_failover). */
+static int each_copy(const gc_fork *k, int kid, bool trunc, uint64_t size)
+{
+    int ok = 0, first = gc_repl_settle(kid);
+    if (first)
+        return first;
+    for (int c = 0; c < k->ncopy; c++) {
+        if (!k->cfkid[c])
+            continue;
+        gc_conn *conn = gc_server_conn(k->cserver[c]);
+        int r =
+            trunc
+                ? gc_FORK_TRUNCATE_call(conn,
+                                        &(gp_FORK_TRUNCATE_req){
+                                            .fkid = k->cfkid[c], .size = size},
+                                        NULL, NULL)
+                : gc_FORK_SYNC_call(conn,
+                                    &(gp_FORK_SYNC_req){.fkid = k->cfkid[c]},
+                                    NULL, NULL);
+        if (!r) {
+            ok++;
+            continue;
+        }
+        if (!first)
+            first = r;
+        if (gc_repl_failover(kid, c, r, GFS_WRITE) == -EIO)
+            return -EIO;
+    }
+    return ok ? 0 : first ? first : GFS_ENOCOPY;
 }
 
 int gc_fork_truncate(int kid, int64_t size)
@@ -298,6 +390,9 @@ int gc_fork_truncate(int kid, int64_t size)
         return -EINVAL;
     uint64_t fkid;
     int rc;
+    gc_fork k;
+    if (!gc_fork_get(kid, &k) && k.ncopy > 1)
+        return each_copy(&k, kid, true, (uint64_t)size);
     gc_conn *c = fork_conn(kid, &fkid, &rc);
     return c ? gc_FORK_TRUNCATE_call(c,
                                      &(gp_FORK_TRUNCATE_req){
@@ -310,6 +405,9 @@ int gc_fork_sync(int kid)
 {
     uint64_t fkid;
     int rc;
+    gc_fork k;
+    if (!gc_fork_get(kid, &k) && k.ncopy > 1)
+        return each_copy(&k, kid, false, 0);
     gc_conn *c = fork_conn(kid, &fkid, &rc);
     return c ? gc_FORK_SYNC_call(c, &(gp_FORK_SYNC_req){.fkid = fkid}, NULL,
                                  NULL)
@@ -367,9 +465,22 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
                 k = GFS_EPROTO;
             sizes[i] = (int64_t)m.size;
         }
+        gc_req_release(&q[i]);
+        /* a replicated fork: any other copy in sync answers too */
+        for (int c = 0; k && c < forks[i].ncopy; c++) {
+            gp_FORK_SIZE_rep m;
+            if (!forks[i].cfkid[c] || forks[i].cfkid[c] == forks[i].fkid)
+                continue;
+            k = gc_FORK_SIZE_call(
+                gc_server_conn(forks[i].cserver[c]),
+                &(gp_FORK_SIZE_req){.fkid = forks[i].cfkid[c]}, &m, NULL);
+            if (!k && m.size > INT64_MAX)
+                k = GFS_EPROTO;
+            if (!k)
+                sizes[i] = (int64_t)m.size;
+        }
         if (k && !rc)
             rc = k;
-        gc_req_release(&q[i]);
     }
     free(q);
     free(desc);

@@ -11,6 +11,10 @@
  *      orphan -- what an rm leaves on a server that was down (the record
  *      goes first, then each server's header).
  *
+ * A replicated file (repl.c) names every copy of every subfile; its
+ * record has several copies too, so a header is named once however many
+ * records name it.  Each stale copy is reported (degraded) once.
+ *
  * Repair removes orphans only, each under a reservation of its file's
  * name on the name's metadata server: a create in progress holds that
  * reservation (its headers exist before its record), so it is never
@@ -33,7 +37,8 @@ typedef struct ref {
     uint64_t hid;
     uint32_t subidx;
     char *name;
-    bool seen; /* a header exists */
+    bool seen;  /* a header exists */
+    bool stale; /* a replicated file's copy out of sync */
 } ref;
 
 typedef struct fsck {
@@ -68,7 +73,7 @@ static void report(fsck *f, int kind, int server, uint64_t hid,
 }
 
 static int add_ref(fsck *f, uint32_t server, uint64_t hid, uint32_t subidx,
-                   const char *name)
+                   const char *name, bool stale)
 {
     if (f->nrefs == f->caprefs) {
         size_t cap = f->caprefs ? 2 * f->caprefs : 256;
@@ -81,7 +86,7 @@ static int add_ref(fsck *f, uint32_t server, uint64_t hid, uint32_t subidx,
     char *n = strdup(name);
     if (!n)
         return -ENOMEM;
-    f->refs[f->nrefs++] = (ref){server, hid, subidx, n, false};
+    f->refs[f->nrefs++] = (ref){server, hid, subidx, n, false, stale};
     return 0;
 }
 
@@ -111,8 +116,22 @@ static int scan_records(fsck *f, int server, gp_record *rec)
             rc = k;
             break;
         }
+        if (rec->repl.ncopy > 1) {
+            /* every copy; the newest record copy says which are stale */
+            k = gc_repl_lookup(name, rec);
+            if (k == -ENOENT)
+                continue;
+            if (k) {
+                rc = k;
+                break;
+            }
+        }
         for (uint32_t s = 0; !rc && s < rec->nsub; s++)
-            rc = add_ref(f, rec->server[s], rec->hid[s], s, name);
+            for (int c = 0; !rc && c < rec->repl.ncopy; c++)
+                rc = add_ref(f, rec->repl.server[s][c], rec->repl.hid[s][c], s,
+                             name,
+                             rec->repl.ncopy > 1 &&
+                                 rec->repl.state[s][c] != GP_COPY_INSYNC);
     }
     int e = gc_tail_end(&t);
     return rc ? rc : e;
@@ -128,11 +147,13 @@ static ref *find_ref(fsck *f, uint32_t server, uint64_t hid)
 static bool named_now(int server, uint64_t hid, const char *name,
                       gp_record *rec)
 {
-    if (gc_lookup(gc_meta_server(name), name, rec) != 0)
+    if (gc_repl_lookup(name, rec) != 0)
         return false;
     for (uint32_t s = 0; s < rec->nsub; s++)
-        if (rec->server[s] == (uint32_t)server && rec->hid[s] == hid)
-            return true;
+        for (int c = 0; c < rec->repl.ncopy; c++)
+            if (rec->repl.server[s][c] == (uint32_t)server &&
+                rec->repl.hid[s][c] == hid)
+                return true;
     return false;
 }
 
@@ -239,6 +260,23 @@ int gfs_fsck(int repair, gfs_fsck_fn fn, void *arg)
         }
     }
     qsort(f.refs, f.nrefs, sizeof(ref), cmp_ref);
+    /* a replicated file's record is kept on several servers: one ref per
+     * header (the copies of a record may differ: stale if any says so) */
+    size_t kept = 0;
+    for (size_t i = 0; i < f.nrefs; i++) {
+        if (kept && !cmp_ref(&f.refs[kept - 1], &f.refs[i]) &&
+            !strcmp(f.refs[kept - 1].name, f.refs[i].name)) {
+            f.refs[kept - 1].stale |= f.refs[i].stale;
+            free(f.refs[i].name);
+            continue;
+        }
+        f.refs[kept++] = f.refs[i];
+    }
+    f.nrefs = kept;
+    for (size_t i = 0; i < f.nrefs; i++)
+        if (f.refs[i].stale)
+            report(&f, GFS_FSCK_DEGRADED, (int)f.refs[i].server, f.refs[i].hid,
+                   f.refs[i].name, f.refs[i].subidx, 0);
     bool complete = true;
     for (int s = 0; s < n; s++)
         complete &= !down[s];

@@ -85,6 +85,10 @@ void gc_lease_stop(void);
 void gc_auth_unload(void);
 int gc_auth_handshake(gc_auth_call call, void *arg);
 
+/* Connections made so far to this server (each reconnect adds one): a
+ * handle opened at one epoch may be meeting a restarted server at
+ * another (repl.c). */
+uint32_t gc_conn_epoch(gc_conn *c);
 /* Data limit the server advertised (connects if needed). */
 int gc_conn_data_limit(gc_conn *c, uint64_t *limit);
 /* Send one request of a transfer in the form the connection's transport
@@ -178,8 +182,19 @@ typedef struct gc_fork {
     int fid; /* owning file id, or -1 */
     int subfile;
     int server;
-    uint64_t fkid; /* server's handle */
+    uint64_t fkid; /* server's handle; of a replicated file: the first
+                    * usable copy's (what size, truncate... talk to) */
     bool csum;     /* its file is checksummed: data moves with CRCs */
+    /* Replicated files (repl.c): the copies of this fork; ncopy <= 1
+     * for a file of one copy (the rest unused). */
+    int ncopy;
+    int cserver[GP_MAX_COPIES];
+    uint64_t cfkid[GP_MAX_COPIES];  /* 0: not used by this handle */
+    uint32_t cepoch[GP_MAX_COPIES]; /* gc_conn_epoch at open */
+    uint8_t cmiss; /* bit c: in sync in the record, but not opened here
+                    * (a write records it stale first: gc_repl_settle) */
+    uint64_t gen;  /* record generation at open */
+    char name[GFS_FORK_NAME_MAX + 1];
 } gc_fork;
 
 typedef struct gc_file {
@@ -269,7 +284,7 @@ int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
                   int64_t len, int64_t *got);
 /* striped.c */
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
-                      int64_t unit, const char *fork);
+                      int64_t unit, const char *fork, int ncopy);
 int gc_striped_open(const char *name); /* a striped id */
 int gc_striped_close(int sid);
 /* Lock (lock) or unlock [off, off + len) of subfile header hid on server,
@@ -288,10 +303,10 @@ int64_t gc_counter(int server, uint64_t hid, const char *key, bool set,
 int gc_file_register(const char *name, const gp_record *rec);
 /* gfs_create_file with an initial attribute text ("k=v\n" lines). */
 int gc_create_file(const char *name, int nsubfiles, const int *servers,
-                   const char *attrs);
+                   const char *attrs, int ncopy);
 /* The same with a first fork `fork` (NULL: none) in every subfile. */
 int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
-                        const char *attrs, const char *fork);
+                        const char *attrs, const char *fork, int ncopy);
 /* Value of `key` in an attribute text; length, -ENOENT or -ERANGE. */
 int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len);
 /* Checksummed files (gfs_set_checksum): the record's attribute. */
@@ -307,7 +322,9 @@ bool gc_rec_checksummed(const gp_record *rec);
 typedef struct gc_xfer {
     int server;
     uint64_t fkid;
-    bool csum; /* gc_fork.csum: IO_CWRITE / IO_CREAD, CRCs checked */
+    bool csum;        /* gc_fork.csum: IO_CWRITE / IO_CREAD, CRCs checked */
+    int rkid;         /* a replicated fork: its id + 1 (repl.c), else 0 */
+    bool server_path; /* never the direct path (replicated copies) */
     const gx_ext *pieces;
     size_t n; /* pieces move in this order; file-adjacent neighbours
                * are merged into one wire extent */
@@ -322,6 +339,12 @@ typedef struct gc_xfer {
  * or the first error; each xfer's status and fork_size are filled in.
  */
 int gc_transfer(int op, gc_xfer *x, size_t nx);
+/* The same for transfers to exactly the (server, fkid) they name
+ * (gc_transfer hands replicated forks to gc_repl_transfer, which fans
+ * them out to their copies through this). */
+int gc_transfer_plain(int op, gc_xfer *x, size_t nx);
+/* The transfer of pieces to fork k (id kid). */
+gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gx_ext *pieces, size_t n);
 
 /*
  * A prepared data operation: the transfers it needs (pieces owned by the
@@ -418,5 +441,46 @@ int gc_local_stat(gc_local *l, gfs_local_stat *st);
 /* The local-layout state of an open striped id (*out NULL for a striped
  * file), or GFS_EBADID / GFS_ENOTINIT. */
 int gc_striped_local(int sid, gc_local **out);
+
+/* ------------------------------------------------------------- repl.c -- */
+
+/* Replicated files; repl.c's opening comment states the rules. */
+/* The newest of a name's record copies (the metadata server first). */
+int gc_repl_lookup(const char *name, gp_record *rec);
+/* Create: choose the copies' servers of rec (copy 0 = rec's servers) */
+int gc_repl_place(gp_record *rec, int ncopy);
+/* ... make copies 1.. of subfiles *made.. and note every copy's server id
+ * (*made: subfiles done, for the undo) */
+int gc_repl_create_copies(const char *name, gp_record *rec, const char *fork,
+                          int *made);
+void gc_repl_delete_copies(const gp_record *rec, int nsub);
+/* ... and store the record's other copies after the first is committed. */
+int gc_repl_commit_others(const char *name, const gp_record *rec);
+void gc_repl_remove_others(const char *name);
+/* True for a file id of R > 1. */
+bool gc_repl_file(int fid);
+/* Open the copies in sync of a fork into k (its ncopy, cserver...);
+ * close them. */
+int gc_repl_fork_open(int fid, int subfile, const char *name, gc_fork *k);
+void gc_repl_fork_close(const gc_fork *k);
+/* FORK_CREATE / FORK_DELETE on every copy in sync. */
+enum { GC_REPL_CREATE, GC_REPL_DELETE };
+int gc_repl_fork_each(int fid, int subfile, const char *name, int what);
+/* The one failover: copy `copy` of fork kid failed with err in op
+ * (GFS_READ / GFS_WRITE; any per-copy error alike: server down, timeout,
+ * a bad checksum).  A write first records the copy stale (-EIO when that
+ * cannot be done); then this handle forgets the copy.  Returns the next
+ * usable copy's index, GFS_ENOCOPY when none is left, or err itself when
+ * it is not the copy's fault (-EINVAL...). */
+int gc_repl_failover(int kid, int copy, int err, int op);
+/* Before a change through fork kid: record stale the copies the record
+ * has in sync that this handle could not open (0, or -EIO). */
+int gc_repl_settle(int kid);
+/* gc_transfer for transfers of replicated forks (rkid). */
+int gc_repl_transfer(int op, gc_xfer *x, size_t nx);
+/* Bring every stale copy of name (or one on a wiped server) up to date;
+ * *fixed: copies made in sync. */
+int gc_repl_resync(const char *name, int *fixed);
+int gc_repl_copies(const char *name, gfs_copies *out);
 
 #endif /* GALLEY_INTERNAL_H */

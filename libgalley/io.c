@@ -257,6 +257,7 @@ static int chunk_submit(int op, const gc_xfer *x, chunk *c)
         }
         memcpy(c->ch.rcopy, c->ch.iov, sizeof(*c->ch.iov) * (size_t)c->ch.niov);
     }
+    c->ch.server_path = x->server_path;
     return gc_conn_io_submit(gc_server_conn(x->server), op, &c->ch);
 }
 
@@ -392,6 +393,24 @@ static int transfer_chunks(int op, gc_xfer *x, size_t nx, const bool *done)
 
 int gc_transfer(int op, gc_xfer *x, size_t nx)
 {
+    for (size_t i = 0; i < nx; i++)
+        if (x[i].rkid)
+            return gc_repl_transfer(op, x, nx);
+    return gc_transfer_plain(op, x, nx);
+}
+
+gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gx_ext *pieces, size_t n)
+{
+    return (gc_xfer){.server = k->server,
+                     .fkid = k->fkid,
+                     .csum = k->csum,
+                     .rkid = k->ncopy > 1 ? kid + 1 : 0,
+                     .pieces = pieces,
+                     .n = n};
+}
+
+int gc_transfer_plain(int op, gc_xfer *x, size_t nx)
+{
     if (op != GFS_READ && op != GFS_WRITE)
         return -EINVAL;
     bool dsmall[SMALL_NX], *done = nx <= SMALL_NX ? dsmall : malloc(nx);
@@ -465,11 +484,7 @@ int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
         free(pieces);
         return rc;
     }
-    *x = (gc_xfer){.server = k.server,
-                   .fkid = k.fkid,
-                   .csum = k.csum,
-                   .pieces = pieces,
-                   .n = n};
+    *x = gc_xfer_of(&k, kid, pieces, n);
     *o = (gc_op){.op = op, .x = x, .nx = 1, .store = pieces, .total = total};
     *out = o;
     return 0;
@@ -560,11 +575,7 @@ int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
             rc = -EINVAL;
         p[i] = (gx_ext){
             (uint64_t)offs[i], (uint64_t)len, {buf + (size_t)i * (size_t)len}};
-        x[i] = (gc_xfer){.server = k.server,
-                         .fkid = k.fkid,
-                         .csum = k.csum,
-                         .pieces = &p[i],
-                         .n = 1};
+        x[i] = gc_xfer_of(&k, kids[i], &p[i], 1);
     }
     if (!rc)
         rc = gc_transfer(GFS_READ, x, (size_t)n);

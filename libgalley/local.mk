@@ -27,6 +27,7 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/sfio.c \
 	libgalley/structured.c \
 	libgalley/striped.c \
+	libgalley/repl.c \
 	libgalley/auth.c \
 	libgalley/lease.c \
 	libgalley/fsck.c \

@@ -141,11 +141,7 @@ static int fill_xfers(gc_local *l, gc_op *o, const gx_ext *fr, size_t nfr,
         int rc = gc_fork_get(kids[s], &k);
         if (rc)
             return rc;
-        o->x[o->nx++] = (gc_xfer){.server = k.server,
-                                  .fkid = k.fkid,
-                                  .csum = k.csum,
-                                  .pieces = o->store + first,
-                                  .n = at - first};
+        o->x[o->nx++] = gc_xfer_of(&k, kids[s], o->store + first, at - first);
     }
     return 0;
 }

@@ -613,7 +613,7 @@ int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
                       int64_t unit, const char *fork, const char *layout)
 {
     if (!layout || !*layout || strcmp(layout, "striped") == 0)
-        return gc_create_striped(name, nsubfiles, servers, unit, fork);
+        return gc_create_striped(name, nsubfiles, servers, unit, fork, 1);
     int tsid = -1, rc = 0;
     gc_local *t = NULL;
     if (strncmp(layout, "template:", 9) == 0) {
@@ -651,7 +651,7 @@ int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
              "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n"
              "galley.layout=local\n",
              unit, fork);
-    rc = gc_create_file(name, nsubfiles, servers, attrs);
+    rc = gc_create_file(name, nsubfiles, servers, attrs, 1);
     if (rc)
         goto out_close;
     int fid = gc_file_open(name);

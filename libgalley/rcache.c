@@ -48,6 +48,13 @@ static rc_ent *slot(const char *name)
 
 void gc_rcache_put(const char *name, const gp_record *rec)
 {
+    if (rec->repl.ncopy > 1) {
+        /* a replicated file's record is the newest of a majority of its
+         * copies (repl.c: gc_repl_lookup), and which of its copies are in
+         * sync is part of it: never taken from here */
+        gc_rcache_drop(name);
+        return;
+    }
     rc_ent n = {0};
     n.name = strdup(name);
     n.server = malloc((rec->nsub ? rec->nsub : 1) * sizeof(*n.server));
@@ -106,7 +113,9 @@ void gc_rcache_clear(void)
 
 bool gc_record_same(const gp_record *a, const gp_record *b)
 {
-    return a->nsub == b->nsub && a->attrlen == b->attrlen &&
+    /* (a replicated record is never cached: never the same) */
+    return a->repl.ncopy <= 1 && b->repl.ncopy <= 1 && a->nsub == b->nsub &&
+           a->attrlen == b->attrlen &&
            memcmp(a->server, b->server, a->nsub * sizeof(*a->server)) == 0 &&
            memcmp(a->hid, b->hid, a->nsub * sizeof(*a->hid)) == 0 &&
            memcmp(a->attrs, b->attrs, a->attrlen) == 0;

@@ -46,7 +46,7 @@ void gc_striped_shutdown(void)
 /* ------------------------------------------------------ create / open -- */
 
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
-                      int64_t unit, const char *fork)
+                      int64_t unit, const char *fork, int ncopy)
 {
     if (!fork)
         fork = GFS_DEFAULT_STRIPE_FORK;
@@ -62,7 +62,7 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
              "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n", unit,
              fork);
     /* the record, every subfile and its fork: two round trips */
-    return gc_create_file_fork(name, nsubfiles, servers, attrs, fork);
+    return gc_create_file_fork(name, nsubfiles, servers, attrs, fork, ncopy);
 }
 
 /* The striped layout kept in a file's record: 0 or GFS_ELAYOUT. */
@@ -183,6 +183,11 @@ static int open_cached(const char *name, const gp_record *cached)
             gc_FORK_CLOSE_recv(&p[i], NULL, NULL);
     if (same) {
         rc = striped_from_fid(fid, kids);
+    } else if (!rc && rec->repl.ncopy > 1) {
+        /* now a replicated file: its record from a majority (repl.c) */
+        gc_rcache_drop(name);
+        fid = gc_file_open(name);
+        rc = fid < 0 ? fid : striped_from_fid(fid, NULL);
     } else if (!rc) {
         /* the file changed since it was cached: from the fresh record */
         gc_rcache_put(name, rec);
@@ -679,6 +684,7 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         rc = -ENOMEM;
         goto out_free;
     }
+    bool known = false; /* rec holds the metadata server's record */
     if (gc_rcache_get(name, cached) && layout_of(cached, &lay) == 0 &&
         !is_local_layout(cached)) {
         int lookrc;
@@ -691,8 +697,12 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         if (!k && gc_record_same(rec, cached))
             goto out_size;
         gc_rcache_put(name, rec); /* changed: from the fresh record */
-    } else {
-        rc = gc_lookup(gc_meta_server(name), name, rec);
+        known = true;
+    }
+    if (!known || rec->repl.ncopy > 1) {
+        /* not cached, or replicated: the record of a majority of its
+         * copies (repl.c), the metadata server's for one copy */
+        rc = gc_repl_lookup(name, rec);
         if (rc) {
             gc_rcache_drop(name);
             goto out_free;
@@ -702,7 +712,9 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
     rc = layout_of(rec, &lay);
     if (rc)
         goto out_free;
-    if (is_local_layout(rec)) {
+    if (is_local_layout(rec) || rec->repl.ncopy > 1) {
+        /* the locality layout's block maps, a replicated file's copies
+         * in sync: opened as for I/O */
         int fid = gc_file_register(name, rec);
         int sid = fid < 0 ? fid : striped_from_fid(fid, NULL); /* takes fid */
         if (sid < 0) {
@@ -877,11 +889,7 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
         rc = gc_fork_get(s->kids[i], &k);
         if (rc)
             break;
-        o->x[o->nx++] = (gc_xfer){.server = k.server,
-                                  .fkid = k.fkid,
-                                  .csum = k.csum,
-                                  .pieces = p,
-                                  .n = cnt[i]};
+        o->x[o->nx++] = gc_xfer_of(&k, s->kids[i], p, cnt[i]);
         p += cnt[i];
     }
     if (rc) {
@@ -939,7 +947,28 @@ int64_t gfs_striped_listio(int sid, int op, int64_t n,
 int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
                        int64_t unit, const char *fork)
 {
-    return gc_create_striped(name, nsubfiles, servers, unit, fork);
+    return gc_create_striped(name, nsubfiles, servers, unit, fork, 1);
+}
+
+int gfs_create_striped_replicas(const char *name, int nsubfiles,
+                                const int *servers, int64_t unit,
+                                const char *fork, int replicas)
+{
+    return gc_create_striped(name, nsubfiles, servers, unit, fork, replicas);
+}
+
+int gfs_striped_replicas(int sid)
+{
+    gc_striped s;
+    int rc = st_get(sid, &s);
+    if (rc)
+        return rc;
+    gc_file *f = malloc(sizeof(*f));
+    rc = f ? gc_file_get(s.fid, f) : -ENOMEM;
+    if (!rc)
+        rc = f->rec.repl.ncopy > 1 ? f->rec.repl.ncopy : 1;
+    free(f);
+    return rc;
 }
 
 int gfs_striped_open(const char *name)

@@ -68,6 +68,8 @@ typedef struct gc_chunk {
     /* csum reads: a copy of iov for the reply to land through (receiving
      * advances the iovecs it fills; the CRC is checked over iov after) */
     struct iovec *rcopy;
+    /* a copy of a replicated file: the server moves the data (repl.c) */
+    bool server_path;
 } gc_chunk;
 
 /* The handshake's synchronous request on a fresh stream (conn.c); the

@@ -61,6 +61,11 @@ for n in (1, 4):
 RUNS.append(("nonblock-many-np8", "nonblock", 8, ["-many-only"], 600))
 RUNS.append(("abi-ourmpicc-np2", "abi", 2, [], 300))
 RUNS.append(("sharedfp-open-np4", "sharedfp_open", 4, [], 300))
+# replicated files (two copies of every subfile) run the same shapes
+REPL2 = ["-hint", "galley_replicas=2"]
+RUNS.append(("contig-repl2-np4", "contig", 4, REPL2, 300))
+RUNS.append(("coll-server-repl2-np4", "coll", 4, REPL2 + CB["server"] + SKIP_KNOWN, 900))
+RUNS.append(("noncontig-repl2-np2", "noncontig", 2, REPL2 + SKIP_KNOWN, 900))
 
 
 @pytest.mark.parametrize("prog,n,args,timeout", [r[1:] for r in RUNS],
@@ -143,7 +148,7 @@ def test_zero_count(mpi, progs, cluster, uniq, prog, args):
 # ---- hints and the layout `galley stat` shows ----------------------------
 
 def parse_stat(text):
-    """`galley stat` output -> dict(subfiles, unit, fork, servers)."""
+    """`galley stat` output -> dict(subfiles, unit, fork, servers, replicas)."""
     st = {"servers": []}
     m = re.search(r"^subfiles:\s+(\d+)", text, re.M)
     st["subfiles"] = int(m.group(1)) if m else None
@@ -151,6 +156,8 @@ def parse_stat(text):
     st["unit"], st["fork"] = (int(m.group(1)), m.group(2)) if m else (None, None)
     for m in re.finditer(r"^subfile (\d+): server (\d+)", text, re.M):
         st["servers"].append(int(m.group(2)))
+    m = re.search(r"^copies:\s+(\d+) per subfile", text, re.M)
+    st["replicas"] = int(m.group(1)) if m else 1
     return st
 
 
@@ -170,10 +177,11 @@ def test_hints_layout(mpi, progs, cluster, uniq):
         st = cluster.galley("stat", name)
         assert st.returncode == 0, "galley stat %s:\n%s%s" % (name, st.stdout, st.stderr)
         s = parse_stat(st.stdout)
-        want = (int(kv["striping_factor"]), int(kv["striping_unit"]), kv["galley_fork"])
-        got = (s["subfiles"], s["unit"], s["fork"])
+        want = (int(kv["striping_factor"]), int(kv["striping_unit"]), kv["galley_fork"],
+                int(kv["galley_replicas"]))
+        got = (s["subfiles"], s["unit"], s["fork"], s["replicas"])
         if got != want:
-            problems.append("%s: get_info says factor/unit/fork %s, galley stat %s"
+            problems.append("%s: get_info says factor/unit/fork/replicas %s, galley stat %s"
                             % (name, want, got))
         if kv["galley_servers"] != "-":
             servers = [int(x) for x in kv["galley_servers"].split(",") if x]
@@ -185,6 +193,9 @@ def test_hints_layout(mpi, progs, cluster, uniq):
     assert any(".srv02 " in l and "galley_servers=0,2 " in l for l in layouts), cp.stdout
     assert any(".srvlast01 " in l and "galley_servers=3,0,1 " in l for l in layouts), \
         cp.stdout
+    # and the replicated ones
+    assert any(".repl2 " in l and l.endswith("galley_replicas=2") for l in layouts), cp.stdout
+    assert any(".repl3 " in l and l.endswith("galley_replicas=3") for l in layouts), cp.stdout
 
 
 def test_hints_unknown_server(mpi, progs, cluster, uniq):

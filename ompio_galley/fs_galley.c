@@ -3,7 +3,8 @@
  * names that start with "galley:", the way fs/ime is for "ime:".
  *
  * Open is collective: rank 0 creates the file if asked (the hints
- * striping_factor, striping_unit, galley_servers and galley_fork choose
+ * striping_factor, striping_unit, galley_servers, galley_fork and
+ * galley_replicas choose
  * its layout, as with MPICH's driver), opens it, restarts the shared file
  * pointer and broadcasts the file's description (gfs_striped_export); the
  * other ranks open it from that description without asking the metadata
@@ -37,6 +38,7 @@ struct galley_hints {
     int servers[GFS_MAX_SUBFILES];
     char fork[GFS_FORK_NAME_MAX + 1];
     char checksum[16]; /* galley_checksum of a new file, "" = none */
+    int replicas;      /* galley_replicas, 0: 1 */
 };
 
 /* Values that do not parse are ignored, as ROMIO does (what parses:
@@ -69,6 +71,10 @@ static void read_hints(opal_info_t *info, struct galley_hints *h)
             0 &&
         flag && galley_hint_checksum_ok(v))
         memcpy(h->checksum, v, strlen(v) + 1);
+    if (opal_info_get(info, GALLEY_HINT_REPLICAS, MPI_MAX_INFO_VAL, v, &flag) ==
+            0 &&
+        flag)
+        h->replicas = galley_hint_replicas(v);
 }
 
 /* Record the layout actually in use as the file's hints. */
@@ -87,6 +93,9 @@ static void publish_layout(ompio_file_t *fh, const gfs_layout *l, int sid)
     opal_info_set(fh->f_info, GALLEY_HINT_FORK, l->fork);
     opal_info_set(fh->f_info, GALLEY_HINT_CHECKSUM,
                   gfs_striped_checksum(sid) == 1 ? "crc32c" : "none");
+    int r = gfs_striped_replicas(sid);
+    snprintf(v, sizeof(v), "%d", r > 0 ? r : 1);
+    opal_info_set(fh->f_info, GALLEY_HINT_REPLICAS, v);
 }
 
 /* ------------------------------------------------------------- open ---- */
@@ -102,8 +111,9 @@ static int open_here(const char *name, int amode, opal_info_t *info,
         int nsub = h.nservers > 0 ? h.nservers : h.nsub > 0 ? h.nsub : nserv;
         if (nsub > nserv)
             nsub = nserv; /* as ROMIO does for impossible striping */
-        int rc = gfs_create_striped(
-            name, nsub, h.nservers > 0 ? h.servers : NULL, h.unit, h.fork);
+        int rc = gfs_create_striped_replicas(
+            name, nsub, h.nservers > 0 ? h.servers : NULL, h.unit, h.fork,
+            h.replicas > 0 ? h.replicas : 1);
         if (!rc) /* only a file this open made: galley_checksum */
             rc = galley_set_checksum(name, h.checksum);
         if (rc == -EEXIST && !(amode & MPI_MODE_EXCL))

@@ -174,13 +174,17 @@ def test_galley_put_read(ompi, oprogs, cluster, uniq, tmp_path):
     assert_no_errors(cp)
 
 
-@pytest.mark.parametrize("hints,factor,unit,fork,servers", [
-    ([], 4, 65536, "data", None),
-    (["striping_factor=3", "striping_unit=4096", "galley_fork=alt"], 3, 4096, "alt", None),
-    (["galley_servers=3,1", "striping_unit=1000"], 2, 1000, "data", [3, 1]),
-    (["striping_factor=abc", "striping_unit=-5"], 4, 65536, "data", None),
-], ids=["default", "3x4096-alt", "servers31", "bad-values"])
-def test_layout_hints(ompi, cluster, uniq, tmp_path, hints, factor, unit, fork, servers):
+@pytest.mark.parametrize("hints,factor,unit,fork,servers,replicas", [
+    ([], 4, 65536, "data", None, 1),
+    (["striping_factor=3", "striping_unit=4096", "galley_fork=alt"], 3, 4096, "alt", None,
+     1),
+    (["galley_servers=3,1", "striping_unit=1000"], 2, 1000, "data", [3, 1], 1),
+    (["striping_factor=abc", "striping_unit=-5", "galley_replicas=7"], 4, 65536, "data",
+     None, 1),
+    (["striping_factor=2", "galley_replicas=2"], 2, 65536, "data", None, 2),
+], ids=["default", "3x4096-alt", "servers31", "bad-values", "replicas2"])
+def test_layout_hints(ompi, cluster, uniq, tmp_path, hints, factor, unit, fork, servers,
+                      replicas):
     """The hints choose a new file's layout (values that do not parse are
     ignored); MPI_File_get_info reports the layout in force on every rank,
     also after a reopen with other hints, and `galley stat` agrees."""
@@ -189,13 +193,18 @@ def test_layout_hints(ompi, cluster, uniq, tmp_path, hints, factor, unit, fork, 
     name = "%s/h" % uniq
     cp = ompi.run(3, [exe, "galley:" + name] + hints, ompi.env(cluster.cluster_file), 300)
     assert cp.returncode == 0, describe(cp)
-    want = "INFO striping_factor=%d striping_unit=%d galley_fork=%s" % (factor, unit, fork)
+    want = "INFO striping_factor=%d striping_unit=%d galley_fork=%s galley_replicas=%d" % (
+        factor, unit, fork, replicas)
     assert cp.stdout.split("\n")[:2] == [want, want], describe(cp)
     st = cluster.galley("stat", name)
     assert st.returncode == 0, st.stdout + st.stderr
     assert re.search(r"^subfiles:\s+%d$" % factor, st.stdout, re.M), st.stdout
     assert "unit %d, fork %s" % (unit, fork) in st.stdout, st.stdout
     assert "size:      100000 bytes" in st.stdout, st.stdout
+    if replicas > 1:
+        assert "copies:    %d per subfile" % replicas in st.stdout, st.stdout
+    else:
+        assert "copies:" not in st.stdout, st.stdout
     if servers:
         got = [int(x) for x in re.findall(r"^subfile \d+: server (\d+)", st.stdout, re.M)]
         assert got == servers, st.stdout

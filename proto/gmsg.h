@@ -84,6 +84,8 @@
     X(PRELEASE, 56, "drop every POSIX lock of an owner on a subfile")          \
     X(BLOCK_LOCK, 57, "lock block numbers, apart from byte-range locks")       \
     X(BLOCK_UNLOCK, 58, "release exactly a held (hid, off, len) block lock")   \
+    X(NS_REPL_SET, 60, "replace a record's copies if its generation is newer") \
+    X(REPL_ID, 61, "the id of the server's data directory")                    \
     X(IO_CREAD, 70, "IO_READ of a checksummed fork: the reply data's CRC32C")  \
     X(IO_CWRITE, 71, "IO_WRITE with the data's CRC32C, checked before it")     \
     X(SCRUB, 72, "verify every stored chunk of a fork against its CRC")        \
@@ -271,6 +273,18 @@
 
 #define GP_SCRUB_REQ(F) F(u64, fkid)
 #define GP_SCRUB_REP(F) F(u64, chunks) F(u64, bad) F(u64, first_bad)
+/* Replicated files (libgalley/repl.c): NS_REPL_SET stores rec's copies
+ * (servers, headers, data-directory ids, states) in the record of name
+ * only when rec's generation is above the stored one (else
+ * GFS_ESTALEGEN: the caller reloads the record and decides again); the
+ * reply is the generation stored after.  REPL_ID: the random id the
+ * server's data directory got when it was first used; a directory wiped
+ * and recreated gets a new one. */
+#define GP_NS_REPL_SET_REQ(F) F(str, name, GFS_NAME_MAX) F(rec, rec)
+#define GP_NS_REPL_SET_REP(F) F(u64, gen)
+
+#define GP_REPL_ID_REQ(F)
+#define GP_REPL_ID_REP(F) F(u64, dsid)
 
 /* ------------------------------------------------------------- items ---- */
 

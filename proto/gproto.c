@@ -297,9 +297,77 @@ void gp_put_record(gp_wbuf *w, const gp_record *rec)
         gp_put_u64(w, rec->hid[i]);
     }
     gp_put_blob(w, rec->attrs, rec->attrlen);
+    gp_put_repl(w, rec);
+}
+
+void gp_put_repl(gp_wbuf *w, const gp_record *rec)
+{
+    const gp_repl *p = &rec->repl;
+    uint8_t n = p->ncopy > 1 ? p->ncopy : 1;
+    gp_put_u8(w, n);
+    if (n == 1)
+        return;
+    gp_put_u64(w, p->gen);
+    for (uint32_t i = 0; i < rec->nsub && i < GP_MAX_SUBFILES; i++)
+        for (uint8_t c = 0; c < n && c < GP_MAX_COPIES; c++) {
+            gp_put_u32(w, c ? p->server[i][c] : rec->server[i]);
+            gp_put_u64(w, c ? p->hid[i][c] : rec->hid[i]);
+            gp_put_u64(w, p->dsid[i][c]);
+            gp_put_u8(w, p->state[i][c]);
+        }
+}
+
+void gp_get_repl(gp_rbuf *r, gp_record *rec)
+{
+    gp_repl *p = &rec->repl;
+    gp_repl_single(rec);
+    uint8_t n = gp_get_u8(r);
+    if (r->err)
+        return;
+    if (n < 1 || n > GP_MAX_COPIES) {
+        r->err = GFS_EPROTO;
+        return;
+    }
+    p->ncopy = n;
+    if (n == 1)
+        return;
+    p->gen = gp_get_u64(r);
+    for (uint32_t i = 0; i < rec->nsub; i++)
+        for (uint8_t c = 0; c < n; c++) {
+            p->server[i][c] = gp_get_u32(r);
+            p->hid[i][c] = gp_get_u64(r);
+            p->dsid[i][c] = gp_get_u64(r);
+            p->state[i][c] = gp_get_u8(r);
+            if (p->state[i][c] > GP_COPY_STALE)
+                r->err = GFS_EPROTO;
+        }
+    if (r->err)
+        return;
+    for (uint32_t i = 0; i < rec->nsub; i++)
+        if (p->server[i][0] != rec->server[i] || p->hid[i][0] != rec->hid[i])
+            r->err = GFS_EPROTO; /* copy 0 is the record's own */
 }
 
 void gp_get_record(gp_rbuf *r, gp_record *rec)
+{
+    gp_get_record_base(r, rec);
+    gp_get_repl(r, rec);
+}
+
+void gp_repl_single(gp_record *rec)
+{
+    gp_repl *p = &rec->repl;
+    p->ncopy = 1;
+    p->gen = 0;
+    for (uint32_t i = 0; i < rec->nsub && i < GP_MAX_SUBFILES; i++) {
+        p->server[i][0] = rec->server[i];
+        p->hid[i][0] = rec->hid[i];
+        p->dsid[i][0] = 0;
+        p->state[i][0] = GP_COPY_INSYNC;
+    }
+}
+
+void gp_get_record_base(gp_rbuf *r, gp_record *rec)
 {
     rec->nsub = gp_get_u32(r);
     rec->attrlen = 0;

@@ -201,17 +201,42 @@ bool gp_done(const gp_rbuf *r);
 #define GP_MAX_SUBFILES 256
 #define GP_ATTR_MAX 4096
 
+/* Replicated files (libgalley/repl.c states the rules): R copies of every
+ * subfile.  Copy 0 of subfile s is (server[s], hid[s]) of the record; the
+ * others are here.  On the wire a record of R = 1 carries only ncopy
+ * after the attributes; the rest follows when R > 1. */
+#define GP_MAX_COPIES 3
+enum { GP_COPY_INSYNC = 0, GP_COPY_STALE = 1 };
+typedef struct gp_repl {
+    uint8_t ncopy; /* R: 1..GP_MAX_COPIES */
+    uint64_t gen;  /* layout generation: +1 on every change of a state */
+    uint32_t server[GP_MAX_SUBFILES][GP_MAX_COPIES];
+    uint64_t hid[GP_MAX_SUBFILES][GP_MAX_COPIES];
+    uint64_t dsid[GP_MAX_SUBFILES][GP_MAX_COPIES]; /* the server's data
+                                                    * directory (REPL_ID) */
+    uint8_t state[GP_MAX_SUBFILES][GP_MAX_COPIES]; /* GP_COPY_* */
+} gp_repl;
+
 typedef struct gp_record {
     uint32_t nsub;
     uint32_t server[GP_MAX_SUBFILES];
     uint64_t hid[GP_MAX_SUBFILES];
     uint32_t attrlen;
     char attrs[GP_ATTR_MAX + 1]; /* "key=value\n" lines, NUL-terminated */
+    gp_repl repl;
 } gp_record;
 
 void gp_put_record(gp_wbuf *w, const gp_record *rec);
-/* Validates nsub (1..GP_MAX_SUBFILES), attr length and content. */
+/* Validates nsub (1..GP_MAX_SUBFILES), attr length and content, and the
+ * replica part. */
 void gp_get_record(gp_rbuf *r, gp_record *rec);
+/* The parts: the record as before replication (base; a stored record of
+ * the old format is only that) and the replica part (gp_put_record /
+ * gp_get_record call them); gp_repl_single: the replica part of R = 1. */
+void gp_get_record_base(gp_rbuf *r, gp_record *rec);
+void gp_put_repl(gp_wbuf *w, const gp_record *rec);
+void gp_get_repl(gp_rbuf *r, gp_record *rec);
+void gp_repl_single(gp_record *rec);
 
 /* ------------------------------------------------------------------------
  * Data-request segments

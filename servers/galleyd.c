@@ -726,6 +726,8 @@ int main(int argc, char **argv)
     if (!rc)
         rc = gsrv_sub_init();
     if (!rc)
+        rc = gsrv_repl_init();
+    if (!rc)
         rc = gsrv_wal_start();
     if (rc) {
         fprintf(stderr, "galleyd: cannot load %s: %s\n", dir,

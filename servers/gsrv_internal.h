@@ -390,6 +390,8 @@ int gsrv_wal_wait(void);
  * NameServer (nameserver.c)
  * ------------------------------------------------------------------------ */
 int gsrv_ns_init(void); /* load DIR/ns */
+/* DIR/dsid: this data directory's id, made on first use (repl.c). */
+int gsrv_repl_init(void);
 void gsrv_ns_fini(void);
 void gsrv_ns_drop_conn(uint64_t conn_id); /* release its reservations */
 uint64_t gsrv_ns_count(void);

@@ -8,6 +8,7 @@ servers_galleyd_SOURCES = \
 	servers/galleyd.c \
 	servers/handler.c \
 	servers/nameserver.c \
+	servers/repl.c \
 	servers/subfile_internal.h \
 	servers/subfile.c \
 	servers/subfile_disk.c \

@@ -32,7 +32,84 @@
 #include <unistd.h>
 
 #define NS_MAGIC 0x52534e47u /* "GNSR" */
-#define NS_FORMAT 1
+#define NS_FORMAT 2          /* 1: before replicated files (no replica part) */
+
+/* The copies of a replicated file's record (gp_repl: servers, headers,
+ * data-directory ids, states, generation), kept apart from the rest of
+ * the entry; NULL for a file of one copy. */
+typedef struct ns_repl {
+    uint8_t ncopy;
+    uint64_t gen;
+    uint32_t nsub;
+    uint32_t (*server)[GP_MAX_COPIES];
+    uint64_t (*hid)[GP_MAX_COPIES];
+    uint64_t (*dsid)[GP_MAX_COPIES];
+    uint8_t (*state)[GP_MAX_COPIES];
+} ns_repl;
+
+static void ns_repl_free(ns_repl *p)
+{
+    if (!p)
+        return;
+    free(p->server);
+    free(p->hid);
+    free(p->dsid);
+    free(p->state);
+    free(p);
+}
+
+/* A compact copy of rec's replica part; *out NULL for one copy. */
+static int ns_repl_from(const gp_record *rec, ns_repl **out)
+{
+    *out = NULL;
+    if (rec->repl.ncopy <= 1)
+        return 0;
+    ns_repl *p = calloc(1, sizeof(*p));
+    size_t n = rec->nsub;
+    if (p) {
+        p->server = malloc(n * sizeof(*p->server));
+        p->hid = malloc(n * sizeof(*p->hid));
+        p->dsid = malloc(n * sizeof(*p->dsid));
+        p->state = malloc(n * sizeof(*p->state));
+    }
+    if (!p || !p->server || !p->hid || !p->dsid || !p->state) {
+        ns_repl_free(p);
+        return -ENOMEM;
+    }
+    p->ncopy = rec->repl.ncopy;
+    p->gen = rec->repl.gen;
+    p->nsub = rec->nsub;
+    memcpy(p->server, rec->repl.server, n * sizeof(*p->server));
+    memcpy(p->hid, rec->repl.hid, n * sizeof(*p->hid));
+    memcpy(p->dsid, rec->repl.dsid, n * sizeof(*p->dsid));
+    memcpy(p->state, rec->repl.state, n * sizeof(*p->state));
+    *out = p;
+    return 0;
+}
+
+/* Fill rec's replica part (rec's nsub, servers and hids already set). */
+static void ns_repl_to(const ns_repl *p, gp_record *rec)
+{
+    gp_repl *r = &rec->repl;
+    if (!p) {
+        r->ncopy = 1;
+        r->gen = 0;
+        for (uint32_t i = 0; i < rec->nsub; i++) {
+            r->server[i][0] = rec->server[i];
+            r->hid[i][0] = rec->hid[i];
+            r->dsid[i][0] = 0;
+            r->state[i][0] = GP_COPY_INSYNC;
+        }
+        return;
+    }
+    size_t n = p->nsub;
+    r->ncopy = p->ncopy;
+    r->gen = p->gen;
+    memcpy(r->server, p->server, n * sizeof(*p->server));
+    memcpy(r->hid, p->hid, n * sizeof(*p->hid));
+    memcpy(r->dsid, p->dsid, n * sizeof(*p->dsid));
+    memcpy(r->state, p->state, n * sizeof(*p->state));
+}
 
 typedef struct ns_ent {
     gsrv_hlink hlink; /* in ns.tab, keyed by g_fnv1a(name) */
@@ -45,6 +122,7 @@ typedef struct ns_ent {
     uint64_t *hid;
     char *attrs; /* NUL-terminated, attrlen bytes */
     uint32_t attrlen;
+    ns_repl *repl; /* NULL: one copy (ns_repl_* below) */
 } ns_ent;
 
 static struct {
@@ -82,6 +160,8 @@ static void ent_free_record(ns_ent *e)
     free(e->server);
     free(e->hid);
     free(e->attrs);
+    ns_repl_free(e->repl);
+    e->repl = NULL;
     e->server = NULL;
     e->hid = NULL;
     e->attrs = NULL;
@@ -105,7 +185,8 @@ static int ent_set_record(ns_ent *e, const gp_record *rec, const char *attrs,
     uint32_t *server = malloc(rec->nsub * sizeof(*server));
     uint64_t *hid = malloc(rec->nsub * sizeof(*hid));
     char *a = malloc((size_t)attrlen + 1);
-    if (!server || !hid || !a) {
+    ns_repl *repl = NULL;
+    if (!server || !hid || !a || ns_repl_from(rec, &repl)) {
         free(server);
         free(hid);
         free(a);
@@ -122,6 +203,7 @@ static int ent_set_record(ns_ent *e, const gp_record *rec, const char *attrs,
     e->hid = hid;
     e->attrs = a;
     e->attrlen = attrlen;
+    e->repl = repl;
     return 0;
 }
 
@@ -133,6 +215,7 @@ static void ent_to_record(const ns_ent *e, gp_record *rec)
     memcpy(rec->hid, e->hid, e->nsub * sizeof(*e->hid));
     rec->attrlen = e->attrlen;
     memcpy(rec->attrs, e->attrs, (size_t)e->attrlen + 1);
+    ns_repl_to(e->repl, rec);
 }
 
 static ns_ent *find(const char *name, uint64_t h)
@@ -234,8 +317,13 @@ static int load_one(uint64_t id, const char *fname, gp_record *rec)
     uint32_t magic = gp_get_u32(&r);
     uint16_t fmt = gp_get_u16(&r);
     gp_get_str(&r, name, GFS_NAME_MAX);
-    gp_get_record(&r, rec);
-    if (!gp_done(&r) || magic != NS_MAGIC || fmt != NS_FORMAT ||
+    if (fmt == 1) {
+        gp_get_record_base(&r, rec);
+        gp_repl_single(rec);
+    } else {
+        gp_get_record(&r, rec);
+    }
+    if (!gp_done(&r) || magic != NS_MAGIC || (fmt != 1 && fmt != NS_FORMAT) ||
         gsrv_check_name(name)) {
         rc = GFS_EPROTO;
         goto out_free_buf;
@@ -580,8 +668,75 @@ int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     e->hid = fresh.hid;
     e->attrs = fresh.attrs;
     e->attrlen = fresh.attrlen;
+    e->repl = fresh.repl;
 out_unlock:
     pthread_mutex_unlock(&ns.lock);
+    free(rec);
+    return rc;
+}
+
+/* The copies of a replicated file: replaced only by a newer generation
+ * (gmsg.h), so that of two clients deciding from the same record one
+ * wins and the other decides again from the new one.  Only the replica
+ * part changes (and copy 0's header, rebuilt by resync on a wiped
+ * server): the servers of copy 0 and the attributes stay. */
+int gsrv_op_NS_REPL_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    (void)c;
+    gp_record *in = malloc(sizeof(*in)), *rec = malloc(sizeof(*rec));
+    int rc = in && rec ? 0 : -ENOMEM;
+    gp_NS_REPL_SET_req m = {.rec = in};
+    if (!rc)
+        rc = gp_NS_REPL_SET_req_decode(req, &m);
+    if (!rc)
+        rc = gsrv_check_name(m.name);
+    if (rc)
+        goto out_free;
+    uint64_t gen = 0;
+    pthread_mutex_lock(&ns.lock);
+    ns_ent *e = find(m.name, g_fnv1a(m.name));
+    if (!e || !e->committed) {
+        rc = -ENOENT;
+        goto out_unlock;
+    }
+    ent_to_record(e, rec);
+    gen = rec->repl.gen;
+    if (rec->repl.ncopy <= 1 || in->repl.ncopy != rec->repl.ncopy ||
+        in->nsub != rec->nsub ||
+        memcmp(in->server, rec->server, rec->nsub * sizeof(*rec->server))) {
+        rc = -EINVAL; /* not this file's layout */
+        goto out_unlock;
+    }
+    if (in->repl.gen <= rec->repl.gen) {
+        rc = GFS_ESTALEGEN;
+        goto out_unlock;
+    }
+    rec->repl = in->repl;
+    /* copy 0's header moves when its server's directory was rebuilt */
+    memcpy(rec->hid, in->hid, rec->nsub * sizeof(*rec->hid));
+    ns_ent fresh = {0};
+    rc = ent_set_record(&fresh, rec, rec->attrs, rec->attrlen);
+    if (rc)
+        goto out_unlock;
+    rc = write_record(e->id, e->name, rec);
+    if (rc) {
+        ent_free_record(&fresh);
+        goto out_unlock;
+    }
+    ent_free_record(e);
+    e->nsub = fresh.nsub;
+    e->server = fresh.server;
+    e->hid = fresh.hid;
+    e->attrs = fresh.attrs;
+    e->attrlen = fresh.attrlen;
+    e->repl = fresh.repl;
+    gen = rec->repl.gen;
+out_unlock:
+    pthread_mutex_unlock(&ns.lock);
+    if (!rc)
+        gp_NS_REPL_SET_rep_encode(&rep->w, &(gp_NS_REPL_SET_rep){.gen = gen});
+out_free:
+    free(in);
     free(rec);
     return rc;
 }

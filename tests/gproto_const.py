@@ -25,6 +25,7 @@ GP_PLOCK_WAIT = 1
 GP_PLOCK_WHOLE = 2
 GP_MAX_SUBFILES = 256
 GP_ATTR_MAX = 4096
+GP_MAX_COPIES = 3
 GP_MAX_OFFSET = 4611686018427387904
 
 # opcodes: GP_OPCODES(X) of proto/gmsg.h, in table order
@@ -69,6 +70,8 @@ OP = {
     'PRELEASE': 56,
     'BLOCK_LOCK': 57,
     'BLOCK_UNLOCK': 58,
+    'NS_REPL_SET': 60,
+    'REPL_ID': 61,
     'IO_CREAD': 70,
     'IO_CWRITE': 71,
     'SCRUB': 72,
@@ -91,6 +94,8 @@ GFS_EBUSY = -1012
 GFS_EAUTH = -1020
 GFS_ECONNLIMIT = -1021
 GFS_EDIRECT = -1022
+GFS_ESTALEGEN = -1030
+GFS_ENOCOPY = -1031
 GFS_ECHECKSUM = -1040
 GFS_ECHECKSUM_WIRE = -1041
 
@@ -120,6 +125,8 @@ ERRMSG = {
     GFS_EAUTH: 'cluster secret missing or wrong (the key file beside the cluster file, or GALLEY_KEY)',
     GFS_ECONNLIMIT: 'I/O server has too many connections',
     GFS_EDIRECT: 'direct access refused: the server is on another host, runs as another user, or is too old',
+    GFS_ESTALEGEN: "the file's layout changed (a copy went stale or was resynced): reopen it",
+    GFS_ENOCOPY: 'no in-sync copy of the data is reachable',
     GFS_ECHECKSUM: "data failed its checksum on the I/O server's disk (the server logs the chunk)",
     GFS_ECHECKSUM_WIRE: 'data failed its checksum in transit, also when sent again',
     GA_ELAYOUT: 'invalid layout or layout does not fit the array',

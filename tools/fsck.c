@@ -6,6 +6,7 @@
  *   dangling   server 2 sub 9   of 'run/b' subfile 2: no such header
  *   mismatch   server 0 sub 4   named by 'run/c' subfile 0
  *   unreachable server 3: I/O server unreachable or connection lost
+ *   degraded   'run/d' subfile 0: the copy on server 2 (sub 5) is stale
  *   repaired   server 1 sub 17  (removed)
  *
  * then a summary.  Exit status 0 when nothing is wrong (or everything
@@ -50,6 +51,11 @@ static void show(const gfs_fsck_item *it, void *arg)
         printf("repaired    server %d sub %llu of '%s': removed\n", it->server,
                (unsigned long long)it->hid, it->name);
         break;
+    case GFS_FSCK_DEGRADED:
+        printf("degraded    '%s' subfile %u: the copy on server %d (sub %llu) "
+               "is stale\n",
+               it->name, it->subfile, it->server, (unsigned long long)it->hid);
+        break;
     case GFS_FSCK_NOT_REPAIRED:
         printf("not repaired server %d sub %llu of '%s': %s\n", it->server,
                (unsigned long long)it->hid, it->name, gfs_strerror(it->status));
@@ -91,11 +97,15 @@ int galley_fsck(int argc, char **argv, const char *cluster, int timeout_s)
     }
     int left = rc - t.found[GFS_FSCK_REPAIRED];
     printf("fsck: %d orphan(s), %d dangling, %d mismatch(es), %d server(s) "
-           "unreachable; %d repaired\n",
+           "unreachable, %d stale cop%s; %d repaired\n",
            t.found[GFS_FSCK_ORPHAN], t.found[GFS_FSCK_DANGLING],
            t.found[GFS_FSCK_MISMATCH], t.found[GFS_FSCK_UNREACHABLE],
+           t.found[GFS_FSCK_DEGRADED],
+           t.found[GFS_FSCK_DEGRADED] == 1 ? "y" : "ies",
            t.found[GFS_FSCK_REPAIRED]);
     if (!repair && t.found[GFS_FSCK_ORPHAN])
         printf("fsck: 'galley fsck --repair' removes the orphans\n");
+    if (t.found[GFS_FSCK_DEGRADED])
+        printf("fsck: 'galley resync' brings the stale copies back\n");
     return left > 0 ? 1 : 0;
 }

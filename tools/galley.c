@@ -47,17 +47,19 @@ static const char usage_text[] =
     "  stat NAME                     subfiles, servers, layout, forks, sizes\n"
     "  rm NAME                       delete a file and all its forks\n"
     "  create NAME [-n NSUB] [-s S0,S1,..] [-u UNIT] [-F FORK] [-p]\n"
-    "         [-L local|template:NAME] [-C]\n"
+    "         [-L local|template:NAME] [-C] [-R COPIES]\n"
     "                                create a striped file (-p: plain file,\n"
     "                                no striped layout and no forks)\n"
     "  put LOCAL NAME [-f] [-n NSUB] [-s S0,S1,..] [-u UNIT] [-F FORK]\n"
-    "         [-L local|template:NAME] [-C]\n"
+    "         [-L local|template:NAME] [-C] [-R COPIES]\n"
     "                                copy a local file ('-' = stdin) into a\n"
     "                                new striped file (-f replaces NAME)\n"
     "  get NAME LOCAL                copy a striped file out ('-' = stdout)\n"
     "  scrub [NAME]                  check every stored chunk of the\n"
     "                                checksummed files (all, or NAME) on\n"
     "                                the servers' disks; exit 1 if any fails\n"
+    "  resync [NAME]                 bring the stale copies of a replicated\n"
+    "                                file (of every file) up to date\n"
     "  df                            per-server space, records, cache\n"
     "  iostat                        per-server data bytes for clients on\n"
     "                                the server's own host and on others\n"
@@ -101,6 +103,9 @@ static const char usage_text[] =
     "  -f         put: replace an existing file\n"
     "  -C         create/put: end-to-end CRC32C checksums for the file\n"
     "             (galley_checksum=crc32c)\n"
+    "  -R COPIES  copies of every subfile, each on another server (1..3,\n"
+    "             default 1): a write succeeds once every copy in sync has\n"
+    "             it; reads fail over to another copy\n"
     "\n"
     "Exit status: 0 success, 1 an operation failed, 2 bad usage.\n";
 
@@ -125,9 +130,10 @@ static const command commands[] = {
     {"ls", "", 0, 1, cmd_ls},
     {"stat", "", 1, 1, cmd_stat},
     {"rm", "", 1, 1, cmd_rm},
-    {"create", "nsuFpLC", 1, 1, cmd_create},
-    {"put", "nsuFfLC", 2, 2, cmd_put},
+    {"create", "nsuFpLCR", 1, 1, cmd_create},
+    {"put", "nsuFfLCR", 2, 2, cmd_put},
     {"scrub", "", 0, 1, cmd_scrub},
+    {"resync", "", 0, 1, cmd_resync},
     {"get", "", 2, 2, cmd_get},
     {"df", "", 0, 0, cmd_df},
     {"iostat", "", 0, 0, cmd_iostat},

@@ -40,6 +40,7 @@ typedef struct opts {
     bool plain;         /* -p */
     const char *layout; /* -L */
     bool csum;          /* -C: end-to-end checksums (gfs_set_checksum) */
+    int replicas;       /* -R, 0 = 1 */
     int npos;
     const char *pos[MAX_POS];
 } opts;
@@ -108,6 +109,7 @@ int cmd_ls(opts *o);
 int cmd_stat(opts *o);
 int cmd_rm(opts *o);
 int cmd_create(opts *o);
+int cmd_resync(opts *o);
 int cmd_put(opts *o);
 int cmd_scrub(opts *o);
 int cmd_get(opts *o);

@@ -102,10 +102,25 @@ int cmd_stat(opts *o)
     } else {
         printf("layout:    none (plain Galley file)\n");
     }
+    gfs_copies *cp = calloc(1, sizeof(*cp));
+    rc = cp ? gfs_copies_of(name, cp) : -ENOMEM;
+    if (rc < 0) {
+        printf("copies:    unknown (%s)\n", gfs_strerror(rc));
+        ret = EXIT_FAIL;
+    } else if (cp->replicas > 1) {
+        printf("copies:    %d per subfile, generation %" PRId64 "%s\n",
+               cp->replicas, cp->gen,
+               cp->insync_min < cp->replicas ? ", DEGRADED" : "");
+    }
 
     for (int i = 0; i < st.nsubfiles; i++) {
         printf("subfile %d: server %d (%s)\n", i, st.servers[i],
                addr_of(st.servers[i]));
+        for (int c = 0; cp && cp->replicas > 1 && c < cp->replicas; c++)
+            printf("    copy %d: server %d (%s) %s, header %" PRIu64 "\n", c,
+                   cp->server[i][c], addr_of(cp->server[i][c]),
+                   cp->state[i][c] == GFS_COPY_INSYNC ? "in-sync" : "stale",
+                   cp->header[i][c]);
         struct fork_print fp = {0, "    "};
         rc = gfs_list_forks(fid, i, print_fork, &fp);
         if (rc < 0) {
@@ -115,6 +130,7 @@ int cmd_stat(opts *o)
             printf("    (no forks)\n");
         }
     }
+    free(cp);
 out_close:
     gfs_close_file(fid);
     return ret;
@@ -185,14 +201,20 @@ int cmd_create(opts *o)
     if (o->plain) {
         if (o->unit || o->fork)
             return bad_usage("%s", "-p (plain) excludes -u and -F");
+        if (o->replicas > 1)
+            return bad_usage("%s", "-p (plain) excludes -R");
         rc = gfs_create_file(name, nsub, servers);
     } else if (o->layout) {
+        if (o->replicas > 1)
+            return bad_usage("%s", "-L excludes -R (replicated files are "
+                                   "striped)");
         rc =
             gfs_create_layout(name, nsub, servers, o->unit, o->fork, o->layout);
     } else {
-        rc = gfs_create_striped(name, nsub, servers,
-                                o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
-                                o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK);
+        rc = gfs_create_striped_replicas(
+            name, nsub, servers, o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
+            o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK,
+            o->replicas ? o->replicas : 1);
     }
     if (rc < 0)
         return fail(rc, "cannot create", name);
@@ -203,6 +225,40 @@ int cmd_create(opts *o)
     return EXIT_OK;
 }
 
+static int resync_one(const char *name, void *arg)
+{
+    int *ret = arg;
+    gfs_copies *cp = calloc(1, sizeof(*cp));
+    int rc = cp ? gfs_copies_of(name, cp) : -ENOMEM;
+    int fixed = 0;
+    if (!rc && cp->replicas > 1) {
+        rc = gfs_resync(name, &fixed);
+        if (!rc)
+            rc = gfs_copies_of(name, cp);
+        if (!rc)
+            printf("%s: %d cop%s brought back%s\n", name, fixed,
+                   fixed == 1 ? "y" : "ies",
+                   cp->insync_min < cp->replicas ? ", still DEGRADED" : "");
+    }
+    if (!rc && cp->replicas > 1 && cp->insync_min < cp->replicas)
+        *ret = EXIT_FAIL;
+    if (rc)
+        *ret = fail(rc, "cannot resync", name);
+    free(cp);
+    return 0;
+}
+
+int cmd_resync(opts *o)
+{
+    int ret = EXIT_OK;
+    if (o->npos == 1) {
+        resync_one(o->pos[0], &ret);
+        return ret;
+    }
+    int rc = gfs_list_files("", resync_one, &ret);
+    return rc < 0 ? fail(rc, "cannot list files", NULL) : ret;
+}
+
 int cmd_put(opts *o)
 {
     const char *local = o->pos[0], *name = o->pos[1];
@@ -211,6 +267,9 @@ int cmd_put(opts *o)
     int ret = layout_args(o, &nsub, &servers);
     if (ret)
         return ret;
+    if (o->layout && o->replicas > 1)
+        return bad_usage("%s", "-L excludes -R (replicated files are "
+                               "striped)");
 
     int fd = in_open(local);
     if (fd < 0)
@@ -240,13 +299,13 @@ int cmd_put(opts *o)
         goto out_free;
     }
 
-    int rc =
-        o->layout
-            ? gfs_create_layout(name, nsub, servers, o->unit, o->fork,
-                                o->layout)
-            : gfs_create_striped(name, nsub, servers,
-                                 o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
-                                 o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK);
+    int rc = o->layout ? gfs_create_layout(name, nsub, servers, o->unit,
+                                           o->fork, o->layout)
+                       : gfs_create_striped_replicas(
+                             name, nsub, servers,
+                             o->unit ? o->unit : GFS_DEFAULT_STRIPE_UNIT,
+                             o->fork ? o->fork : GFS_DEFAULT_STRIPE_FORK,
+                             o->replicas ? o->replicas : 1);
     if (rc < 0) {
         ret = fail(rc, "cannot create", name);
         goto out_free;

@@ -157,7 +157,7 @@ int parse_args(int argc, char **argv, const char *allowed, opts *o)
         if (!strchr("ct", c) && !strchr(allowed, c))
             return bad_usage("unknown option '%s' for this command", a);
         const char *val = NULL;
-        if (strchr("ctnsuFL", c)) {
+        if (strchr("ctnsuFLR", c)) {
             if (a[2])
                 val = a + 2;
             else if (i + 1 < argc)
@@ -205,6 +205,10 @@ int parse_args(int argc, char **argv, const char *allowed, opts *o)
             break;
         case 'C':
             o->csum = true;
+            break;
+        case 'R':
+            if (!parse_int(val, 1, GFS_MAX_REPLICAS, &o->replicas))
+                return bad_usage("bad copy count '%s' (-R 1, 2 or 3)", val);
             break;
         default:
             return bad_usage("unknown option '%s'", a);

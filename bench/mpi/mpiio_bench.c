@@ -33,6 +33,9 @@
  * -c creates the -g target's files with hint galley_checksum=crc32c
  * (end-to-end checksums); with -u galley:/OTHER the baseline is the same
  * files without checksums on the same servers, in the same run.
+ * -R N creates the -g target's files with hint galley_replicas=N (N
+ * copies of every subfile); with -u galley:/OTHER the baseline is one
+ * copy on the same servers, in the same run.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -47,6 +50,7 @@ static int repeats = 3;
 static const char *only;
 static const char *layout, *gal_target; /* -l, and the file it applies to */
 static int checksum;                    /* -c, for the same file */
+static const char *replicas;            /* -R, for the same file */
 
 /* Hints of a file of this run: galley_cb, and -l for the -g target. */
 static MPI_Info target_info(const char *path, const char *cb)
@@ -59,6 +63,8 @@ static MPI_Info target_info(const char *path, const char *cb)
         MPI_Info_set(info, "galley_layout", (char *)layout);
     if (checksum && path == gal_target)
         MPI_Info_set(info, "galley_checksum", "crc32c");
+    if (replicas && path == gal_target)
+        MPI_Info_set(info, "galley_replicas", (char *)replicas);
     return info;
 }
 
@@ -317,7 +323,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     const char *gal = "galley:/bench", *ufs = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "g:u:s:r:p:l:c")) != -1) {
+    while ((opt = getopt(argc, argv, "g:u:s:r:p:l:cR:")) != -1) {
         switch (opt) {
         case 'g':
             gal = optarg;
@@ -340,12 +346,15 @@ int main(int argc, char **argv)
         case 'c':
             checksum = 1;
             break;
+        case 'R':
+            replicas = optarg;
+            break;
         default:
             if (rank == 0)
                 fprintf(stderr,
                         "usage: %s -g galley:/NAME -u ufs:/PATH "
                         "[-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING] "
-                        "[-l LAYOUT] [-c]\n",
+                        "[-l LAYOUT] [-c] [-R COPIES]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;

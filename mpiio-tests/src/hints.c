@@ -9,11 +9,14 @@
  *    the file works, get_info reports the layout really in use;
  *  - opening an existing file with other striping hints reports the
  *    file's own layout;
+ *  - galley_replicas (copies of every subfile, 1..3) at create is the
+ *    file's R and get_info reports it (1 for a bad value; an existing
+ *    file's own R whatever the hint at open);
  *  - every rank reports the same values; set_info after open changes
  *    galley_cb.
  * For each file it prints
  *   LAYOUT file=NAME striping_factor=F striping_unit=U galley_servers=S|-
- *       galley_fork=K
+ *       galley_fork=K galley_replicas=R
  * (one line), which the test harness compares with `galley stat`.  Files
  * are left in place for that (the harness removes them).
  * On other file systems only the "bad hints do not break open" part runs.
@@ -27,6 +30,7 @@
 
 static int is_galley;
 static int nservers;
+static int want_replicas = 1; /* galley_replicas the next file reports */
 
 static int get_hint(MPI_Info info, const char *key, char *val)
 {
@@ -117,12 +121,13 @@ static void one(const char *tag, const char *hints, int create, int want_factor,
     }
     char f[MPI_MAX_INFO_VAL + 1], u[MPI_MAX_INFO_VAL + 1],
         s[MPI_MAX_INFO_VAL + 1], k[MPI_MAX_INFO_VAL + 1],
-        cb[MPI_MAX_INFO_VAL + 1];
+        cb[MPI_MAX_INFO_VAL + 1], r[MPI_MAX_INFO_VAL + 1];
     int hf = get_hint(used, "striping_factor", f);
     int hu = get_hint(used, "striping_unit", u);
     int hs = get_hint(used, "galley_servers", s);
     int hk = get_hint(used, "galley_fork", k);
     int hcb = get_hint(used, "galley_cb", cb);
+    int hr = get_hint(used, "galley_replicas", r);
     if (is_galley) {
         if (!hf || !hu || !hk || !hcb)
             mt_fail("get_info lacks "
@@ -142,6 +147,10 @@ static void one(const char *tag, const char *hints, int create, int want_factor,
         if (want_servers && (!hs || strcmp(s, want_servers)))
             mt_fail("galley_servers reported '%s', expected '%s'",
                     hs ? s : "(none)", want_servers);
+        if (!hr || atoi(r) != want_replicas)
+            mt_fail("galley_replicas reported '%s', expected %d",
+                    hr ? r : "(none)", want_replicas);
+        same_on_all(t, "galley_replicas", r);
         if (strcmp(cb, "auto") && strcmp(cb, "server") &&
             strcmp(cb, "two_phase"))
             mt_fail("galley_cb reported '%s'", cb);
@@ -152,8 +161,8 @@ static void one(const char *tag, const char *hints, int create, int want_factor,
         if (mt_rank == 0) {
             printf("LAYOUT file=%s striping_factor=%s striping_unit=%s "
                    "galley_servers=%s "
-                   "galley_fork=%s\n",
-                   name, f, u, hs ? s : "-", k);
+                   "galley_fork=%s galley_replicas=%s\n",
+                   name, f, u, hs ? s : "-", k, r);
             fflush(stdout);
         }
     }
@@ -232,6 +241,20 @@ int main(int argc, char **argv)
     one("fork", "galley_fork=alt;striping_factor=2", 1, 2, 0, NULL);
     /* reopen an existing file with other striping hints: its own layout */
     one("f3u8192", "striping_factor=1;striping_unit=77", 0, 3, 8192, NULL);
+
+    /* replicated files */
+    if (nservers >= 3) {
+        want_replicas = 2;
+        one("repl2", "galley_replicas=2;striping_factor=2", 1, 2, 0, NULL);
+        /* reopened with another R: the file's own */
+        one("repl2", "galley_replicas=3", 0, 2, 0, NULL);
+        want_replicas = 3;
+        one("repl3", "galley_replicas=3;striping_unit=4096", 1, 0, 4096, NULL);
+        want_replicas = 1;
+        one("repl1", "galley_replicas=1", 1, 0, 0, NULL);
+        one("bad-repl-9", "galley_replicas=9", 1, 0, 0, NULL);
+        one("bad-repl-abc", "galley_replicas=2x", 1, 0, 0, NULL);
+    }
 
     /* bad hints: ignored */
     one("bad-factor-abc", "striping_factor=abc", 1, 0, 0, NULL);

@@ -4,8 +4,9 @@
  *
  * Creates FILE with the hints K=V given, writes 100000 bytes collectively,
  * and prints (rank 0) what get_info reports:
- *   INFO striping_factor=F striping_unit=U galley_fork=K
- * then reopens it with striping_factor=1 and striping_unit=12345 (which
+ *   INFO striping_factor=F striping_unit=U galley_fork=K galley_replicas=R
+ * then reopens it with striping_factor=1, striping_unit=12345 and
+ * galley_replicas=3 (which
  * an existing file ignores) and prints the INFO line again.  Every rank
  * must report the same values; exits 1 otherwise.
  *
@@ -18,12 +19,12 @@
 
 static void report(MPI_File f, int rank)
 {
-    char line[3 * MPI_MAX_INFO_VAL + 64], v[3][MPI_MAX_INFO_VAL + 1];
-    static const char *keys[3] = {"striping_factor", "striping_unit",
-                                  "galley_fork"};
+    char line[4 * MPI_MAX_INFO_VAL + 80], v[4][MPI_MAX_INFO_VAL + 1];
+    static const char *keys[4] = {"striping_factor", "striping_unit",
+                                  "galley_fork", "galley_replicas"};
     MPI_Info info;
     MPI_File_get_info(f, &info);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         int flag = 0;
         MPI_Info_get(info, keys[i], MPI_MAX_INFO_VAL, v[i], &flag);
         if (!flag)
@@ -31,8 +32,9 @@ static void report(MPI_File f, int rank)
     }
     MPI_Info_free(&info);
     snprintf(line, sizeof(line),
-             "INFO striping_factor=%s striping_unit=%s galley_fork=%s", v[0],
-             v[1], v[2]);
+             "INFO striping_factor=%s striping_unit=%s galley_fork=%s "
+             "galley_replicas=%s",
+             v[0], v[1], v[2], v[3]);
     char first[sizeof(line)];
     memcpy(first, line, sizeof(line));
     MPI_Bcast(first, sizeof(first), MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
     MPI_Info_create(&info);
     MPI_Info_set(info, "striping_factor", "1");
     MPI_Info_set(info, "striping_unit", "12345");
+    MPI_Info_set(info, "galley_replicas", "3");
     MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_RDWR, info, &f);
     report(f, rank);
     MPI_File_close(&f);

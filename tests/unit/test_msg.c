@@ -267,9 +267,9 @@ static void test_wire_bytes(void)
     memcpy(rec->attrs, "a\n", 3);
     gp_wbuf_init(&w);
     gp_NS_COMMIT_req_encode(&w, &(gp_NS_COMMIT_req){.name = "/x", .rec = rec});
-    static const uint8_t commit[] = {2, 0, '/', 'x', 1, 0, 0,   0,   3,
-                                     0, 0, 0,   5,   0, 0, 0,   0,   0,
-                                     0, 0, 2,   0,   0, 0, 'a', '\n'};
+    static const uint8_t commit[] = {
+        2, 0, '/', 'x', 1, 0, 0, 0, 3, 0, 0,   0,    5, 0,
+        0, 0, 0,   0,   0, 0, 2, 0, 0, 0, 'a', '\n', 1 /* copies (R): one */};
     expect(&w, commit, sizeof(commit), "NS_COMMIT request");
     gp_wbuf_free(&w);
     free(rec);

@@ -466,6 +466,73 @@ static bool rec_equal(const gp_record *a, const gp_record *b)
            b->attrs[b->attrlen] == '\0';
 }
 
+/* A replicated record (gp_repl): round trip, every prefix rejected, and
+ * the values a decoder must refuse. */
+static void test_records_repl(void)
+{
+    gp_record *rec = rec_new(5, "k=v\n"), *out = calloc(1, sizeof(*out));
+    gp_repl_single(rec);
+    rec->repl.ncopy = 3;
+    rec->repl.gen = 42;
+    for (uint32_t s = 0; s < rec->nsub; s++)
+        for (int c = 1; c < 3; c++) {
+            rec->repl.server[s][c] = (uint32_t)utest_rnd();
+            rec->repl.hid[s][c] = utest_rnd();
+            rec->repl.dsid[s][c] = utest_rnd();
+            rec->repl.state[s][c] = (uint8_t)((s + (uint32_t)c) % 2);
+        }
+    gp_wbuf w;
+    gp_rbuf r;
+    gp_wbuf_init(&w);
+    gp_put_record(&w, rec);
+    CHECK_EQ(w.err, 0);
+    CHECK_EQ(w.len, 4 + 12 * 5 + 4 + 4 + 1 + 8 + 5 * 3 * 21);
+    gp_rbuf_init(&r, w.data, w.len);
+    gp_get_record(&r, out);
+    CHECK(r.err == 0 && gp_done(&r));
+    CHECK(rec_equal(rec, out));
+    CHECK(out->repl.ncopy == 3 && out->repl.gen == 42);
+    CHECK(memcmp(out->repl.server, rec->repl.server,
+                 5 * sizeof(*rec->repl.server)) == 0);
+    CHECK(memcmp(out->repl.hid, rec->repl.hid, 5 * sizeof(*rec->repl.hid)) ==
+          0);
+    CHECK(memcmp(out->repl.dsid, rec->repl.dsid, 5 * sizeof(*rec->repl.dsid)) ==
+          0);
+    CHECK(memcmp(out->repl.state, rec->repl.state,
+                 5 * sizeof(*rec->repl.state)) == 0);
+    int accepted = 0;
+    for (size_t len = 0; len < w.len; len++) {
+        gp_rbuf_init(&r, w.data, len);
+        gp_get_record(&r, out);
+        accepted += r.err == 0;
+    }
+    CHECK_EQ(accepted, 0);
+    gp_wbuf_free(&w);
+
+    /* a state past GP_COPY_STALE, ncopy 0 or 4, copy 0 not the record's */
+    for (int bad = 0; bad < 4; bad++) {
+        gp_record *b = calloc(1, sizeof(*b));
+        *b = *rec;
+        if (bad == 0)
+            b->repl.state[2][1] = 7;
+        gp_wbuf_init(&w);
+        gp_put_record(&w, b);
+        if (bad == 1) /* subfile 1, copy 0: its header (21 bytes a copy) */
+            w.data[4 + 12 * 5 + 4 + 4 + 1 + 8 + 3 * 21 + 4] ^= 1;
+        if (bad == 2)
+            w.data[4 + 12 * 5 + 4 + 4] = 0; /* ncopy */
+        if (bad == 3)
+            w.data[4 + 12 * 5 + 4 + 4] = 4;
+        gp_rbuf_init(&r, w.data, w.len);
+        gp_get_record(&r, out);
+        CHECK_MSG(r.err != 0, "bad replicated record %d accepted", bad);
+        gp_wbuf_free(&w);
+        free(b);
+    }
+    free(rec);
+    free(out);
+}
+
 static void test_records(void)
 {
     gp_wbuf w;
@@ -493,7 +560,7 @@ static void test_records(void)
         gp_wbuf_init(&w);
         gp_put_record(&w, rec);
         CHECK_EQ(w.err, 0);
-        CHECK_EQ(w.len, 4 + 12 * rec->nsub + 4 + rec->attrlen);
+        CHECK_EQ(w.len, 4 + 12 * rec->nsub + 4 + rec->attrlen + 1);
         gp_rbuf_init(&r, w.data, w.len);
         memset(out, 0x55, sizeof(*out));
         gp_get_record(&r, out);
@@ -584,5 +651,6 @@ int main(void)
     test_strings();
     test_blobs();
     test_records();
+    test_records_repl();
     return utest_exit("test_proto");
 }

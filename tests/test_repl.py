@@ -1,0 +1,244 @@
+"""Replicated files (libgalley/repl.c): R copies of every subfile survive
+servers killed with SIGKILL, wiped data directories and resync racing
+writers and readers.  Real servers; bytes are checked through the client
+and the copies compared file by file in the servers' data directories.
+"""
+
+import filecmp
+import os
+import re
+import shutil
+
+import pytest
+
+BLOCK = 65536
+
+
+def copies(c, name):
+    """[[(server, state, header), ...] per subfile] from `galley stat`."""
+    cp = c.galley("stat", name, check=True)
+    subs = []
+    for line in cp.stdout.splitlines():
+        if line.startswith("subfile "):
+            subs.append([])
+        m = re.match(r"\s+copy (\d+): server (\d+) \(.*\) (in-sync|stale), "
+                     r"header (\d+)", line)
+        if m:
+            subs[-1].append((int(m.group(2)), m.group(3), int(m.group(4))))
+    assert subs and all(subs), cp.stdout
+    return subs
+
+
+def fork_files(c, server, header):
+    d = c.dir / ("server%d" % server) / "sub" / str(header)
+    return sorted(p for p in d.glob("*.dat"))
+
+
+def assert_copies_identical(c, name):
+    """Stop the cluster (servers flush) and compare every subfile's copies
+    byte for byte in the servers' own directories."""
+    subs = copies(c, name)
+    for sub in subs:
+        assert all(s == "in-sync" for _, s, _ in sub), subs
+    c.stop()
+    for sub in subs:
+        first = fork_files(c, sub[0][0], sub[0][2])
+        assert first, "no fork files for %s" % (sub[0],)
+        for server, _, header in sub[1:]:
+            other = fork_files(c, server, header)
+            assert [p.name for p in other] == [p.name for p in first]
+            for a, b in zip(first, other):
+                assert a.stat().st_size == b.stat().st_size, (a, b)
+                assert filecmp.cmp(a, b, shallow=False), (a, b)
+    c.start()
+
+
+def helper(c, *args, check=True, **kw):
+    cp = c.helper("t_repl", *args, **kw)
+    if check:
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+    return cp
+
+
+def wipe(c, i):
+    """Server i's data directory emptied (its key and log stay)."""
+    d = c.dir / ("server%d" % i)
+    for p in d.iterdir():
+        if p.name in ("key", "log", "pid", "lock"):
+            continue
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+def test_kill_during_writer_then_resync(fresh_cluster, uniq):
+    c = fresh_cluster
+    name = uniq + "/ior"
+    helper(c, "create", name, 2, 2, BLOCK)
+    subs = copies(c, name)
+    victim = subs[0][1][0]  # the second copy of subfile 0
+    p = c.popen_helper("t_repl", "writer", name, 64, BLOCK, 32)
+    assert p.stdout.readline().strip() == "ACK 0"
+    line = ""
+    while line != "PAUSE":
+        line = p.stdout.readline().strip()
+        assert line, p.stderr.read()
+    c.kill(victim)
+    out, err = p.communicate("go\n", timeout=120)
+    assert p.returncode == 0, out + err
+    assert "ACK 63" in out and "ERR" not in out, out
+    # the killed server's copies are stale, the others in sync
+    for sub in copies(c, name):
+        for server, state, _ in sub:
+            assert state == ("stale" if server == victim else "in-sync")
+    assert "DEGRADED" in c.galley("stat", name, check=True).stdout
+    assert "VERIFIED 64" in helper(c, "verify", name, 64, BLOCK).stdout
+    c.restart(victim)
+    # fsck and df report the stale copies until resync
+    cp = c.galley("fsck")
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert re.search(r"degraded +'%s' subfile \d+: the copy on server %d"
+                     % (re.escape(name), victim), cp.stdout), cp.stdout
+    assert " 0 orphan(s), 0 dangling" in cp.stdout, cp.stdout
+    cp = c.galley("df", check=True)
+    assert "degraded: %s" % name in cp.stdout, cp.stdout
+    assert "replicated files: 1, degraded: 1" in cp.stdout, cp.stdout
+    out = c.galley("resync", name, check=True).stdout
+    assert re.search(r"[1-9]\d* cop", out), out
+    cp = c.galley("fsck")
+    assert cp.returncode == 0 and "0 stale copies" in cp.stdout, cp.stdout
+    assert "degraded: 0" in c.galley("df", check=True).stdout
+    assert "VERIFIED 64" in helper(c, "verify", name, 64, BLOCK).stdout
+    assert_copies_identical(c, name)
+    assert "VERIFIED 64" in helper(c, "verify", name, 64, BLOCK).stdout
+
+
+def test_wiped_server_is_never_read_and_is_rebuilt(fresh_cluster, uniq,
+                                                   tmp_path):
+    c = fresh_cluster
+    name = uniq + "/w"
+    data = os.urandom(3 * 1000 * 1000 + 17)
+    src = tmp_path / "in"
+    src.write_bytes(data)
+    c.galley("put", src, name, "-R", "2", "-n", "2", check=True)
+    subs = copies(c, name)
+    victim = subs[0][1][0]
+    c.kill(victim)
+    wipe(c, victim)
+    c.restart(victim)
+    # a new file on the wiped server reuses its header numbers: a trap
+    # for a client that would take the copy for the old one
+    trap = tmp_path / "trap"
+    trap.write_bytes(b"\x5a" * len(data))
+    c.galley("put", trap, uniq + "/trap", "-n", "1", "-s", victim,
+             check=True)
+    for _ in range(2):
+        out = tmp_path / "out"
+        c.galley("get", name, out, check=True)
+        assert out.read_bytes() == data
+    cp = c.galley("resync", name, check=True)
+    assert re.search(r"[1-9]\d* cop", cp.stdout), cp.stdout
+    assert "DEGRADED" not in cp.stdout
+    new = copies(c, name)
+    assert new[0][1][0] == victim
+    assert fork_files(c, victim, new[0][1][2])
+    out = tmp_path / "out2"
+    c.galley("get", name, out, check=True)
+    assert out.read_bytes() == data
+    assert_copies_identical(c, name)
+    # the rebuilt copy alone serves subfile 0: its other copy's server down
+    other = new[0][0][0]
+    c.kill(other)
+    c.galley("get", name, out, check=True)
+    assert out.read_bytes() == data
+    c.restart(other)
+
+
+def test_alternate_kills_lose_no_acknowledged_write(fresh_cluster, uniq):
+    c = fresh_cluster
+    name = uniq + "/alt"
+    helper(c, "create", name, 2, 1, BLOCK)
+    (a, _, _), (b, _, _) = copies(c, name)[0]
+    n = 8
+    helper(c, "write", name, 0, n, BLOCK, 0)
+    gen = 0
+    for rnd in range(2):
+        for down, up in ((a, b), (b, a)):
+            c.kill(down)
+            gen += 1
+            out = helper(c, "write", name, 0, n, BLOCK, gen).stdout
+            assert out.strip() == "ACK", out
+            assert "VERIFIED" in helper(c, "verify", name, n, BLOCK,
+                                        gen).stdout
+            st = {s: state for s, state, _ in copies(c, name)[0]}
+            assert st == {down: "stale", up: "in-sync"}, st
+            if rnd == 1 and down == b:
+                # the only copy in sync is down too: no write succeeds, no
+                # read returns the stale copy
+                c.kill(up)
+                c.restart(down)
+                out = helper(c, "write", name, 0, n, BLOCK, gen + 100).stdout
+                assert out.startswith("ERR"), out
+                cp = helper(c, "verify", name, n, BLOCK, gen, check=False)
+                assert cp.returncode != 0 and "VERIFIED" not in cp.stdout
+                assert "generation %d" % (gen - 1) not in cp.stdout
+                c.restart(up)
+                assert "VERIFIED" in helper(c, "verify", name, n, BLOCK,
+                                            gen).stdout
+            else:
+                c.restart(down)
+            cp = c.galley("resync", name, check=True)
+            assert "DEGRADED" not in cp.stdout, cp.stdout
+    assert "VERIFIED" in helper(c, "verify", name, n, BLOCK, gen).stdout
+    assert_copies_identical(c, name)
+
+
+def test_record_server_killed_file_still_opens(fresh_cluster, uniq,
+                                               tmp_path):
+    c = fresh_cluster
+    name = uniq + "/rec"
+    data = os.urandom(1 << 20)
+    (tmp_path / "in").write_bytes(data)
+    c.galley("put", tmp_path / "in", name, "-R", "2", "-n", "2", check=True)
+    meta = copies(c, name)[0][0][0]  # subfile 0's first copy: the name's
+    c.kill(meta)                     # metadata server
+    out = tmp_path / "out"
+    c.galley("get", name, out, check=True)
+    assert out.read_bytes() == data
+    # and it is written: the copies there are recorded stale
+    subs = copies(c, name)
+    assert subs[0][0] == (meta, "in-sync", subs[0][0][2])
+    helper(c, "write", name, 0, 4, BLOCK, 3)
+    assert copies(c, name)[0][0][1] == "stale"
+    assert "VERIFIED 4" in helper(c, "verify", name, 4, BLOCK, 3).stdout
+    c.restart(meta)
+    c.galley("resync", name, check=True)
+    assert "VERIFIED 4" in helper(c, "verify", name, 4, BLOCK, 3).stdout
+    assert_copies_identical(c, name)
+
+
+def test_resync_races_writers_and_readers(fresh_cluster, uniq):
+    c = fresh_cluster
+    name = uniq + "/race"
+    helper(c, "create", name, 2, 2, 16384)
+    subs = copies(c, name)
+    victim = subs[1][1][0]
+    c.kill(victim)
+    helper(c, "write", name, 0, 4, 16384, 0)  # its copies go stale
+    c.restart(victim)
+    p = c.popen_helper("t_repl", "race", name, 24, 16384, 8)
+    assert p.stdout.readline().strip() == "READY"
+    fixed = 0
+    for _ in range(3):
+        cp = c.galley("resync", name, check=True)
+        m = re.search(r"(\d+) cop", cp.stdout)
+        fixed += int(m.group(1))
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, out + err
+    assert fixed >= 1
+    assert "errors 0" in out, out
+    gens = re.search(r"GENS (.*)", out).group(1).split()
+    assert "VERIFIED 24" in helper(c, "verify", name, 24, 16384,
+                                   *gens).stdout
+    assert_copies_identical(c, name)

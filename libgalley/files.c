@@ -524,6 +524,10 @@ static int gc_set_attr(int fid, const char *key, const char *value)
                                 .attrs_len = (uint32_t)tl,
                             },
                             NULL, NULL);
+    /* a replicated file: its record's other copies too (best effort: the
+     * metadata server's copy decides while it is up, repl.c) */
+    if (!rc && rec->repl.ncopy > 1)
+        gc_repl_setattr_others(f.name, text, tl);
     gc_rcache_drop(f.name);
     if (!rc) {
         pthread_mutex_lock(&gc_g.lock);

@@ -457,6 +457,8 @@ void gc_repl_delete_copies(const gp_record *rec, int nsub);
 /* ... and store the record's other copies after the first is committed. */
 int gc_repl_commit_others(const char *name, const gp_record *rec);
 void gc_repl_remove_others(const char *name);
+/* NS_SETATTR on the record's other copies (gc_set_attr). */
+void gc_repl_setattr_others(const char *name, const char *attrs, size_t len);
 /* True for a file id of R > 1. */
 bool gc_repl_file(int fid);
 /* Open the copies in sync of a fork into k (its ncopy, cserver...);

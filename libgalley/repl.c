@@ -330,6 +330,18 @@ void gc_repl_remove_others(const char *name)
     free(rec);
 }
 
+void gc_repl_setattr_others(const char *name, const char *attrs, size_t len)
+{
+    for (int j = 1; j < nrec(); j++)
+        gc_NS_SETATTR_call(gc_server_conn(record_server(name, j)),
+                           &(gp_NS_SETATTR_req){
+                               .name = name,
+                               .attrs = (const uint8_t *)attrs,
+                               .attrs_len = (uint32_t)len,
+                           },
+                           NULL, NULL);
+}
+
 /* ------------------------------------------------------------ forks --- */
 
 /* Open copy c of the fork on its server, checking the server is the one

@@ -242,3 +242,59 @@ def test_resync_races_writers_and_readers(fresh_cluster, uniq):
     assert "VERIFIED 24" in helper(c, "verify", name, 24, 16384,
                                    *gens).stdout
     assert_copies_identical(c, name)
+
+
+@pytest.mark.parametrize("transport", ["auto", "tcp"])
+def test_checksum_failure_reads_the_next_copy(make_cluster, tmp_path,
+                                              transport):
+    """A checksummed file of two copies: a byte flipped on the disk of
+    every subfile's first copy (its server restarted, nothing cached) is
+    never returned: each read fails its checksum there and is answered
+    by the copy in sync on the other server (the one failover)."""
+    c = make_cluster(n=2, env={"GALLEY_TRANSPORT": transport})
+    name = "f/csum-repl"
+    data = os.urandom(4 * BLOCK + 777)
+    (tmp_path / "in").write_bytes(data)
+    c.galley("put", tmp_path / "in", name, "-C", "-R", "2", "-n", "2",
+             check=True)
+    subs = copies(c, name)
+    assert all(len(sub) == 2 for sub in subs), subs
+    for i in range(2):
+        c.kill(i)
+    for sub in subs:
+        server, _, header = sub[0]
+        files = fork_files(c, server, header)
+        assert files, sub
+        with open(files[0], "r+b") as f:
+            f.seek(100)
+            b = f.read(1)
+            f.seek(100)
+            f.write(bytes([b[0] ^ 0x04]))
+    for i in range(2):
+        c.restart(i)
+    out = tmp_path / "out"
+    c.galley("get", name, out, check=True)
+    assert out.read_bytes() == data
+    for sub in subs:
+        assert "failed its checksum" in c.log(sub[0][0]), c.log(sub[0][0])
+    cp = c.galley("stat", name, check=True)
+    assert "checksum:  crc32c" in cp.stdout, cp.stdout
+
+
+def test_checksum_attribute_on_every_record_copy(make_cluster, tmp_path):
+    """`put -C -R 2`: the checksum attribute is on every copy of the
+    record, so with the name's metadata server lost the file is still
+    checksummed (read with CRCs, not as a plain file)."""
+    c = make_cluster(n=3)
+    name = "f/csum-rec"
+    data = os.urandom(2 * BLOCK + 5)
+    (tmp_path / "in").write_bytes(data)
+    c.galley("put", tmp_path / "in", name, "-C", "-R", "2", "-n", "1",
+             check=True)
+    meta = copies(c, name)[0][0][0]  # the name's metadata server
+    c.kill(meta)
+    cp = c.galley("stat", name, check=True)
+    assert "checksum:  crc32c" in cp.stdout, cp.stdout
+    out = tmp_path / "out"
+    c.galley("get", name, out, check=True)
+    assert out.read_bytes() == data

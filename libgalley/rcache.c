@@ -6,7 +6,9 @@
  * answers only when the record that comes back is the cached one (same
  * servers, same header ids, same attributes).  Otherwise it throws them
  * away and goes on from the fresh record: the cache saves round trips,
- * never decides anything (striped.c).
+ * never decides anything (striped.c).  A replicated file's record is
+ * never kept (gc_rcache_put drops it): which of its copies are in sync is
+ * part of it, and only a majority lookup (repl.c) may say.
  *
  * A direct-mapped table of RC_SLOTS entries by the name's hash; an entry
  * holds only the used part of a record.  Cleared at gfs_finalize.

@@ -63,7 +63,11 @@
  *
  * Not replicated: files of the locality layout (refused at create), the
  * same-host direct path (replicated forks always take the server path:
- * gc_xfer.server_path, set only here, honoured by transport_direct.c).
+ * gc_conn_xfer, conn.c, declines a transfer with rkid or server_path
+ * for the direct whole-transfer path; server_path, set only here, goes
+ * with their chunks).  Checksummed replicated files: a copy whose data
+ * fails its checksum (GFS_ECHECKSUM) is a copy's error like any other:
+ * a read goes on to the next copy in sync (gc_repl_failover).
  *
  * Threads: any; the fork table through client.c, network through conn.c.
  */

@@ -13,6 +13,7 @@
  * frame-sized message between two processes over a Unix socket pair.
  */
 #include "galley.h"
+#include "bench_stats.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -26,21 +27,7 @@
 
 static double now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return bench_now_s() * 1e6;
 }
 
 static const char *transport_name(int t)
@@ -181,9 +168,9 @@ int main(int argc, char **argv)
         if (t[5][r] < 0)
             bad++;
     }
-    double gw = median(t[0], reps), gr = median(t[1], reps);
-    double lw = median(t[2], reps), lr = median(t[3], reps);
-    double gn = median(t[4], reps), pp = median(t[5], reps);
+    double gw = bench_median(t[0], reps), gr = bench_median(t[1], reps);
+    double lw = bench_median(t[2], reps), lr = bench_median(t[3], reps);
+    double gn = bench_median(t[4], reps), pp = bench_median(t[5], reps);
     printf("latency: %ld calls of %ld bytes, median of %d repeats; server 0 "
            "over %s\n",
            n, size, reps, transport_name(gfs_server_transport(0)));

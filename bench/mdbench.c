@@ -27,6 +27,7 @@
  * and after is printed: on a shared machine the figures move with it.
  */
 #include "galley.h"
+#include "bench_stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,25 +42,6 @@
 
 enum { PH_CREATE, PH_STAT, PH_OPEN, PH_REMOVE, NPHASE };
 static const char *ph_name[NPHASE] = {"create", "stat", "open/close", "remove"};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void loadavg(char *out, size_t len)
 {
@@ -268,14 +250,14 @@ int main(int argc, char **argv)
     for (int round = 0; round < o.repeats && !fail; round++)
         for (int local = 0; local < 2 && !fail; local++)
             for (int ph = 0; ph < NPHASE && !fail; ph++) {
-                double t0 = now_s();
+                double t0 = bench_now_s();
                 for (int r = 0; r < o.procs; r++)
                     if (write(go[r], "g", 1) != 1)
                         fail = 1;
                 for (int r = 0; r < o.procs; r++)
                     if (read(up[0], &b, 1) != 1 || b != 'd')
                         fail = 1;
-                double t = now_s() - t0;
+                double t = bench_now_s() - t0;
                 rate[(local * NPHASE + ph) * o.repeats + round] =
                     (double)o.procs * o.files / t;
             }
@@ -303,8 +285,10 @@ int main(int argc, char **argv)
     printf("%-12s %14s %14s %8s\n", "operation", "galley op/s", "local op/s",
            "ratio");
     for (int ph = 0; ph < NPHASE; ph++) {
-        double g = median(rate + (0 * NPHASE + ph) * o.repeats, o.repeats);
-        double l = median(rate + (1 * NPHASE + ph) * o.repeats, o.repeats);
+        double g =
+            bench_median(rate + (0 * NPHASE + ph) * o.repeats, o.repeats);
+        double l =
+            bench_median(rate + (1 * NPHASE + ph) * o.repeats, o.repeats);
         printf("%-12s %14.0f %14.0f %7.3fx\n", ph_name[ph], g, l, g / l);
     }
     if (nserv > 0)

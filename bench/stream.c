@@ -15,6 +15,7 @@
  * R repeats, in MB/s; the ratio is galley / TCP stream.
  */
 #include "galley.h"
+#include "bench_stats.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -25,25 +26,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static int put_all(int fd, const char *p, size_t n)
 {
@@ -129,15 +111,15 @@ static int tcp_run(const char *host, const char *port, char *buf, long size,
     uint64_t h[2] = {(uint64_t)size * (uint64_t)n, (uint64_t)size};
     char a;
     rc = put_all(fd, (char *)h, sizeof(h));
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; !rc && i < n; i++)
         rc = put_all(fd, buf, (size_t)size);
     rc = rc ? rc : get_all(fd, &a, 1);
-    *wt = now_s() - t0;
-    t0 = now_s();
+    *wt = bench_now_s() - t0;
+    t0 = bench_now_s();
     for (long i = 0; !rc && i < n; i++)
         rc = get_all(fd, buf, (size_t)size);
-    *rt = now_s() - t0;
+    *rt = bench_now_s() - t0;
     close(fd);
     return rc;
 }
@@ -205,23 +187,25 @@ int main(int argc, char **argv)
         t[k] = calloc((size_t)reps, sizeof(double));
     int bad = 0;
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (long i = 0; i < n; i++)
             if (gfs_striped_write(sid, i * size, wb, size) != size)
                 bad++;
-        t[0][r] = now_s() - t0;
-        t0 = now_s();
+        t[0][r] = bench_now_s() - t0;
+        t0 = bench_now_s();
         for (long i = 0; i < n; i++)
             if (gfs_striped_read(sid, i * size, rb, size) != size ||
                 memcmp(rb, wb, (size_t)size))
                 bad++;
-        t[1][r] = now_s() - t0;
+        t[1][r] = bench_now_s() - t0;
         if (tcp_run(host, colon + 1, rb, size, n, &t[2][r], &t[3][r]))
             bad++;
     }
     double mb = (double)size * (double)n / 1e6;
-    double gw = mb / median(t[0], reps), gr = mb / median(t[1], reps);
-    double sw = mb / median(t[2], reps), sr = mb / median(t[3], reps);
+    double gw = mb / bench_median(t[0], reps),
+           gr = mb / bench_median(t[1], reps);
+    double sw = mb / bench_median(t[2], reps),
+           sr = mb / bench_median(t[3], reps);
     printf("stream: %ld calls of %ld bytes, median of %d repeats; server 0 "
            "over %s\n",
            n, size, reps,

@@ -19,6 +19,7 @@
 #include "transport.h"
 
 #include "crc32c.h"
+#include "gfault.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -47,17 +48,7 @@ typedef struct chunk {
 static bool fault_flip(void)
 {
     static long left = -1;
-    long n = __atomic_load_n(&left, __ATOMIC_RELAXED);
-    if (n < 0) {
-        const char *v = getenv("GALLEY_TEST_FLIP_WIRE");
-        n = v ? strtol(v, NULL, 10) : 0;
-        __atomic_store_n(&left, n, __ATOMIC_RELAXED);
-    }
-    while (n > 0)
-        if (__atomic_compare_exchange_n(&left, &n, n - 1, false,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            return true;
-    return false;
+    return gp_fault_take(&left, "GALLEY_TEST_FLIP_WIRE");
 }
 
 /* Test-only: send a copy of the data with one bit flipped (the CRC in the

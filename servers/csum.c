@@ -61,6 +61,7 @@
 #include "subfile_internal.h"
 
 #include "crc32c.h"
+#include "gfault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,16 +98,7 @@ static int crash_after_crc = -1;
 
 bool gsrv_csum_fault_flip(void)
 {
-    long n = __atomic_load_n(&flips_left, __ATOMIC_RELAXED);
-    if (n < 0) {
-        n = env_num("GALLEY_TEST_FLIP_WIRE");
-        __atomic_store_n(&flips_left, n, __ATOMIC_RELAXED);
-    }
-    while (n > 0)
-        if (__atomic_compare_exchange_n(&flips_left, &n, n - 1, false,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            return true;
-    return false;
+    return gp_fault_take(&flips_left, "GALLEY_TEST_FLIP_WIRE");
 }
 
 static void fault_crash_point(void)

@@ -1,0 +1,33 @@
+/*
+ * gfault.h -- the test-only fault switches client and server share: a
+ * countdown read once from the environment, taken one at a time by any
+ * thread.  GALLEY_TEST_FLIP_WIRE=N (servers/csum.c documents it) flips a
+ * bit in the data of the first N checksummed messages a process sends.
+ * Never set in production: unset, every call answers false.
+ */
+#ifndef GFAULT_H
+#define GFAULT_H
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* True for the first N calls with this *left (initialise it to -1), N
+ * being the value of the environment variable env (0 when unset). */
+static inline bool gp_fault_take(long *left, const char *env)
+{
+    long n = __atomic_load_n(left, __ATOMIC_RELAXED);
+    if (n < 0) {
+        const char *v = getenv(env);
+        n = v ? strtol(v, NULL, 10) : 0;
+        if (n < 0)
+            n = 0;
+        __atomic_store_n(left, n, __ATOMIC_RELAXED);
+    }
+    while (n > 0)
+        if (__atomic_compare_exchange_n(left, &n, n - 1, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return true;
+    return false;
+}
+
+#endif

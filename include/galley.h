@@ -251,6 +251,20 @@ int gfs_set_checksum(int fid, const char *algo);
  * of the fork.  0, -ENODATA (not a checksummed fork: nothing stored
  * yet), GFS_EBADID, ... */
 int gfs_scrub_fork(int kid, int64_t *chunks, int64_t *bad, int64_t *first_bad);
+/* The same for every copy of fork kid of a replicated file (R > 1) that
+ * this handle holds in sync, and each failing chunk is rewritten from
+ * another copy in sync (whole 32 KiB chunks, with the writers of the file
+ * held off meanwhile, as when a read meets a failing chunk).  fn (may be
+ * NULL) is called once per failing chunk met: the copy, its server, the
+ * chunk number, and 0 (repaired) or why it was not (GFS_ENOCOPY: no copy
+ * had good bytes; another error: that copy's server refused the write and
+ * the copy is now recorded stale).  *chunks: checked over the copies;
+ * *bad: failing; *repaired.  -EINVAL for a fork of one copy (use
+ * gfs_scrub_fork), -ENODATA when no copy stores checksums yet. */
+typedef void (*gfs_scrub_fn)(int copy, int server, int64_t chunk, int result,
+                             void *arg);
+int gfs_scrub_fork_repair(int kid, int64_t *chunks, int64_t *bad,
+                          int64_t *repaired, gfs_scrub_fn fn, void *arg);
 
 /* ------------------------------------------------------------------------
  * Forks

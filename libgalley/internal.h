@@ -484,5 +484,8 @@ int gc_repl_transfer(int op, gc_xfer *x, size_t nx);
  * *fixed: copies made in sync. */
 int gc_repl_resync(const char *name, int *fixed);
 int gc_repl_copies(const char *name, gfs_copies *out);
+/* Scrub and repair every copy of a replicated fork (gfs_scrub_fork_repair). */
+int gc_repl_scrub(int kid, int64_t *chunks, int64_t *bad, int64_t *repaired,
+                  gfs_scrub_fn fn, void *arg);
 
 #endif /* GALLEY_INTERNAL_H */

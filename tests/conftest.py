@@ -172,8 +172,11 @@ class Cluster:
         env["GALLEYD"] = galleyd_path()
         return run(cmd, env=env, check=check, timeout=timeout)
 
-    def start(self):
-        self.ctl("start", "-n", str(self.n), *self.start_args)
+    def start(self, resync=False):
+        """Start (or start again) every server; resync=True: with the
+        launcher's background resync of a restart (galley-cluster)."""
+        self.ctl("start", "-n", str(self.n), *self.start_args,
+                 *(() if resync else ("--no-resync",)))
         self.expect_dead.clear()
         key = bytes.fromhex((self.dir / "cluster.key").read_text().strip())
         for i in range(self.n):
@@ -218,9 +221,12 @@ class Cluster:
         self.ctl("kill-server", str(i), "--signal", sig.name)
         assert not self.alive(i)
 
-    def restart(self, i):
-        """Start server i again on its previous address."""
-        self.ctl("restart-server", str(i))
+    def restart(self, i, resync=False):
+        """Start server i again on its previous address; resync=True: and
+        let the launcher resync stale copies in the background (tests
+        that look at stale copies after a restart leave it off)."""
+        self.ctl("restart-server", str(i),
+                 *(() if resync else ("--no-resync",)))
         self.expect_dead.discard(i)
         assert self.alive(i)
 

@@ -8,6 +8,7 @@ import filecmp
 import os
 import re
 import shutil
+import time
 
 import pytest
 
@@ -103,6 +104,10 @@ def test_kill_during_writer_then_resync(fresh_cluster, uniq):
     assert " 0 orphan(s), 0 dangling" in cp.stdout, cp.stdout
     cp = c.galley("df", check=True)
     assert "degraded: %s" % name in cp.stdout, cp.stdout
+    assert "replicated files: 1, degraded: 1" in cp.stdout, cp.stdout
+    cp = c.galley("iostat", check=True)
+    assert "degraded: %s (1 of 2 copies in sync)" % name in cp.stdout, \
+        cp.stdout
     assert "replicated files: 1, degraded: 1" in cp.stdout, cp.stdout
     out = c.galley("resync", name, check=True).stdout
     assert re.search(r"[1-9]\d* cop", out), out
@@ -298,3 +303,151 @@ def test_checksum_attribute_on_every_record_copy(make_cluster, tmp_path):
     out = tmp_path / "out"
     c.galley("get", name, out, check=True)
     assert out.read_bytes() == data
+
+
+def flip(c, server, header, off):
+    """One bit of the first fork file of (server, header) flipped on disk,
+    behind the server's back (it is down: nothing of it is cached)."""
+    files = fork_files(c, server, header)
+    assert files, (server, header)
+    with open(files[0], "r+b") as f:
+        f.seek(off)
+        b = f.read(1)
+        assert b, (files[0], off)
+        f.seek(off)
+        f.write(bytes([b[0] ^ 0x10]))
+    return files[0]
+
+
+def put_checksummed(c, tmp_path, name, data):
+    (tmp_path / "in").write_bytes(data)
+    c.galley("put", tmp_path / "in", name, "-C", "-R", "2", "-n", "2",
+             check=True)
+    subs = copies(c, name)
+    assert all(len(sub) == 2 for sub in subs), subs
+    return subs
+
+
+def test_checksum_failure_is_repaired_from_the_other_copy(make_cluster,
+                                                          tmp_path):
+    """R=2 checksummed: a byte flipped on copy 0's disk (server restarted
+    first) is read from copy 1, and the read rewrites copy 0's chunks from
+    it: copy 0's file on disk is right again, scrub is clean, and copy 0
+    alone serves the file (three servers: the record's majority stays up)."""
+    c = make_cluster(n=3)
+    name = "f/repair"
+    data = os.urandom(5 * BLOCK + 333)
+    subs = put_checksummed(c, tmp_path, name, data)
+    server, _, header = subs[0][0]
+    other = subs[0][1][0]
+    c.kill(server)
+    bad = flip(c, server, header, 40000)  # chunk 1 of subfile 0's fork
+    c.restart(server)
+    out = tmp_path / "out"
+    c.galley("get", name, out, check=True)
+    assert out.read_bytes() == data
+    assert "chunk 1 (bytes 32768..65535) failed its checksum" in \
+        c.log(server), c.log(server)
+    # the copy stays in sync, and its file on disk is whole again
+    assert all(st == "in-sync" for sub in copies(c, name)
+               for _, st, _ in sub), copies(c, name)
+    good = fork_files(c, other, subs[0][1][2])[0]
+    assert bad.read_bytes() == good.read_bytes()
+    cp = c.galley("scrub", name)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert "chunks checked, 0 failed" in cp.stdout, cp.stdout
+    assert_copies_identical(c, name)
+    # copy 0 alone: its server's bytes are the right ones
+    c.kill(other)
+    c.galley("get", name, out, check=True)
+    assert out.read_bytes() == data
+    c.restart(other)
+
+
+def test_scrub_repairs_from_another_copy(make_cluster, tmp_path):
+    """`galley scrub` on an R=2 checksummed file checks every copy and
+    rewrites each failing chunk from the other copy, naming the file,
+    copy and chunk; a chunk bad on both copies is reported, not repaired,
+    and scrub exits 1."""
+    c = make_cluster(n=2)
+    name = "f/scrub"
+    data = os.urandom(6 * BLOCK + 99)
+    subs = put_checksummed(c, tmp_path, name, data)
+    (s0, _, h0), (s1, _, h1) = subs[0]
+    for i in range(2):
+        c.kill(i)
+    f0 = flip(c, s0, h0, 5)           # chunk 0 of copy 0
+    flip(c, s0, h0, 3 * 32768 + 7)    # chunk 3 of copy 0
+    f1 = flip(c, s1, h1, 2 * 32768)   # chunk 2 of copy 1
+    for i in range(2):
+        c.restart(i)
+    cp = c.galley("scrub")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    for copy, server, chunk in ((0, s0, 0), (0, s0, 3), (1, s1, 2)):
+        assert re.search(r"^%s: subfile 0 fork data copy %d \(server %d\): "
+                         r"chunk %d \(fork bytes %d\.\.%d\) FAILED its "
+                         r"checksum: repaired from another copy$" % (
+                             re.escape(name), copy, server, chunk,
+                             chunk * 32768, chunk * 32768 + 32767),
+                         cp.stdout, re.M), cp.stdout
+    assert "3 failed, 3 repaired from another copy" in cp.stdout, cp.stdout
+    assert f0.read_bytes() == f1.read_bytes()
+    cp = c.galley("scrub")
+    assert cp.returncode == 0 and " 0 failed, 0 repaired" in cp.stdout, \
+        cp.stdout
+    assert_copies_identical(c, name)
+    out = tmp_path / "out"
+    c.galley("get", name, out, check=True)
+    assert out.read_bytes() == data
+    # the same chunk bad on both copies: nothing good to repair from
+    for i in range(2):
+        c.kill(i)
+    flip(c, s0, h0, 32768 + 1)
+    flip(c, s1, h1, 32768 + 2)
+    for i in range(2):
+        c.restart(i)
+    cp = c.galley("scrub", name)
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert "chunk 1 (fork bytes 32768..65535) FAILED its checksum: NOT " \
+        "repaired" in cp.stdout, cp.stdout
+    cp = c.galley("get", name, tmp_path / "out2")
+    assert cp.returncode != 0
+    assert "checksum" in cp.stderr, cp.stderr
+
+
+def test_resync_starts_by_itself_after_a_restart(fresh_cluster, uniq):
+    """A server holding copies killed -9 while the file is written: its
+    copies go stale; restarted by the launcher, they are brought back in
+    sync without a manual resync (polled through fsck); then the other
+    copies' server is killed and every byte reads back from the
+    resynced ones."""
+    c = fresh_cluster
+    name = uniq + "/auto"
+    helper(c, "create", name, 2, 1, BLOCK)
+    helper(c, "write", name, 0, 16, BLOCK, 1)
+    subs = copies(c, name)
+    victim = subs[0][1][0]
+    c.kill(victim)
+    helper(c, "write", name, 0, 16, BLOCK, 2)
+    assert any(st == "stale" for sub in copies(c, name)
+               for _, st, _ in sub)
+    c.restart(victim, resync=True)
+    deadline = time.monotonic() + 120
+    while True:
+        cp = c.galley("fsck")
+        if cp.returncode == 0:
+            break
+        assert time.monotonic() < deadline, (
+            cp.stdout + (c.dir / "resync.log").read_text(errors="replace"))
+        time.sleep(0.2)
+    assert "0 stale copies" in cp.stdout, cp.stdout
+    for sub in copies(c, name):
+        assert all(st == "in-sync" for _, st, _ in sub), sub
+    # the other copy goes away (one server: the record's majority stays)
+    others = {srv for srv, _, _ in copies(c, name)[0] if srv != victim}
+    assert len(others) == 1
+    for o in others:
+        c.kill(o)
+    assert "VERIFIED 16" in helper(c, "verify", name, 16, BLOCK, 2).stdout
+    for o in others:
+        c.restart(o)

@@ -422,18 +422,38 @@ out_close:
 
 typedef struct scrub_state {
     int fid, subfile;
-    const char *name;
+    const char *name, *fork;
     int files, forks, failed;
-    int64_t chunks, bad;
+    int64_t chunks, bad, repaired;
 } scrub_state;
+
+/* A failing chunk of one copy of a replicated fork, and its repair. */
+static void scrub_report(int copy, int server, int64_t chunk, int result,
+                         void *arg)
+{
+    scrub_state *s = arg;
+    printf("%s: subfile %d fork %s copy %d (server %d): chunk %" PRId64
+           " (fork bytes %" PRId64 "..%" PRId64 ") FAILED its checksum: %s%s\n",
+           s->name, s->subfile, s->fork, copy, server, chunk, chunk * 32768,
+           chunk * 32768 + 32767, result ? "NOT repaired: " : "repaired",
+           result ? gfs_strerror(result) : " from another copy");
+}
 
 static int scrub_fork(const char *fork, uint64_t size, void *arg)
 {
     (void)size;
     scrub_state *s = arg;
     int kid = gfs_open_fork(s->fid, s->subfile, fork);
-    int64_t chunks = 0, bad = 0, first = -1;
-    int rc = kid < 0 ? kid : gfs_scrub_fork(kid, &chunks, &bad, &first);
+    int64_t chunks = 0, bad = 0, first = -1, repaired = 0;
+    s->fork = fork;
+    /* a replicated fork: every copy, repaired from another; else the one
+     * copy, reported */
+    int rc = kid < 0 ? kid
+                     : gfs_scrub_fork_repair(kid, &chunks, &bad, &repaired,
+                                             scrub_report, s);
+    bool one = rc == -EINVAL;
+    if (one)
+        rc = gfs_scrub_fork(kid, &chunks, &bad, &first);
     if (kid >= 0)
         gfs_close_fork(kid);
     if (rc == -ENODATA)
@@ -447,7 +467,12 @@ static int scrub_fork(const char *fork, uint64_t size, void *arg)
     }
     s->chunks += chunks;
     s->bad += bad;
-    if (bad)
+    s->repaired += repaired;
+    if (bad && !one && bad > repaired)
+        printf("%s: subfile %d fork %s: %" PRId64 " of %" PRId64
+               " chunks FAILED their checksum, %" PRId64 " repaired\n",
+               s->name, s->subfile, fork, bad, chunks, repaired);
+    else if (bad && one)
         printf("%s: subfile %d fork %s: %" PRId64 " of %" PRId64
                " chunks FAILED their checksum (first: chunk %" PRId64
                ", fork bytes %" PRId64 "..%" PRId64 ")\n",
@@ -507,8 +532,10 @@ int cmd_scrub(opts *o)
     if (rc < 0)
         return fail(rc, "cannot list files", NULL);
     printf("scrub: %d checksummed files, %d forks, %" PRId64
-           " chunks checked, %" PRId64 " failed%s\n",
-           s.files, s.forks, s.chunks, s.bad,
+           " chunks checked, %" PRId64 " failed, %" PRId64
+           " repaired from another copy%s\n",
+           s.files, s.forks, s.chunks, s.bad, s.repaired,
            s.failed ? ", some could not be checked" : "");
-    return s.bad || s.failed ? EXIT_FAIL : EXIT_OK;
+    /* every failing chunk repaired: the data is whole again */
+    return s.bad > s.repaired || s.failed ? EXIT_FAIL : EXIT_OK;
 }

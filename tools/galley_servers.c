@@ -46,6 +46,36 @@ int cmd_ping(opts *o)
     return EXIT_OK;
 }
 
+/* Replicated files, and those with a stale copy (`galley df`, `iostat`). */
+typedef struct repl_tally {
+    int replicated, degraded;
+    gfs_copies cp;
+} repl_tally;
+
+static int tally_file(const char *name, void *arg)
+{
+    repl_tally *t = arg;
+    if (gfs_copies_of(name, &t->cp) == 0 && t->cp.replicas > 1) {
+        t->replicated++;
+        if (t->cp.insync_min < t->cp.replicas) {
+            t->degraded++;
+            printf("degraded: %s (%d of %d copies in sync)\n", name,
+                   t->cp.insync_min, t->cp.replicas);
+        }
+    }
+    return 0;
+}
+
+/* The degraded files, one line each, and the tally. */
+static void print_degraded(void)
+{
+    repl_tally *rt = calloc(1, sizeof(*rt));
+    if (rt && gfs_list_files("", tally_file, rt) == 0 && rt->replicated)
+        printf("replicated files: %d, degraded: %d%s\n", rt->replicated,
+               rt->degraded, rt->degraded ? " (galley resync)" : "");
+    free(rt);
+}
+
 int cmd_iostat(opts *o)
 {
     (void)o;
@@ -68,27 +98,9 @@ int cmd_iostat(opts *o)
                i, addr_of(i), st.written_local, st.written_remote,
                st.read_local, st.read_remote);
     }
+    print_degraded();
+    fflush(stdout);
     return bad ? EXIT_FAIL : EXIT_OK;
-}
-
-/* Replicated files, and those with a stale copy (`galley df`). */
-typedef struct repl_tally {
-    int replicated, degraded;
-    gfs_copies cp;
-} repl_tally;
-
-static int tally_file(const char *name, void *arg)
-{
-    repl_tally *t = arg;
-    if (gfs_copies_of(name, &t->cp) == 0 && t->cp.replicas > 1) {
-        t->replicated++;
-        if (t->cp.insync_min < t->cp.replicas) {
-            t->degraded++;
-            printf("degraded: %s (%d of %d copies in sync)\n", name,
-                   t->cp.insync_min, t->cp.replicas);
-        }
-    }
-    return 0;
 }
 
 int cmd_df(opts *o)
@@ -128,11 +140,7 @@ int cmd_df(opts *o)
                i, addr_of(i), u, f, t, pct, st.nrecords, st.nsubfiles,
                st.nforks, st.cache_hits, st.cache_misses, hit);
     }
-    repl_tally *rt = calloc(1, sizeof(*rt));
-    if (rt && gfs_list_files("", tally_file, rt) == 0 && rt->replicated)
-        printf("replicated files: %d, degraded: %d%s\n", rt->replicated,
-               rt->degraded, rt->degraded ? " (galley resync)" : "");
-    free(rt);
+    print_degraded();
     fflush(stdout);
     if (bad) {
         fprintf(stderr, "%s: %d of %d servers did not answer\n", prog, bad, n);

@@ -383,9 +383,11 @@ def test_h5par_check_server_killed(mpi, programs, tmp_path, hints):
     ("galley", ["galley_cb=two_phase"]),
     ("galley", ["romio_cb_write=disable", "romio_cb_read=disable"]),
     ("galley", ["galley_checksum=crc32c"]),
+    ("galley", ["galley_replicas=2"]),
+    ("galley", ["galley_replicas=2", "galley_checksum=crc32c"]),
     ("ufs", []),
 ], ids=["galley", "galley-3x4K", "galley-two_phase", "galley-no_cb",
-        "galley-crc32c", "ufs"])
+        "galley-crc32c", "galley-r2", "galley-r2-crc32c", "ufs"])
 def test_h5par_check_reopen(prefix, hints, mpi, cluster, programs, tmp_path):
     """Write with NPROCS ranks, read back in a new job with one rank less
     (other decompositions), then with one rank."""
@@ -398,6 +400,10 @@ def test_h5par_check_reopen(prefix, hints, mpi, cluster, programs, tmp_path):
         cp = mpiexec(mpi, cluster, n,
                      [programs["h5par_check"], "read", name] + hint_args)
         assert_passed(cp)
+    if "galley_replicas=2" in hints:  # two copies, both in sync
+        st = cluster.galley("stat", name[len("galley:"):])
+        assert "copies:    2 per subfile" in st.stdout, st.stdout + st.stderr
+        assert "DEGRADED" not in st.stdout, st.stdout
     if "galley_checksum=crc32c" in hints:  # the file really is checksummed
         gname = name[len("galley:"):]
         st = cluster.galley("stat", gname)

@@ -45,7 +45,10 @@
  * Resync holds the same lock exclusively while it copies and until the
  * copy is recorded in sync and the counter raised, so no writer can
  * write the old set of copies while a copy is being brought back, and
- * none can miss the copy once it is back.  (3) A copy whose server
+ * none can miss the copy once it is back.  The server's locks of one
+ * connection never conflict, so within one process a rwlock
+ * (local_writers) does the same between its writers and a resync or
+ * repair it runs.  (3) A copy whose server
  * restarted under a handle (its connection's epoch changed) is never used
  * again by that handle: a restarted server may hold a copy that went
  * stale while it was down, and only the record says which.
@@ -56,18 +59,44 @@
  *
  * Resync (gc_repl_resync, `galley resync`): for every stale copy (or one
  * whose server's id changed) a whole-copy copy from a copy in sync:
- * every fork, truncated to the source's size and rewritten; then the copy
- * is recorded in sync with the server's current id.  Whole copy because
+ * every fork, truncated to the source's size and rewritten (with CRCs for
+ * a checksummed file, so the copy stays checksummed); then the copy is
+ * recorded in sync with the server's current id.  Whole copy because
  * nothing records which ranges a stale copy missed.  Subfile counters
- * and locks are not copied (they live on copy 0).
+ * and locks are not copied (they live on copy 0).  A file with nothing
+ * stale and every server answering its copies' ids is left alone without
+ * taking the writers' lock.  After a restart the launcher runs it by
+ * itself: `galley-cluster restart-server` (and `start` of a cluster that
+ * ran before) starts `galley resync` of every file in the background.
+ *
+ * Repair of a checksum failure (repair_span).  A read that finds a copy
+ * failing its checksum (GFS_ECHECKSUM) reads the next copy in sync (the
+ * failover); when that one gives the bytes, the chunks the read touched
+ * (32 KiB, servers/csum.c) are rewritten on the bad copy from a good
+ * copy, whole, so the bad copy's server replaces them without reading
+ * them and makes their CRCs anew.  It is a replicated write and follows
+ * their rules: under the writers' lock held exclusively (no write lands
+ * between the read of the good copy and the write of the bad one), from
+ * the record read under that lock (only a copy in sync at the current
+ * generation is written, its data-directory id checked).  When the bad
+ * copy's server refuses the write, the copy is recorded stale (resync
+ * rebuilds it); when no copy has good bytes, or even the stale record
+ * cannot be written, the chunk is left as it is: every read of it still
+ * fails over, never returns it, and `galley scrub` reports it.  The
+ * caller's read has the good bytes whatever the repair's outcome.  Scrub
+ * (gc_repl_scrub, `galley scrub`) checks every copy of a fork and
+ * repairs each failing chunk the same way.
  *
  * Not replicated: files of the locality layout (refused at create), the
  * same-host direct path (replicated forks always take the server path:
  * gc_conn_xfer, conn.c, declines a transfer with rkid or server_path
  * for the direct whole-transfer path; server_path, set only here, goes
- * with their chunks).  Checksummed replicated files: a copy whose data
- * fails its checksum (GFS_ECHECKSUM) is a copy's error like any other:
- * a read goes on to the next copy in sync (gc_repl_failover).
+ * with their chunks).
+ *
+ * A copy a read failed over from is dropped by that handle and marked
+ * in its cmiss, so the handle's next write records it stale before
+ * writing (as a copy that failed to open): a write never silently skips
+ * a copy the record holds in sync.  A repaired copy is taken back.
  *
  * Threads: any; the fork table through client.c, network through conn.c.
  */
@@ -663,16 +692,22 @@ static void write_end(const wlock *w)
 #define REPAIR_CHUNK 32768u
 
 /* The writers' lock held exclusively (resync, repair): on every copy in
- * sync of subfile 0, as each was when taken. */
+ * sync of subfile 0, as each was when taken.  The server's locks of one
+ * connection never conflict with each other, so this process's own
+ * writers (other threads, non-blocking calls) are held off by
+ * local_writers, which every replicated write holds shared. */
 typedef struct xlock {
     int n;
     int server[GP_MAX_COPIES];
     uint64_t hid[GP_MAX_COPIES];
 } xlock;
 
+static pthread_rwlock_t local_writers = PTHREAD_RWLOCK_INITIALIZER;
+
 static int xlock_take(const gp_record *rec, xlock *l)
 {
     const gp_repl *p = &rec->repl;
+    pthread_rwlock_wrlock(&local_writers);
     l->n = 0;
     for (int c = 0; c < p->ncopy; c++)
         if (p->state[0][c] == GP_COPY_INSYNC &&
@@ -681,6 +716,8 @@ static int xlock_take(const gp_record *rec, xlock *l)
             l->server[l->n] = (int)p->server[0][c];
             l->hid[l->n++] = p->hid[0][c];
         }
+    if (!l->n)
+        pthread_rwlock_unlock(&local_writers);
     return l->n ? 0 : GFS_ENOCOPY;
 }
 
@@ -689,6 +726,7 @@ static void xlock_drop(const xlock *l)
     for (int i = 0; i < l->n; i++)
         gc_range_lock(l->server[i], l->hid[i], GC_LOCK_BLOCKS, false,
                       REPL_LOCK_OFF, 1, true);
+    pthread_rwlock_unlock(&local_writers);
 }
 
 /* Move [off, off + len) of fork `fork` of subfile s from copy `from`
@@ -902,7 +940,11 @@ int gc_repl_transfer(int op, gc_xfer *x, size_t nx)
         x[i].status = 0;
         x[i].fork_size = 0;
     }
-    /* writers: the shared lock of each file, once */
+    /* writers: the shared lock of each file, once (and this process's
+     * own, which the server's cannot give: see xlock) */
+    bool local = op == GFS_WRITE && !rc;
+    if (local)
+        pthread_rwlock_rdlock(&local_writers);
     for (size_t i = 0; i < nx && !rc && op == GFS_WRITE; i++) {
         gc_fork k;
         if (!x[i].rkid || gc_fork_get(x[i].rkid - 1, &k))
@@ -968,6 +1010,8 @@ int gc_repl_transfer(int op, gc_xfer *x, size_t nx)
     }
     for (size_t j = 0; j < nlocks; j++)
         write_end(&locks[j]);
+    if (local)
+        pthread_rwlock_unlock(&local_writers);
     /* a copy that failed its checksum where another gave the bytes: the
      * chunks read are rewritten from a good copy (the caller has its
      * bytes whatever the repair's outcome) */

@@ -469,14 +469,23 @@ def test_heat_on_ufs(built, reference, tmp_path):
     restart_and_compare(built, None, path, tmp_path, reference, 4, None, 30)
 
 
-def test_heat_checksummed(built, cluster, reference, tmp_path):
+@pytest.mark.parametrize("hints", [
+    ["galley_checksum=crc32c"],
+    ["galley_replicas=2"],
+    ["galley_replicas=2", "galley_checksum=crc32c"],
+], ids=["crc32c", "r2", "r2-crc32c"])
+def test_heat_checksummed(built, cluster, reference, tmp_path, hints):
     """The heat job on checksummed files (hint galley_checksum=crc32c, so
-    every byte moves and is stored with CRC32C): a crash inside the 4th
-    checkpoint, a restart on 3 processes, and the final field bit-identical
-    to the reference; its files are checksummed and scrub clean."""
+    every byte moves and is stored with CRC32C), on files of two copies
+    (galley_replicas=2), and both: a crash inside the 4th checkpoint, a
+    restart on 3 processes, and the final field bit-identical to the
+    reference; its files are checksummed and scrub clean, or of two
+    copies, both in sync."""
     name = "/arrays-test/heat-csum-%s" % uuid.uuid4().hex[:8]
     path = "galley:" + name
-    hint = ["--hint", "galley_checksum=crc32c"]
+    hint = [a for h in hints for a in ("--hint", h)]
+    csum = "galley_checksum=crc32c" in hints
+    repl = "galley_replicas=2" in hints
     cp = mpirun(4, built / "heat", *(heat_args(path) + hint), cluster=cluster,
                 env={"GALLEY_ARRAY_CRASH": "data:4"}, check=False)
     assert cp.returncode != 0 and "checkpoint written at step 30" in cp.stdout
@@ -490,9 +499,15 @@ def test_heat_checksummed(built, cluster, reference, tmp_path):
     ls = cluster.galley("ls", name)
     names = ls.stdout.split()
     assert ls.returncode == 0 and names, gfix.describe(ls)
-    summed = [n for n in names
-              if "checksum:  crc32c" in cluster.galley("stat", n).stdout]
-    assert len(summed) >= 2, names  # the timesteps' and the checkpoint's
+    stats = {n: cluster.galley("stat", n).stdout for n in names}
+    summed = [n for n in names if "checksum:  crc32c" in stats[n]]
+    copied = [n for n in names if "copies:    2 per subfile" in stats[n]]
+    # the timesteps' and the checkpoint's files
+    assert len(summed) >= 2 if csum else not summed, stats
+    assert len(copied) >= 2 if repl else not copied, stats
+    for n in copied:
+        assert "DEGRADED" not in stats[n] and " stale," not in stats[n], \
+            stats[n]
     for n in summed:
         sc = cluster.galley("scrub", n)
         assert sc.returncode == 0 and " 0 failed" in sc.stdout, \

@@ -107,5 +107,15 @@ MPI_Info ga_record_info(const ga_group *g, const char *fork)
     else
         MPI_Info_set(sinfo, "striping_factor", "1");
     MPI_Info_set(sinfo, "galley_fork", fork);
+    /* what the caller asked to keep the data safe keeps the records that
+     * find it safe too: with copies of the data on a lost server's peers
+     * but the schema on that server alone, the group would be lost */
+    static const char *const keep[] = {"galley_replicas", "galley_checksum"};
+    for (size_t i = 0; g->info != MPI_INFO_NULL && i < 2; i++) {
+        char v[MPI_MAX_INFO_VAL + 1];
+        MPI_Info_get(g->info, keep[i], MPI_MAX_INFO_VAL, v, &flag);
+        if (flag)
+            MPI_Info_set(sinfo, keep[i], v);
+    }
     return sinfo;
 }

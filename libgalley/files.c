@@ -194,6 +194,10 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
                                NULL, NULL);
     }
     free(made);
+    if (!sent && (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT) &&
+        !gc_repl_lookup(name, rec))
+        rc = -EEXIST; /* a server is down, but the name is taken: the
+                       * record of a replicated file outlives it */
 out_free:
     free(rec);
     return rc;

@@ -484,6 +484,10 @@ int gc_repl_transfer(int op, gc_xfer *x, size_t nx);
  * *fixed: copies made in sync. */
 int gc_repl_resync(const char *name, int *fixed);
 int gc_repl_copies(const char *name, gfs_copies *out);
+/* FETCH_SET / FETCH_ADD of a replicated file's counter: on every copy in
+ * sync of subfile 0, the answer of the first that answers. */
+int64_t gc_repl_counter(const gp_record *rec, const char *key, bool set,
+                        uint64_t value);
 /* Scrub and repair every copy of a replicated fork (gfs_scrub_fork_repair). */
 int gc_repl_scrub(int kid, int64_t *chunks, int64_t *bad, int64_t *repaired,
                   gfs_scrub_fn fn, void *arg);

@@ -63,7 +63,7 @@
  * a checksummed file, so the copy stays checksummed); then the copy is
  * recorded in sync with the server's current id.  Whole copy because
  * nothing records which ranges a stale copy missed.  Subfile counters
- * and locks are not copied (they live on copy 0).  A file with nothing
+ * and locks are not copied (see Counters below).  A file with nothing
  * stale and every server answering its copies' ids is left alone without
  * taking the writers' lock.  After a restart the launcher runs it by
  * itself: `galley-cluster restart-server` (and `start` of a cluster that
@@ -92,6 +92,17 @@
  * gc_conn_xfer, conn.c, declines a transfer with rkid or server_path
  * for the direct whole-transfer path; server_path, set only here, goes
  * with their chunks).
+ *
+ * Counters (FETCH_SET / FETCH_ADD: the MPI-IO shared file pointer, reset
+ * at every MPI open) of a replicated file go to every copy in sync of
+ * subfile 0 and are answered by the first that answers
+ * (gc_repl_counter), so an MPI open and a shared pointer work while copy
+ * 0's server is down.  Resync does not copy counters (there is no list of
+ * them): a copy brought back answers the values it had, until the next
+ * MPI open resets them.  Byte-range locks still live on copy 0's server
+ * alone.  A create that meets a down server answers -EEXIST when the
+ * name's record is still found (a replicated file's record outlives its
+ * metadata server), so MPI_MODE_CREATE opens of an existing file work.
  *
  * A copy a read failed over from is dropped by that handle and marked
  * in its cmiss, so the handle's next write records it stale before
@@ -211,6 +222,23 @@ static void counter_publish(const gp_record *rec)
         if (rec->repl.state[0][c] == GP_COPY_INSYNC)
             gc_counter((int)rec->repl.server[0][c], rec->repl.hid[0][c],
                        REPL_GEN_KEY, true, rec->repl.gen);
+}
+
+int64_t gc_repl_counter(const gp_record *rec, const char *key, bool set,
+                        uint64_t value)
+{
+    int64_t first = GFS_ENOCOPY;
+    bool got = false;
+    for (int c = 0; c < rec->repl.ncopy; c++) {
+        if (rec->repl.state[0][c] != GP_COPY_INSYNC)
+            continue;
+        int64_t r = gc_counter((int)rec->repl.server[0][c], rec->repl.hid[0][c],
+                               key, set, value);
+        if (!got && (r >= 0 || first == GFS_ENOCOPY))
+            first = r;
+        got = got || r >= 0;
+    }
+    return first;
 }
 
 /* Set copy `copy` of subfile `sub` of file `name` to `state` (with its

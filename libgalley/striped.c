@@ -507,12 +507,16 @@ static int64_t counter_call(int sid, const char *key, bool set, int64_t value)
     rc = gc_check_name(key, GFS_FORK_NAME_MAX);
     if (rc)
         return rc;
-    int server;
-    uint64_t hid;
-    rc = home_of(&s, &server, &hid);
-    if (rc)
-        return rc;
-    return gc_counter(server, hid, key, set, (uint64_t)value);
+    gc_file *f = malloc(sizeof(*f));
+    rc = f ? gc_file_get(s.fid, f) : -ENOMEM;
+    int64_t r = rc;
+    if (!rc && f->rec.repl.ncopy > 1)
+        r = gc_repl_counter(&f->rec, key, set, (uint64_t)value);
+    else if (!rc)
+        r = gc_counter((int)f->rec.server[0], f->rec.hid[0], key, set,
+                       (uint64_t)value);
+    free(f);
+    return r;
 }
 
 int64_t gfs_striped_fetch_add(int sid, const char *key, int64_t delta)

@@ -514,6 +514,69 @@ def test_heat_checksummed(built, cluster, reference, tmp_path, hints):
             gfix.describe(sc)
 
 
+def test_heat_r2_server_killed(built, reference, tmp_path):
+    """The heat job on files of two copies (galley_replicas=2) on a cluster
+    of its own: a server killed -9 after the 2nd checkpoint, the job runs
+    on to its end with the field bit-identical; a restart from its last
+    checkpoint with that server still down is bit-identical too; restarted
+    (the launcher resyncs by itself), no file stays degraded."""
+    c = gfix.Cluster(tmp_path / "c", n=4).start()
+    try:
+        name = "/arrays-test/heat-r2-%s" % uuid.uuid4().hex[:8]
+        path = "galley:" + name
+        hint = ["--hint", "galley_replicas=2"]
+        dump = tmp_path / "run.raw"
+        cmd = [str(MPICH / "bin" / "mpiexec"), "-n", "4",
+               str(built / "heat")] + heat_args(path, dump=dump,
+                                                delay=150) + hint
+        proc = subprocess.Popen(cmd, env=mpi_env(c), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        reader = gfix.LineReader(proc)
+        seen = []
+        end = time.monotonic() + TIMEOUT
+        while time.monotonic() < end:
+            line = reader.next(timeout=max(0.1, end - time.monotonic()))
+            if line is None:
+                break
+            seen.append(line)
+            if "checkpoint written at step 20" in line:
+                break
+        assert any("checkpoint written at step 20" in l for l in seen), \
+            "".join(seen)
+        victim = 2
+        c.kill(victim)
+        while time.monotonic() < end:
+            line = reader.next(timeout=max(0.1, end - time.monotonic()))
+            if line is None:
+                break
+            seen.append(line)
+        rc = proc.wait(timeout=60)
+        out = "".join(seen)
+        assert rc == 0, out + proc.stderr.read()
+        assert final_checksum(out) == reference[0], out
+        assert dump.read_bytes() == reference[1], "final field differs"
+        # some copy went stale with the server (else nothing was shown)
+        fs = c.galley("fsck")
+        assert fs.returncode == 1 and "degraded" in fs.stdout, fs.stdout
+        # restart from the newest checkpoint, the server still down
+        dump2 = tmp_path / "restart.raw"
+        cp = mpirun(3, built / "heat",
+                    *(heat_args(path, dump=dump2, restart=True) + hint),
+                    cluster=c)
+        assert re.search(r"^restart found at step 60", cp.stdout, re.M), \
+            cp.stdout
+        assert final_checksum(cp.stdout) == reference[0], cp.stdout
+        assert dump2.read_bytes() == reference[1], "restart field differs"
+        c.restart(victim, resync=True)
+        end = time.monotonic() + TIMEOUT
+        while c.galley("fsck").returncode != 0:
+            assert time.monotonic() < end, c.galley("fsck").stdout
+            time.sleep(0.5)
+    finally:
+        gfix._teardown(c)
+
+
 def test_heat_restart_without_checkpoint(built, cluster, reference, tmp_path):
     path = "galley:/arrays-test/heat-none-%s" % uuid.uuid4().hex[:8]
     dump = tmp_path / "none.raw"

@@ -718,6 +718,7 @@ static void write_end(const wlock *w)
  * (the cache does not read a block a write covers) and makes its CRC
  * anew from the good bytes. */
 #define REPAIR_CHUNK 32768u
+#define REPAIR_STEP (4u << 20) /* bytes moved at a time (whole chunks) */
 
 /* The writers' lock held exclusively (resync, repair): on every copy in
  * sync of subfile 0, as each was when taken.  The server's locks of one
@@ -816,8 +817,9 @@ static int repair_span(const char *name, int s, const char *fork, int bad,
 {
     uint64_t lo = off / REPAIR_CHUNK * REPAIR_CHUNK;
     uint64_t hi = (off + len + REPAIR_CHUNK - 1) / REPAIR_CHUNK * REPAIR_CHUNK;
+    uint64_t step = hi - lo < REPAIR_STEP ? hi - lo : REPAIR_STEP;
     gp_record *rec = malloc(sizeof(*rec));
-    char *buf = malloc(hi - lo ? hi - lo : 1);
+    char *buf = malloc(step ? step : 1);
     xlock l = {0};
     int rc = rec && buf ? gc_repl_lookup(name, rec) : -ENOMEM;
     if (!rc)
@@ -829,25 +831,29 @@ static int repair_span(const char *name, int s, const char *fork, int bad,
         rc = -EINVAL;
     if (!rc && p->state[s][bad] != GP_COPY_INSYNC)
         rc = GFS_ESTALE;
-    int moved = GFS_ENOCOPY;
-    for (int c = 0; !rc && c < p->ncopy && moved; c++) {
-        if (c == bad || p->state[s][c] != GP_COPY_INSYNC)
-            continue;
-        bool src_err;
-        moved = span_move(rec, s, fork, c, bad, lo, hi - lo, buf, &src_err);
-        if (moved && !src_err) {
-            /* the bad copy's server failed the write: stale, as a
-             * replicated write's failed copy */
-            gp_record *out = malloc(sizeof(*out));
-            int m = out ? record_set(name, s, bad, GP_COPY_STALE, 0, 0, out)
-                        : -ENOMEM;
-            if (!m)
-                cache_record(name, out);
-            free(out);
-            break;
+    int moved = 0;
+    for (uint64_t o = lo; !rc && !moved && o < hi; o += step) {
+        uint64_t n = hi - o < step ? hi - o : step;
+        moved = GFS_ENOCOPY;
+        for (int c = 0; c < p->ncopy && moved; c++) {
+            if (c == bad || p->state[s][c] != GP_COPY_INSYNC)
+                continue;
+            bool src_err;
+            moved = span_move(rec, s, fork, c, bad, o, n, buf, &src_err);
+            if (moved && !src_err) {
+                /* the bad copy's server failed the write: stale, as a
+                 * replicated write's failed copy */
+                gp_record *out = malloc(sizeof(*out));
+                int m = out ? record_set(name, s, bad, GP_COPY_STALE, 0, 0, out)
+                            : -ENOMEM;
+                if (!m)
+                    cache_record(name, out);
+                free(out);
+                break;
+            }
+            if (moved)
+                moved = GFS_ENOCOPY; /* that source failed too: the next */
         }
-        if (moved)
-            moved = GFS_ENOCOPY; /* that source failed too: the next */
     }
     if (!rc)
         rc = moved;

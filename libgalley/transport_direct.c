@@ -67,9 +67,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes whose pieces average fewer bytes go to the server (see top);
+/* Writes whose pieces average fewer bytes are sieved (see top);
  * GALLEY_DIRECT_WRITE_MIN overrides it (for measuring). */
 #define GC_DIRECT_WRITE_MIN 512
+/* ... unless their range is this many times their bytes or more (sparse:
+ * a span per piece), then they go to the server */
+#define GC_SIEVE_SPARSE 64
 
 static uint64_t write_min(void)
 {
@@ -84,10 +87,28 @@ static uint64_t write_min(void)
     return m;
 }
 
+/* GALLEY_DIRECT_SIEVE=0 sends small-piece writes to the server instead
+ * (for measuring) */
+static bool sieve_on(void)
+{
+    static int v; /* 0: not read yet, 1 off, 2 on */
+    int m = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (!m) {
+        const char *t = getenv("GALLEY_DIRECT_SIEVE");
+        m = t && *t == '0' ? 1 : 2;
+        __atomic_store_n(&v, m, __ATOMIC_RELAXED);
+    }
+    return m == 2;
+}
+
+/* What a transfer needs of a grant. */
+enum { G_READ, G_WRITE, G_SIEVE };
+
 typedef struct dgrant {
     int server;
     uint64_t fkid;
     int rfd, wfd;   /* read-only / writable descriptor, or -1 */
+    bool locked;    /* wfd is in locked mode: every write locks */
     uint64_t base;  /* the fork's byte 0 in the file */
     int inuse;      /* requests moving data through it now */
     uint64_t wrote; /* bytes moved, reported at release */
@@ -334,11 +355,14 @@ static dgrant *grant_find_locked(int server, uint64_t fkid)
     return NULL;
 }
 
-/* Pin a descriptor of fork fkid on c's server, writable if write: asked
- * for if we have none.  0 with *gp (release with grant_put), or an error
- * (GFS_EDIRECT: refused). */
-static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
+/* Pin a descriptor of fork fkid on c's server for `need` (G_READ,
+ * G_WRITE, G_SIEVE: writable and in locked mode): asked for if we have
+ * none.  0 with *gp (release with grant_put), or an error (GFS_EDIRECT:
+ * refused; G_SIEVE always is while we hold a writable descriptor not in
+ * locked mode). */
+static int grant_get(gc_conn *c, uint64_t fkid, int need, dgrant **gp)
 {
+    bool write = need != G_READ;
     int server;
     const char *host, *port;
     gc_conn_address(c, &server, &host, &port);
@@ -347,27 +371,41 @@ static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
     int rc;
     dchan *ch = chan_get_locked(c, &rc); /* also drops void grants */
     dgrant *g = grant_find_locked(server, fkid);
+    if (g && g->wfd >= 0 && need == G_SIEVE && !g->locked) {
+        rc = GFS_EDIRECT; /* ours does not lock: the server sieves */
+        goto out_unlock;
+    }
     if (g && (write ? g->wfd >= 0 : g->wfd >= 0 || g->rfd >= 0))
         goto out_pin;
     if (!ch)
         goto out_unlock;
     gp_wbuf w;
     gp_wbuf_init(&w);
-    gp_DIRECT_OPEN_req_encode(
-        &w, &(gp_DIRECT_OPEN_req){.fkid = fkid, .write = write});
+    /* writable: DIRECT_WOPEN, which says whether the fork is in locked
+     * mode (servers/direct.c) */
+    if (write)
+        gp_DIRECT_WOPEN_req_encode(
+            &w, &(gp_DIRECT_WOPEN_req){.fkid = fkid, .sieve = need == G_SIEVE});
+    else
+        gp_DIRECT_OPEN_req_encode(&w, &(gp_DIRECT_OPEN_req){.fkid = fkid});
     uint8_t out[64];
     uint32_t outlen = 0;
     int fd = -1;
-    rc = w.err ? w.err
-               : chan_call_fd(ch, GP_OP_DIRECT_OPEN, &w, out, sizeof(out),
-                              &outlen, &fd);
+    rc = w.err
+             ? w.err
+             : chan_call_fd(ch, write ? GP_OP_DIRECT_WOPEN : GP_OP_DIRECT_OPEN,
+                            &w, out, sizeof(out), &outlen, &fd);
     gp_wbuf_free(&w);
-    gp_DIRECT_OPEN_rep m = {0};
+    gp_DIRECT_WOPEN_rep m = {0};
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, out, outlen);
-        if (fd < 0 || gp_DIRECT_OPEN_rep_decode(&r, &m))
+        gp_DIRECT_OPEN_rep ro;
+        if (fd < 0 || (write ? gp_DIRECT_WOPEN_rep_decode(&r, &m)
+                             : gp_DIRECT_OPEN_rep_decode(&r, &ro)))
             rc = GFS_EPROTO;
+        else if (!write)
+            m.base = ro.base;
     }
     bool fresh = !g;
     if (!rc && fresh && !(g = calloc(1, sizeof(*g))))
@@ -383,9 +421,10 @@ static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
         D.grants = g;
     }
     g->base = m.base;
-    if (write)
+    if (write) {
         g->wfd = fd;
-    else
+        g->locked = m.locked != 0;
+    } else
         g->rfd = fd;
 out_pin:
     g->inuse++;
@@ -492,22 +531,29 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     if (!gc_conn_owned(c)) /* a child after fork(): not our grants */
         return GC_DECLINE;
     bool write = op == GFS_WRITE;
-    uint64_t bytes = 0, end = 0, nonempty = 0;
+    uint64_t bytes = 0, end = 0, start = UINT64_MAX, nonempty = 0;
     for (size_t i = 0; i < x->n; i++)
         if (x->pieces[i].len) {
             bytes += x->pieces[i].len;
             nonempty++;
             if (gx_end(&x->pieces[i]) > end)
                 end = gx_end(&x->pieces[i]);
+            if (x->pieces[i].off < start)
+                start = x->pieces[i].off;
         }
     if (!bytes) /* as the chunk path: no request at all */
         return 0;
-    /* tiny pieces: the server batches them better (the whole transfer
-     * takes one path, so its pieces land in list order) */
-    if (write && bytes / nonempty < write_min())
+    /* small pieces: sieved under locks, or else the server's (the whole
+     * transfer takes one path, so its pieces land in list order) */
+    bool sieve = write && bytes / nonempty < write_min();
+    if (sieve && (!sieve_on() || (end - start) / GC_SIEVE_SPARSE > bytes))
         return GC_DECLINE;
     dgrant *g = NULL;
-    int rc = grant_get(c, x->fkid, write, &g);
+    int rc = grant_get(c, x->fkid,
+                       sieve   ? G_SIEVE
+                       : write ? G_WRITE
+                               : G_READ,
+                       &g);
     /* refused for this fork (servers/direct.c: fork_direct_ok), in every
      * mode: the server path serves it; other failures too unless direct
      * access is forced */
@@ -535,7 +581,8 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     int fd = write ? g->wfd : g->wfd >= 0 ? g->wfd : g->rfd;
     uint64_t size = end; /* at least; only reads need it */
     if (!rc && write) {
-        rc = gx_fd_write(fd, g->base, e, n);
+        rc = g->locked ? gx_fd_write_locked(fd, g->base, e, n, true)
+                       : gx_fd_write(fd, g->base, e, n);
     } else if (!rc) {
         bool eof = false;
         struct stat st;

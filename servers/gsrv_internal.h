@@ -418,6 +418,9 @@ struct gsrv_fork {
                            * changed under rw held exclusively, read with
                            * __atomic ops: while > 0 the cache is bypassed
                            * and the file's size is the fork's */
+    uint32_t direct_lk;   /* of those, held in locked mode (direct.c): while
+                           * > 0 every writer of the file takes an OFD
+                           * lock on what it writes; same rules */
     bool deleted;         /* marked; removed at the last close */
     bool gone;            /* out of its subfile's table; freed at refs == 0 */
     gsrv_fork *reap_next; /* subfile.c: freed after subtab.lock is dropped */
@@ -458,6 +461,12 @@ void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks,
 static inline bool gsrv_fork_direct(const gsrv_fork *f)
 {
     return __atomic_load_n(&f->direct_w, __ATOMIC_ACQUIRE) != 0;
+}
+/* True while the fork is in locked mode (direct.c): its writes take OFD
+ * locks (fdio.h: gx_fd_write_locked).  Read under f->rw. */
+static inline bool gsrv_fork_locked(const gsrv_fork *f)
+{
+    return __atomic_load_n(&f->direct_lk, __ATOMIC_ACQUIRE) != 0;
 }
 /* The size of the fork's file (fstat), for forks that direct writers may
  * grow behind our back; f->size if that fails. */

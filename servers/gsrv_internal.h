@@ -22,9 +22,10 @@
  *                 blocks.
  *   cma.c         cross-memory attach: copies to and from a same-host
  *                 client's memory (process_vm_readv/writev).
- *   direct.c      DIRECT_OPEN / DIRECT_CLOSE: a same-host client of our
- *                 uid gets a fork's file descriptor and moves data itself;
- *                 the coherence rule the cache and io.c keep meanwhile.
+ *   direct.c      DIRECT_OPEN / DIRECT_WOPEN / DIRECT_CLOSE: a same-host
+ *                 client of our uid gets a fork's file descriptor and moves
+ *                 data itself; the coherence rule the cache and io.c keep
+ *                 meanwhile, and locked mode (writers take OFD locks).
  *   csum.c        checksummed forks: the CRC32C of every 32 KiB chunk in a
  *                 sidecar file, checked on every disk read; SCRUB.
  *   cache.c       the CacheManager thread: 32 KB blocks, hash, global LRU,

@@ -635,6 +635,16 @@ int gc_conn_transport(gc_conn *c)
     return t ? t->kind : rc;
 }
 
+/* May a transport take x whole (transport.h: xfer)? */
+static bool xfer_offered(const gc_xfer *x)
+{
+    if (x->csum) /* the stream carries its CRCs: gc_conn_io_submit */
+        return false;
+    /* a replicated fork's copy: its server is what the copies'
+     * acknowledgement rule talks to (repl.c), never the direct path */
+    return !x->rkid && !x->server_path;
+}
+
 int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x)
 {
     int rc;
@@ -643,13 +653,29 @@ int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x)
         x->status = rc;
         return 0;
     }
-    if (x->csum) /* the stream carries its CRCs: gc_conn_io_submit */
-        return GC_DECLINE;
-    /* a replicated fork's copy: its server is what the copies'
-     * acknowledgement rule talks to (repl.c), never the direct path */
-    if (x->rkid || x->server_path)
+    if (!xfer_offered(x))
         return GC_DECLINE;
     return t->xfer ? t->xfer(c, op, x) : GC_DECLINE;
+}
+
+void gc_conn_prepare(int op, gc_xfer *x, size_t nx)
+{
+    gc_conn *cs[GC_PREPARE_MAX];
+    const gc_transport_ops *t = NULL;
+    if (nx < 2 || nx > GC_PREPARE_MAX)
+        return;
+    for (size_t i = 0; i < nx; i++) {
+        int rc;
+        gc_conn *c = gc_server_conn(x[i].server);
+        const gc_transport_ops *ti = c ? conn_ops(c, &rc) : NULL;
+        cs[i] = NULL;
+        if (!ti || !ti->prepare || !xfer_offered(&x[i]) || (t && ti != t))
+            continue;
+        t = ti;
+        cs[i] = c;
+    }
+    if (t)
+        t->prepare(op, x, cs, nx);
 }
 
 int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)

@@ -100,6 +100,11 @@ int gc_conn_io_submit(gc_conn *c, int op, struct gc_chunk *ch);
  * GC_DECLINE (transport.h: send it as chunks). */
 struct gc_xfer;
 int gc_conn_xfer(gc_conn *c, int op, struct gc_xfer *x);
+/* Before a transfer's xfers are offered one by one (gc_conn_xfer): their
+ * transport may get ready for all of them at once (transport.h:
+ * prepare).  Transfers of 2 to GC_PREPARE_MAX forks. */
+#define GC_PREPARE_MAX 16
+void gc_conn_prepare(int op, struct gc_xfer *x, size_t nx);
 /* GFS_TRANSPORT_* of the connection (connects if needed), or an error. */
 int gc_conn_transport(gc_conn *c);
 

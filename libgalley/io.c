@@ -411,6 +411,7 @@ int gc_transfer_plain(int op, gc_xfer *x, size_t nx)
      * (transport.h: xfer; the direct transport: no chunk, no wire
      * descriptor); the others are cut into chunks */
     size_t left = 0;
+    gc_conn_prepare(op, x, nx);
     for (size_t i = 0; i < nx; i++) {
         x[i].status = 0;
         x[i].fork_size = 0;

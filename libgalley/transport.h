@@ -108,6 +108,14 @@ typedef struct gc_transport_ops {
      * one wins where they overlap).  NULL: always declines. */
     int (*xfer)(gc_conn *c, int op, gc_xfer *x);
 
+    /* Get ready for a transfer of nx forks before xfer is offered each
+     * (gc_conn_prepare): cs[i] is x[i]'s connection when it is this
+     * transport's and x[i] may be taken whole, else NULL.  The direct
+     * transport asks every server for the descriptors the transfer will
+     * need at once, so a striped call waits for one round trip, not one
+     * per server.  Best effort; NULL: nothing to do. */
+    void (*prepare)(int op, gc_xfer *x, gc_conn *const *cs, size_t nx);
+
     /* Is the server on this host?  (The locality layout's "mine".) */
     bool (*same_host)(int fd);
 } gc_transport_ops;

@@ -23,16 +23,30 @@
  *
  * Per transfer, measured (bench/README.md): reads always go direct (pieces
  * close together are read as one span and copied out, as ROMIO's data
- * sieving does); writes go direct when their pieces average at least
- * GC_DIRECT_WRITE_MIN bytes over the whole transfer (per transfer, so
- * all of one write takes one path and, where pieces overlap, the later
- * one wins).  Smaller pieces
- * go to the server by cross-memory attach: one pwrite per 16-byte piece costs
- * more than the round trip that carries a million of them, and the server,
- * unlike this process, may merge them with the bytes around them in its cache.
+ * sieving does); writes whose pieces average at least GC_DIRECT_WRITE_MIN
+ * bytes over the whole transfer go direct, a pwritev per run of adjacent
+ * pieces (per transfer, so all of one write takes one path and, where
+ * pieces overlap, the later one wins).  Writes of smaller pieces are
+ * sieved here too, as ROMIO's ufs: does: a span of pieces is read,
+ * patched and written back, one system call pair for thousands of 16-byte
+ * pieces where one pwrite each costs more than the round trip that
+ * carries them all to the server.  That is safe only while nobody else
+ * writes the span, so these writes ask for the fork in locked mode
+ * (DIRECT_WOPEN with sieve, servers/direct.c): then every writer of the
+ * file, the server included, takes an OFD lock on what it writes
+ * (fdio.h: gx_fd_write_locked), and a writer killed mid-span leaves no
+ * lock behind.  Where a writer that takes no locks holds the fork (a
+ * plain direct writer), locked mode is refused and small pieces go to the
+ * server by cross-memory attach, as they did before; so do sparse ones
+ * (range over GC_SIEVE_SPARSE times their bytes).  Forks are never put in
+ * locked mode by large writes, so a lone 4 KiB write pays no lock.
+ *
  * The first direct write of a fork asks for a writable descriptor, which makes
  * the server bypass its cache for that fork until it is released; a fork only
- * read gets a read-only one and changes nothing there.
+ * read gets a read-only one and changes nothing there.  A transfer over
+ * several forks (a striped call) asks for all the descriptors it lacks at
+ * once (direct_prepare: the requests, then the replies), so it waits for
+ * one round trip, not one per server.
  *
  * Descriptors: asked for lazily, on a fork's first direct request, over a
  * separate authenticated Unix-socket connection per server (the "grant
@@ -67,9 +81,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes whose pieces average fewer bytes go to the server (see top);
+/* Writes whose pieces average fewer bytes are sieved (see top);
  * GALLEY_DIRECT_WRITE_MIN overrides it (for measuring). */
 #define GC_DIRECT_WRITE_MIN 512
+/* ... unless their range is this many times their bytes or more (sparse:
+ * a span per piece), then they go to the server */
+#define GC_SIEVE_SPARSE 64
 
 static uint64_t write_min(void)
 {
@@ -84,10 +101,28 @@ static uint64_t write_min(void)
     return m;
 }
 
+/* GALLEY_DIRECT_SIEVE=0 sends small-piece writes to the server instead
+ * (for measuring) */
+static bool sieve_on(void)
+{
+    static int v; /* 0: not read yet, 1 off, 2 on */
+    int m = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (!m) {
+        const char *t = getenv("GALLEY_DIRECT_SIEVE");
+        m = t && *t == '0' ? 1 : 2;
+        __atomic_store_n(&v, m, __ATOMIC_RELAXED);
+    }
+    return m == 2;
+}
+
+/* What a transfer needs of a grant. */
+enum { G_READ, G_WRITE, G_SIEVE };
+
 typedef struct dgrant {
     int server;
     uint64_t fkid;
     int rfd, wfd;   /* read-only / writable descriptor, or -1 */
+    bool locked;    /* wfd is in locked mode: every write locks */
     uint64_t base;  /* the fork's byte 0 in the file */
     int inuse;      /* requests moving data through it now */
     uint64_t wrote; /* bytes moved, reported at release */
@@ -154,21 +189,35 @@ static int chan_recv(int fd, void *buf, size_t n, int *fdp)
     return 0;
 }
 
-/* One synchronous request on a grant channel; a descriptor in the reply
- * goes to *fdp (if not NULL; else closed).  The reply's status, or a
- * transport error (the channel is then closed). */
-static int chan_call_fd(dchan *ch, uint16_t op, const gp_wbuf *w, uint8_t *out,
-                        size_t outmax, uint32_t *outlen, int *fdp)
+/* Send a request on a grant channel: its id, or 0 (the channel is then
+ * closed). */
+static uint64_t chan_send(dchan *ch, uint16_t op, const gp_wbuf *w)
 {
     uint8_t hb[GP_HDR_SIZE];
     uint64_t id = ++ch->reqid;
     gp_hdr h = {GP_MAGIC, GP_VERSION, op, id, 0, (uint32_t)w->len};
     gp_hdr_encode(&h, hb);
     struct iovec v[2] = {{hb, sizeof(hb)}, {w->data, w->len}};
-    int rc = gp_send_all(ch->fd, v, w->len ? 2 : 1) ? GFS_ESERVERDOWN : 0;
+    if (gp_send_all(ch->fd, v, w->len ? 2 : 1) == 0)
+        return id;
+    close(ch->fd);
+    ch->fd = -1;
+    return 0;
+}
+
+/* The reply to request id (the next one on the channel; 0: the send
+ * failed); a descriptor in it goes to *fdp (if not NULL; else closed).
+ * The reply's status, or a transport error (the channel is then
+ * closed). */
+static int chan_finish(dchan *ch, uint64_t id, uint8_t *out, size_t outmax,
+                       uint32_t *outlen, int *fdp)
+{
+    if (!id || ch->fd < 0)
+        return GFS_ESERVERDOWN;
+    uint8_t hb[GP_HDR_SIZE];
+    gp_hdr h;
     int fd = -1;
-    if (!rc)
-        rc = chan_recv(ch->fd, hb, sizeof(hb), &fd);
+    int rc = chan_recv(ch->fd, hb, sizeof(hb), &fd);
     if (!rc) {
         gp_hdr_decode(hb, &h);
         if (h.magic != GP_MAGIC || h.reqid != id || h.length > outmax)
@@ -191,6 +240,13 @@ static int chan_call_fd(dchan *ch, uint16_t op, const gp_wbuf *w, uint8_t *out,
     else if (fd >= 0)
         close(fd);
     return h.status;
+}
+
+/* One synchronous request on a grant channel (chan_send, chan_finish). */
+static int chan_call_fd(dchan *ch, uint16_t op, const gp_wbuf *w, uint8_t *out,
+                        size_t outmax, uint32_t *outlen, int *fdp)
+{
+    return chan_finish(ch, chan_send(ch, op, w), out, outmax, outlen, fdp);
 }
 
 static int chan_auth_call(void *arg, uint16_t op, const gp_wbuf *w,
@@ -334,10 +390,89 @@ static dgrant *grant_find_locked(int server, uint64_t fkid)
     return NULL;
 }
 
-/* Pin a descriptor of fork fkid on c's server, writable if write: asked
- * for if we have none.  0 with *gp (release with grant_put), or an error
- * (GFS_EDIRECT: refused). */
-static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
+/* Do we hold what `need` asks for of (server, fkid)?  1: yes, 0: ask the
+ * server, GFS_EDIRECT: no, and asking would be refused (G_SIEVE while we
+ * hold a writable descriptor not in locked mode: the server sieves). */
+static int grant_have_locked(const dgrant *g, int need)
+{
+    if (!g)
+        return 0;
+    if (g->wfd >= 0 && need == G_SIEVE && !g->locked)
+        return GFS_EDIRECT;
+    return need != G_READ ? g->wfd >= 0 : g->wfd >= 0 || g->rfd >= 0;
+}
+
+/* Send the request for `need` of fork fkid on ch: its id, or 0. */
+static uint64_t grant_ask(dchan *ch, uint64_t fkid, int need)
+{
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    /* writable: DIRECT_WOPEN, which says whether the fork is in locked
+     * mode (servers/direct.c) */
+    if (need != G_READ)
+        gp_DIRECT_WOPEN_req_encode(
+            &w, &(gp_DIRECT_WOPEN_req){.fkid = fkid, .sieve = need == G_SIEVE});
+    else
+        gp_DIRECT_OPEN_req_encode(&w, &(gp_DIRECT_OPEN_req){.fkid = fkid});
+    uint64_t id = w.err ? 0
+                        : chan_send(ch,
+                                    need != G_READ ? GP_OP_DIRECT_WOPEN
+                                                   : GP_OP_DIRECT_OPEN,
+                                    &w);
+    gp_wbuf_free(&w);
+    return id;
+}
+
+/* The reply to grant_ask's request id, kept in the table: 0 with *gp, or
+ * an error (GFS_EDIRECT: refused). */
+static int grant_take_locked(dchan *ch, uint64_t id, int server, uint64_t fkid,
+                             int need, dgrant **gp)
+{
+    bool write = need != G_READ;
+    uint8_t out[64];
+    uint32_t outlen = 0;
+    int fd = -1;
+    int rc = chan_finish(ch, id, out, sizeof(out), &outlen, &fd);
+    gp_DIRECT_WOPEN_rep m = {0};
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, out, outlen);
+        gp_DIRECT_OPEN_rep ro;
+        if (fd < 0 || (write ? gp_DIRECT_WOPEN_rep_decode(&r, &m)
+                             : gp_DIRECT_OPEN_rep_decode(&r, &ro)))
+            rc = GFS_EPROTO;
+        else if (!write)
+            m.base = ro.base;
+    }
+    dgrant *g = grant_find_locked(server, fkid);
+    bool fresh = !g;
+    if (!rc && fresh && !(g = calloc(1, sizeof(*g))))
+        rc = -ENOMEM;
+    if (rc) {
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    if (fresh) {
+        *g = (dgrant){.server = server, .fkid = fkid, .rfd = -1, .wfd = -1};
+        g->next = D.grants;
+        D.grants = g;
+    }
+    g->base = m.base;
+    if (write) {
+        g->wfd = fd;
+        g->locked = m.locked != 0;
+    } else
+        g->rfd = fd;
+    *gp = g;
+    return 0;
+}
+
+/* Pin a descriptor of fork fkid on c's server for `need` (G_READ,
+ * G_WRITE, G_SIEVE: writable and in locked mode): asked for if we have
+ * none.  0 with *gp (release with grant_put), or an error (GFS_EDIRECT:
+ * refused). */
+static int grant_get(gc_conn *c, uint64_t fkid, int need, dgrant **gp)
 {
     int server;
     const char *host, *port;
@@ -347,50 +482,18 @@ static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
     int rc;
     dchan *ch = chan_get_locked(c, &rc); /* also drops void grants */
     dgrant *g = grant_find_locked(server, fkid);
-    if (g && (write ? g->wfd >= 0 : g->wfd >= 0 || g->rfd >= 0))
-        goto out_pin;
-    if (!ch)
+    int have = grant_have_locked(g, need);
+    if (have < 0 || (!have && !ch)) {
+        rc = have < 0 ? have : rc;
         goto out_unlock;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_DIRECT_OPEN_req_encode(
-        &w, &(gp_DIRECT_OPEN_req){.fkid = fkid, .write = write});
-    uint8_t out[64];
-    uint32_t outlen = 0;
-    int fd = -1;
-    rc = w.err ? w.err
-               : chan_call_fd(ch, GP_OP_DIRECT_OPEN, &w, out, sizeof(out),
-                              &outlen, &fd);
-    gp_wbuf_free(&w);
-    gp_DIRECT_OPEN_rep m = {0};
+    }
+    if (!have)
+        rc = grant_take_locked(ch, grant_ask(ch, fkid, need), server, fkid,
+                               need, &g);
     if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, out, outlen);
-        if (fd < 0 || gp_DIRECT_OPEN_rep_decode(&r, &m))
-            rc = GFS_EPROTO;
+        g->inuse++;
+        *gp = g;
     }
-    bool fresh = !g;
-    if (!rc && fresh && !(g = calloc(1, sizeof(*g))))
-        rc = -ENOMEM;
-    if (rc) {
-        if (fd >= 0)
-            close(fd);
-        goto out_unlock;
-    }
-    if (fresh) {
-        *g = (dgrant){.server = server, .fkid = fkid, .rfd = -1, .wfd = -1};
-        g->next = D.grants;
-        D.grants = g;
-    }
-    g->base = m.base;
-    if (write)
-        g->wfd = fd;
-    else
-        g->rfd = fd;
-out_pin:
-    g->inuse++;
-    *gp = g;
-    rc = 0;
 out_unlock:
     pthread_mutex_unlock(&D.lock);
     return rc;
@@ -487,27 +590,86 @@ void gc_direct_shutdown(void)
  * list order where pieces overlap (a later one wins); reads are sorted
  * (gx_fd_read sieves pieces close together).
  */
-static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
+/* What x needs of its fork's grant (G_*), with its bytes and end; -1: no
+ * bytes (nothing to do), -2: the server's (declined). */
+static int xfer_need(int op, const gc_xfer *x, uint64_t *bytesp, uint64_t *endp)
 {
-    if (!gc_conn_owned(c)) /* a child after fork(): not our grants */
-        return GC_DECLINE;
     bool write = op == GFS_WRITE;
-    uint64_t bytes = 0, end = 0, nonempty = 0;
+    uint64_t bytes = 0, end = 0, start = UINT64_MAX, nonempty = 0;
     for (size_t i = 0; i < x->n; i++)
         if (x->pieces[i].len) {
             bytes += x->pieces[i].len;
             nonempty++;
             if (gx_end(&x->pieces[i]) > end)
                 end = gx_end(&x->pieces[i]);
+            if (x->pieces[i].off < start)
+                start = x->pieces[i].off;
         }
-    if (!bytes) /* as the chunk path: no request at all */
+    *bytesp = bytes;
+    *endp = end;
+    if (!bytes)
+        return -1;
+    /* small pieces: sieved under locks, or else the server's (the whole
+     * transfer takes one path, so its pieces land in list order) */
+    bool sieve = write && bytes / nonempty < write_min();
+    if (sieve && (!sieve_on() || (end - start) / GC_SIEVE_SPARSE > bytes))
+        return -2;
+    return sieve ? G_SIEVE : write ? G_WRITE : G_READ;
+}
+
+/* transport.h: prepare.  The requests for every missing grant first, one
+ * per server, then their replies. */
+static void direct_prepare(int op, gc_xfer *x, gc_conn *const *cs, size_t nx)
+{
+    struct dask {
+        int server, need;
+        uint64_t fkid, id;
+    } ask[GC_PREPARE_MAX];
+    size_t na = 0;
+    pthread_once(&atfork_once, atfork_register);
+    pthread_mutex_lock(&D.lock);
+    for (size_t i = 0; i < nx && na < GC_PREPARE_MAX; i++) {
+        uint64_t bytes, end;
+        int need = cs[i] && gc_conn_owned(cs[i])
+                       ? xfer_need(op, &x[i], &bytes, &end)
+                       : -1;
+        int server, rc;
+        const char *host, *port;
+        if (need < 0)
+            continue;
+        gc_conn_address(cs[i], &server, &host, &port);
+        bool asking = false; /* one request per channel at a time */
+        for (size_t k = 0; k < na; k++)
+            asking = asking || ask[k].server == server;
+        dchan *ch = asking ? NULL : chan_get_locked(cs[i], &rc);
+        if (!ch ||
+            grant_have_locked(grant_find_locked(server, x[i].fkid), need) != 0)
+            continue;
+        uint64_t id = grant_ask(ch, x[i].fkid, need);
+        if (id)
+            ask[na++] = (struct dask){server, need, x[i].fkid, id};
+    }
+    for (size_t k = 0; k < na; k++) { /* failures: xfer asks again */
+        dgrant *g;
+        grant_take_locked(&D.chan[ask[k].server], ask[k].id, ask[k].server,
+                          ask[k].fkid, ask[k].need, &g);
+    }
+    pthread_mutex_unlock(&D.lock);
+}
+
+static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
+{
+    if (!gc_conn_owned(c)) /* a child after fork(): not our grants */
+        return GC_DECLINE;
+    bool write = op == GFS_WRITE;
+    uint64_t bytes, end;
+    int need = xfer_need(op, x, &bytes, &end);
+    if (need == -1) /* as the chunk path: no request at all */
         return 0;
-    /* tiny pieces: the server batches them better (the whole transfer
-     * takes one path, so its pieces land in list order) */
-    if (write && bytes / nonempty < write_min())
+    if (need == -2)
         return GC_DECLINE;
     dgrant *g = NULL;
-    int rc = grant_get(c, x->fkid, write, &g);
+    int rc = grant_get(c, x->fkid, need, &g);
     /* refused for this fork (servers/direct.c: fork_direct_ok), in every
      * mode: the server path serves it; other failures too unless direct
      * access is forced */
@@ -535,7 +697,8 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     int fd = write ? g->wfd : g->wfd >= 0 ? g->wfd : g->rfd;
     uint64_t size = end; /* at least; only reads need it */
     if (!rc && write) {
-        rc = gx_fd_write(fd, g->base, e, n);
+        rc = g->locked ? gx_fd_write_locked(fd, g->base, e, n, true)
+                       : gx_fd_write(fd, g->base, e, n);
     } else if (!rc) {
         bool eof = false;
         struct stat st;
@@ -613,5 +776,6 @@ const gc_transport_ops gc_transport_direct = {
     .progress = gc_replies_waiter_progress,
     .io_submit = direct_io_submit,
     .xfer = direct_xfer,
+    .prepare = direct_prepare,
     .same_host = gc_unix_same_host,
 };

@@ -9,6 +9,7 @@
 #include "fdio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -202,4 +203,93 @@ int gx_fd_read(int fd, uint64_t base, const gx_ext *e, size_t n, bool *eof)
         i = k;
     }
     return rc < 0 ? rc : 0;
+}
+
+/* Take (F_WRLCK) or drop (F_UNLCK) an OFD lock on [off, off + len) of
+ * fd's open file description, waiting for other descriptions' locks. */
+static int ofd_lock(int fd, short type, uint64_t off, uint64_t len)
+{
+    struct flock fl = {.l_type = type,
+                       .l_whence = SEEK_SET,
+                       .l_start = (off_t)off,
+                       .l_len = (off_t)len};
+    while (fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+        if (errno != EINTR)
+            return -errno;
+    return 0;
+}
+
+/* pieces [i, k) of e written under the lock already held on [start, end):
+ * sieved (the span read, the pieces copied in, the span written) or
+ * piece by piece. */
+static int write_cluster(int fd, uint64_t base, const gx_ext *e, size_t i,
+                         size_t k, uint64_t start, uint64_t end, bool sieve)
+{
+    if (!sieve)
+        return gx_fd_write(fd, base, e + i, k - i);
+    size_t span = (size_t)(end - start);
+    char *bounce = bounce_get(span);
+    if (!bounce)
+        return gx_fd_write(fd, base, e + i, k - i);
+    struct iovec one = {bounce, span};
+    int r = preadv_full(fd, &one, 1, base + start);
+    if (r < 0)
+        return r;
+    for (size_t j = i; j < k; j++)
+        if (e[j].len)
+            memcpy(bounce + (e[j].off - start), e[j].mem, (size_t)e[j].len);
+    one = (struct iovec){bounce, span};
+    return pwritev_full(fd, &one, 1, base + start);
+}
+
+int gx_fd_write_locked(int fd, uint64_t base, const gx_ext *e, size_t n,
+                       bool sieve)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e[i].len) {
+            lo = e[i].off < lo ? e[i].off : lo;
+            hi = gx_end(&e[i]) > hi ? gx_end(&e[i]) : hi;
+        }
+    if (hi == 0)
+        return 0;
+    if (!gx_sorted(e, n) || !gx_disjoint(e, n)) {
+        /* overlapping or out of order: list order, under one lock */
+        int rc = ofd_lock(fd, F_WRLCK, base + lo, hi - lo);
+        if (rc)
+            return rc;
+        rc = gx_fd_write(fd, base, e, n);
+        int u = ofd_lock(fd, F_UNLCK, base + lo, hi - lo);
+        return rc ? rc : u;
+    }
+    size_t i = 0;
+    while (i < n) {
+        if (e[i].len == 0) {
+            i++;
+            continue;
+        }
+        /* a cluster [i, k): pieces close enough to write as one span */
+        uint64_t start = e[i].off, end = gx_end(&e[i]);
+        size_t k = i + 1, pieces = 1;
+        bool adjacent = true;
+        while (k < n && e[k].off <= end + GX_FD_SIEVE_GAP &&
+               gx_end(&e[k]) - start <= GX_FD_WSIEVE_MAX) {
+            if (e[k].len) {
+                adjacent = adjacent && e[k].off == end;
+                end = gx_end(&e[k]);
+                pieces++;
+            }
+            k++;
+        }
+        int rc = ofd_lock(fd, F_WRLCK, base + start, end - start);
+        if (rc)
+            return rc;
+        rc = write_cluster(fd, base, e, i, k, start, end,
+                           sieve && !adjacent && pieces >= GX_FD_WSIEVE_PIECES);
+        int u = ofd_lock(fd, F_UNLCK, base + start, end - start);
+        if (rc || u)
+            return rc ? rc : u;
+        i = k;
+    }
+    return 0;
 }

@@ -40,4 +40,23 @@ int gx_fd_read(int fd, uint64_t base, const gx_ext *e, size_t n, bool *eof);
  */
 int gx_fd_write(int fd, uint64_t base, const gx_ext *e, size_t n);
 
+/*
+ * gx_fd_write under exclusive OFD locks (F_OFD_SETLKW) on the bytes it
+ * writes, a span at a time, for the files in locked mode
+ * (servers/direct.c): every writer of such a file locks what it writes,
+ * so a writer holding a span's lock may write the whole span.  With
+ * sieve, a span of at least GX_FD_WSIEVE_PIECES pieces with gaps of at
+ * most GX_FD_SIEVE_GAP bytes (and at most GX_FD_WSIEVE_MAX long) is
+ * read, patched and written in one pwrite each way (data sieving, as
+ * ROMIO's ufs: does under fcntl locks): one system call pair for many
+ * small pieces instead of one pwrite each.  Pieces out of order or
+ * overlapping are written in list order under one lock on their whole
+ * range.  Locks die with the description: a writer killed mid-span
+ * leaves none.  0 or -errno (some bytes may have been written).
+ */
+#define GX_FD_WSIEVE_MAX (1u << 20)
+#define GX_FD_WSIEVE_PIECES 3
+int gx_fd_write_locked(int fd, uint64_t base, const gx_ext *e, size_t n,
+                       bool sieve);
+
 #endif

@@ -89,7 +89,8 @@
     X(IO_CREAD, 70, "IO_READ of a checksummed fork: the reply data's CRC32C")  \
     X(IO_CWRITE, 71, "IO_WRITE with the data's CRC32C, checked before it")     \
     X(SCRUB, 72, "verify every stored chunk of a fork against its CRC")        \
-    X(SUB_CREATE_FORK, 80, "SUB_CREATE and a first fork, one log commit")
+    X(SUB_CREATE_FORK, 80, "SUB_CREATE and a first fork, one log commit")      \
+    X(DIRECT_WOPEN, 90, "DIRECT_OPEN to write, maybe in locked mode")
 
 /* ------------------------------------------------------------ fields ---- */
 
@@ -205,6 +206,18 @@
  * descriptors (0, or GFS_EDIRECT).  servers/direct.c states the rules. */
 #define GP_DIRECT_OPEN_REQ(F) F(u64, fkid) F(u8, write)
 #define GP_DIRECT_OPEN_REP(F) F(u64, base) F(u64, size)
+
+/* DIRECT_WOPEN: DIRECT_OPEN of a writable descriptor (write 1) that may
+ * also put the fork in locked mode.  In locked mode every writer of the
+ * fork's file -- each direct holder and the server -- takes an exclusive
+ * OFD lock (F_OFD_SETLKW) on the bytes it writes, so a writer may write a
+ * whole span read under that lock (data sieving, fdio.h).  sieve 1 asks
+ * for locked mode: refused (GFS_EDIRECT) while a writer that does not
+ * lock holds the fork; sieve 0 takes the mode the fork is in.  locked says
+ * which one this descriptor is.  A fork leaves locked mode when its last
+ * writable descriptor is released.  servers/direct.c states the rules. */
+#define GP_DIRECT_WOPEN_REQ(F) F(u64, fkid) F(u8, sieve)
+#define GP_DIRECT_WOPEN_REP(F) F(u64, base) F(u64, size) F(u8, locked)
 
 /* DIRECT_CLOSE: the holder has closed its descriptor of (fkid, write) and
  * moved these bytes through it (counted in IO_STATS as same-host). */

@@ -41,6 +41,29 @@
  *      released; a holder killed with -9 releases at its connection's
  *      end, after its last pwrite).
  *
+ * Locked mode (DIRECT_WOPEN with sieve 1, gmsg.h): a client may write a
+ * whole span it read -- its own small pieces and the bytes between them
+ * (data sieving, as ROMIO's ufs: does under fcntl locks) -- only if no
+ * other writer can change the span meanwhile.  So while f->direct_lk > 0
+ * every writer of the file locks what it writes with an exclusive OFD
+ * lock (fdio.h: gx_fd_write_locked): each locked holder on its own open
+ * file description, and io.c on ours.  Kept by three more rules:
+ *
+ *   4. A fork enters locked mode only while every writable grant is
+ *      locked (direct_w == direct_lk; a holder that does not lock would
+ *      write into a sieved span unseen): else the sieving client is
+ *      refused (GFS_EDIRECT) and uses the server path.
+ *   5. In locked mode every new writable grant is locked (DIRECT_WOPEN
+ *      says so; DIRECT_OPEN, whose clients do not lock, is refused).
+ *   6. direct_lk changes with direct_w, under the rwlock held
+ *      exclusively, so a server write (rwlock exclusive) sees one mode
+ *      for all of its pieces.
+ *
+ * A locked holder killed with -9 mid-write loses its locks with its last
+ * descriptor of the description (ours is closed once sent, handler.c):
+ * nobody waits for it, and what it had written of a span is the span's
+ * bytes as read under the lock with its own pieces in them.
+ *
  * Read-only grants change nothing here: with write-through, the file
  * always holds every write the server acknowledged.  A truncate is an
  * ftruncate of the shared file; a delete of an open fork unlinks it at its
@@ -69,6 +92,7 @@
 typedef struct gsrv_grant {
     uint64_t fkid;
     bool write;
+    bool locked;  /* write, in locked mode */
     gsrv_fork *f; /* a reference (gsrv_fork_get) while granted */
 } gsrv_grant;
 
@@ -118,23 +142,23 @@ static void release(gsrv_grant *g)
         pthread_rwlock_wrlock(&f->rw);
         if (__atomic_load_n(&f->direct_w, __ATOMIC_RELAXED) == 1)
             gsrv_fork_set_size(f, gsrv_fork_file_size(f)); /* rule 3 */
+        if (g->locked)                                     /* rule 6 */
+            __atomic_sub_fetch(&f->direct_lk, 1, __ATOMIC_RELEASE);
         __atomic_sub_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
         pthread_rwlock_unlock(&f->rw);
     }
     gsrv_fork_put(f);
 }
 
-int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+/* Grant c a descriptor of fork fkid: read-only, writable (write), in
+ * locked mode if the fork is in it (may_lock; else refused there, rule
+ * 5), or putting it in locked mode (sieve; refused unless rule 4 lets
+ * it).  *locked: the mode given.  0 with the reply made, or an error. */
+static int grant(gsrv_conn *c, uint64_t fkid, bool write, bool may_lock,
+                 bool sieve, gsrv_reply *rep, bool *locked)
 {
-    gp_DIRECT_OPEN_req m;
-    int rc = gp_DIRECT_OPEN_req_decode(req, &m);
-    if (rc)
-        return rc;
     if (!eligible(c))
         return GFS_EDIRECT;
-    if (m.fkid == 0) /* only asking */
-        return 0;
-    bool write = m.write != 0;
     if (c->ngrants == c->capgrants) {
         if (c->ngrants >= GSRV_MAX_OPENS_PER_CONN)
             return -EMFILE;
@@ -146,7 +170,7 @@ int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         c->capgrants = cap;
     }
     gsrv_fork *f;
-    rc = gsrv_fork_get(m.fkid, &f);
+    int rc = gsrv_fork_get(fkid, &f);
     if (rc)
         return rc;
     if (!fork_direct_ok(f)) {
@@ -158,17 +182,64 @@ int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         gsrv_fork_put(f);
         return fd;
     }
+    *locked = false;
     if (write) { /* rule 1 */
         pthread_rwlock_wrlock(&f->rw);
-        if (__atomic_load_n(&f->direct_w, __ATOMIC_RELAXED) == 0)
+        uint32_t w = __atomic_load_n(&f->direct_w, __ATOMIC_RELAXED);
+        uint32_t lk = __atomic_load_n(&f->direct_lk, __ATOMIC_RELAXED);
+        if ((sieve && lk < w) || (lk && !may_lock)) { /* rules 4, 5 */
+            pthread_rwlock_unlock(&f->rw);
+            close(fd);
+            gsrv_fork_put(f);
+            return GFS_EDIRECT;
+        }
+        if (w == 0)
             gsrv_cache_drop_fork(f->fkid);
+        *locked = sieve || lk;
+        if (*locked) /* rule 6 */
+            __atomic_add_fetch(&f->direct_lk, 1, __ATOMIC_RELEASE);
         __atomic_add_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
         pthread_rwlock_unlock(&f->rw);
     }
-    c->grants[c->ngrants++] = (gsrv_grant){m.fkid, write, f};
-    gp_DIRECT_OPEN_rep_encode(
-        &rep->w, &(gp_DIRECT_OPEN_rep){.base = 0, .size = gsrv_fork_size(f)});
+    c->grants[c->ngrants++] = (gsrv_grant){fkid, write, *locked, f};
     rep->pass_fd = fd;
+    return 0;
+}
+
+int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_DIRECT_OPEN_req m;
+    int rc = gp_DIRECT_OPEN_req_decode(req, &m);
+    if (rc)
+        return rc;
+    if (m.fkid == 0) /* only asking */
+        return eligible(c) ? 0 : GFS_EDIRECT;
+    bool locked;
+    rc = grant(c, m.fkid, m.write != 0, false, false, rep, &locked);
+    if (rc)
+        return rc;
+    gp_DIRECT_OPEN_rep_encode(
+        &rep->w,
+        &(gp_DIRECT_OPEN_rep){
+            .base = 0, .size = gsrv_fork_size(c->grants[c->ngrants - 1].f)});
+    return 0;
+}
+
+int gsrv_op_DIRECT_WOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_DIRECT_WOPEN_req m;
+    int rc = gp_DIRECT_WOPEN_req_decode(req, &m);
+    if (rc)
+        return rc;
+    bool locked;
+    rc = grant(c, m.fkid, true, true, m.sieve != 0, rep, &locked);
+    if (rc)
+        return rc;
+    gp_DIRECT_WOPEN_rep_encode(
+        &rep->w, &(gp_DIRECT_WOPEN_rep){
+                     .base = 0,
+                     .size = gsrv_fork_size(c->grants[c->ngrants - 1].f),
+                     .locked = locked});
     return 0;
 }
 

@@ -22,9 +22,10 @@
  *                 blocks.
  *   cma.c         cross-memory attach: copies to and from a same-host
  *                 client's memory (process_vm_readv/writev).
- *   direct.c      DIRECT_OPEN / DIRECT_CLOSE: a same-host client of our
- *                 uid gets a fork's file descriptor and moves data itself;
- *                 the coherence rule the cache and io.c keep meanwhile.
+ *   direct.c      DIRECT_OPEN / DIRECT_WOPEN / DIRECT_CLOSE: a same-host
+ *                 client of our uid gets a fork's file descriptor and moves
+ *                 data itself; the coherence rule the cache and io.c keep
+ *                 meanwhile, and locked mode (writers take OFD locks).
  *   csum.c        checksummed forks: the CRC32C of every 32 KiB chunk in a
  *                 sidecar file, checked on every disk read; SCRUB.
  *   cache.c       the CacheManager thread: 32 KB blocks, hash, global LRU,
@@ -418,6 +419,9 @@ struct gsrv_fork {
                            * changed under rw held exclusively, read with
                            * __atomic ops: while > 0 the cache is bypassed
                            * and the file's size is the fork's */
+    uint32_t direct_lk;   /* of those, held in locked mode (direct.c): while
+                           * > 0 every writer of the file takes an OFD
+                           * lock on what it writes; same rules */
     bool deleted;         /* marked; removed at the last close */
     bool gone;            /* out of its subfile's table; freed at refs == 0 */
     gsrv_fork *reap_next; /* subfile.c: freed after subtab.lock is dropped */
@@ -458,6 +462,12 @@ void gsrv_sub_stats(uint64_t *nsubfiles, uint64_t *nforks,
 static inline bool gsrv_fork_direct(const gsrv_fork *f)
 {
     return __atomic_load_n(&f->direct_w, __ATOMIC_ACQUIRE) != 0;
+}
+/* True while the fork is in locked mode (direct.c): its writes take OFD
+ * locks (fdio.h: gx_fd_write_locked).  Read under f->rw. */
+static inline bool gsrv_fork_locked(const gsrv_fork *f)
+{
+    return __atomic_load_n(&f->direct_lk, __ATOMIC_ACQUIRE) != 0;
 }
 /* The size of the fork's file (fstat), for forks that direct writers may
  * grow behind our back; f->size if that fails. */

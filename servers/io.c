@@ -53,9 +53,11 @@
  *    f->direct_w > 0) bypasses 3-5's cache: after sort and resolve, a
  *    write goes to the file with exactly its pieces' bytes (gx_fd_write,
  *    fdio.h), never a block with the bytes around them, which a direct
- *    writer may have changed; a read comes from the file into one reply
- *    buffer (gx_fd_read); the size is the file's.  A failed write rolls
- *    nothing back (the file may hold direct writes past our old size).
+ *    writer may have changed -- except in locked mode, where it writes
+ *    under OFD locks and may sieve like the locked holders (direct.c); a read
+ * comes from the file into one reply buffer (gx_fd_read); the size is the
+ * file's.  A failed write rolls nothing back (the file may hold direct writes
+ * past our old size).
  * 8. IO_CWRITE / IO_CREAD (checksummed forks, csum.c): a write's data is
  *    checked against the client's CRC before anything else is done, and
  *    the window's chunk checksums are stored before its blocks are
@@ -628,7 +630,11 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
          * bytes past our old size) */
         for (size_t i = 0; i < q->n; i++)
             q->it[i].mem = (char *)item_data(q, &q->it[i]);
-        rc = gx_fd_write(q->f->fd, 0, q->it, q->n);
+        /* in locked mode (direct.c, rules 4-6) under OFD locks, which
+         * also lets us sieve: sorted and resolved, so disjoint */
+        rc = gsrv_fork_locked(q->f)
+                 ? gx_fd_write_locked(q->f->fd, 0, q->it, q->n, true)
+                 : gx_fd_write(q->f->fd, 0, q->it, q->n);
         if (rc)
             goto out_free;
         q->size = gsrv_fork_size(q->f);

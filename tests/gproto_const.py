@@ -76,6 +76,7 @@ OP = {
     'IO_CWRITE': 71,
     'SCRUB': 72,
     'SUB_CREATE_FORK': 80,
+    'DIRECT_WOPEN': 90,
 }
 
 # GFS_ERROR_TABLE

@@ -28,7 +28,7 @@ from conftest import LineReader, base_env, describe, galley_path, run
 from gproto_const import OP
 import struct
 
-from test_protocol import Conn, u64
+from test_protocol import Conn, find_record, s16, u64
 from test_transport import LocalConn, start_galleyd_as, transports
 
 GFS_EDIRECT = -1022
@@ -86,6 +86,50 @@ for line in sys.stdin:
         buf = b"".join(rec(i, rs, gen) for i in idx)
         n = g.gfs_listio(kid, 1, len(idx), ents, buf)
         say("ok" if n == len(buf) else "err %d" % n)
+    elif cmd == "prep":  # phase nproc recsize nrec gen0 gen1: build calls
+        ph, npr, rs, nr, g0, g1 = a
+        idx = [i for i in range(nr) if i % npr == ph]
+        ents = (E * len(idx))(*[E(i * rs, k * rs, rs)
+                                for k, i in enumerate(idx)])
+        bufs = [b"".join(rec(i, rs, gen) for i in idx)
+                for gen in range(g0, g1 + 1)]
+        say("ok")
+    elif cmd == "go":  # the prepared calls, back to back
+        for buf in bufs:
+            n = g.gfs_listio(kid, 1, len(idx), ents, buf)
+            assert n == len(buf), n
+        say("ok")
+    elif cmd == "sacked":  # phase nproc recsize nrec: records, forever
+        # (generations 1..250, then 1 again; recsize a multiple of 4)
+        ph, npr, rs, nr = a
+        idx = [i for i in range(nr) if i % npr == ph]
+        ents = (E * len(idx))(*[E(i * rs, k * rs, rs)
+                                for k, i in enumerate(idx)])
+        # rec(i, rs, gen) differs by gen only in every 4th byte: patched
+        # in place, so nearly all the time is spent in the calls
+        buf = bytearray(b"".join(rec(i, rs, 0) for i in idx))
+        gen = 1
+        while True:
+            buf[3::4] = bytes([gen]) * (len(buf) // 4)
+            n = g.gfs_listio(kid, 1, len(idx), ents, bytes(buf))
+            assert n == len(buf), n
+            say("acked %d" % gen)
+            gen = gen % 250 + 1
+    elif cmd == "verify":  # recsize nrec nproc phase gen...: its records,
+        # each 4-byte word of one of these generations
+        rs, nr, npr, ph = a[:4]
+        buf = ctypes.create_string_buffer(rs * nr)
+        n = g.gfs_read(kid, 0, buf, rs * nr)
+        data = buf.raw
+        bad = []
+        for i in range(ph, nr, npr):
+            ok = [rec(i, rs, x) for x in a[4:]]
+            r = data[i * rs:(i + 1) * rs]
+            if not all(any(r[j:j + 4] == o[j:j + 4] for o in ok)
+                       for j in range(0, rs, 4)):
+                bad.append(i)
+        say("ok" if n == rs * nr and not bad else
+            "bad n=%d records %s" % (n, bad[:8]))
     elif cmd == "check":  # recsize nrec [gen]: every record as written
         rs, nr, gen = (a + [0])[:3]
         buf = ctypes.create_string_buffer(rs * nr)
@@ -286,6 +330,116 @@ def test_direct_and_tcp_writers_interleave(cluster, workers, uniq):
     assert f("check", RS, NREC, 14) == []
 
 
+# ----------------------------------------- small pieces, locked mode ----
+# Writes of small pieces (16, 200 bytes) are sieved by direct clients
+# (read a span, patch the pieces, write it) under OFD locks that every
+# writer of the fork then takes, the server included (servers/direct.c:
+# locked mode).
+
+def run_rounds(ws, rs, nrec, g0, g1):
+    """Every worker i writes its records (phase i of len(ws)) for each
+    generation g0..g1, one list call each, back to back, all workers at
+    once; every call must succeed."""
+    for i, w in enumerate(ws):
+        w("prep", i, len(ws), rs, nrec, g0, g1)
+    for w in ws:
+        w.p.stdin.write("go\n")
+        w.p.stdin.flush()
+    for w in ws:
+        line = w.lines.next(120)
+        assert line and line.startswith("ok"), (line, w.err())
+
+
+def test_small_records_direct_and_tcp_writers_at_once(cluster, workers,
+                                                       uniq):
+    """Four processes write interleaved records of 16 and of 200 bytes of
+    one fork at the same time, two directly (sieved) and two through the
+    server (TCP), many rounds; every record of the last round is read
+    back through both paths.  Then the same while a direct writer of
+    large pieces, which takes no locks, holds the fork: the small-piece
+    writers are refused locked mode and go to the server, and the large
+    writer's bytes stay too."""
+    ws = [workers(m) for m in ("direct", "tcp", "direct", "tcp")]
+    for rs, nrec in ((16, 24000), (200, 3000)):
+        name = "/%s-%d" % (uniq, rs)
+        ws[1]("create", name)
+        for w in ws:
+            w("open", name)
+        assert ws[0].int("transport") == T_DIRECT
+        assert ws[1].int("transport") == T_TCP
+        run_rounds(ws, rs, nrec, 1, 60)
+        for w in ws[:2]:
+            assert w("check", rs, nrec, 60) == [], rs
+        for w in ws:
+            w("close")
+    # a direct writer of large pieces holds the fork first
+    p = workers("direct")
+    name = "/%s-plain" % uniq
+    p("create", name)
+    p("open", name)
+    rs, nrec = 16, 24000
+    p("write", rs * nrec, 65536, 5)
+    for w in ws:
+        w("open", name)
+    run_rounds(ws, rs, nrec, 1, 4)
+    p("write", rs * nrec + 65536, 65536, 6)
+    for w in ws[:2]:
+        assert w("check", rs, nrec, 4) == []
+    import hashlib
+    want = hashlib.sha1(bytes([5]) * 65536 + bytes([6]) * 65536).hexdigest()
+    assert ws[1]("read", rs * nrec, 131072) == ["131072", want]
+
+
+def wopen(c, fkid, sieve):
+    """DIRECT_WOPEN: (status, locked or None)."""
+    st, p = c.call(OP["DIRECT_WOPEN"], u64(fkid) + u8(sieve))
+    return st, (p[16] if st == 0 else None)
+
+
+def dclose(c, fkid, write):
+    st, _ = c.call(OP["DIRECT_CLOSE"], u64(fkid) + u8(write) + u64(0) +
+                   u64(0))
+    return st
+
+
+def test_locked_mode_rules(cluster, uniq):
+    """The server's rules for locked mode, on raw same-host connections:
+    a fork enters it only when no writer that does not lock holds it,
+    every writable grant then is locked (the old DIRECT_OPEN to write is
+    refused), and it ends with the last writable grant -- also when the
+    holder's connection ends."""
+    name = uniq + "/lk"
+    assert cluster.galley("create", name, "-n", "1", "-p").returncode == 0
+    assert cluster.galley("fork", "create", name, 0, "f").returncode == 0
+    (server, hid), = find_record(cluster, name)
+    a, b, c = (LocalConn(cluster.addr(server)) for _ in range(3))
+    fk = None
+    for x in (a, b, c):
+        st, p = x.call(OP["FORK_OPEN"], u64(hid) + s16("f"))
+        assert st == 0, st
+        fk = struct.unpack("<Q", p[:8])[0]
+    assert wopen(a, fk, 1) == (0, 1)  # into locked mode
+    st, _ = b.call(OP["DIRECT_OPEN"], u64(fk) + u8(1))
+    assert st == GFS_EDIRECT  # a writer that would not lock
+    assert wopen(b, fk, 0) == (0, 1)  # the mode the fork is in
+    st, _ = b.call(OP["DIRECT_OPEN"], u64(fk) + u8(0))
+    assert st == 0  # reading needs no lock
+    assert dclose(a, fk, 1) == 0 and dclose(b, fk, 1) == 0
+    st, _ = c.call(OP["DIRECT_OPEN"], u64(fk) + u8(1))
+    assert st == 0  # out of locked mode: a plain writer
+    assert wopen(a, fk, 1) == (GFS_EDIRECT, None)  # it would not lock
+    assert wopen(a, fk, 0) == (0, 0)
+    assert dclose(a, fk, 1) == 0
+    c.s.close()  # its grant ends with its connection
+    for _ in range(100):
+        st, locked = wopen(a, fk, 1)
+        if st == 0:
+            break
+        time.sleep(0.1)
+    assert (st, locked) == (0, 1)
+    assert dclose(a, fk, 1) == 0
+
+
 def pattern(n):
     return bytes((i * 7 + 1) & 255 for i in range(n))
 
@@ -478,6 +632,44 @@ def test_killed_direct_writer_loses_no_acknowledged_byte(cluster, workers,
     t("open", name)
     assert t.int("size") >= (last + 1) * 4096
     assert t("check", 4096, last + 1, 0) == []
+
+
+def test_killed_sieving_writer_blocks_nobody(cluster, workers, uniq):
+    """A direct writer of 16-byte records (sieving under OFD locks) killed
+    with -9 in the middle of its calls: the other writers of the fork,
+    direct and TCP, never wait for it, none of their acknowledged records
+    is lost, and each of its records is from the last generation it
+    acknowledged or one after."""
+    name = "/%s" % uniq
+    rs, nrec = 16, 60000
+    k, d, t = workers("direct"), workers("direct"), workers("tcp")
+    k("create", name)
+    for w in (k, d, t):
+        w("open", name)
+    k.p.stdin.write("sacked 0 3 %d %d\n" % (rs, nrec))
+    k.p.stdin.flush()
+    last = 0
+    for gen in range(1, 4):  # the others write alongside it
+        d("records", 1, 3, rs, nrec, gen)
+        t("records", 2, 3, rs, nrec, gen)
+        line = k.lines.next(60)
+        assert line.startswith("acked"), (line, k.err())
+        last = int(line.split()[1])
+    os.kill(k.p.pid, signal.SIGKILL)
+    k.p.wait(10)
+    while True:  # what it printed before it died
+        line = k.lines.next(5)
+        if not line:
+            break
+        last = int(line.split()[1])
+    for gen in range(4, 7):  # nobody waits for the dead writer's locks
+        d("records", 1, 3, rs, nrec, gen)
+        t("records", 2, 3, rs, nrec, gen)
+    for w in (d, t):
+        assert w("verify", rs, nrec, 3, 1, 6) == []
+        assert w("verify", rs, nrec, 3, 2, 6) == []
+        assert w("verify", rs, nrec, 3, 0, last, last % 250 + 1,
+                 (last + 1) % 250 + 1) == []
 
 
 # -------------------------------------------------------------- iostat ----

@@ -163,12 +163,20 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
     if (!rc && rec->repl.ncopy > 1)
         rc = gc_repl_create_copies(name, rec, fork, &rmade);
 
-    /* Step 3: commit the record. */
+    /* Step 3: commit the record; one copy: with a lease on it. */
     bool sent = !rc;
-    if (sent)
+    int64_t t0 = gc_rcache_now();
+    gp_NS_COMMIT_LEASE_rep lease = {0};
+    if (sent && rec->repl.ncopy > 1)
         rc = gc_NS_COMMIT_call(srv(meta),
                                &(gp_NS_COMMIT_req){.name = name, .rec = rec},
                                NULL, NULL);
+    else if (sent)
+        rc = gc_NS_COMMIT_LEASE_call(
+            srv(meta),
+            &(gp_NS_COMMIT_LEASE_req){
+                .client = gc_rcache_client(), .name = name, .rec = rec},
+            &lease, NULL);
     if (!rc && rec->repl.ncopy > 1 && (rc = gc_repl_commit_others(name, rec))) {
         /* not on a majority of its record servers: take it back (a copy
          * of the record left on a minority never wins a lookup) */
@@ -177,8 +185,8 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
                           &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
         sent = false;
     }
-    if (!rc)
-        gc_rcache_put(name, rec);
+    if (!rc) /* new: every fork is empty */
+        gc_rcache_lease(name, rec, meta, t0, lease.lease_ms, 0);
     if (sent && (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT)) {
         /* The commit's outcome is unknown (the record's server died or
          * did not answer): the record may exist, so its subfiles (and
@@ -212,6 +220,28 @@ int gfs_create_file(const char *name, int nsubfiles, const int *servers)
 
 /* ----------------------------------------------------- open / close --- */
 
+int gc_lease_lookup(const char *name, gp_record *rec)
+{
+    int meta = gc_meta_server(name);
+    int64_t t0 = gc_rcache_now();
+    gp_NS_LEASE_rep m = {.rec = rec};
+    int rc = gc_NS_LEASE_call(
+        srv(meta),
+        &(gp_NS_LEASE_req){.client = gc_rcache_client(), .name = name}, &m,
+        NULL);
+    if (!rc && rec->repl.ncopy <= 1) {
+        gc_rcache_lease(name, rec, meta, t0, m.lease_ms, -1);
+        return 0;
+    }
+    /* replicated, or not there (another record server may say): */
+    rc = gc_repl_lookup(name, rec);
+    if (!rc)
+        gc_rcache_put(name, rec);
+    else
+        gc_rcache_drop(name);
+    return rc;
+}
+
 int gc_file_register(const char *name, const gp_record *rec)
 {
     for (uint32_t i = 0; i < rec->nsub; i++)
@@ -224,6 +254,8 @@ int gc_file_register(const char *name, const gp_record *rec)
     f->rec = *rec;
     int fid = gc_htab_insert(&gc_g.files, f);
     free(f);
+    if (fid >= 0)
+        gc_rcache_opened(name, 1); /* no cached size while open here */
     return fid;
 }
 
@@ -238,11 +270,7 @@ int gc_file_open(const char *name)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = gc_repl_lookup(name, rec);
-    if (!rc)
-        gc_rcache_put(name, rec);
-    else
-        gc_rcache_drop(name);
+    rc = gc_lease_lookup(name, rec);
     if (!rc)
         rc = gc_file_register(name, rec);
     free(rec);
@@ -254,8 +282,15 @@ int gc_file_close(int fid)
     int rc = gc_check_init();
     if (rc)
         return rc;
-    if (gc_htab_take(&gc_g.files, fid, NULL))
+    gc_file *f = malloc(sizeof(*f));
+    if (!f)
+        return -ENOMEM;
+    if (gc_htab_take(&gc_g.files, fid, f)) {
+        free(f);
         return GFS_EBADID;
+    }
+    gc_rcache_opened(f->name, -1); /* its writes may have changed the size */
+    free(f);
     /* Forks opened through this file id go with it, all at once. */
     gc_fork k;
     int n = 0, cap = 0, *kids = NULL;

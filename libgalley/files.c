@@ -315,6 +315,55 @@ int gc_file_close(int fid)
 
 /* ----------------------------------------------------------- delete --- */
 
+/* The subfile deletes of the last remove of a file of one copy: sent, and
+ * their answers collected at the next remove (whose record's round trip
+ * they overlap) or at gfs_finalize (gc_reclaim_wait), so that a remove
+ * waits for one round trip, its record's.  The record goes first: a
+ * process that dies before its subfiles are gone leaves orphans, which
+ * `galley fsck --repair` removes, never a file half there. */
+static struct {
+    pthread_mutex_t lock;
+    gc_pending *p;
+    uint32_t n;
+} reclaim = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void reclaim_collect(void)
+{
+    for (uint32_t i = 0; i < reclaim.n; i++)
+        gc_SUB_DELETE_recv(&reclaim.p[i], NULL, NULL); /* (see above) */
+    free(reclaim.p);
+    reclaim.p = NULL;
+    reclaim.n = 0;
+}
+
+void gc_reclaim_wait(void)
+{
+    pthread_mutex_lock(&reclaim.lock);
+    reclaim_collect();
+    pthread_mutex_unlock(&reclaim.lock);
+}
+
+/* Send the subfile deletes of rec (one copy) and keep them to collect
+ * later: 0, or -ENOMEM (then nothing was sent). */
+static int reclaim_send(const gp_record *rec)
+{
+    gc_pending *p = calloc(rec->nsub ? rec->nsub : 1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < rec->nsub; i++)
+        if (rec->server[i] < (uint32_t)gc_g.nservers)
+            gc_SUB_DELETE_send(srv((int)rec->server[i]),
+                               &(gp_SUB_DELETE_req){.hid = rec->hid[i]},
+                               &p[n++]);
+    pthread_mutex_lock(&reclaim.lock);
+    reclaim_collect(); /* the previous remove's, answered by now */
+    reclaim.p = p;
+    reclaim.n = n;
+    pthread_mutex_unlock(&reclaim.lock);
+    return 0;
+}
+
 int gc_file_delete(const char *name)
 {
     int rc = gc_check_init();
@@ -327,8 +376,11 @@ int gc_file_delete(const char *name)
     if (!rec)
         return -ENOMEM;
     /* The record goes first (the name is free at once); subfile headers
-     * follow.  A subfile on a dead server is reported, and stays behind
-     * as an orphan on that server rather than blocking the delete. */
+     * follow: a file of one copy's in the background (reclaim_send), a
+     * replicated file's before the answer.  A subfile on a dead server
+     * stays behind as an orphan on that server rather than blocking the
+     * delete (reported for a replicated file's first copy... see below;
+     * not for a file of one copy, whose record is already gone). */
     gc_rcache_drop(name);
     rc = gc_NS_REMOVE_call(srv(gc_meta_server(name)),
                            &(gp_NS_REMOVE_req){.name = name},
@@ -346,6 +398,8 @@ int gc_file_delete(const char *name)
     int ncopy = rec->repl.ncopy > 1 ? rec->repl.ncopy : 1;
     if (ncopy > 1)
         gc_repl_remove_others(name);
+    else if (reclaim_send(rec) == 0)
+        goto out_free; /* one copy: its subfiles go in the background */
     /* every subfile (and copy) at once: one round trip */
     uint32_t n = rec->nsub * (uint32_t)ncopy;
     gc_pending *p = calloc(n ? n : 1, sizeof(*p));

@@ -230,6 +230,9 @@ uint64_t gc_now_ns(void);
 /* Metadata server of a name (hash of the name). */
 int gc_meta_server(const char *name);
 
+/* Collect the answers of the subfile deletes the last remove left
+ * running (files.c; gfs_finalize, before the connections go). */
+void gc_reclaim_wait(void);
 /* A name's record, as gc_repl_lookup, kept in the record cache with a
  * lease when the metadata server grants one (files.c). */
 int gc_lease_lookup(const char *name, gp_record *rec);

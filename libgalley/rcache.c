@@ -32,10 +32,10 @@
  * (1) the lease holds, (2) no file id of this process has the name open
  * (its own writes go through those: the size is dropped at their
  * close), and (3) the size is less than GALLEY_MD_SIZE_MS old (default
- * 30000; 0: never answer a size from here).  So a stat sees every change
- * of the record at once, this process's own writes at once, and another
- * process's writes at most GALLEY_MD_SIZE_MS late, or at once after this
- * process opens the file (open always asks the servers for the forks) --
+ * 60000, as NFS's acregmax; 0: never answer a size from here).  So a stat sees
+ * every change of the record at once, this process's own writes at once, and
+ * another process's writes at most GALLEY_MD_SIZE_MS late, or at once after
+ * this process opens the file (open always asks the servers for the forks) --
  * the bound of NFS's attribute cache, with close-to-open.
  *
  * Threads: any; rc_lock, a leaf lock, around every access; the renewal
@@ -275,7 +275,7 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size)
             hit = RC_LEASED;
             static long max = -1; /* (read once) */
             if (max < 0)
-                max = env_ms("GALLEY_MD_SIZE_MS", 30000, 0, 86400000);
+                max = env_ms("GALLEY_MD_SIZE_MS", 60000, 0, 86400000);
             if (size && e->size >= 0 && now - e->size_at < max &&
                 !is_open(name))
                 *size = e->size;

@@ -680,23 +680,30 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         rc = gc_check_name(name, GFS_NAME_MAX);
     if (rc)
         return rc;
-    gp_record *rec = calloc(1, sizeof(*rec));
-    gp_record *cached = calloc(1, sizeof(*cached));
-    int64_t *sizes = calloc(GFS_MAX_SUBFILES, sizeof(*sizes));
+    gp_record *rec = NULL;
+    gp_record *cached = malloc(sizeof(*cached));
+    int64_t *sizes = NULL;
     gfs_layout lay;
     int64_t total = 0;
-    if (!rec || !cached || !sizes) {
+    if (!cached) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    int hit = gc_rcache_leased(name, cached, &total);
+    if (hit == RC_LEASED && total >= 0 && layout_of(cached, &lay) == 0 &&
+        !is_local_layout(cached))
+        goto out_done; /* the record and its size under a lease: no
+                        * request (rcache.c says what that guarantees) */
+    rec = malloc(sizeof(*rec));
+    sizes = calloc(GFS_MAX_SUBFILES, sizeof(*sizes));
+    if (!rec || !sizes) {
         rc = -ENOMEM;
         goto out_free;
     }
     bool known = false; /* rec holds the metadata server's record */
-    int hit = gc_rcache_leased(name, cached, &total);
     if (hit == RC_LEASED && layout_of(cached, &lay) == 0 &&
         !is_local_layout(cached)) {
-        /* the record under a lease: no lookup; the size too if it is
-         * known and young enough (rcache.c says what that guarantees) */
-        if (total >= 0)
-            goto out_done;
+        /* the record under a lease: no lookup, only the sizes */
         int64_t t0 = gc_rcache_now();
         uint64_t closes = gc_rcache_closes();
         rc = list_sizes(name, cached, lay.fork, NULL, NULL, sizes);

@@ -253,3 +253,28 @@ def test_a_restarted_server_forgets_no_lease(make_cluster):
     assert cp.returncode == 0, describe(cp)
     out, err = p.communicate("go\n", timeout=60)
     assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)
+
+
+def test_removers_killed_leave_no_half_removed_file(fresh_cluster):
+    """A remove answers after its record is gone and reclaims the subfiles
+    behind it (libgalley/files.c): removers killed with SIGKILL mid-storm
+    leave every name whole or gone, and at most orphans that `galley fsck
+    --repair` removes."""
+    c = fresh_cluster
+    count = 150
+    made = Storm(c, "create", "/rk/f", count)
+    assert len(made.finish()) == PROCS * count
+    storm = Storm(c, "remove", "/rk/f", count)
+    storm.wait_oks(40)
+    for p in storm.procs:
+        p.kill()
+    oks = storm.finish()
+    seen = check(c, "/rk/f", count)
+    back = [n for n in oks if seen[n] != "none"]
+    assert not back, "acknowledged removes undone: %s" % back[:10]
+    assert listed(c, "/rk/") == {n for n, s in seen.items() if s == "have"}
+    fsck_repair_clean(c)
+    for n in sorted(n for n, s in seen.items() if s == "have")[:5]:
+        cp = c.galley("rm", n)
+        assert cp.returncode == 0, describe(cp)
+    fsck_repair_clean(c)

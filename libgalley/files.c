@@ -186,7 +186,7 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
         sent = false;
     }
     if (!rc) /* new: every fork is empty */
-        gc_rcache_lease(name, rec, meta, t0, lease.lease_ms, 0);
+        gc_rcache_lease(name, rec, meta, t0, lease.lease_ms, lease.epoch, 0);
     if (sent && (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT)) {
         /* The commit's outcome is unknown (the record's server died or
          * did not answer): the record may exist, so its subfiles (and
@@ -230,7 +230,7 @@ int gc_lease_lookup(const char *name, gp_record *rec)
         &(gp_NS_LEASE_req){.client = gc_rcache_client(), .name = name}, &m,
         NULL);
     if (!rc && rec->repl.ncopy <= 1) {
-        gc_rcache_lease(name, rec, meta, t0, m.lease_ms, -1);
+        gc_rcache_lease(name, rec, meta, t0, m.lease_ms, m.epoch, -1);
         return 0;
     }
     /* replicated, or not there (another record server may say): */

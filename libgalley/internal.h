@@ -418,9 +418,11 @@ void gc_rcache_clear(void);
 uint64_t gc_rcache_client(void);
 int64_t gc_rcache_now(void);
 /* Keep rec for name with a lease of lease_ms from `server` (the request
- * sent at `sent`), and its size (or -1); lease_ms 0: as gc_rcache_put. */
+ * sent at `sent`; its start `epoch`), and its size (or -1); lease_ms 0:
+ * as gc_rcache_put. */
 void gc_rcache_lease(const char *name, const gp_record *rec, int server,
-                     int64_t sent, uint32_t lease_ms, int64_t size);
+                     int64_t sent, uint32_t lease_ms, uint64_t epoch,
+                     int64_t size);
 /* RC_NONE, RC_HINT (rec as gc_rcache_get) or RC_LEASED (rec is the
  * record); *size (when size) the size a stat may answer, or -1. */
 enum { RC_NONE, RC_HINT, RC_LEASED };

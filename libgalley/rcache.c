@@ -51,7 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RC_SLOTS 4096
+#define RC_SLOTS 16384
 
 typedef struct rc_ent {
     char *name;
@@ -59,9 +59,10 @@ typedef struct rc_ent {
     uint32_t *server;
     uint64_t *hid;
     char *attrs;
-    int lserver;   /* the server of its lease, or -1: only a hint */
-    int64_t until; /* the lease's own end (ms, gc_rcache_now) */
-    int64_t size;  /* its size, or -1 */
+    int lserver;    /* the server of its lease, or -1: only a hint */
+    int64_t until;  /* the lease's own end (ms, gc_rcache_now) */
+    uint64_t epoch; /* its server's start when granted (gmsg.h) */
+    int64_t size;   /* its size, or -1 */
     int64_t size_at;
 } rc_ent;
 
@@ -86,6 +87,7 @@ static struct {
     uint64_t client;
     int nserv;
     int64_t *until;
+    uint64_t *epoch; /* the server's start its last renewal answered */
     int *nheld;
     bool running, stop;
     pthread_t thread;
@@ -145,7 +147,8 @@ static bool leased(const rc_ent *e, int64_t now)
 {
     if (e->lserver < 0 || e->lserver >= rl.nserv)
         return false;
-    return now < e->until || now < rl.until[e->lserver];
+    return now < e->until ||
+           (e->epoch == rl.epoch[e->lserver] && now < rl.until[e->lserver]);
 }
 
 static bool is_open(const char *name)
@@ -166,7 +169,7 @@ static void *renewer(void *arg);
 /* Keep rec for name; with a lease from `server` until `until` when
  * server >= 0 (and then its size, or -1). */
 static void put(const char *name, const gp_record *rec, int server,
-                int64_t until, int64_t size)
+                int64_t until, uint64_t epoch, int64_t size)
 {
     if (rec->repl.ncopy > 1) {
         /* a replicated file's record is the newest of a majority of its
@@ -198,11 +201,14 @@ static void put(const char *name, const gp_record *rec, int server,
     if (server >= 0 && !rl.until) {
         rl.nserv = gc_g.nservers;
         rl.until = calloc((size_t)rl.nserv, sizeof(*rl.until));
+        rl.epoch = calloc((size_t)rl.nserv, sizeof(*rl.epoch));
         rl.nheld = calloc((size_t)rl.nserv, sizeof(*rl.nheld));
-        if (!rl.until || !rl.nheld) {
+        if (!rl.until || !rl.epoch || !rl.nheld) {
             free(rl.until);
+            free(rl.epoch);
             free(rl.nheld);
             rl.until = NULL;
+            rl.epoch = NULL;
             rl.nheld = NULL;
             rl.nserv = 0;
         }
@@ -213,6 +219,7 @@ static void put(const char *name, const gp_record *rec, int server,
     if (server >= 0 && server < rl.nserv) {
         e->lserver = server;
         e->until = until;
+        e->epoch = epoch;
         e->size = size;
         e->size_at = gc_rcache_now();
         rl.nheld[server]++;
@@ -227,17 +234,18 @@ static void put(const char *name, const gp_record *rec, int server,
 
 void gc_rcache_put(const char *name, const gp_record *rec)
 {
-    put(name, rec, -1, 0, -1);
+    put(name, rec, -1, 0, 0, -1);
 }
 
 void gc_rcache_lease(const char *name, const gp_record *rec, int server,
-                     int64_t sent, uint32_t lease_ms, int64_t size)
+                     int64_t sent, uint32_t lease_ms, uint64_t epoch,
+                     int64_t size)
 {
     if (!lease_ms) {
-        put(name, rec, -1, 0, -1);
+        put(name, rec, -1, 0, 0, -1);
         return;
     }
-    put(name, rec, server, sent + (int64_t)lease_ms * 9 / 10, size);
+    put(name, rec, server, sent + (int64_t)lease_ms * 9 / 10, epoch, size);
 }
 
 uint64_t gc_rcache_client(void)
@@ -393,6 +401,7 @@ static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
             *again = true;
         }
         rl.until[s] = sent + (int64_t)m.lease_ms * 9 / 10;
+        rl.epoch[s] = m.epoch; /* extends the leases of this start only */
     }
     pthread_mutex_unlock(&rc_lock);
     return rc;
@@ -459,8 +468,10 @@ void gc_rcache_clear(void)
             free(o);
         }
     free(rl.until);
+    free(rl.epoch);
     free(rl.nheld);
     rl.until = NULL;
+    rl.epoch = NULL;
     rl.nheld = NULL;
     rl.nserv = 0;
     pthread_mutex_unlock(&rc_lock);

@@ -137,15 +137,18 @@
 /* Record leases (nameserver.c, rcache.c): lease_ms 0 = none granted.  A
  * client drops the names a NS_RENEW reply recalls, then acknowledges
  * `seq` in its next NS_RENEW; known 0: the server has no leases of this
- * client (restarted): the client drops every lease it had there. */
+ * client (restarted): the client drops every lease it had there.  epoch:
+ * the server's start (random); a renewal extends only the leases granted
+ * in its epoch. */
 #define GP_NS_LEASE_REQ(F) F(u64, client) F(str, name, GFS_NAME_MAX)
-#define GP_NS_LEASE_REP(F) F(u32, lease_ms) F(rec, rec)
+#define GP_NS_LEASE_REP(F) F(u32, lease_ms) F(u64, epoch) F(rec, rec)
 #define GP_NS_COMMIT_LEASE_REQ(F)                                              \
     F(u64, client) F(str, name, GFS_NAME_MAX) F(rec, rec)
-#define GP_NS_COMMIT_LEASE_REP(F) F(u32, lease_ms)
+#define GP_NS_COMMIT_LEASE_REP(F) F(u32, lease_ms) F(u64, epoch)
 #define GP_NS_RENEW_REQ(F) F(u64, client) F(u64, acked)
 #define GP_NS_RENEW_REP(F)                                                     \
-    F(u32, lease_ms) F(u8, known) F(u64, seq) F(list, n, NAME, GP_MAX_NAMES)
+    F(u32, lease_ms)                                                           \
+    F(u64, epoch) F(u8, known) F(u64, seq) F(list, n, NAME, GP_MAX_NAMES)
 
 #define GP_NS_LIST_REQ(F) F(str, prefix, GFS_NAME_MAX)
 #define GP_NS_LIST_REP(F) F(list, n, NAME, GP_MAX_NAMES)

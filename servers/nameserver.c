@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,6 +155,7 @@ static struct {
     pthread_cond_t cv; /* a lease acknowledged (NS_RENEW) */
     int64_t lease_ms;  /* granted lease; 0: no leases */
     int64_t grace;     /* until then, changes wait as if leases were live */
+    uint64_t epoch;    /* this start's (random): leases of others are gone */
     ns_client *client;
     size_t nclient, capclient;
     gsrv_htable tab;  /* ns_ent by name */
@@ -589,6 +591,8 @@ int gsrv_ns_init(void)
     if (ns.lease_ms < 0 || ns.lease_ms > 600000)
         ns.lease_ms = 3000;
     ns.grace = mono_ms() + ns.lease_ms;
+    if (getrandom(&ns.epoch, sizeof(ns.epoch), 0) != sizeof(ns.epoch))
+        ns.epoch = (uint64_t)mono_ms() ^ ((uint64_t)getpid() << 40);
     rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
@@ -735,7 +739,8 @@ int gsrv_op_NS_COMMIT_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = m.client ? commit(c, m.name, rec, m.client, &lease) : -EINVAL;
     if (!rc)
         gp_NS_COMMIT_LEASE_rep_encode(
-            &rep->w, &(gp_NS_COMMIT_LEASE_rep){.lease_ms = lease});
+            &rep->w,
+            &(gp_NS_COMMIT_LEASE_rep){.lease_ms = lease, .epoch = ns.epoch});
     free(rec);
     return rc;
 }
@@ -807,8 +812,9 @@ int gsrv_op_NS_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     }
     pthread_mutex_unlock(&ns.lock);
     if (!rc)
-        gp_NS_LEASE_rep_encode(
-            &rep->w, &(gp_NS_LEASE_rep){.lease_ms = lease, .rec = rec});
+        gp_NS_LEASE_rep_encode(&rep->w, &(gp_NS_LEASE_rep){.lease_ms = lease,
+                                                           .epoch = ns.epoch,
+                                                           .rec = rec});
     free(rec);
     return rc;
 }
@@ -834,6 +840,7 @@ int gsrv_op_NS_RENEW(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint32_t n = k ? (uint32_t)k->nrecall : 0;
     gp_NS_RENEW_rep_encode(&rep->w,
                            &(gp_NS_RENEW_rep){.lease_ms = (uint32_t)ns.lease_ms,
+                                              .epoch = ns.epoch,
                                               .known = known,
                                               .seq = k ? k->seq : 0,
                                               .n = n});

@@ -202,9 +202,10 @@ def test_leases_never_hide_another_process(fresh_cluster):
     assert cp.returncode == 0, describe(cp)
 
 
-def _holder(c, name):
+def _holder(c, name, renew_ms="200"):
     p = subprocess.Popen([helper_path("t_mdstorm"), "hold", name],
-                         env=c.env, stdin=subprocess.PIPE,
+                         env=dict(c.env, GALLEY_MD_RENEW_MS=renew_ms),
+                         stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     assert p.stdout.readline().strip() == "held", p.stderr.read()
@@ -278,3 +279,20 @@ def test_removers_killed_leave_no_half_removed_file(fresh_cluster):
         cp = c.galley("rm", n)
         assert cp.returncode == 0, describe(cp)
     fsck_repair_clean(c)
+
+
+def test_a_restarted_server_renews_no_lease_of_before(make_cluster):
+    """A lease granted before a server restart is never renewed by it,
+    even when the holder has taken new leases there since: the other
+    process's remove (after the restart's wait) is seen."""
+    c = make_cluster(n=1)
+    p = _holder(c, "/hold/old", renew_ms="2000")
+    c.kill(0)
+    c.restart(0)
+    p.stdin.write("touch /hold/new\n")
+    p.stdin.flush()
+    assert p.stdout.readline().strip() == "touched"
+    cp = c.galley("rm", "/hold/old")
+    assert cp.returncode == 0, describe(cp)
+    out, err = p.communicate("go\n", timeout=60)
+    assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)

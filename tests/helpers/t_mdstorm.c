@@ -30,7 +30,9 @@
  *   t_mdstorm rm NAME               gfs_delete_file NAME
  *   t_mdstorm hold NAME             create NAME and stat it (a lease),
  *                                   print "held", wait for a line on
- *                                   stdin, stat again: "have SIZE" or
+ *                                   stdin ("touch NAME2": create and
+ *                                   stat NAME2, print "touched", wait
+ *                                   again), stat again: "have SIZE" or
  *                                   "none"
  *
  * Threads: single-threaded.
@@ -137,9 +139,25 @@ static void hold(const char *name)
     EXPECT_OK(gfs_striped_stat(name, &size, NULL));
     printf("held\n");
     fflush(stdout);
-    char line[64];
-    if (!fgets(line, sizeof(line), stdin))
-        return;
+    char line[GFS_NAME_MAX + 16];
+    for (;;) {
+        if (!fgets(line, sizeof(line), stdin))
+            return;
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "touch ", 6) != 0)
+            break;
+        /* another file at the same server, leased (the first request
+         * after a server restart may find the connection lost) */
+        int rc =
+            gfs_create_striped(line + 6, gfs_num_servers(), NULL, 65536, NULL);
+        if (rc)
+            rc = gfs_create_striped(line + 6, gfs_num_servers(), NULL, 65536,
+                                    NULL);
+        EXPECT_TRUE(rc == 0 || rc == -EEXIST);
+        EXPECT_OK(gfs_striped_stat(line + 6, &size, NULL));
+        printf("touched\n");
+        fflush(stdout);
+    }
     int rc = gfs_striped_stat(name, &size, NULL);
     int sid = gfs_striped_open(name);
     if (sid >= 0)

@@ -10,8 +10,9 @@
  * never kept (gc_rcache_put drops it): which of its copies are in sync is
  * part of it, and only a majority lookup (repl.c) may say.
  *
- * A direct-mapped table of RC_SLOTS entries by the name's hash; an entry
- * holds only the used part of a record.  Cleared at gfs_finalize.
+ * A table of RC_SETS sets of RC_WAYS entries, the set chosen by the
+ * name's hash (a new name replaces the set's oldest); an entry holds only
+ * the used part of a record.  Cleared at gfs_finalize.
  *
  * Leases.  A record that came with a lease from its metadata server
  * (NS_LEASE, NS_COMMIT_LEASE; servers/nameserver.c) is more than a hint:
@@ -51,7 +52,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RC_SLOTS 16384
+#define RC_WAYS 4
+#define RC_SETS 4096
+#define RC_SLOTS (RC_SETS * RC_WAYS)
 
 typedef struct rc_ent {
     char *name;
@@ -64,6 +67,7 @@ typedef struct rc_ent {
     uint64_t epoch; /* its server's start when granted (gmsg.h) */
     int64_t size;   /* its size, or -1 */
     int64_t size_at;
+    uint64_t seq; /* when it was put (rl.seq): the oldest goes first */
 } rc_ent;
 
 #define RC_OPEN_SLOTS 256
@@ -92,6 +96,7 @@ static struct {
     bool running, stop;
     pthread_t thread;
     uint64_t closes; /* file ids closed so far */
+    uint64_t seq;    /* entries put so far */
 } rl;
 
 int64_t gc_rcache_now(void)
@@ -159,9 +164,18 @@ static bool is_open(const char *name)
     return false;
 }
 
+/* name's entry, or (no entry has it) the one a new entry for it would
+ * replace: an empty one of its set, else the oldest (rc_lock). */
 static rc_ent *slot(const char *name)
 {
-    return &rc_tab[g_fnv1a(name) % RC_SLOTS];
+    rc_ent *set = &rc_tab[(g_fnv1a(name) % RC_SETS) * RC_WAYS], *old = set;
+    for (int i = 0; i < RC_WAYS; i++) {
+        if (set[i].name && strcmp(set[i].name, name) == 0)
+            return &set[i];
+        if (old->name && (!set[i].name || set[i].seq < old->seq))
+            old = &set[i];
+    }
+    return old;
 }
 
 static void *renewer(void *arg);
@@ -216,6 +230,7 @@ static void put(const char *name, const gp_record *rec, int server,
     rc_ent *e = slot(name);
     ent_clear(e);
     *e = n;
+    e->seq = ++rl.seq;
     if (server >= 0 && server < rl.nserv) {
         e->lserver = server;
         e->until = until;

@@ -141,6 +141,7 @@ int gfs_finalize(void)
 
     /* Let queued non-blocking requests finish, then stop the workers. */
     gc_nb_shutdown();
+    gc_reclaim_wait();
     gc_lease_stop();
     gc_striped_shutdown();
     gc_rcache_clear();

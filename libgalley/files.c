@@ -163,12 +163,20 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
     if (!rc && rec->repl.ncopy > 1)
         rc = gc_repl_create_copies(name, rec, fork, &rmade);
 
-    /* Step 3: commit the record. */
+    /* Step 3: commit the record; one copy: with a lease on it. */
     bool sent = !rc;
-    if (sent)
+    int64_t t0 = gc_rcache_now();
+    gp_NS_COMMIT_LEASE_rep lease = {0};
+    if (sent && rec->repl.ncopy > 1)
         rc = gc_NS_COMMIT_call(srv(meta),
                                &(gp_NS_COMMIT_req){.name = name, .rec = rec},
                                NULL, NULL);
+    else if (sent)
+        rc = gc_NS_COMMIT_LEASE_call(
+            srv(meta),
+            &(gp_NS_COMMIT_LEASE_req){
+                .client = gc_rcache_client(), .name = name, .rec = rec},
+            &lease, NULL);
     if (!rc && rec->repl.ncopy > 1 && (rc = gc_repl_commit_others(name, rec))) {
         /* not on a majority of its record servers: take it back (a copy
          * of the record left on a minority never wins a lookup) */
@@ -177,8 +185,8 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
                           &(gp_NS_REMOVE_rep){.rec = rec}, NULL);
         sent = false;
     }
-    if (!rc)
-        gc_rcache_put(name, rec);
+    if (!rc) /* new: every fork is empty */
+        gc_rcache_lease(name, rec, meta, t0, lease.lease_ms, lease.epoch, 0);
     if (sent && (rc == GFS_ESERVERDOWN || rc == GFS_ETIMEDOUT)) {
         /* The commit's outcome is unknown (the record's server died or
          * did not answer): the record may exist, so its subfiles (and
@@ -216,6 +224,28 @@ int gfs_create_file(const char *name, int nsubfiles, const int *servers)
 
 /* ----------------------------------------------------- open / close --- */
 
+int gc_lease_lookup(const char *name, gp_record *rec)
+{
+    int meta = gc_meta_server(name);
+    int64_t t0 = gc_rcache_now();
+    gp_NS_LEASE_rep m = {.rec = rec};
+    int rc = gc_NS_LEASE_call(
+        srv(meta),
+        &(gp_NS_LEASE_req){.client = gc_rcache_client(), .name = name}, &m,
+        NULL);
+    if (!rc && rec->repl.ncopy <= 1) {
+        gc_rcache_lease(name, rec, meta, t0, m.lease_ms, m.epoch, -1);
+        return 0;
+    }
+    /* replicated, or not there (another record server may say): */
+    rc = gc_repl_lookup(name, rec);
+    if (!rc)
+        gc_rcache_put(name, rec);
+    else
+        gc_rcache_drop(name);
+    return rc;
+}
+
 int gc_file_register(const char *name, const gp_record *rec)
 {
     for (uint32_t i = 0; i < rec->nsub; i++)
@@ -228,6 +258,8 @@ int gc_file_register(const char *name, const gp_record *rec)
     f->rec = *rec;
     int fid = gc_htab_insert(&gc_g.files, f);
     free(f);
+    if (fid >= 0)
+        gc_rcache_opened(name, 1); /* no cached size while open here */
     return fid;
 }
 
@@ -242,11 +274,7 @@ int gc_file_open(const char *name)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = gc_repl_lookup(name, rec);
-    if (!rc)
-        gc_rcache_put(name, rec);
-    else
-        gc_rcache_drop(name);
+    rc = gc_lease_lookup(name, rec);
     if (!rc)
         rc = gc_file_register(name, rec);
     free(rec);
@@ -258,8 +286,15 @@ int gc_file_close(int fid)
     int rc = gc_check_init();
     if (rc)
         return rc;
-    if (gc_htab_take(&gc_g.files, fid, NULL))
+    gc_file *f = malloc(sizeof(*f));
+    if (!f)
+        return -ENOMEM;
+    if (gc_htab_take(&gc_g.files, fid, f)) {
+        free(f);
         return GFS_EBADID;
+    }
+    gc_rcache_opened(f->name, -1); /* its writes may have changed the size */
+    free(f);
     /* Forks opened through this file id go with it, all at once. */
     gc_fork k;
     int n = 0, cap = 0, *kids = NULL;
@@ -284,6 +319,55 @@ int gc_file_close(int fid)
 
 /* ----------------------------------------------------------- delete --- */
 
+/* The subfile deletes of the last remove of a file of one copy: sent, and
+ * their answers collected at the next remove (whose record's round trip
+ * they overlap) or at gfs_finalize (gc_reclaim_wait), so that a remove
+ * waits for one round trip, its record's.  The record goes first: a
+ * process that dies before its subfiles are gone leaves orphans, which
+ * `galley fsck --repair` removes, never a file half there. */
+static struct {
+    pthread_mutex_t lock;
+    gc_pending *p;
+    uint32_t n;
+} reclaim = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void reclaim_collect(void)
+{
+    for (uint32_t i = 0; i < reclaim.n; i++)
+        gc_SUB_DELETE_recv(&reclaim.p[i], NULL, NULL); /* (see above) */
+    free(reclaim.p);
+    reclaim.p = NULL;
+    reclaim.n = 0;
+}
+
+void gc_reclaim_wait(void)
+{
+    pthread_mutex_lock(&reclaim.lock);
+    reclaim_collect();
+    pthread_mutex_unlock(&reclaim.lock);
+}
+
+/* Send the subfile deletes of rec (one copy) and keep them to collect
+ * later: 0, or -ENOMEM (then nothing was sent). */
+static int reclaim_send(const gp_record *rec)
+{
+    gc_pending *p = calloc(rec->nsub ? rec->nsub : 1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < rec->nsub; i++)
+        if (rec->server[i] < (uint32_t)gc_g.nservers)
+            gc_SUB_DELETE_send(srv((int)rec->server[i]),
+                               &(gp_SUB_DELETE_req){.hid = rec->hid[i]},
+                               &p[n++]);
+    pthread_mutex_lock(&reclaim.lock);
+    reclaim_collect(); /* the previous remove's, answered by now */
+    reclaim.p = p;
+    reclaim.n = n;
+    pthread_mutex_unlock(&reclaim.lock);
+    return 0;
+}
+
 int gc_file_delete(const char *name)
 {
     int rc = gc_check_init();
@@ -296,8 +380,11 @@ int gc_file_delete(const char *name)
     if (!rec)
         return -ENOMEM;
     /* The record goes first (the name is free at once); subfile headers
-     * follow.  A subfile on a dead server is reported, and stays behind
-     * as an orphan on that server rather than blocking the delete. */
+     * follow: a file of one copy's in the background (reclaim_send), a
+     * replicated file's before the answer.  A subfile on a dead server
+     * stays behind as an orphan on that server rather than blocking the
+     * delete (reported for a replicated file's first copy... see below;
+     * not for a file of one copy, whose record is already gone). */
     gc_rcache_drop(name);
     rc = gc_NS_REMOVE_call(srv(gc_meta_server(name)),
                            &(gp_NS_REMOVE_req){.name = name},
@@ -315,6 +402,8 @@ int gc_file_delete(const char *name)
     int ncopy = rec->repl.ncopy > 1 ? rec->repl.ncopy : 1;
     if (ncopy > 1)
         gc_repl_remove_others(name);
+    else if (reclaim_send(rec) == 0)
+        goto out_free; /* one copy: its subfiles go in the background */
     /* every subfile (and copy) at once: one round trip */
     uint32_t n = rec->nsub * (uint32_t)ncopy;
     gc_pending *p = calloc(n ? n : 1, sizeof(*p));

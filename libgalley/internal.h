@@ -235,6 +235,12 @@ uint64_t gc_now_ns(void);
 /* Metadata server of a name (hash of the name). */
 int gc_meta_server(const char *name);
 
+/* Collect the answers of the subfile deletes the last remove left
+ * running (files.c; gfs_finalize, before the connections go). */
+void gc_reclaim_wait(void);
+/* A name's record, as gc_repl_lookup, kept in the record cache with a
+ * lease when the metadata server grants one (files.c). */
+int gc_lease_lookup(const char *name, gp_record *rec);
 /* NS_LOOKUP of name at server into *rec (files.c). */
 int gc_lookup(int server, const char *name, gp_record *rec);
 
@@ -410,7 +416,29 @@ void gc_striped_shutdown(void);
 void gc_rcache_put(const char *name, const gp_record *rec);
 bool gc_rcache_get(const char *name, gp_record *rec);
 void gc_rcache_drop(const char *name);
+/* Stop the lease renewals, forget everything (gfs_finalize). */
 void gc_rcache_clear(void);
+/* Record leases (rcache.c, servers/nameserver.c).  This process's client
+ * id for NS_LEASE / NS_COMMIT_LEASE; the time base of `sent`. */
+uint64_t gc_rcache_client(void);
+int64_t gc_rcache_now(void);
+/* Keep rec for name with a lease of lease_ms from `server` (the request
+ * sent at `sent`; its start `epoch`), and its size (or -1); lease_ms 0:
+ * as gc_rcache_put. */
+void gc_rcache_lease(const char *name, const gp_record *rec, int server,
+                     int64_t sent, uint32_t lease_ms, uint64_t epoch,
+                     int64_t size);
+/* RC_NONE, RC_HINT (rec as gc_rcache_get) or RC_LEASED (rec is the
+ * record); *size (when size) the size a stat may answer, or -1. */
+enum { RC_NONE, RC_HINT, RC_LEASED };
+int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size);
+/* The size of a leased entry, asked for at `at` when gc_rcache_closes
+ * was `closes` (kept only if no file id was closed since). */
+uint64_t gc_rcache_closes(void);
+void gc_rcache_size(const char *name, int64_t size, int64_t at,
+                    uint64_t closes);
+/* A file id of this process opened (+1) or closed (-1) name. */
+void gc_rcache_opened(const char *name, int delta);
 /* Same servers, header ids and attributes. */
 bool gc_record_same(const gp_record *a, const gp_record *b);
 

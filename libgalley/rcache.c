@@ -10,18 +10,51 @@
  * never kept (gc_rcache_put drops it): which of its copies are in sync is
  * part of it, and only a majority lookup (repl.c) may say.
  *
- * A direct-mapped table of RC_SLOTS entries by the name's hash; an entry
- * holds only the used part of a record.  Cleared at gfs_finalize.
+ * A table of RC_SETS sets of RC_WAYS entries, the set chosen by the
+ * name's hash (a new name replaces the set's oldest); an entry holds only
+ * the used part of a record.  Cleared at gfs_finalize.
  *
- * Threads: any; rc_lock, a leaf lock, around every access.
+ * Leases.  A record that came with a lease from its metadata server
+ * (NS_LEASE, NS_COMMIT_LEASE; servers/nameserver.c) is more than a hint:
+ * until the lease runs out it IS the record, and a stat or an open may
+ * use it without asking.  The server recalls the lease before anyone
+ * else removes the name or changes its attributes, and waits until this
+ * process has dropped it (a renewal thread here sends NS_RENEW to each
+ * server where it holds leases every GALLEY_MD_RENEW_MS, default 200:
+ * that renews them, brings the names recalled, and acknowledges the
+ * previous recalls) or until the lease ran out.  A lease counts from
+ * before its request was sent, less a tenth, so it ends here before it
+ * ends at the server.  A remove by this process drops its own lease
+ * first.  This process's id for the servers is random, and new in a
+ * forked child (which starts with no leases).
+ *
+ * Sizes.  A leased entry may carry the file's size (known at create, or
+ * from a stat's fan-out), which a stat may answer with no request while
+ * (1) the lease holds, (2) no file id of this process has the name open
+ * (its own writes go through those: the size is dropped at their
+ * close), and (3) the size is less than GALLEY_MD_SIZE_MS old (default
+ * 60000, as NFS's acregmax; 0: never answer a size from here).  So a stat sees
+ * every change of the record at once, this process's own writes at once, and
+ * another process's writes at most GALLEY_MD_SIZE_MS late, or at once after
+ * this process opens the file (open always asks the servers for the forks) --
+ * the bound of NFS's attribute cache, with close-to-open.
+ *
+ * Threads: any; rc_lock, a leaf lock, around every access; the renewal
+ * thread takes it between its requests, never across one.
  */
 #include "internal.h"
 #include "fnv.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
-#define RC_SLOTS 4096
+#define RC_WAYS 4
+#define RC_SETS 4096
+#define RC_SLOTS (RC_SETS * RC_WAYS)
 
 typedef struct rc_ent {
     char *name;
@@ -29,26 +62,128 @@ typedef struct rc_ent {
     uint32_t *server;
     uint64_t *hid;
     char *attrs;
+    int lserver;    /* the server of its lease, or -1: only a hint */
+    int64_t until;  /* the lease's own end (ms, gc_rcache_now) */
+    uint64_t epoch; /* its server's start when granted (gmsg.h) */
+    int64_t size;   /* its size, or -1 */
+    int64_t size_at;
+    uint64_t seq; /* when it was put (rl.seq): the oldest goes first */
 } rc_ent;
 
+#define RC_OPEN_SLOTS 256
+
+/* A name some file id of this process has open, and how many. */
+typedef struct rc_open {
+    struct rc_open *next;
+    int n;
+    char name[];
+} rc_open;
+
 static pthread_mutex_t rc_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rc_cv = PTHREAD_COND_INITIALIZER;
 static rc_ent rc_tab[RC_SLOTS];
+static rc_open *rc_opens[RC_OPEN_SLOTS];
+
+/* The leases (under rc_lock): this process's id, per server the end of
+ * the leases its last renewal covered and how many entries hold one. */
+static struct {
+    pid_t pid;
+    uint64_t client;
+    int nserv;
+    int64_t *until;
+    uint64_t *epoch; /* the server's start its last renewal answered */
+    int *nheld;
+    bool running, stop;
+    pthread_t thread;
+    uint64_t closes; /* file ids closed so far */
+    uint64_t seq;    /* entries put so far */
+} rl;
+
+int64_t gc_rcache_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long env_ms(const char *name, long dflt, long min, long max)
+{
+    const char *e = getenv(name);
+    long v = e ? atol(e) : dflt;
+    return v >= min && v <= max ? v : dflt;
+}
 
 static void ent_clear(rc_ent *e)
 {
+    if (e->name && e->lserver >= 0 && e->lserver < rl.nserv)
+        rl.nheld[e->lserver]--;
     free(e->name);
     free(e->server);
     free(e->hid);
     free(e->attrs);
     memset(e, 0, sizeof(*e));
+    e->lserver = -1;
 }
 
+/* A forked child: none of its parent's leases is its own (rc_lock). */
+static void check_fork(void)
+{
+    pid_t pid = getpid();
+    if (pid == rl.pid)
+        return;
+    for (size_t i = 0; i < RC_SLOTS; i++)
+        if (rc_tab[i].name && rc_tab[i].lserver >= 0) {
+            rc_tab[i].lserver = -1;
+            rc_tab[i].size = -1;
+        }
+    if (rl.nheld)
+        memset(rl.nheld, 0, (size_t)rl.nserv * sizeof(*rl.nheld));
+    rl.running = false; /* the parent's thread is not here */
+    rl.stop = false;
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+        id = gc_now_ns() ^ ((uint64_t)pid << 32);
+    rl.client = id ? id : 1;
+    rl.pid = pid;
+}
+
+/* Is e's lease live now (rc_lock)? */
+static bool leased(const rc_ent *e, int64_t now)
+{
+    if (e->lserver < 0 || e->lserver >= rl.nserv)
+        return false;
+    return now < e->until ||
+           (e->epoch == rl.epoch[e->lserver] && now < rl.until[e->lserver]);
+}
+
+static bool is_open(const char *name)
+{
+    for (rc_open *o = rc_opens[g_fnv1a(name) % RC_OPEN_SLOTS]; o; o = o->next)
+        if (strcmp(o->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* name's entry, or (no entry has it) the one a new entry for it would
+ * replace: an empty one of its set, else the oldest (rc_lock). */
 static rc_ent *slot(const char *name)
 {
-    return &rc_tab[g_fnv1a(name) % RC_SLOTS];
+    rc_ent *set = &rc_tab[(g_fnv1a(name) % RC_SETS) * RC_WAYS], *old = set;
+    for (int i = 0; i < RC_WAYS; i++) {
+        if (set[i].name && strcmp(set[i].name, name) == 0)
+            return &set[i];
+        if (old->name && (!set[i].name || set[i].seq < old->seq))
+            old = &set[i];
+    }
+    return old;
 }
 
-void gc_rcache_put(const char *name, const gp_record *rec)
+static void *renewer(void *arg);
+
+/* Keep rec for name; with a lease from `server` until `until` when
+ * server >= 0 (and then its size, or -1). */
+static void put(const char *name, const gp_record *rec, int server,
+                int64_t until, uint64_t epoch, int64_t size)
 {
     if (rec->repl.ncopy > 1) {
         /* a replicated file's record is the newest of a majority of its
@@ -57,13 +192,16 @@ void gc_rcache_put(const char *name, const gp_record *rec)
         gc_rcache_drop(name);
         return;
     }
-    rc_ent n = {0};
+    rc_ent n = {.lserver = -1, .size = -1};
     n.name = strdup(name);
     n.server = malloc((rec->nsub ? rec->nsub : 1) * sizeof(*n.server));
     n.hid = malloc((rec->nsub ? rec->nsub : 1) * sizeof(*n.hid));
     n.attrs = malloc((size_t)rec->attrlen + 1);
     if (!n.name || !n.server || !n.hid || !n.attrs) {
-        ent_clear(&n);
+        free(n.name);
+        free(n.server);
+        free(n.hid);
+        free(n.attrs);
         gc_rcache_drop(name); /* never keep an older one instead */
         return;
     }
@@ -73,16 +211,79 @@ void gc_rcache_put(const char *name, const gp_record *rec)
     memcpy(n.hid, rec->hid, rec->nsub * sizeof(*n.hid));
     memcpy(n.attrs, rec->attrs, (size_t)rec->attrlen + 1);
     pthread_mutex_lock(&rc_lock);
+    check_fork();
+    if (server >= 0 && !rl.until) {
+        rl.nserv = gc_g.nservers;
+        rl.until = calloc((size_t)rl.nserv, sizeof(*rl.until));
+        rl.epoch = calloc((size_t)rl.nserv, sizeof(*rl.epoch));
+        rl.nheld = calloc((size_t)rl.nserv, sizeof(*rl.nheld));
+        if (!rl.until || !rl.epoch || !rl.nheld) {
+            free(rl.until);
+            free(rl.epoch);
+            free(rl.nheld);
+            rl.until = NULL;
+            rl.epoch = NULL;
+            rl.nheld = NULL;
+            rl.nserv = 0;
+        }
+    }
     rc_ent *e = slot(name);
     ent_clear(e);
     *e = n;
+    e->seq = ++rl.seq;
+    if (server >= 0 && server < rl.nserv) {
+        e->lserver = server;
+        e->until = until;
+        e->epoch = epoch;
+        e->size = size;
+        e->size_at = gc_rcache_now();
+        rl.nheld[server]++;
+        if (!rl.running && !rl.stop &&
+            pthread_create(&rl.thread, NULL, renewer, NULL) == 0) {
+            pthread_detach(rl.thread);
+            rl.running = true;
+        }
+    }
     pthread_mutex_unlock(&rc_lock);
+}
+
+void gc_rcache_put(const char *name, const gp_record *rec)
+{
+    put(name, rec, -1, 0, 0, -1);
+}
+
+void gc_rcache_lease(const char *name, const gp_record *rec, int server,
+                     int64_t sent, uint32_t lease_ms, uint64_t epoch,
+                     int64_t size)
+{
+    if (!lease_ms) {
+        put(name, rec, -1, 0, 0, -1);
+        return;
+    }
+    put(name, rec, server, sent + (int64_t)lease_ms * 9 / 10, epoch, size);
+}
+
+uint64_t gc_rcache_client(void)
+{
+    pthread_mutex_lock(&rc_lock);
+    check_fork();
+    uint64_t id = rl.client;
+    pthread_mutex_unlock(&rc_lock);
+    return id;
 }
 
 bool gc_rcache_get(const char *name, gp_record *rec)
 {
-    bool hit = false;
+    return gc_rcache_leased(name, rec, NULL) != RC_NONE;
+}
+
+int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size)
+{
+    int hit = RC_NONE;
+    if (size)
+        *size = -1;
     pthread_mutex_lock(&rc_lock);
+    check_fork();
     rc_ent *e = slot(name);
     if (e->name && strcmp(e->name, name) == 0) {
         rec->nsub = e->nsub;
@@ -90,10 +291,73 @@ bool gc_rcache_get(const char *name, gp_record *rec)
         memcpy(rec->server, e->server, e->nsub * sizeof(*e->server));
         memcpy(rec->hid, e->hid, e->nsub * sizeof(*e->hid));
         memcpy(rec->attrs, e->attrs, (size_t)e->attrlen + 1);
-        hit = true;
+        rec->repl.ncopy = 0;
+        int64_t now = gc_rcache_now();
+        hit = RC_HINT;
+        if (leased(e, now)) {
+            hit = RC_LEASED;
+            static long max = -1; /* (read once) */
+            if (max < 0)
+                max = env_ms("GALLEY_MD_SIZE_MS", 60000, 0, 86400000);
+            if (size && e->size >= 0 && now - e->size_at < max &&
+                !is_open(name))
+                *size = e->size;
+        }
     }
     pthread_mutex_unlock(&rc_lock);
     return hit;
+}
+
+uint64_t gc_rcache_closes(void)
+{
+    pthread_mutex_lock(&rc_lock);
+    uint64_t n = rl.closes;
+    pthread_mutex_unlock(&rc_lock);
+    return n;
+}
+
+void gc_rcache_size(const char *name, int64_t size, int64_t at, uint64_t closes)
+{
+    pthread_mutex_lock(&rc_lock);
+    rc_ent *e = slot(name);
+    /* (a file id closed since the size was asked for may have written) */
+    if (e->name && strcmp(e->name, name) == 0 && e->lserver >= 0 &&
+        !is_open(name) && closes == rl.closes) {
+        e->size = size;
+        e->size_at = at;
+    }
+    pthread_mutex_unlock(&rc_lock);
+}
+
+void gc_rcache_opened(const char *name, int delta)
+{
+    pthread_mutex_lock(&rc_lock);
+    rc_ent *e = slot(name);
+    if (e->name && strcmp(e->name, name) == 0)
+        e->size = -1; /* its writes go through the file id */
+    if (delta < 0)
+        rl.closes++;
+    rc_open **p = &rc_opens[g_fnv1a(name) % RC_OPEN_SLOTS];
+    while (*p && strcmp((*p)->name, name) != 0)
+        p = &(*p)->next;
+    if (*p) {
+        (*p)->n += delta;
+        if ((*p)->n <= 0) {
+            rc_open *o = *p;
+            *p = o->next;
+            free(o);
+        }
+    } else if (delta > 0) {
+        rc_open *o = malloc(sizeof(*o) + strlen(name) + 1);
+        if (o) {
+            o->n = delta;
+            strcpy(o->name, name);
+            o->next = rc_opens[g_fnv1a(name) % RC_OPEN_SLOTS];
+            rc_opens[g_fnv1a(name) % RC_OPEN_SLOTS] = o;
+        }
+        /* no memory: the size stays dropped until the next stat asks */
+    }
+    pthread_mutex_unlock(&rc_lock);
 }
 
 void gc_rcache_drop(const char *name)
@@ -105,11 +369,126 @@ void gc_rcache_drop(const char *name)
     pthread_mutex_unlock(&rc_lock);
 }
 
+/* Drop every entry leased from server s (rc_lock). */
+static void drop_server(int s)
+{
+    for (size_t i = 0; i < RC_SLOTS; i++)
+        if (rc_tab[i].name && rc_tab[i].lserver == s)
+            ent_clear(&rc_tab[i]);
+}
+
+/* One renewal at server s: 0, or an error (the leases there then run
+ * out by themselves).  *again: names were recalled, acknowledge now. */
+static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
+{
+    int64_t sent = gc_rcache_now();
+    gc_tail t;
+    gp_NS_RENEW_rep m;
+    *again = false;
+    int rc = gc_NS_RENEW_call(
+        gc_server_conn(s),
+        &(gp_NS_RENEW_req){.client = client, .acked = *acked}, &m, &t);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&rc_lock);
+    if (rl.pid != getpid() || rl.client != client) {
+        pthread_mutex_unlock(&rc_lock);
+        gc_tail_end(&t);
+        return 0;
+    }
+    if (!m.known)
+        drop_server(s); /* it lost them (restarted): none holds */
+    for (uint32_t i = 0; i < m.n && !t.r.err; i++) {
+        gp_NAME_item it;
+        if (gp_NAME_item_decode(&t.r, &it))
+            break;
+        rc_ent *e = slot(it.name);
+        if (e->name && strcmp(e->name, it.name) == 0 && e->lserver == s)
+            ent_clear(e);
+    }
+    rc = gc_tail_end(&t);
+    if (rc) {
+        /* not every recalled name was read: none of them is trusted */
+        drop_server(s);
+    } else {
+        if (m.n) {
+            *acked = m.seq;
+            *again = true;
+        }
+        rl.until[s] = sent + (int64_t)m.lease_ms * 9 / 10;
+        rl.epoch[s] = m.epoch; /* extends the leases of this start only */
+    }
+    pthread_mutex_unlock(&rc_lock);
+    return rc;
+}
+
+static void *renewer(void *arg)
+{
+    (void)arg;
+    long ms = env_ms("GALLEY_MD_RENEW_MS", 200, 10, 60000);
+    pthread_mutex_lock(&rc_lock);
+    uint64_t client = rl.client;
+    int nserv = rl.nserv;
+    uint64_t *acked = calloc((size_t)nserv, sizeof(*acked));
+    while (!rl.stop && acked) {
+        bool any = false;
+        for (int s = 0; s < nserv && !rl.stop; s++) {
+            if (!rl.nheld[s])
+                continue;
+            any = true;
+            pthread_mutex_unlock(&rc_lock);
+            bool again = true;
+            for (int k = 0; again && k < 4; k++)
+                if (renew(s, client, &acked[s], &again))
+                    again = false;
+            pthread_mutex_lock(&rc_lock);
+        }
+        if (!any)
+            break; /* started again by the next lease */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (!rl.stop)
+            pthread_cond_timedwait(&rc_cv, &rc_lock, &ts);
+    }
+    free(acked);
+    rl.running = false;
+    pthread_cond_broadcast(&rc_cv);
+    pthread_mutex_unlock(&rc_lock);
+    return NULL;
+}
+
 void gc_rcache_clear(void)
 {
     pthread_mutex_lock(&rc_lock);
+    if (rl.pid == getpid()) {
+        rl.stop = true; /* the renewal thread, before the connections go */
+        pthread_cond_broadcast(&rc_cv);
+        while (rl.running)
+            pthread_cond_wait(&rc_cv, &rc_lock);
+    }
+    rl.stop = false;
+    rl.running = false;
     for (size_t i = 0; i < RC_SLOTS; i++)
         ent_clear(&rc_tab[i]);
+    for (size_t i = 0; i < RC_OPEN_SLOTS; i++)
+        while (rc_opens[i]) {
+            rc_open *o = rc_opens[i];
+            rc_opens[i] = o->next;
+            free(o);
+        }
+    free(rl.until);
+    free(rl.epoch);
+    free(rl.nheld);
+    rl.until = NULL;
+    rl.epoch = NULL;
+    rl.nheld = NULL;
+    rl.nserv = 0;
     pthread_mutex_unlock(&rc_lock);
 }
 

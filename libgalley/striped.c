@@ -129,7 +129,7 @@ out_close:
  * subfile's FORK_OPEN go at once (one round trip), and the forks are
  * kept when the record that comes back is the cached one.  Otherwise
  * they are closed and the open goes on from the fresh record. */
-static int open_cached(const char *name, const gp_record *cached)
+static int open_cached(const char *name, const gp_record *cached, bool leased)
 {
     gfs_layout lay;
     int n = (int)cached->nsub;
@@ -141,14 +141,18 @@ static int open_cached(const char *name, const gp_record *cached)
     int rc = !rec || !p || !fkid || !ok ? -ENOMEM : layout_of(cached, &lay);
     if (rc)
         goto out_free;
-    gc_NS_LOOKUP_send(gc_server_conn(gc_meta_server(name)),
-                      &(gp_NS_LOOKUP_req){.name = name}, &p[n]);
+    if (!leased) /* a leased record is the record: not asked again */
+        gc_NS_LOOKUP_send(gc_server_conn(gc_meta_server(name)),
+                          &(gp_NS_LOOKUP_req){.name = name}, &p[n]);
     for (int i = 0; i < n; i++)
         gc_FORK_OPEN_send(
             gc_server_conn((int)cached->server[i]),
             &(gp_FORK_OPEN_req){.hid = cached->hid[i], .fork = lay.fork},
             &p[i]);
-    rc = gc_NS_LOOKUP_recv(&p[n], &(gp_NS_LOOKUP_rep){.rec = rec}, NULL);
+    if (leased)
+        memcpy(rec, cached, sizeof(*rec));
+    else
+        rc = gc_NS_LOOKUP_recv(&p[n], &(gp_NS_LOOKUP_rep){.rec = rec}, NULL);
     bool same = !rc && gc_record_same(rec, cached);
     for (int i = 0; i < n; i++) {
         gp_FORK_OPEN_rep m = {0};
@@ -211,11 +215,12 @@ int gc_striped_open(const char *name)
         rc = gc_check_name(name, GFS_NAME_MAX);
     if (rc)
         return rc;
-    gp_record *cached = malloc(sizeof(*cached));
-    if (cached && gc_rcache_get(name, cached)) {
+    gp_record *cached = calloc(1, sizeof(*cached));
+    int hit = cached ? gc_rcache_leased(name, cached, NULL) : RC_NONE;
+    if (hit != RC_NONE) {
         gfs_layout lay;
         if (layout_of(cached, &lay) == 0) {
-            rc = open_cached(name, cached);
+            rc = open_cached(name, cached, hit == RC_LEASED);
             free(cached);
             return rc;
         }
@@ -679,17 +684,43 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         rc = gc_check_name(name, GFS_NAME_MAX);
     if (rc)
         return rc;
-    gp_record *rec = malloc(sizeof(*rec));
+    gp_record *rec = NULL;
     gp_record *cached = malloc(sizeof(*cached));
-    int64_t *sizes = calloc(GFS_MAX_SUBFILES, sizeof(*sizes));
+    int64_t *sizes = NULL;
     gfs_layout lay;
     int64_t total = 0;
-    if (!rec || !cached || !sizes) {
+    if (!cached) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    int hit = gc_rcache_leased(name, cached, &total);
+    if (hit == RC_LEASED && total >= 0 && layout_of(cached, &lay) == 0 &&
+        !is_local_layout(cached))
+        goto out_done; /* the record and its size under a lease: no
+                        * request (rcache.c says what that guarantees) */
+    rec = malloc(sizeof(*rec));
+    sizes = calloc(GFS_MAX_SUBFILES, sizeof(*sizes));
+    if (!rec || !sizes) {
         rc = -ENOMEM;
         goto out_free;
     }
     bool known = false; /* rec holds the metadata server's record */
-    if (gc_rcache_get(name, cached) && layout_of(cached, &lay) == 0 &&
+    if (hit == RC_LEASED && layout_of(cached, &lay) == 0 &&
+        !is_local_layout(cached)) {
+        /* the record under a lease: no lookup, only the sizes */
+        int64_t t0 = gc_rcache_now();
+        uint64_t closes = gc_rcache_closes();
+        rc = list_sizes(name, cached, lay.fork, NULL, NULL, sizes);
+        if (rc)
+            goto out_free;
+        total = logical_size(&lay, sizes);
+        if (total >= 0)
+            gc_rcache_size(name, total, t0, closes);
+        rc = total < 0 ? (int)total : 0;
+        goto out_done;
+    }
+    total = 0;
+    if (hit != RC_NONE && layout_of(cached, &lay) == 0 &&
         !is_local_layout(cached)) {
         int lookrc;
         int k = list_sizes(name, cached, lay.fork, rec, &lookrc, sizes);
@@ -706,12 +737,9 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
     if (!known || rec->repl.ncopy > 1) {
         /* not cached, or replicated: the record of a majority of its
          * copies (repl.c), the metadata server's for one copy */
-        rc = gc_repl_lookup(name, rec);
-        if (rc) {
-            gc_rcache_drop(name);
+        rc = gc_lease_lookup(name, rec);
+        if (rc)
             goto out_free;
-        }
-        gc_rcache_put(name, rec);
     }
     rc = layout_of(rec, &lay);
     if (rc)
@@ -730,9 +758,14 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         rc = total < 0 ? (int)total : 0;
         goto out_done;
     }
+    int64_t t0 = gc_rcache_now();
+    uint64_t closes = gc_rcache_closes();
     rc = list_sizes(name, rec, lay.fork, NULL, NULL, sizes);
     if (rc)
         goto out_free;
+    total = logical_size(&lay, sizes);
+    if (total >= 0) /* (kept only under a lease) */
+        gc_rcache_size(name, total, t0, closes);
 out_size:
     total = logical_size(&lay, sizes);
     rc = total < 0 ? (int)total : 0;

@@ -90,6 +90,9 @@
     X(IO_CWRITE, 71, "IO_WRITE with the data's CRC32C, checked before it")     \
     X(SCRUB, 72, "verify every stored chunk of a fork against its CRC")        \
     X(SUB_CREATE_FORK, 80, "SUB_CREATE and a first fork, one log commit")      \
+    X(NS_LEASE, 81, "NS_LOOKUP, and a lease on the record for a client")       \
+    X(NS_COMMIT_LEASE, 82, "NS_COMMIT, and a lease on the new record")         \
+    X(NS_RENEW, 83, "renew a client's leases; the names recalled since")       \
     X(DIRECT_WOPEN, 90, "DIRECT_OPEN to write, maybe in locked mode")
 
 /* ------------------------------------------------------------ fields ---- */
@@ -131,6 +134,22 @@
 
 #define GP_NS_REMOVE_REQ(F) F(str, name, GFS_NAME_MAX)
 #define GP_NS_REMOVE_REP(F) F(rec, rec)
+
+/* Record leases (nameserver.c, rcache.c): lease_ms 0 = none granted.  A
+ * client drops the names a NS_RENEW reply recalls, then acknowledges
+ * `seq` in its next NS_RENEW; known 0: the server has no leases of this
+ * client (restarted): the client drops every lease it had there.  epoch:
+ * the server's start (random); a renewal extends only the leases granted
+ * in its epoch. */
+#define GP_NS_LEASE_REQ(F) F(u64, client) F(str, name, GFS_NAME_MAX)
+#define GP_NS_LEASE_REP(F) F(u32, lease_ms) F(u64, epoch) F(rec, rec)
+#define GP_NS_COMMIT_LEASE_REQ(F)                                              \
+    F(u64, client) F(str, name, GFS_NAME_MAX) F(rec, rec)
+#define GP_NS_COMMIT_LEASE_REP(F) F(u32, lease_ms) F(u64, epoch)
+#define GP_NS_RENEW_REQ(F) F(u64, client) F(u64, acked)
+#define GP_NS_RENEW_REP(F)                                                     \
+    F(u32, lease_ms)                                                           \
+    F(u64, epoch) F(u8, known) F(u64, seq) F(list, n, NAME, GP_MAX_NAMES)
 
 #define GP_NS_LIST_REQ(F) F(str, prefix, GFS_NAME_MAX)
 #define GP_NS_LIST_REP(F) F(list, n, NAME, GP_MAX_NAMES)

@@ -183,9 +183,10 @@ typedef struct gsrv_conn {
     struct gsrv_conn *prev, *next; /* registry in galleyd.c */
     /* the cluster secret (auth.c) */
     uint8_t auth_state;
-    bool auth_failed; /* a wrong proof: close after the reply */
-    bool over_cap;    /* past --max-conns: answer GFS_ECONNLIMIT, close */
-    bool holds_locks; /* has taken a byte-range lock (lease renewals) */
+    bool auth_failed;   /* a wrong proof: close after the reply */
+    bool over_cap;      /* past --max-conns: answer GFS_ECONNLIMIT, close */
+    bool holds_locks;   /* has taken a byte-range lock (lease renewals) */
+    uint64_t md_client; /* the client id of its record leases, or 0 */
     /* fork descriptors handed to this client (direct.c) */
     struct gsrv_grant *grants;
     size_t ngrants, capgrants;

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NS_MAGIC 0x52534e47u /* "GNSR" */
@@ -122,16 +124,45 @@ typedef struct ns_ent {
     uint64_t *hid;
     char *attrs; /* NUL-terminated, attrlen bytes */
     uint32_t attrlen;
-    ns_repl *repl; /* NULL: one copy (ns_repl_* below) */
+    ns_repl *repl;        /* NULL: one copy (ns_repl_* below) */
+    struct ns_hold *hold; /* record leases on it (leases below) */
+    uint32_t nhold, caphold;
 } ns_ent;
+
+/* A client's lease on one record: live while its client renews (until),
+ * or, once recalled, until the client's expiry at the recall (frozen) or
+ * the client acknowledges the recall (then it is gone). */
+typedef struct ns_hold {
+    uint64_t client;
+    uint64_t rseq;  /* 0, or the recall's number (ns_client.seq) */
+    int64_t frozen; /* recalled: live until then at most (ms, monotonic) */
+} ns_hold;
+
+/* A client holding record leases here, by its id (NS_LEASE ...). */
+typedef struct ns_client {
+    uint64_t id;
+    int64_t until; /* its leases are live until then (ms, monotonic) */
+    uint64_t seq;  /* last recall number */
+    struct ns_recall {
+        char *name;
+        uint64_t seq;
+    } * recall; /* names recalled, not yet acknowledged */
+    size_t nrecall, caprecall;
+} ns_client;
 
 static struct {
     pthread_mutex_t lock;
+    pthread_cond_t cv; /* a lease acknowledged (NS_RENEW) */
+    int64_t lease_ms;  /* granted lease; 0: no leases */
+    int64_t grace;     /* until then, changes wait as if leases were live */
+    uint64_t epoch;    /* this start's (random): leases of others are gone */
+    ns_client *client;
+    size_t nclient, capclient;
     gsrv_htable tab;  /* ns_ent by name */
     size_t nreserved; /* entries not committed: reservations in progress */
     uint64_t ncommitted;
     uint64_t next_id;
-} ns = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} ns = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* ----------------------------------------------------------- helpers ---- */
 
@@ -174,6 +205,7 @@ static void ent_free(ns_ent *e)
     if (!e)
         return;
     ent_free_record(e);
+    free(e->hold);
     free(e->name);
     free(e);
 }
@@ -263,6 +295,179 @@ static void mark_committed(ns_ent *e, uint64_t id)
     e->owner = 0;
     ns.ncommitted++;
     ns.nreserved--;
+}
+
+/* ------------------------------------------------------------ leases ---- */
+/*
+ * Record leases: a client that holds one may answer a stat or an open of
+ * the name from its cache, without asking (libgalley/rcache.c).  So a
+ * change of the record by anyone else (NS_REMOVE, NS_SETATTR,
+ * NS_REPL_SET) first recalls the leases of the other clients and waits
+ * until each is acknowledged (the client's next NS_RENEW, at most
+ * GALLEY_MD_RENEW_MS later) or has run out (a client that stopped
+ * renewing: at most lease_ms).  The holder's own lease (the same client
+ * id on this connection) goes at once: its library dropped it first.
+ * While a recall is waiting, no new lease is granted on that name.  The
+ * leases live in memory only: for lease_ms after a start, every change
+ * waits as if a lease were live (a restarted server does not know who
+ * held one), and a renewal from a client it does not know says so
+ * (known 0: the client drops every lease it had here).
+ */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static ns_client *client_find(uint64_t id)
+{
+    for (size_t i = 0; i < ns.nclient; i++)
+        if (ns.client[i].id == id)
+            return &ns.client[i];
+    return NULL;
+}
+
+static ns_client *client_get(uint64_t id)
+{
+    ns_client *k = client_find(id);
+    if (k)
+        return k;
+    /* reuse the slot of a client long gone (nothing recalled left) */
+    int64_t now = mono_ms();
+    for (size_t i = 0; i < ns.nclient; i++) {
+        k = &ns.client[i];
+        if (k->until + 10 * ns.lease_ms < now && !k->nrecall) {
+            free(k->recall);
+            memset(k, 0, sizeof(*k));
+            k->id = id;
+            return k;
+        }
+    }
+    if (ns.nclient == ns.capclient) {
+        size_t cap = ns.capclient ? ns.capclient * 2 : 16;
+        ns_client *n = realloc(ns.client, cap * sizeof(*n));
+        if (!n)
+            return NULL;
+        ns.client = n;
+        ns.capclient = cap;
+    }
+    k = &ns.client[ns.nclient++];
+    memset(k, 0, sizeof(*k));
+    k->id = id;
+    return k;
+}
+
+/* Grant client `id` a lease on committed entry e: the lease in ms, or 0
+ * (none: leases off, a replicated record, a recall waiting, no memory). */
+static uint32_t lease_grant(gsrv_conn *c, ns_ent *e, uint64_t id)
+{
+    if (!ns.lease_ms || !id || e->repl)
+        return 0;
+    for (uint32_t i = 0; i < e->nhold; i++)
+        if (e->hold[i].rseq)
+            return 0;
+    ns_client *k = client_get(id);
+    if (!k)
+        return 0;
+    bool have = false;
+    for (uint32_t i = 0; i < e->nhold && !have; i++)
+        have = e->hold[i].client == id;
+    if (!have) {
+        if (e->nhold == e->caphold) {
+            uint32_t cap = e->caphold ? e->caphold * 2 : 2;
+            ns_hold *n = realloc(e->hold, cap * sizeof(*n));
+            if (!n)
+                return 0;
+            e->hold = n;
+            e->caphold = cap;
+        }
+        e->hold[e->nhold++] = (ns_hold){.client = id};
+    }
+    k->until = mono_ms() + ns.lease_ms;
+    c->md_client = id;
+    return (uint32_t)ns.lease_ms;
+}
+
+static void hold_del(ns_ent *e, uint32_t i)
+{
+    e->hold[i] = e->hold[--e->nhold];
+}
+
+/* Recall the leases of other clients on `name` and wait until none is
+ * live; the connection's own goes at once.  Called and returns with
+ * ns.lock held; the entry may be gone or another after: find it again. */
+static void lease_break(gsrv_conn *c, const char *name, uint64_t h)
+{
+    for (;;) {
+        int64_t now = mono_ms();
+        ns_ent *e = find(name, h);
+        bool wait = now < ns.grace;
+        for (uint32_t i = 0; e && i < e->nhold;) {
+            ns_hold *d = &e->hold[i];
+            ns_client *k = client_find(d->client);
+            if (!k || d->client == c->md_client ||
+                now >= (d->rseq ? d->frozen : k->until)) {
+                hold_del(e, i); /* its own, or run out */
+                continue;
+            }
+            if (!d->rseq) {
+                if (k->nrecall == k->caprecall) {
+                    size_t cap = k->caprecall ? k->caprecall * 2 : 8;
+                    struct ns_recall *n = realloc(k->recall, cap * sizeof(*n));
+                    if (n) {
+                        k->recall = n;
+                        k->caprecall = cap;
+                    }
+                }
+                char *copy = strdup(name);
+                if (k->nrecall < k->caprecall && copy) {
+                    d->rseq = ++k->seq;
+                    d->frozen = k->until;
+                    k->recall[k->nrecall++] =
+                        (struct ns_recall){.name = copy, .seq = d->rseq};
+                } else {
+                    free(copy); /* no memory: it runs out instead */
+                    d->rseq = ~0ull;
+                    d->frozen = k->until;
+                }
+            }
+            wait = true;
+            i++;
+        }
+        if (!wait)
+            return;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&ns.cv, &ns.lock, &ts);
+    }
+}
+
+/* Client k acknowledged its recalls up to `acked`: those leases go. */
+static void lease_acked(ns_client *k, uint64_t acked)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < k->nrecall; i++) {
+        struct ns_recall *r = &k->recall[i];
+        if (r->seq > acked) {
+            k->recall[j++] = *r;
+            continue;
+        }
+        ns_ent *e = find(r->name, g_fnv1a(r->name));
+        for (uint32_t x = 0; e && x < e->nhold; x++)
+            if (e->hold[x].client == k->id && e->hold[x].rseq == r->seq) {
+                hold_del(e, x);
+                break;
+            }
+        free(r->name);
+    }
+    k->nrecall = j;
+    pthread_cond_broadcast(&ns.cv);
 }
 
 static void rec_path(uint64_t id, char *out, size_t len)
@@ -381,6 +586,13 @@ int gsrv_ns_init(void)
     if (rc)
         return rc;
     ns.next_id = 1;
+    const char *ml = getenv("GALLEY_MD_LEASE_MS");
+    ns.lease_ms = ml ? atol(ml) : 3000;
+    if (ns.lease_ms < 0 || ns.lease_ms > 600000)
+        ns.lease_ms = 3000;
+    ns.grace = mono_ms() + ns.lease_ms;
+    if (getrandom(&ns.epoch, sizeof(ns.epoch), 0) != sizeof(ns.epoch))
+        ns.epoch = (uint64_t)mono_ms() ^ ((uint64_t)getpid() << 40);
     rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
@@ -403,6 +615,14 @@ void gsrv_ns_fini(void)
     for (gsrv_hlink *l; (l = gsrv_ht_next(&ns.tab, &it));)
         ent_free(GSRV_HT_ENTRY(l, ns_ent, hlink));
     gsrv_ht_fini(&ns.tab);
+    for (size_t i = 0; i < ns.nclient; i++) {
+        for (size_t j = 0; j < ns.client[i].nrecall; j++)
+            free(ns.client[i].recall[j].name);
+        free(ns.client[i].recall);
+    }
+    free(ns.client);
+    ns.client = NULL;
+    ns.nclient = ns.capclient = 0;
     ns.nreserved = 0;
     ns.ncommitted = 0;
 }
@@ -452,19 +672,13 @@ int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return rc;
 }
 
-int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+/* NS_COMMIT, and (client != 0) a lease on the record for that client. */
+static int commit(gsrv_conn *c, const char *name, gp_record *rec,
+                  uint64_t client, uint32_t *lease)
 {
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    gp_NS_COMMIT_req m = {.rec = rec};
-    int rc = gp_NS_COMMIT_req_decode(req, &m);
-    const char *name = m.name;
-    if (!rc)
-        rc = gsrv_check_name(name);
+    int rc = gsrv_check_name(name);
     if (rc)
-        goto out_free_rec;
-
+        return rc;
     uint64_t h = g_fnv1a(name);
     bool created = false;
     pthread_mutex_lock(&ns.lock);
@@ -493,9 +707,40 @@ int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     }
     ns.next_id++;
     mark_committed(e, id);
+    if (client)
+        *lease = lease_grant(c, e, client);
 out_unlock:
     pthread_mutex_unlock(&ns.lock);
-out_free_rec:
+    return rc;
+}
+
+int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    gp_NS_COMMIT_req m = {.rec = rec};
+    int rc = gp_NS_COMMIT_req_decode(req, &m);
+    if (!rc)
+        rc = commit(c, m.name, rec, 0, NULL);
+    free(rec);
+    return rc;
+}
+
+int gsrv_op_NS_COMMIT_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    gp_NS_COMMIT_LEASE_req m = {.rec = rec};
+    uint32_t lease = 0;
+    int rc = gp_NS_COMMIT_LEASE_req_decode(req, &m);
+    if (!rc)
+        rc = m.client ? commit(c, m.name, rec, m.client, &lease) : -EINVAL;
+    if (!rc)
+        gp_NS_COMMIT_LEASE_rep_encode(
+            &rep->w,
+            &(gp_NS_COMMIT_LEASE_rep){.lease_ms = lease, .epoch = ns.epoch});
     free(rec);
     return rc;
 }
@@ -545,6 +790,67 @@ int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return rc;
 }
 
+int gsrv_op_NS_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_NS_LEASE_req m;
+    int rc = gp_NS_LEASE_req_decode(req, &m);
+    if (!rc)
+        rc = m.client ? gsrv_check_name(m.name) : -EINVAL;
+    if (rc)
+        return rc;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    uint32_t lease = 0;
+    pthread_mutex_lock(&ns.lock);
+    ns_ent *e = find(m.name, g_fnv1a(m.name));
+    if (e && e->committed) {
+        ent_to_record(e, rec);
+        lease = lease_grant(c, e, m.client);
+    } else {
+        rc = -ENOENT;
+    }
+    pthread_mutex_unlock(&ns.lock);
+    if (!rc)
+        gp_NS_LEASE_rep_encode(&rep->w, &(gp_NS_LEASE_rep){.lease_ms = lease,
+                                                           .epoch = ns.epoch,
+                                                           .rec = rec});
+    free(rec);
+    return rc;
+}
+
+int gsrv_op_NS_RENEW(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_NS_RENEW_req m;
+    int rc = gp_NS_RENEW_req_decode(req, &m);
+    if (!rc && !m.client)
+        rc = -EINVAL;
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ns.lock);
+    ns_client *k = client_find(m.client);
+    uint8_t known = k != NULL;
+    if (k)
+        lease_acked(k, m.acked);
+    else
+        k = client_get(m.client);
+    if (k)
+        k->until = mono_ms() + ns.lease_ms;
+    c->md_client = m.client;
+    uint32_t n = k ? (uint32_t)k->nrecall : 0;
+    gp_NS_RENEW_rep_encode(&rep->w,
+                           &(gp_NS_RENEW_rep){.lease_ms = (uint32_t)ns.lease_ms,
+                                              .epoch = ns.epoch,
+                                              .known = known,
+                                              .seq = k ? k->seq : 0,
+                                              .n = n});
+    for (uint32_t i = 0; i < n; i++)
+        gp_NAME_item_encode(&rep->w,
+                            &(gp_NAME_item){.name = k->recall[i].name});
+    pthread_mutex_unlock(&ns.lock);
+    return 0;
+}
+
 int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_NS_REMOVE_req m;
@@ -558,6 +864,7 @@ int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (!rec)
         return -ENOMEM;
     pthread_mutex_lock(&ns.lock);
+    lease_break(c, name, g_fnv1a(name)); /* others' cached copies first */
     ns_ent *e = find(name, g_fnv1a(name));
     if (!e || !e->committed) {
         rc = -ENOENT;
@@ -641,6 +948,7 @@ int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (!rec)
         return -ENOMEM;
     pthread_mutex_lock(&ns.lock);
+    lease_break(c, name, g_fnv1a(name)); /* others' cached copies first */
     ns_ent *e = find(name, g_fnv1a(name));
     if (!e || !e->committed) {
         rc = -ENOENT;
@@ -682,7 +990,6 @@ out_unlock:
  * server): the servers of copy 0 and the attributes stay. */
 int gsrv_op_NS_REPL_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
-    (void)c;
     gp_record *in = malloc(sizeof(*in)), *rec = malloc(sizeof(*rec));
     int rc = in && rec ? 0 : -ENOMEM;
     gp_NS_REPL_SET_req m = {.rec = in};
@@ -695,6 +1002,11 @@ int gsrv_op_NS_REPL_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint64_t gen = 0;
     pthread_mutex_lock(&ns.lock);
     ns_ent *e = find(m.name, g_fnv1a(m.name));
+    if (e && e->committed && !e->repl && e->nhold) {
+        /* one copy so far: other clients may hold it leased */
+        lease_break(c, m.name, g_fnv1a(m.name));
+        e = find(m.name, g_fnv1a(m.name));
+    }
     if (!e || !e->committed) {
         rc = -ENOENT;
         goto out_unlock;

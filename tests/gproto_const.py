@@ -76,6 +76,9 @@ OP = {
     'IO_CWRITE': 71,
     'SCRUB': 72,
     'SUB_CREATE_FORK': 80,
+    'NS_LEASE': 81,
+    'NS_COMMIT_LEASE': 82,
+    'NS_RENEW': 83,
     'DIRECT_WOPEN': 90,
 }
 

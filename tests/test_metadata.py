@@ -7,6 +7,7 @@ leaves it empty.  (Speed is the benchmark's business: bench/mdbench.)"""
 
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -189,3 +190,109 @@ def test_cached_records_never_hide_another_process(fresh_cluster, tmp_path):
     cp = c.helper("t_mdstorm", "cache", "/cache/x", "%s rm /cache/x" % g,
                   "%s put %s /cache/x" % (g, local), local)
     assert cp.returncode == 0, describe(cp)
+
+
+def test_leases_never_hide_another_process(fresh_cluster):
+    """A record held under a lease (libgalley/rcache.c) answers stat and
+    open without asking; another process's remove and attribute change
+    recall it first (and finish), its writes show after an open here,
+    and this process's own writes at once."""
+    c = fresh_cluster
+    cp = c.helper("t_mdstorm", "lease", "/lease/x", helper_path("t_mdstorm"))
+    assert cp.returncode == 0, describe(cp)
+
+
+def _holder(c, name, renew_ms="200"):
+    p = subprocess.Popen([helper_path("t_mdstorm"), "hold", name],
+                         env=dict(c.env, GALLEY_MD_RENEW_MS=renew_ms),
+                         stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    assert p.stdout.readline().strip() == "held", p.stderr.read()
+    return p
+
+
+def test_a_stopped_holder_is_waited_out_and_then_sees_the_remove(
+        fresh_cluster):
+    """A holder that renews nothing (stopped) keeps its lease only until
+    it runs out: a remove by another process waits that out, and the
+    holder, continued, does not find the file."""
+    c = fresh_cluster
+    p = _holder(c, "/hold/s")
+    os.kill(p.pid, signal.SIGSTOP)
+    try:
+        cp = c.galley("rm", "/hold/s")
+        assert cp.returncode == 0, describe(cp)
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate("go\n", timeout=60)
+    assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)
+    assert "/hold/s" not in listed(c, "/hold/")
+    fsck_repair_clean(c)
+
+
+def test_a_killed_holder_does_not_block_removes(fresh_cluster):
+    c = fresh_cluster
+    p = _holder(c, "/hold/k")
+    p.kill()
+    p.wait(30)
+    cp = c.galley("rm", "/hold/k")
+    assert cp.returncode == 0, describe(cp)
+    assert "/hold/k" not in listed(c, "/hold/")
+    fsck_repair_clean(c)
+
+
+def test_a_restarted_server_forgets_no_lease(make_cluster):
+    """Leases live in the server's memory: after a kill -9 and restart, a
+    remove waits as long as a lease could still be held, and the holder,
+    told its leases are gone, sees the remove."""
+    c = make_cluster(n=1)
+    p = _holder(c, "/hold/r")
+    c.kill(0)
+    c.restart(0)
+    cp = c.galley("rm", "/hold/r")
+    assert cp.returncode == 0, describe(cp)
+    out, err = p.communicate("go\n", timeout=60)
+    assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)
+
+
+def test_removers_killed_leave_no_half_removed_file(fresh_cluster):
+    """A remove answers after its record is gone and reclaims the subfiles
+    behind it (libgalley/files.c): removers killed with SIGKILL mid-storm
+    leave every name whole or gone, and at most orphans that `galley fsck
+    --repair` removes."""
+    c = fresh_cluster
+    count = 150
+    made = Storm(c, "create", "/rk/f", count)
+    assert len(made.finish()) == PROCS * count
+    storm = Storm(c, "remove", "/rk/f", count)
+    storm.wait_oks(40)
+    for p in storm.procs:
+        p.kill()
+    oks = storm.finish()
+    seen = check(c, "/rk/f", count)
+    back = [n for n in oks if seen[n] != "none"]
+    assert not back, "acknowledged removes undone: %s" % back[:10]
+    assert listed(c, "/rk/") == {n for n, s in seen.items() if s == "have"}
+    fsck_repair_clean(c)
+    for n in sorted(n for n, s in seen.items() if s == "have")[:5]:
+        cp = c.galley("rm", n)
+        assert cp.returncode == 0, describe(cp)
+    fsck_repair_clean(c)
+
+
+def test_a_restarted_server_renews_no_lease_of_before(make_cluster):
+    """A lease granted before a server restart is never renewed by it,
+    even when the holder has taken new leases there since: the other
+    process's remove (after the restart's wait) is seen."""
+    c = make_cluster(n=1)
+    p = _holder(c, "/hold/old", renew_ms="2000")
+    c.kill(0)
+    c.restart(0)
+    p.stdin.write("touch /hold/new\n")
+    p.stdin.flush()
+    assert p.stdout.readline().strip() == "touched"
+    cp = c.galley("rm", "/hold/old")
+    assert cp.returncode == 0, describe(cp)
+    out, err = p.communicate("go\n", timeout=60)
+    assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)

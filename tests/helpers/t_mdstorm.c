@@ -22,6 +22,19 @@
  * process did: NAME removed (RMCMD) and made again (PUTCMD, LOCALFILE's
  * bytes) by shell commands meanwhile.
  *
+ *   t_mdstorm lease NAME SELF       record leases (libgalley/rcache.c)
+ *                                   against other processes: SELF is
+ *                                   this program, run for the others
+ *   t_mdstorm write NAME BYTES      open NAME, write BYTES bytes of 'w'
+ *   t_mdstorm setattr NAME KEY VAL  gfs_set_attr on NAME
+ *   t_mdstorm rm NAME               gfs_delete_file NAME
+ *   t_mdstorm hold NAME             create NAME and stat it (a lease),
+ *                                   print "held", wait for a line on
+ *                                   stdin ("touch NAME2": create and
+ *                                   stat NAME2, print "touched", wait
+ *                                   again), stat again: "have SIZE" or
+ *                                   "none"
+ *
  * Threads: single-threaded.
  */
 #include "thelp.h"
@@ -64,8 +77,142 @@ static void cache_scenario(const char *name, const char *cmd_rm,
     }
 }
 
+/* Leased records and sizes against other processes (SELF runs them). */
+static void lease_scenario(const char *name, const char *self)
+{
+    char cmd[8192];
+    int64_t size = -1;
+    EXPECT_OK(gfs_create_striped(name, gfs_num_servers(), NULL, 65536, NULL));
+    EXPECT_OK(gfs_striped_stat(name, &size, NULL)); /* leased, size 0 */
+    EXPECT_EQ(size, 0);
+
+    /* another process writes: seen at once after this one opens (close
+     * to open), whatever the cached size */
+    snprintf(cmd, sizeof(cmd), "%s write %s 5000", self, name);
+    EXPECT_EQ(system(cmd), 0);
+    int sid = EXPECT_OK(gfs_striped_open(name));
+    if (sid >= 0)
+        gfs_striped_close(sid);
+    EXPECT_OK(gfs_striped_stat(name, &size, NULL));
+    EXPECT_EQ(size, 5000);
+
+    /* this process writes: seen at once, open or closed */
+    sid = EXPECT_OK(gfs_striped_open(name));
+    char buf[7000];
+    memset(buf, 'm', sizeof(buf));
+    if (sid >= 0) {
+        EXPECT_EQ(gfs_striped_write(sid, 0, buf, sizeof(buf)),
+                  (int64_t)sizeof(buf));
+        EXPECT_OK(gfs_striped_stat(name, &size, NULL));
+        EXPECT_EQ(size, 7000);
+        gfs_striped_close(sid);
+    }
+    EXPECT_OK(gfs_striped_stat(name, &size, NULL));
+    EXPECT_EQ(size, 7000);
+
+    /* another process changes the record's attributes: it is not kept
+     * waiting for this one's lease, and this one sees the change */
+    snprintf(cmd, sizeof(cmd), "%s setattr %s color blue", self, name);
+    EXPECT_EQ(system(cmd), 0);
+    int fid = EXPECT_OK(gfs_open_file(name));
+    char v[64] = "";
+    if (fid >= 0) {
+        EXPECT_EQ(gfs_get_attr(fid, "color", v, sizeof(v)), 4);
+        gfs_close_file(fid);
+    }
+    EXPECT_TRUE(strcmp(v, "blue") == 0);
+
+    /* another process removes it while the lease holds: the lease is
+     * recalled first, and neither stat nor open finds it after */
+    EXPECT_OK(gfs_striped_stat(name, &size, NULL));
+    snprintf(cmd, sizeof(cmd), "%s rm %s", self, name);
+    EXPECT_EQ(system(cmd), 0);
+    EXPECT_EQ(gfs_striped_stat(name, &size, NULL), -ENOENT);
+    EXPECT_EQ(gfs_striped_open(name), -ENOENT);
+}
+
+/* Create and stat NAME, then wait for a line on stdin; stat again. */
+static void hold(const char *name)
+{
+    int64_t size = -1;
+    EXPECT_OK(gfs_create_striped(name, gfs_num_servers(), NULL, 65536, NULL));
+    EXPECT_OK(gfs_striped_stat(name, &size, NULL));
+    printf("held\n");
+    fflush(stdout);
+    char line[GFS_NAME_MAX + 16];
+    for (;;) {
+        if (!fgets(line, sizeof(line), stdin))
+            return;
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "touch ", 6) != 0)
+            break;
+        /* another file at the same server, leased (the first request
+         * after a server restart may find the connection lost) */
+        int rc =
+            gfs_create_striped(line + 6, gfs_num_servers(), NULL, 65536, NULL);
+        if (rc)
+            rc = gfs_create_striped(line + 6, gfs_num_servers(), NULL, 65536,
+                                    NULL);
+        EXPECT_TRUE(rc == 0 || rc == -EEXIST);
+        EXPECT_OK(gfs_striped_stat(line + 6, &size, NULL));
+        printf("touched\n");
+        fflush(stdout);
+    }
+    int rc = gfs_striped_stat(name, &size, NULL);
+    int sid = gfs_striped_open(name);
+    if (sid >= 0)
+        gfs_striped_close(sid);
+    if (rc == 0 && sid >= 0)
+        printf("have %" PRId64 "\n", size);
+    else if (rc == -ENOENT && sid == -ENOENT)
+        printf("none\n");
+    else
+        printf("FAIL stat %s open %s\n", gfs_strerror(rc),
+               sid >= 0 ? "ok" : gfs_strerror(sid));
+}
+
+static int one_file(int argc, char **argv)
+{
+    int rc = gfs_init(NULL);
+    if (rc) {
+        printf("FAIL gfs_init: %s\n", gfs_strerror(rc));
+        return 1;
+    }
+    const char *mode = argv[1], *name = argv[2];
+    if (strcmp(mode, "lease") == 0) {
+        lease_scenario(name, argv[3]);
+    } else if (strcmp(mode, "hold") == 0) {
+        hold(name);
+    } else if (strcmp(mode, "write") == 0) {
+        int n = atoi(argv[3]);
+        char *buf = malloc((size_t)n);
+        int sid = EXPECT_OK(gfs_striped_open(name));
+        if (buf && sid >= 0) {
+            memset(buf, 'w', (size_t)n);
+            EXPECT_EQ(gfs_striped_write(sid, 0, buf, n), (int64_t)n);
+            EXPECT_OK(gfs_striped_close(sid));
+        }
+        free(buf);
+    } else if (strcmp(mode, "rm") == 0) {
+        EXPECT_OK(gfs_delete_file(name));
+    } else if (strcmp(mode, "setattr") == 0 && argc == 5) {
+        int fid = EXPECT_OK(gfs_open_file(name));
+        if (fid >= 0) {
+            EXPECT_OK(gfs_set_attr(fid, argv[3], argv[4]));
+            gfs_close_file(fid);
+        }
+    }
+    gfs_finalize();
+    return t_finish();
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 &&
+        (strcmp(argv[1], "lease") == 0 || strcmp(argv[1], "hold") == 0 ||
+         strcmp(argv[1], "write") == 0 || strcmp(argv[1], "rm") == 0 ||
+         strcmp(argv[1], "setattr") == 0))
+        return one_file(argc, argv);
     if (argc == 6 && strcmp(argv[1], "cache") == 0) {
         int rc = gfs_init(NULL);
         if (rc) {

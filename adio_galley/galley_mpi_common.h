@@ -8,6 +8,8 @@
  *
  *  - galley_mpi_error_class: the one place a gfs error becomes an MPI
  *    error class;
+ *  - galley_ranges_span: the file span of an access's ranges (the range
+ *    atomic mode locks);
  *  - the layout hints of a new file (striping_factor, striping_unit,
  *    galley_servers, galley_fork, galley_layout, galley_replicas): their
  *    names and what
@@ -59,6 +61,22 @@ static inline int galley_mpi_error_class(int gfs_err)
         /* unreachable or dead servers, timeouts, protocol and disk
          * errors */
         return MPI_ERR_IO;
+    }
+}
+
+/* ---------------------------------------------------------- pieces ---- */
+
+/* [*lo, *hi): the file span of n ranges (what atomic mode locks). */
+static inline void galley_ranges_span(int64_t n, const gfs_range *r,
+                                      int64_t *lo, int64_t *hi)
+{
+    *lo = n ? r[0].offset : 0;
+    *hi = *lo;
+    for (int64_t i = 0; i < n; i++) {
+        if (r[i].offset < *lo)
+            *lo = r[i].offset;
+        if (r[i].offset + r[i].size > *hi)
+            *hi = r[i].offset + r[i].size;
     }
 }
 

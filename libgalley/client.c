@@ -275,7 +275,15 @@ int gc_fork_get(int kid, gc_fork *out)
 
 int gc_fork_register(const gc_fork *k)
 {
-    return gc_htab_insert(&gc_g.forks, k);
+    /* the one place a fork's checksum flag is derived: from its file's
+     * record, read in place under the lock the insert takes anyway */
+    gc_fork c = *k;
+    pthread_mutex_lock(&gc_g.lock);
+    const gc_file *f = gc_htab_at(&gc_g.files, k->fid);
+    c.csum = f && gc_rec_checksummed(&f->rec);
+    int kid = gc_htab_add(&gc_g.forks, &c);
+    pthread_mutex_unlock(&gc_g.lock);
+    return kid;
 }
 
 void gc_fork_unregister(int kid)

@@ -305,6 +305,17 @@ int gfs_nb_striped_listio(gfs_handle h, int sid, int op, int64_t n,
                           const gfs_list_entry *entries, void *buf)
 {
     gc_op *o = NULL;
-    int rc = gc_op_striped(&o, sid, op, n, entries, buf);
+    gc_pieces p = gc_pieces_paired(n, entries, buf);
+    int rc = gc_op_striped(&o, sid, op, &p);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_striped_rangeio(gfs_handle h, int sid, int op, int64_t nr,
+                           const gfs_range *r, int64_t nseg,
+                           const gfs_memseg *seg)
+{
+    gc_op *o = NULL;
+    gc_pieces p = gc_pieces_lists(nr, r, nseg, seg);
+    int rc = gc_op_striped(&o, sid, op, &p);
     return gc_nb_start(h, rc, o);
 }

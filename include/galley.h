@@ -461,11 +461,15 @@ int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
 int gfs_striped_open(const char *name);
 int gfs_striped_close(int sid);
 
-/* The layout of an open striped file. */
+/* The layout of an open striped file.  kind: GFS_LAYOUT_STRIPED, or
+ * GFS_LAYOUT_LOCAL for the locality layout (gfs_create_layout "local":
+ * unit is its block size; see "Locality layout" below). */
+enum gfs_layout_kind { GFS_LAYOUT_STRIPED = 0, GFS_LAYOUT_LOCAL = 1 };
 typedef struct gfs_layout {
     int nsubfiles;
     int64_t unit;
     char fork[GFS_FORK_NAME_MAX + 1];
+    int kind;
 } gfs_layout;
 
 int gfs_striped_layout(int sid, gfs_layout *layout);

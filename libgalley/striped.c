@@ -65,6 +65,8 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
     return gc_create_file_fork(name, nsubfiles, servers, attrs, fork, ncopy);
 }
 
+static bool is_local_layout(const gp_record *rec);
+
 /* The striped layout kept in a file's record: 0 or GFS_ELAYOUT. */
 static int layout_of(const gp_record *rec, gfs_layout *lay)
 {
@@ -80,6 +82,7 @@ static int layout_of(const gp_record *rec, gfs_layout *lay)
         return GFS_ELAYOUT;
     lay->unit = unit;
     lay->nsubfiles = (int)rec->nsub;
+    lay->kind = is_local_layout(rec) ? GFS_LAYOUT_LOCAL : GFS_LAYOUT_STRIPED;
     return 0;
 }
 

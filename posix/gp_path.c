@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "gp_internal.h"
+#include "../libgalley/cluster_file.h"
 
 /* Local directories mapped onto Galley names (GALLEY_POSIX_MOUNTS, a
  * comma-separated list of LOCALDIR=GALLEYDIR, or LOCALDIR alone for the
@@ -31,19 +32,15 @@ static void gp_strip_slashes(char *s)
         s[--n] = '\0';
 }
 
-/* The cluster file libgalley will use (its own search order). */
+static bool gp_readable(const char *path)
+{
+    return REAL(access)(path, R_OK) == 0;
+}
+
+/* The cluster file libgalley will use (its search order, cluster_file.h). */
 static const char *gp_cluster_path(char *buf, size_t len)
 {
-    const char *env = getenv("GALLEY_CLUSTER");
-    if (env && *env)
-        return env;
-    const char *home = getenv("HOME");
-    if (home) {
-        snprintf(buf, len, "%s/.galley/cluster", home);
-        if (REAL(access)(buf, R_OK) == 0)
-            return buf;
-    }
-    return "/etc/galley/cluster";
+    return gc_cluster_search(NULL, buf, len, gp_readable);
 }
 
 /* `galley mount`s of our own cluster (source "galley:<cluster file>",

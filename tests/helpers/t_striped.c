@@ -72,6 +72,7 @@ static int open_striped(const char *name, int64_t unit)
     EXPECT_EQ(l.nsubfiles, NSUB);
     EXPECT_EQ(l.unit, unit);
     EXPECT_TRUE(!strcmp(l.fork, "data"));
+    EXPECT_EQ(l.kind, GFS_LAYOUT_STRIPED);
     return sid;
 }
 

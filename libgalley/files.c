@@ -222,7 +222,7 @@ int gc_file_register(const char *name, const gp_record *rec)
         return -ENOMEM;
     snprintf(f->name, sizeof(f->name), "%s", name);
     f->rec = *rec;
-    int fid = gc_htab_insert(&gc_g.files, f);
+    int fid = gc_idtab_insert(&gc_g.files, f);
     free(f);
     return fid;
 }
@@ -254,7 +254,7 @@ int gc_file_close(int fid)
     int rc = gc_check_init();
     if (rc)
         return rc;
-    if (gc_htab_take(&gc_g.files, fid, NULL))
+    if (gc_idtab_take(&gc_g.files, fid, NULL))
         return GFS_EBADID;
     /* Forks opened through this file id go with it, all at once. */
     gc_fork k;
@@ -531,7 +531,7 @@ static int gc_set_attr(int fid, const char *key, const char *value)
     gc_rcache_drop(f.name);
     if (!rc) {
         pthread_mutex_lock(&gc_g.lock);
-        gc_file *cached = gc_htab_at(&gc_g.files, fid);
+        gc_file *cached = gc_idtab_at(&gc_g.files, fid);
         if (cached) {
             memcpy(cached->rec.attrs, text, tl);
             cached->rec.attrs[tl] = '\0';

@@ -210,8 +210,8 @@ typedef struct gc_client {
     int timeout_ms;
     int transport;
     int spin_us;
-    gc_htab files; /* gc_file by file id (handle.h), under lock */
-    gc_htab forks; /* gc_fork by fork id */
+    gc_idtab files; /* gc_file by file id (handle.h), under lock */
+    gc_idtab forks; /* gc_fork by fork id */
 } gc_client;
 
 extern gc_client gc_g;

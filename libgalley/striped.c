@@ -26,20 +26,20 @@ typedef struct gc_striped {
 } gc_striped;
 
 static pthread_mutex_t st_lock = PTHREAD_MUTEX_INITIALIZER;
-static gc_htab st_tab = GC_HTAB_INIT(&st_lock, gc_striped, GC_KIND_STRIPED, 8);
+static gc_idtab st_tab = GC_IDTAB_INIT(&st_lock, gc_striped, GC_KIND_STRIPED, 8);
 
 static int st_get(int sid, gc_striped *out)
 {
     int rc = gc_check_init();
-    return rc ? rc : gc_htab_get(&st_tab, sid, out);
+    return rc ? rc : gc_idtab_get(&st_tab, sid, out);
 }
 
 void gc_striped_shutdown(void)
 {
     pthread_mutex_lock(&st_lock);
-    for (int sid = -1; (sid = gc_htab_next(&st_tab, sid)) >= 0;)
-        gc_local_free(((gc_striped *)gc_htab_at(&st_tab, sid))->loc);
-    gc_htab_clear(&st_tab); /* ids from before stay unknown */
+    for (int sid = -1; (sid = gc_idtab_next(&st_tab, sid)) >= 0;)
+        gc_local_free(((gc_striped *)gc_idtab_at(&st_tab, sid))->loc);
+    gc_idtab_clear(&st_tab); /* ids from before stay unknown */
     pthread_mutex_unlock(&st_lock);
 }
 
@@ -114,7 +114,7 @@ static int striped_from_fid(int fid, const int *kids)
     if (rc)
         goto out_close;
 
-    int sid = gc_htab_insert(&st_tab, &s);
+    int sid = gc_idtab_insert(&st_tab, &s);
     if (sid < 0) {
         gc_local_free(s.loc);
         gc_all_close(s.lay.nsubfiles, s.kids);
@@ -535,7 +535,7 @@ int gc_striped_close(int sid)
     int rc = gc_check_init();
     if (rc)
         return rc;
-    rc = gc_htab_take(&st_tab, sid, &s);
+    rc = gc_idtab_take(&st_tab, sid, &s);
     if (rc)
         return rc;
     gc_local_free(s.loc);

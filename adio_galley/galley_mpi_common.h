@@ -70,14 +70,15 @@ static inline int galley_mpi_error_class(int gfs_err)
 static inline void galley_ranges_span(int64_t n, const gfs_range *r,
                                       int64_t *lo, int64_t *hi)
 {
-    *lo = n ? r[0].offset : 0;
-    *hi = *lo;
+    int64_t l = INT64_MAX, h = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (r[i].offset < *lo)
-            *lo = r[i].offset;
-        if (r[i].offset + r[i].size > *hi)
-            *hi = r[i].offset + r[i].size;
+        if (r[i].offset < l)
+            l = r[i].offset;
+        if (r[i].offset + r[i].size > h)
+            h = r[i].offset + r[i].size;
     }
+    *lo = n ? l : 0;
+    *hi = n && h > l ? h : *lo;
 }
 
 /* ---------------------------------------------------- layout hints ---- */

@@ -73,7 +73,7 @@ typedef struct gc_idtab {
 } gc_idtab;
 
 /* A table of objects of `type`, guarded by *lockp, starting at cap slots. */
-#define GC_IDTAB_INIT(lockp, type, kindv, cap)                                  \
+#define GC_IDTAB_INIT(lockp, type, kindv, cap)                                 \
     {                                                                          \
         .lock = (lockp), .objsize = sizeof(type), .kind = (kindv),             \
         .first_cap = (cap), .free_head = -1, .free_tail = -1                   \

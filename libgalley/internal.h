@@ -398,15 +398,15 @@ void gc_nb_shutdown(void);
  * (pieces.c): paired entries relative to buf, or two independent lists of
  * file ranges and memory segments.  A cursor: copy it to read again. */
 typedef struct gc_pieces {
-    int64_t nr;               /* entries, or file ranges */
-    const gfs_list_entry *e;  /* the paired form, or NULL */
-    char *buf;                /* its memory base */
-    const gfs_range *r;       /* the two-list form */
+    int64_t nr;              /* entries, or file ranges */
+    const gfs_list_entry *e; /* the paired form, or NULL */
+    char *buf;               /* its memory base */
+    const gfs_range *r;      /* the two-list form */
     int64_t nseg;
     const gfs_memseg *seg;
-    bool count_only;          /* ranges without memory: never moved */
-    int64_t i, j;             /* cursor: range (entry) i, segment j */
-    uint64_t ri, mj;          /* bytes of each already yielded */
+    bool count_only; /* ranges without memory: never moved */
+    int64_t i, j;    /* cursor: range (entry) i, segment j */
+    uint64_t ri, mj; /* bytes of each already yielded */
 } gc_pieces;
 gc_pieces gc_pieces_paired(int64_t n, const gfs_list_entry *e, void *buf);
 gc_pieces gc_pieces_lists(int64_t nr, const gfs_range *r, int64_t nseg,
@@ -464,8 +464,8 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout);
 int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
 void gc_local_free(gc_local *l);
 /* The gc_op of a list request on a local file (claims new blocks first). */
-int gc_local_op(gc_local *l, int sid, gc_op **out, int op,
-                const gc_pieces *p, const int *kids);
+int gc_local_op(gc_local *l, int sid, gc_op **out, int op, const gc_pieces *p,
+                const int *kids);
 int64_t gc_local_size(gc_local *l);
 int64_t gc_local_read_result(gc_local *l, gc_op *o);
 int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size);

@@ -137,8 +137,8 @@ static int fill_xfers(gc_local *l, gc_op *o, const gx_ext *fr, size_t nfr,
     return 0;
 }
 
-int gc_local_op(gc_local *l, int sid, gc_op **out, int op,
-                const gc_pieces *p, const int *kids)
+int gc_local_op(gc_local *l, int sid, gc_op **out, int op, const gc_pieces *p,
+                const int *kids)
 {
     if (op != GFS_READ && op != GFS_WRITE)
         return -EINVAL;

@@ -26,7 +26,8 @@ typedef struct gc_striped {
 } gc_striped;
 
 static pthread_mutex_t st_lock = PTHREAD_MUTEX_INITIALIZER;
-static gc_idtab st_tab = GC_IDTAB_INIT(&st_lock, gc_striped, GC_KIND_STRIPED, 8);
+static gc_idtab st_tab =
+    GC_IDTAB_INIT(&st_lock, gc_striped, GC_KIND_STRIPED, 8);
 
 static int st_get(int sid, gc_striped *out)
 {
@@ -813,8 +814,8 @@ int gc_op_striped(gc_op **out, int sid, int op, const gc_pieces *p)
 /* The first pass over checked pieces: how many fragments each subfile
  * gets, and (segs != NULL) how many wire segments they fold into in list
  * order (gx_fold, as io.c sends them). */
-static void split_count(const gfs_layout *lay, const gc_pieces *pc,
-                        size_t *cnt, int64_t *segs)
+static void split_count(const gfs_layout *lay, const gc_pieces *pc, size_t *cnt,
+                        int64_t *segs)
 {
     unsigned ns = (unsigned)lay->nsubfiles; /* 1..GFS_MAX_SUBFILES */
     uint64_t unit = (uint64_t)lay->unit;

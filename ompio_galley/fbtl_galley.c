@@ -74,7 +74,7 @@ struct nb_data {
     int sid;
     ompio_galley_file *gf; /* alive until the request completes */
     int lost;              /* the handle's sticky error when posted */
-    bool posted; /* started: complete it before freeing */
+    bool posted;           /* started: complete it before freeing */
     bool locked;
     int64_t fmin, fmax;
 };

@@ -111,8 +111,8 @@ int ompio_galley_ranges(ompio_file_t *fh, gfs_range **r, gfs_memseg **m,
     *r = all;
     *m = (gfs_memseg *)(*r + k);
     for (int i = 0; i < n; i++) {
-        (*r)[i] = (gfs_range){(int64_t)(intptr_t)a[i].offset,
-                              (int64_t)a[i].length};
+        (*r)[i] =
+            (gfs_range){(int64_t)(intptr_t)a[i].offset, (int64_t)a[i].length};
         (*m)[i] = (gfs_memseg){a[i].memory_address, (int64_t)a[i].length};
     }
     galley_ranges_span(n, *r, fmin, fmax);

@@ -289,8 +289,7 @@ static void rangeio(const char *name)
     gfs_memseg short_ = {src, 9}, null_ = {NULL, 10}, ok = {src, 10};
     EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &bad, 1, &short_),
               -EINVAL);
-    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &bad, 1, &null_),
-              -EINVAL);
+    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &bad, 1, &null_), -EINVAL);
     gfs_range neg = {-1, 10};
     EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &neg, 1, &ok), -EINVAL);
     EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &bad, -1, &ok), -EINVAL);

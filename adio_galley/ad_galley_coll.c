@@ -6,8 +6,9 @@
  *
  * galley_cb=auto (default) decides per call, as ROMIO's automatic mode
  * does: every rank tells the others (one allgather) its bytes, its file
- * range and how many wire segments its pieces fold into
- * (gfs_striped_segments: per server, as libgalley sends them).  Aggregation
+ * range and how many wire segments its pieces fold into (equal pieces at a
+ * constant stride are one segment: gfs_striped_segments, libgalley's own
+ * folding rule).  Aggregation
  * pays only when the ranks' ranges interleave AND their pieces are small
  * and irregular (fewer than AUTO_BYTES_PER_SEG bytes per segment): then
  * gathering them cuts the number of pieces the servers see.  Otherwise
@@ -153,7 +154,7 @@ static int independent_is_better(ADIO_File fd, const ADIOI_GALLEY_Pieces * pc,
     me[1] = pc->nr ? gfs_striped_segments(((ADIOI_GALLEY_fs *) fd->fs_ptr)->sid, pc->nr,
                                           pc->r) : 0;
     if (me[1] < 0)
-        me[1] = pc->nr; /* cannot happen for ranges Build_list made */
+        me[1] = pc->nr;         /* (not for ranges Build_list made) */
     int64_t *all = ADIOI_Malloc(sizeof(int64_t) * 5 * nprocs);
     MPI_Allgather(me, 5, MPI_INT64_T, all, 5, MPI_INT64_T, fd->comm);
     int64_t segs = 0, bytes = 0;

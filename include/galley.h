@@ -527,10 +527,11 @@ int gfs_nb_striped_rangeio(gfs_handle h, int sid, int op, int64_t nr,
                            const gfs_range *r, int64_t nseg,
                            const gfs_memseg *seg);
 
-/* How many wire segments (extents and strided runs) the ranges of such a
- * request make on their way to the servers of open striped file sid:
- * split per server, ordered and folded as the data path does.  The figure
- * an MPI driver weighs aggregation by.  >= 0 or a negative error. */
+/* How many segments (extents and strided runs) the ranges of such a
+ * request fold into in list order over the logical file, by the data
+ * path's folding rule (the per-server split may break strides further).
+ * The figure an MPI driver weighs aggregation by.  sid: an open striped
+ * file.  >= 0 or a negative error. */
 int64_t gfs_striped_segments(int sid, int64_t nr, const gfs_range *r);
 int gfs_striped_sync(int sid);
 

@@ -971,11 +971,13 @@ int64_t gfs_striped_segments(int sid, int64_t nr, const gfs_range *r)
     rc = gc_pieces_check(&p, &total);
     if (rc)
         return rc;
-    /* a local file's blocks are placed when written: its logical order,
-     * one subfile, is the best guess there is */
+    /* in logical order, as one subfile: the figure the drivers' choice of
+     * aggregation was tuned with (per server, a stride that crosses stripe
+     * units breaks at every unit, and 200-byte strided records would be
+     * aggregated, measured slower) */
     gfs_layout one = {.nsubfiles = 1, .unit = INT64_MAX};
     size_t cnt[GFS_MAX_SUBFILES];
-    split_count(s.loc ? &one : &s.lay, &p, cnt, &segs);
+    split_count(&one, &p, cnt, &segs);
     return segs;
 }
 

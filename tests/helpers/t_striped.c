@@ -301,15 +301,17 @@ static void rangeio(const char *name)
     EXPECT_EQ(gfs_striped_rangeio(sid, GFS_READ, 1, &tail, 1, &one), 5);
     EXPECT_MEM(got, model + end - 5, 5, "tail");
     EXPECT_EQ(gfs_striped_rangeio(sid, GFS_READ, 1, &tail, 2, two), 20);
-    /* segments as the data path folds them: 16 pieces of 16 bytes, one
-     * per stripe unit, are one strided segment on each of the 4 servers;
-     * one contiguous range of 8 units is one extent on each */
+    /* segments by the folding rule: 16 pieces of 16 bytes at a constant
+     * stride are one strided segment, a break in the stride starts
+     * another, adjacent ranges are one extent */
     gfs_range str[16];
     for (int i = 0; i < 16; i++)
         str[i] = (gfs_range){64 * i, 16};
-    EXPECT_EQ(gfs_striped_segments(sid, 16, str), 4);
-    gfs_range whole = {0, 8 * 64};
-    EXPECT_EQ(gfs_striped_segments(sid, 1, &whole), 4);
+    EXPECT_EQ(gfs_striped_segments(sid, 16, str), 1);
+    str[15].offset += 1;
+    EXPECT_EQ(gfs_striped_segments(sid, 16, str), 2);
+    gfs_range adj[2] = {{0, 100}, {100, 7}};
+    EXPECT_EQ(gfs_striped_segments(sid, 2, adj), 1);
     EXPECT_EQ(gfs_striped_segments(sid, 1, &neg), -EINVAL);
     EXPECT_EQ(gfs_striped_close(sid), 0);
     free(rs);

@@ -45,10 +45,18 @@ typedef struct ADIOI_GALLEY_fs_s {
     int shfp_gfs;       /* gfs error of the last failed shared-pointer update */
 } ADIOI_GALLEY_fs;
 
-/* A piece of an access is a gfs_list_entry (galley.h), the type the
- * library's list I/O takes: file offset, size, and an offset in the user
- * buffer that is relative to the buffer and may be negative for types
- * with negative displacements until ADIOI_GALLEY_Entries rebases it. */
+/* An access as the library's gfs_striped_rangeio takes it (galley.h):
+ * two independent lists, file ranges (logical offsets) and memory
+ * segments (addresses, so types with negative displacements need no
+ * rebasing), built once by ADIOI_GALLEY_Build_list and handed on as
+ * they are. */
+typedef struct ADIOI_GALLEY_Pieces {
+    gfs_range *r;               /* file ranges, in access order */
+    int64_t nr, rcap;
+    gfs_memseg *m;              /* memory segments, in access order */
+    int64_t nm, mcap;
+} ADIOI_GALLEY_Pieces;
+void ADIOI_GALLEY_Pieces_free(ADIOI_GALLEY_Pieces * pc);
 
 /* ad_galley_common.c */
 int ADIOI_GALLEY_Init(void);
@@ -59,33 +67,27 @@ void ADIOI_GALLEY_Closed(void);
 int ADIOI_GALLEY_Err(const char *myname, int line, int gfs_err);
 /* fd->fs_ptr, created with defaults on first use (NULL if out of memory). */
 ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd);
-/* Pieces to gfs list entries relative to *base (the lowest memory piece);
- * [*fmin, *fmax) is the file range touched.  *out is ADIOI_Malloc'ed. */
-int ADIOI_GALLEY_Entries(const gfs_list_entry * p, int64_t n, const void *buf,
-                         gfs_list_entry ** out, char **base, ADIO_Offset * fmin,
-                         ADIO_Offset * fmax);
-/* Run a list of pieces (logical offsets) through gfs_striped_listio,
- * rebasing memory offsets; atomic mode takes a range lock around it.
- * Returns bytes or a negative gfs error. */
-int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, const void *buf,
-                            gfs_list_entry *p, int64_t n);
+/* Run file ranges r and memory segments m through gfs_striped_rangeio;
+ * atomic mode takes a range lock around it.  Returns bytes or a negative
+ * gfs error. */
+int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, int64_t nr, const gfs_range * r,
+                            int64_t nm, const gfs_memseg * m);
 
 /* ad_galley_io.c: the one place that turns an MPI access (memory type x
- * file view) into pieces.  On success *p is ADIOI_Malloc'ed, also for an
- * empty access (caller frees); on error *p is NULL.  *end is the file
- * offset just past the last byte (for the individual pointer). */
+ * file view) into its two lists (*pc; free with ADIOI_GALLEY_Pieces_free,
+ * also after an error).  *end is the file offset just past the last byte
+ * (for the individual pointer). */
 int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
                             MPI_Datatype datatype, int file_ptr_type,
                             ADIO_Offset offset, int contig_call,
-                            gfs_list_entry ** p, int64_t * n,
-                            int64_t * total, ADIO_Offset * end);
+                            ADIOI_GALLEY_Pieces * pc, int64_t * total, ADIO_Offset * end);
 /* Run an access already turned into pieces (by Build_list), then move the
  * individual pointer and set the status as Access does.  Returns 0 or the
  * gfs error *error_code was made from. */
-int ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
-                              int64_t n, int64_t total, ADIO_Offset end,
-                              MPI_Datatype datatype, int file_ptr_type,
-                              ADIO_Status * status, int *error_code);
+int ADIOI_GALLEY_Access_list(ADIO_File fd, int op, const ADIOI_GALLEY_Pieces * pc,
+                             int64_t total, ADIO_Offset end,
+                             MPI_Datatype datatype, int file_ptr_type,
+                             ADIO_Status * status, int *error_code);
 /* The blocking Read/Write Contig/Strided operations.  Inside a collective
  * call (fs->coll_active) an error is kept for the call's agreement
  * (ADIOI_GALLEY_Coll_record) and MPI_SUCCESS returned, so that ROMIO's

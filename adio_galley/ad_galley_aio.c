@@ -106,29 +106,25 @@ static void start(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datat
         return;
     }
 
-    gfs_list_entry *p;
-    int64_t n, total;
+    ADIOI_GALLEY_Pieces pc;
+    int64_t total;
     ADIO_Offset end;
-    gfs_list_entry *e = NULL;
-    char *base;
-    ADIO_Offset fmin, fmax;
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset,
-                                     contig_call, &p, &n, &total, &end);
-    if (!rc)
-        rc = ADIOI_GALLEY_Entries(p, n, buf, &e, &base, &fmin, &fmax);
-    if (p)
-        ADIOI_Free(p);
-    if (!rc && n == 0) {
-        ADIOI_Free(e);
+                                     contig_call, &pc, &total, &end);
+    if (!rc && pc.nr == 0) {
+        ADIOI_GALLEY_Pieces_free(&pc);
         aio_finish(a, 0);
         *error_code = MPI_SUCCESS;
         return;
     }
     if (!rc) {
+        /* the lists are cut into the request's fragments before this
+         * returns: they need not outlive it */
         a->h = gfs_new_handle();
-        rc = a->h < 0 ? a->h : gfs_nb_striped_listio(a->h, fs->sid, op, n, e, base);
+        rc = a->h < 0 ? a->h : gfs_nb_striped_rangeio(a->h, fs->sid, op, pc.nr, pc.r,
+                                                       pc.nm, pc.m);
     }
-    ADIOI_Free(e);
+    ADIOI_GALLEY_Pieces_free(&pc);
     if (rc) {
         /* the request completes with the error; the call reports it too */
         aio_finish(a, rc);

@@ -7,7 +7,8 @@
  * galley_cb=auto (default) decides per call, as ROMIO's automatic mode
  * does: every rank tells the others (one allgather) its bytes, its file
  * range and how many wire segments its pieces fold into (equal pieces at a
- * constant stride are one segment, as in libgalley's io.c).  Aggregation
+ * constant stride are one segment: gfs_striped_segments, libgalley's own
+ * folding rule).  Aggregation
  * pays only when the ranks' ranges interleave AND their pieces are small
  * and irregular (fewer than AUTO_BYTES_PER_SEG bytes per segment): then
  * gathering them cuts the number of pieces the servers see.  Otherwise
@@ -120,38 +121,6 @@ void ADIOI_GALLEY_Coll_agree(ADIO_File fd, const char *myname, int line, int *er
 
 /* ---------------------------------------------------- the decision ---- */
 
-/* How many wire segments a list of pieces folds into (io.c's rule:
- * adjacent pieces merge, equal pieces at a constant stride fold). */
-static int64_t folded_segments(const gfs_list_entry * p, int64_t n)
-{
-    int64_t segs = 0, count = 0;
-    ADIO_Offset off = 0, size = 0, stride = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (p[i].size == 0)
-            continue;
-        if (count == 1 && off + size == p[i].file_offset) {
-            size += p[i].size;
-            continue;
-        }
-        if (count >= 1 && p[i].size == size) {
-            if (count == 1 && p[i].file_offset >= off + size) {
-                stride = p[i].file_offset - off;
-                count = 2;
-                continue;
-            }
-            if (count > 1 && p[i].file_offset == off + count * stride) {
-                count++;
-                continue;
-            }
-        }
-        segs++;
-        off = p[i].file_offset;
-        size = p[i].size;
-        count = 1;
-    }
-    return segs;
-}
-
 static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
                         int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
                         int *error_code)
@@ -164,7 +133,7 @@ static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
  * every rank's bytes, folded segments and range.  The same allgather
  * tells every rank whether any rank's part failed already: *failed is
  * the MPI_MAX of fail_key. */
-static int independent_is_better(ADIO_File fd, const gfs_list_entry * p, int64_t n,
+static int independent_is_better(ADIO_File fd, const ADIOI_GALLEY_Pieces * pc,
                                  int64_t * failed)
 {
     int nprocs, rank;
@@ -172,16 +141,20 @@ static int independent_is_better(ADIO_File fd, const gfs_list_entry * p, int64_t
     MPI_Comm_rank(fd->comm, &rank);
     /* decide together: bytes, segments, [start, end) of every rank */
     int64_t me[5] = { fail_key(fd->fs_ptr, rank), 0, 0, INT64_MAX, 0 };
-    for (int64_t i = 0; i < n; i++) {
-        if (p[i].size == 0)
+    for (int64_t i = 0; i < pc->nr; i++) {
+        const gfs_range *r = &pc->r[i];
+        if (r->size == 0)
             continue;
-        me[2] += p[i].size;
-        if (p[i].file_offset < me[3])
-            me[3] = p[i].file_offset;
-        if (p[i].file_offset + p[i].size > me[4])
-            me[4] = p[i].file_offset + p[i].size;
+        me[2] += r->size;
+        if (r->offset < me[3])
+            me[3] = r->offset;
+        if (r->offset + r->size > me[4])
+            me[4] = r->offset + r->size;
     }
-    me[1] = folded_segments(p, n);
+    me[1] = pc->nr ? gfs_striped_segments(((ADIOI_GALLEY_fs *) fd->fs_ptr)->sid, pc->nr,
+                                          pc->r) : 0;
+    if (me[1] < 0)
+        me[1] = pc->nr;         /* (not for ranges Build_list made) */
     int64_t *all = ADIOI_Malloc(sizeof(int64_t) * 5 * nprocs);
     MPI_Allgather(me, 5, MPI_INT64_T, all, 5, MPI_INT64_T, fd->comm);
     int64_t segs = 0, bytes = 0;
@@ -202,11 +175,38 @@ static int independent_is_better(ADIO_File fd, const gfs_list_entry * p, int64_t
 
 /* ------------------------------------------------- aggregation ---- */
 
+/* Copy n bytes between data and the memory segments at cursor (*j, *at),
+ * moving the cursor: into data for a write, out of it for a read. */
+static void seg_copy(int op, const gfs_memseg * m, int64_t * j, int64_t * at, char *data,
+                     int64_t n)
+{
+    while (n > 0) {
+        int64_t take = m[*j].size - *at;
+        if (take == 0) {
+            ++*j;
+            *at = 0;
+            continue;
+        }
+        if (take > n)
+            take = n;
+        char *mem = (char *) m[*j].addr + *at;
+        if (op == GFS_WRITE)
+            memcpy(data, mem, take);
+        else
+            memcpy(mem, data, take);
+        data += take;
+        *at += take;
+        n -= take;
+    }
+}
+
 /* Send every fragment (descriptors, and data for writes) to its
  * aggregator, which moves all it received with one list request, and
- * bring read data back.  Returns 0 or this rank's gfs error (as an
- * aggregator); the caller's agreement tells the others. */
-static int64_t exchange(ADIO_File fd, int op, void *buf, const gfs_list_entry * fr,
+ * bring read data back.  The fragments fr are the access's file ranges
+ * cut at stripe boundaries, in order, so the memory segments m are walked
+ * alongside them.  Returns 0 or this rank's gfs error (as an aggregator);
+ * the caller's agreement tells the others. */
+static int64_t exchange(ADIO_File fd, int op, const gfs_memseg * m, const gfs_range * fr,
                         const int *dest, int64_t * scnt, int64_t nfrag, int64_t totby,
                         int nprocs)
 {
@@ -234,22 +234,21 @@ static int64_t exchange(ADIO_File fd, int op, void *buf, const gfs_list_entry * 
         rfr += rcnt[2 * r];
         rby += rcnt[2 * r + 1];
     }
-    int64_t *sdesc = ADIOI_Malloc(16 * (nfrag ? nfrag : 1));
-    int64_t *rdesc = ADIOI_Malloc(16 * (rfr ? rfr : 1));
+    gfs_range *sdesc = ADIOI_Malloc(sizeof(gfs_range) * (nfrag ? nfrag : 1));
+    gfs_range *rdesc = ADIOI_Malloc(sizeof(gfs_range) * (rfr ? rfr : 1));
     char *sdata = ADIOI_Malloc(totby ? totby : 1);
     char *rdata = ADIOI_Malloc(rby ? rby : 1);
     int64_t *fill = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));
     /* order fragments by destination, keeping their own order */
     int64_t *slot = ADIOI_Malloc(sizeof(int64_t) * (nfrag ? nfrag : 1));
+    int64_t mj = 0, mat = 0;
     for (int64_t i = 0; i < nfrag; i++) {
         int r = dest[i];
-        int64_t at = sdd[r] / 16 + fill[2 * r]++;
-        sdesc[2 * at] = fr[i].file_offset;
-        sdesc[2 * at + 1] = fr[i].size;
+        sdesc[sdd[r] / 16 + fill[2 * r]++] = fr[i];
         slot[i] = sbd[r] + fill[2 * r + 1];
         fill[2 * r + 1] += fr[i].size;
         if (op == GFS_WRITE)
-            memcpy(sdata + slot[i], (char *) buf + fr[i].mem_offset, fr[i].size);
+            seg_copy(op, m, &mj, &mat, sdata + slot[i], fr[i].size);
     }
     MPI_Alltoallv(sdesc, sdc, sdd, MPI_BYTE, rdesc, rdc, rdd, MPI_BYTE, fd->comm);
     if (op == GFS_WRITE)
@@ -258,21 +257,14 @@ static int64_t exchange(ADIO_File fd, int op, void *buf, const gfs_list_entry * 
     /* aggregators: one list request for everything received */
     int64_t got = 0;
     if (rfr > 0) {
-        gfs_list_entry *ap = ADIOI_Malloc(sizeof(*ap) * rfr);
-        int64_t at = 0;
-        for (int64_t i = 0; i < rfr; i++) {
-            ap[i].file_offset = rdesc[2 * i];
-            ap[i].size = rdesc[2 * i + 1];
-            ap[i].mem_offset = at;
-            at += ap[i].size;
-        }
-        got = ADIOI_GALLEY_Listio(fd, op, rdata, ap, rfr);
-        ADIOI_Free(ap);
+        /* the received descriptors are the ranges, the data one segment */
+        gfs_memseg all = {.addr = rdata,.size = rby };
+        got = ADIOI_GALLEY_Listio(fd, op, rfr, rdesc, 1, &all);
     }
     if (op == GFS_READ) {
         MPI_Alltoallv(rdata, rbc, rbd, MPI_BYTE, sdata, sbc, sbd, MPI_BYTE, fd->comm);
         for (int64_t i = 0; i < nfrag; i++)
-            memcpy((char *) buf + fr[i].mem_offset, sdata + slot[i], fr[i].size);
+            seg_copy(op, m, &mj, &mat, sdata + slot[i], fr[i].size);
     }
 
     ADIOI_Free(slot);
@@ -306,49 +298,48 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     if (naggr < 1)
         naggr = 1;
 
-    gfs_list_entry *p = NULL;
-    int64_t n = 0, total = 0;
+    ADIOI_GALLEY_Pieces pc;
+    int64_t total = 0;
     ADIO_Offset end = 0;
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset, 0,
-                                     &p, &n, &total, &end);
-    if (rc) {
+                                     &pc, &total, &end);
+    if (rc)
         ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, rc), rc);
-        n = 0;
-    }
 
     if (!force) {
         int64_t failed;
-        int indep = independent_is_better(fd, p, n, &failed);
+        int indep = independent_is_better(fd, &pc, &failed);
         if (failed) {
             /* a rank failed before any data moved: nobody moves any */
             coll_finish(fd, myname, __LINE__, failed, error_code);
         } else if (indep) {
-            rc = ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype,
+            rc = ADIOI_GALLEY_Access_list(fd, op, &pc, total, end, datatype,
                                           file_ptr_type, status, error_code);
             if (rc)
                 ADIOI_GALLEY_Coll_record(fs, *error_code, rc);
             ADIOI_GALLEY_Coll_agree(fd, myname, __LINE__, error_code);
         }
         if (failed || indep) {
-            if (p)
-                ADIOI_Free(p);
+            ADIOI_GALLEY_Pieces_free(&pc);
             return;
         }
     }
 
-    /* cut into stripe fragments, counted per destination rank */
+    /* cut the file ranges into stripe fragments, counted per destination
+     * rank (the memory segments are walked alongside in exchange) */
+    int64_t n = pc.nr;
+    const gfs_range *p = pc.r;
     int64_t nfrag = 0;
     for (int64_t i = 0; i < n; i++)
-        nfrag += (p[i].file_offset + p[i].size - 1) / unit - p[i].file_offset / unit + 1;
-    gfs_list_entry *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
+        nfrag += (p[i].offset + p[i].size - 1) / unit - p[i].offset / unit + 1;
+    gfs_range *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
     int *dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
     int64_t *scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));  /* frags, bytes */
     if (!fr || !dest || !scnt)
         ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, -ENOMEM), -ENOMEM);
     int64_t k = 0;
     for (int64_t i = 0; i < n && fs->coll_err == MPI_SUCCESS; i++) {
-        int64_t off = p[i].file_offset, left = p[i].size;
-        ADIO_Offset mem = p[i].mem_offset;
+        int64_t off = p[i].offset, left = p[i].size;
         while (left > 0) {
             int64_t len;
             int sub = gfs_layout_locate(nsub, unit, off, NULL, &len);
@@ -356,18 +347,15 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
                 len = left;
             int agg = sub % naggr;
             int r = (int) ((int64_t) agg * nprocs / naggr);
-            fr[k] = (gfs_list_entry) {
-            .file_offset = off,.size = len,.mem_offset = mem};
+            fr[k] = (gfs_range) {
+            .offset = off,.size = len};
             dest[k++] = r;
             scnt[2 * r]++;
             scnt[2 * r + 1] += len;
             off += len;
-            mem += len;
             left -= len;
         }
     }
-    if (p)
-        ADIOI_Free(p);
 
     /* everyone agrees to go on (no failure, int-sized counts) or not */
     int64_t mine[2] = { fail_key(fs, rank), 0 }, all[2];
@@ -386,6 +374,7 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
         mine[1] = totby;
     MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, fd->comm);
     if (all[0] || all[1] > INT_MAX / 2) {
+        ADIOI_GALLEY_Pieces_free(&pc);
         ADIOI_Free(fr);
         ADIOI_Free(dest);
         ADIOI_Free(scnt);
@@ -399,7 +388,8 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
         return;
     }
 
-    int64_t err = exchange(fd, op, buf, fr, dest, scnt, nfrag, totby, nprocs);
+    int64_t err = exchange(fd, op, pc.m, fr, dest, scnt, nfrag, totby, nprocs);
+    ADIOI_GALLEY_Pieces_free(&pc);
     ADIOI_Free(scnt);
     ADIOI_Free(dest);
     ADIOI_Free(fr);

@@ -78,56 +78,22 @@ ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd)
     return fd->fs_ptr;
 }
 
-int ADIOI_GALLEY_Entries(const gfs_list_entry * p, int64_t n, const void *buf,
-                         gfs_list_entry ** out, char **base, ADIO_Offset * fmin,
-                         ADIO_Offset * fmax)
-{
-    /* memory offsets relative to the lowest one; the file range for locks */
-    ADIO_Offset lo = n ? p[0].mem_offset : 0;
-    *fmin = n ? p[0].file_offset : 0;
-    *fmax = *fmin;
-    for (int64_t i = 0; i < n; i++) {
-        if (p[i].mem_offset < lo)
-            lo = p[i].mem_offset;
-        if (p[i].file_offset < *fmin)
-            *fmin = p[i].file_offset;
-        if (p[i].file_offset + p[i].size > *fmax)
-            *fmax = p[i].file_offset + p[i].size;
-    }
-    gfs_list_entry *e = ADIOI_Malloc(sizeof(*e) * (n ? n : 1));
-    if (!e)
-        return -ENOMEM;
-    for (int64_t i = 0; i < n; i++) {
-        e[i].file_offset = p[i].file_offset;
-        e[i].mem_offset = p[i].mem_offset - lo;
-        e[i].size = p[i].size;
-    }
-    *out = e;
-    *base = (char *) buf + lo;
-    return 0;
-}
-
-int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, const void *buf,
-                            gfs_list_entry * p, int64_t n)
+int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, int64_t nr, const gfs_range * r,
+                            int64_t nm, const gfs_memseg * m)
 {
     ADIOI_GALLEY_fs *fs = fd->fs_ptr;
-    gfs_list_entry *e;
-    char *base;
-    ADIO_Offset fmin, fmax;
-    if (n == 0)
+    if (nr == 0)
         return 0;
-    int64_t rc = ADIOI_GALLEY_Entries(p, n, buf, &e, &base, &fmin, &fmax);
-    if (rc)
-        return rc;
+    int64_t rc = 0, fmin, fmax;
     int locked = 0;
+    galley_ranges_span(nr, r, &fmin, &fmax);
     if (fd->atomicity && fmax > fmin) {
         rc = gfs_striped_lock(fs->sid, fmin, fmax - fmin, op == GFS_WRITE);
         locked = rc == 0;
     }
     if (rc == 0)
-        rc = gfs_striped_listio(fs->sid, op, n, e, base);
+        rc = gfs_striped_rangeio(fs->sid, op, nr, r, nm, m);
     if (locked)
         gfs_striped_unlock(fs->sid, fmin, fmax - fmin);
-    ADIOI_Free(e);
     return rc;
 }

@@ -3,12 +3,14 @@
  *
  * The memory side (count x datatype, flattened) and the file side (the
  * view: disp + tiles of the flattened filetype, or one contiguous range
- * for the Contig entry points) are walked together; every overlap of a
- * memory block and a file block is one piece (file offset, buffer offset,
- * length), neighbours contiguous on both sides merged.  The pieces go to
- * gfs_striped_listio in one call: libgalley splits them per server, sorts
- * and merges them, and folds regular runs into strided wire segments, so
- * no data sieving and no read-modify-write happen anywhere.
+ * for the Contig entry points) are walked together into two independent
+ * lists, as ROMIO's DAOS driver hands daos_array_write its ranges and its
+ * scatter-gather list: file ranges (neighbours merged) and memory
+ * segments (addresses, neighbours merged).  Both go to
+ * gfs_striped_rangeio as they are: libgalley cuts them once into
+ * per-server fragments, sorts and merges them, and folds regular runs into
+ * strided wire segments, so no data sieving and no read-modify-write
+ * happen anywhere, and the lists are not copied on the way.
  *
  * Threads: the calling thread.
  */
@@ -20,32 +22,58 @@
 /* a contiguous file range never ends */
 #define ADIO_OFFSET_MAX_LEFT ((ADIO_Offset) 1 << 62)
 
-/* Growable piece array. */
-typedef struct plist {
-    gfs_list_entry *v;
-    int64_t n, cap;
-} plist;
-
-static int plist_add(plist * l, ADIO_Offset off, ADIO_Offset mem, ADIO_Offset len)
+/* Grow a list of el-byte items holding n to room for one more. */
+static int grow(void **v, int64_t n, int64_t * cap, size_t el)
 {
-    if (l->n > 0) {
-        gfs_list_entry *t = &l->v[l->n - 1];
-        if (t->file_offset + t->size == off && t->mem_offset + t->size == mem) {
-            t->size += len;
-            return 0;
-        }
-    }
-    if (l->n == l->cap) {
-        int64_t cap = l->cap ? l->cap * 2 : 64;
-        gfs_list_entry *nv = ADIOI_Realloc(l->v, sizeof(*nv) * cap);
-        if (!nv)
-            return -ENOMEM;
-        l->v = nv;
-        l->cap = cap;
-    }
-    l->v[l->n++] = (gfs_list_entry) {
-    .file_offset = off,.mem_offset = mem,.size = len};
+    if (n < *cap)
+        return 0;
+    int64_t c = *cap ? *cap * 2 : 64;
+    void *nv = ADIOI_Realloc(*v, el * c);
+    if (!nv)
+        return -ENOMEM;
+    *v = nv;
+    *cap = c;
     return 0;
+}
+
+/* Append file range [off, off + len), merged with its neighbour. */
+static int range_add(ADIOI_GALLEY_Pieces * pc, ADIO_Offset off, ADIO_Offset len)
+{
+    gfs_range *t = pc->nr ? &pc->r[pc->nr - 1] : NULL;
+    if (t && t->offset + t->size == off) {
+        t->size += len;
+        return 0;
+    }
+    if (grow((void **) &pc->r, pc->nr, &pc->rcap, sizeof(*pc->r)))
+        return -ENOMEM;
+    pc->r[pc->nr++] = (gfs_range) {
+    .offset = off,.size = len};
+    return 0;
+}
+
+/* Append memory [mem, mem + len), merged with its neighbour. */
+static int seg_add(ADIOI_GALLEY_Pieces * pc, char *mem, ADIO_Offset len)
+{
+    gfs_memseg *t = pc->nm ? &pc->m[pc->nm - 1] : NULL;
+    if (t && (char *) t->addr + t->size == mem) {
+        t->size += len;
+        return 0;
+    }
+    if (grow((void **) &pc->m, pc->nm, &pc->mcap, sizeof(*pc->m)))
+        return -ENOMEM;
+    pc->m[pc->nm++] = (gfs_memseg) {
+    .addr = mem,.size = len};
+    return 0;
+}
+
+void ADIOI_GALLEY_Pieces_free(ADIOI_GALLEY_Pieces * pc)
+{
+    if (pc->r)
+        ADIOI_Free(pc->r);
+    if (pc->m)
+        ADIOI_Free(pc->m);
+    *pc = (ADIOI_GALLEY_Pieces) {
+    0};
 }
 
 /* Cursor over the file side of a view. */
@@ -138,24 +166,16 @@ static void fcur_take(fcur * c, ADIO_Offset n)
 int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
                             MPI_Datatype datatype, int file_ptr_type,
                             ADIO_Offset offset, int contig_call,
-                            gfs_list_entry ** p, int64_t * n,
-                            int64_t * total, ADIO_Offset * end)
+                            ADIOI_GALLEY_Pieces * pc, int64_t * total, ADIO_Offset * end)
 {
     MPI_Count type_size;
     MPI_Type_size_x(datatype, &type_size);
     int64_t want = (int64_t) type_size * count;
-    plist l = { 0 };
     fcur fc = { 0 };
     int rc = 0;
 
-    /* *p is always a real allocation on success, even for an empty access
-     * (ADIOI_Free(NULL) aborts), so every caller frees it alike */
-    l.cap = 16;
-    l.v = ADIOI_Malloc(sizeof(*l.v) * l.cap);
-    if (!l.v)
-        return -ENOMEM;
-    *p = l.v;
-    *n = 0;
+    *pc = (ADIOI_GALLEY_Pieces) {
+    0};
     *total = 0;
     *end = file_ptr_type == ADIO_INDIVIDUAL ? fd->fp_ind : offset;
     if (want == 0)
@@ -222,31 +242,30 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
         ADIO_Offset take = mleft < fleft ? mleft : fleft;
         if (take > want - done)
             take = want - done;
-        rc = plist_add(&l, foff, mpos, take);
+        rc = range_add(pc, foff, take);
+        if (!rc)
+            rc = seg_add(pc, (char *) buf + mpos, take);
         fcur_take(&fc, take);
         moff += take;
         done += take;
         last_end = foff + take;
     }
     if (rc) {
-        ADIOI_Free(l.v);
-        *p = NULL;
+        ADIOI_GALLEY_Pieces_free(pc);
         return rc;
     }
-    *p = l.v;
-    *n = l.n;
     *total = want;
     *end = last_end;
     return 0;
 }
 
-int ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p,
-                             int64_t n, int64_t total, ADIO_Offset end,
+int ADIOI_GALLEY_Access_list(ADIO_File fd, int op, const ADIOI_GALLEY_Pieces * pc,
+                             int64_t total, ADIO_Offset end,
                              MPI_Datatype datatype, int file_ptr_type,
                              ADIO_Status * status, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_ACCESS";
-    int64_t bytes = ADIOI_GALLEY_Listio(fd, op, buf, p, n);
+    int64_t bytes = ADIOI_GALLEY_Listio(fd, op, pc->nr, pc->r, pc->nm, pc->m);
     if (bytes < 0) {
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, (int) bytes);
         return (int) bytes;
@@ -254,7 +273,7 @@ int ADIOI_GALLEY_Access_list(ADIO_File fd, int op, void *buf, gfs_list_entry * p
     if (file_ptr_type == ADIO_INDIVIDUAL) {
         /* a short contiguous read (end of file) moves the pointer only by
          * what was read, as a Unix read does */
-        if (n == 1 && bytes < total)
+        if (pc->nr == 1 && pc->nm == 1 && bytes < total)
             end -= total - bytes;
         fd->fp_ind = end;
         fd->fp_sys_posn = end;
@@ -273,8 +292,8 @@ void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
 {
     static char myname[] = "ADIOI_GALLEY_ACCESS";
     ADIOI_GALLEY_fs *fs = fd->fs_ptr;
-    gfs_list_entry *p;
-    int64_t n, total;
+    ADIOI_GALLEY_Pieces pc;
+    int64_t total;
     ADIO_Offset end;
     if (fs->coll_active && fs->coll_err != MPI_SUCCESS) {
         /* this rank's part of the collective call has failed already */
@@ -282,14 +301,13 @@ void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
         return;
     }
     int rc = ADIOI_GALLEY_Build_list(fd, buf, count, datatype, file_ptr_type, offset,
-                                     contig_call, &p, &n, &total, &end);
+                                     contig_call, &pc, &total, &end);
     if (rc)
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
     else
-        rc = ADIOI_GALLEY_Access_list(fd, op, buf, p, n, total, end, datatype,
+        rc = ADIOI_GALLEY_Access_list(fd, op, &pc, total, end, datatype,
                                       file_ptr_type, status, error_code);
-    if (p)
-        ADIOI_Free(p);
+    ADIOI_GALLEY_Pieces_free(&pc);
     if (rc && fs->coll_active) {
         ADIOI_GALLEY_Coll_record(fs, *error_code, rc);
         *error_code = MPI_SUCCESS;

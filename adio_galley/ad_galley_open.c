@@ -23,7 +23,7 @@ static void publish_layout(ADIO_File fd, ADIOI_GALLEY_fs * fs)
     MPL_snprintf(v, sizeof(v), "%lld", (long long) fs->layout.unit);
     ADIOI_Info_set(fd->info, "striping_unit", v);
     ADIOI_Info_set(fd->info, "galley_fork", fs->layout.fork);
-    fs->local = gfs_striped_local_stat(fs->sid, NULL) != -EINVAL;
+    fs->local = fs->layout.kind == GFS_LAYOUT_LOCAL;
     ADIOI_Info_set(fd->info, "galley_layout", fs->local ? "local" : "striped");
     ADIOI_Info_set(fd->info, GALLEY_HINT_CHECKSUM,
                    gfs_striped_checksum(fs->sid) == 1 ? "crc32c" : "none");

@@ -8,6 +8,8 @@
  *
  *  - galley_mpi_error_class: the one place a gfs error becomes an MPI
  *    error class;
+ *  - galley_ranges_span: the file span of an access's ranges (the range
+ *    atomic mode locks);
  *  - the layout hints of a new file (striping_factor, striping_unit,
  *    galley_servers, galley_fork, galley_layout, galley_replicas): their
  *    names and what
@@ -60,6 +62,23 @@ static inline int galley_mpi_error_class(int gfs_err)
          * errors */
         return MPI_ERR_IO;
     }
+}
+
+/* ---------------------------------------------------------- pieces ---- */
+
+/* [*lo, *hi): the file span of n ranges (what atomic mode locks). */
+static inline void galley_ranges_span(int64_t n, const gfs_range *r,
+                                      int64_t *lo, int64_t *hi)
+{
+    int64_t l = INT64_MAX, h = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (r[i].offset < l)
+            l = r[i].offset;
+        if (r[i].offset + r[i].size > h)
+            h = r[i].offset + r[i].size;
+    }
+    *lo = n ? l : 0;
+    *hi = n && h > l ? h : *lo;
 }
 
 /* ---------------------------------------------------- layout hints ---- */

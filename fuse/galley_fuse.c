@@ -50,7 +50,7 @@
 
 #include "galley.h"
 #include "cluster_file.h"
-#include "gp_rename.h"
+#include "px_rename.h"
 
 static struct {
     const char *cluster; /* -c, or NULL for the library default */
@@ -712,7 +712,7 @@ static int gf_rename(const char *from, const char *to, unsigned flags)
     if (w.kind == K_FILE) {
         if (!trc && wt.kind != K_FILE)
             return -EISDIR;
-        rc = gp_rename_file(from, to);
+        rc = px_rename_file(from, to);
         if (!rc)
             keep_parent(from);
         return gf_err(rc);
@@ -732,7 +732,7 @@ static int gf_rename(const char *from, const char *to, unsigned flags)
             GFS_NAME_MAX)
             rc = -ENAMETOOLONG;
         else
-            rc = gp_rename_file(m.names[i], dst);
+            rc = px_rename_file(m.names[i], dst);
     }
     for (int i = 0; i < m.n; i++)
         free(m.names[i]);

@@ -475,11 +475,15 @@ int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
 int gfs_striped_open(const char *name);
 int gfs_striped_close(int sid);
 
-/* The layout of an open striped file. */
+/* The layout of an open striped file.  kind: GFS_LAYOUT_STRIPED, or
+ * GFS_LAYOUT_LOCAL for the locality layout (gfs_create_layout "local":
+ * unit is its block size; see "Locality layout" below). */
+enum gfs_layout_kind { GFS_LAYOUT_STRIPED = 0, GFS_LAYOUT_LOCAL = 1 };
 typedef struct gfs_layout {
     int nsubfiles;
     int64_t unit;
     char fork[GFS_FORK_NAME_MAX + 1];
+    int kind;
 } gfs_layout;
 
 int gfs_striped_layout(int sid, gfs_layout *layout);
@@ -509,6 +513,40 @@ int64_t gfs_striped_write(int sid, int64_t offset, const void *buf,
                           int64_t size);
 int64_t gfs_striped_listio(int sid, int op, int64_t n,
                            const gfs_list_entry *entries, void *buf);
+
+/*
+ * The same request as two independent lists, as an MPI driver holds it
+ * after flattening a file view and a memory type: `nr` file ranges
+ * (logical offsets) and `nseg` memory segments (addresses).  The bytes of
+ * the ranges, in list order, move to or from the bytes of the segments, in
+ * list order; a range may span several segments and a segment several
+ * ranges, and both totals must be equal (else -EINVAL).  Nothing is copied
+ * on the way but the per-server fragments.  A read of one range into one
+ * segment (nr == nseg == 1) returns the bytes before the logical end of
+ * file, as gfs_striped_read; any other request returns the total.
+ */
+typedef struct gfs_range {
+    int64_t offset;
+    int64_t size;
+} gfs_range;
+
+typedef struct gfs_memseg {
+    void *addr;
+    int64_t size;
+} gfs_memseg;
+
+int64_t gfs_striped_rangeio(int sid, int op, int64_t nr, const gfs_range *r,
+                            int64_t nseg, const gfs_memseg *seg);
+int gfs_nb_striped_rangeio(gfs_handle h, int sid, int op, int64_t nr,
+                           const gfs_range *r, int64_t nseg,
+                           const gfs_memseg *seg);
+
+/* How many segments (extents and strided runs) the ranges of such a
+ * request fold into in list order over the logical file, by the data
+ * path's folding rule (the per-server split may break strides further).
+ * The figure an MPI driver weighs aggregation by.  sid: an open striped
+ * file.  >= 0 or a negative error. */
+int64_t gfs_striped_segments(int sid, int64_t nr, const gfs_range *r);
 int gfs_striped_sync(int sid);
 
 /* The fork id of subfile i's fork of an open striped file. */

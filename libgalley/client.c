@@ -20,8 +20,8 @@
 
 gc_client gc_g = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
-    .files = GC_HTAB_INIT(&gc_g.lock, gc_file, GC_KIND_FILE, 16),
-    .forks = GC_HTAB_INIT(&gc_g.lock, gc_fork, GC_KIND_FORK, 64),
+    .files = GC_IDTAB_INIT(&gc_g.lock, gc_file, GC_KIND_FILE, 16),
+    .forks = GC_IDTAB_INIT(&gc_g.lock, gc_fork, GC_KIND_FORK, 64),
 };
 
 /* ------------------------------------------------------------ errors --- */
@@ -160,8 +160,8 @@ int gfs_finalize(void)
     gc_auth_unload();
     free(gc_g.conns);
     /* The tables keep their generations: ids from before stay stale. */
-    gc_htab_clear(&gc_g.files);
-    gc_htab_clear(&gc_g.forks);
+    gc_idtab_clear(&gc_g.files);
+    gc_idtab_clear(&gc_g.forks);
     gc_g.conns = NULL;
     gc_g.nservers = 0;
     pthread_mutex_unlock(&gc_g.lock);
@@ -248,7 +248,7 @@ int gc_file_get(int fid, gc_file *out)
 {
     int rc = GFS_EBADID;
     pthread_mutex_lock(&gc_g.lock);
-    const gc_file *f = gc_htab_at(&gc_g.files, fid);
+    const gc_file *f = gc_idtab_at(&gc_g.files, fid);
     if (gc_g.refs == 0)
         rc = GFS_ENOTINIT;
     else if (f) {
@@ -263,7 +263,7 @@ int gc_fork_get(int kid, gc_fork *out)
 {
     int rc = GFS_EBADID;
     pthread_mutex_lock(&gc_g.lock);
-    const gc_fork *k = gc_htab_at(&gc_g.forks, kid);
+    const gc_fork *k = gc_idtab_at(&gc_g.forks, kid);
     if (gc_g.refs == 0)
         rc = GFS_ENOTINIT;
     else if (k) {
@@ -276,20 +276,28 @@ int gc_fork_get(int kid, gc_fork *out)
 
 int gc_fork_register(const gc_fork *k)
 {
-    return gc_htab_insert(&gc_g.forks, k);
+    /* the one place a fork's checksum flag is derived: from its file's
+     * record, read in place under the lock the insert takes anyway */
+    gc_fork c = *k;
+    pthread_mutex_lock(&gc_g.lock);
+    const gc_file *f = gc_idtab_at(&gc_g.files, k->fid);
+    c.csum = f && gc_rec_checksummed(&f->rec);
+    int kid = gc_idtab_add(&gc_g.forks, &c);
+    pthread_mutex_unlock(&gc_g.lock);
+    return kid;
 }
 
 void gc_fork_unregister(int kid)
 {
-    gc_htab_take(&gc_g.forks, kid, NULL);
+    gc_idtab_take(&gc_g.forks, kid, NULL);
 }
 
 int gc_fork_next(int kid, gc_fork *out)
 {
     pthread_mutex_lock(&gc_g.lock);
-    kid = gc_htab_next(&gc_g.forks, kid);
+    kid = gc_idtab_next(&gc_g.forks, kid);
     if (kid >= 0)
-        *out = *(const gc_fork *)gc_htab_at(&gc_g.forks, kid);
+        *out = *(const gc_fork *)gc_idtab_at(&gc_g.forks, kid);
     pthread_mutex_unlock(&gc_g.lock);
     return kid;
 }
@@ -297,15 +305,15 @@ int gc_fork_next(int kid, gc_fork *out)
 int gc_open_handles(int server, uint64_t **fkids, int *n)
 {
     pthread_mutex_lock(&gc_g.lock);
-    size_t nk = (size_t)gc_htab_count(&gc_g.forks);
+    size_t nk = (size_t)gc_idtab_count(&gc_g.forks);
     uint64_t *v = malloc(sizeof(*v) * (nk ? nk : 1));
     if (!v) {
         pthread_mutex_unlock(&gc_g.lock);
         return -ENOMEM;
     }
     int cnt = 0;
-    for (int kid = -1; (kid = gc_htab_next(&gc_g.forks, kid)) >= 0;) {
-        const gc_fork *k = gc_htab_at(&gc_g.forks, kid);
+    for (int kid = -1; (kid = gc_idtab_next(&gc_g.forks, kid)) >= 0;) {
+        const gc_fork *k = gc_idtab_at(&gc_g.forks, kid);
         if (k->server == server)
             v[cnt++] = k->fkid;
     }

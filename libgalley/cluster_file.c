@@ -89,21 +89,15 @@ int gc_cluster_parse(const char *path, char ***hosts, char ***ports, int *n)
     return 0;
 }
 
+static bool fopen_readable(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
 const char *gc_cluster_find(const char *given, char *buf, size_t len)
 {
-    if (given && *given)
-        return given;
-    const char *env = getenv("GALLEY_CLUSTER");
-    if (env && *env)
-        return env;
-    const char *home = getenv("HOME");
-    if (home) {
-        snprintf(buf, len, "%s/.galley/cluster", home);
-        FILE *f = fopen(buf, "r");
-        if (f) {
-            fclose(f);
-            return buf;
-        }
-    }
-    return "/etc/galley/cluster";
+    return gc_cluster_search(given, buf, len, fopen_readable);
 }

@@ -1,17 +1,44 @@
 /*
  * cluster_file.h -- finding and reading the cluster file (cluster_file.c).
- * Private to libgalley, except that the `galley` tool compiles
- * cluster_file.c into itself to read the same addresses gfs_init reads.
+ * Private to libgalley, except that the `galley` tool and `galley mount`
+ * compile cluster_file.c into themselves to read the same addresses
+ * gfs_init reads, and the POSIX library finds the same file with
+ * gc_cluster_search.
  */
 #ifndef GALLEY_CLUSTER_FILE_H
 #define GALLEY_CLUSTER_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* The cluster file gfs_init reads: `given` if non-empty, else
- * $GALLEY_CLUSTER, else ~/.galley/cluster if it can be opened, else
- * /etc/galley/cluster.  The result is `given`, the environment's string,
- * a constant, or buf (len bytes). */
+ * $GALLEY_CLUSTER, else ~/.galley/cluster if readable(path) says it can
+ * be read, else /etc/galley/cluster.  The result is `given`, the
+ * environment's string, a constant, or buf (len bytes).  The one
+ * statement of the search order: libgalley probes with fopen
+ * (gc_cluster_find); the POSIX library, which intercepts the C library's
+ * file calls, passes its own unintercepted access(). */
+static inline const char *gc_cluster_search(const char *given, char *buf,
+                                            size_t len,
+                                            bool (*readable)(const char *))
+{
+    if (given && *given)
+        return given;
+    const char *env = getenv("GALLEY_CLUSTER");
+    if (env && *env)
+        return env;
+    const char *home = getenv("HOME");
+    if (home) {
+        snprintf(buf, len, "%s/.galley/cluster", home);
+        if (readable(buf))
+            return buf;
+    }
+    return "/etc/galley/cluster";
+}
+
+/* gc_cluster_search probing with fopen. */
 const char *gc_cluster_find(const char *given, char *buf, size_t len);
 
 /* Read cluster file `path`: one "host:port" (or "[v6addr]:port") per

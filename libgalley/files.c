@@ -256,7 +256,7 @@ int gc_file_register(const char *name, const gp_record *rec)
         return -ENOMEM;
     snprintf(f->name, sizeof(f->name), "%s", name);
     f->rec = *rec;
-    int fid = gc_htab_insert(&gc_g.files, f);
+    int fid = gc_idtab_insert(&gc_g.files, f);
     free(f);
     if (fid >= 0)
         gc_rcache_opened(name, 1); /* no cached size while open here */
@@ -289,7 +289,7 @@ int gc_file_close(int fid)
     gc_file *f = malloc(sizeof(*f));
     if (!f)
         return -ENOMEM;
-    if (gc_htab_take(&gc_g.files, fid, f)) {
+    if (gc_idtab_take(&gc_g.files, fid, f)) {
         free(f);
         return GFS_EBADID;
     }
@@ -624,7 +624,7 @@ static int gc_set_attr(int fid, const char *key, const char *value)
     gc_rcache_drop(f.name);
     if (!rc) {
         pthread_mutex_lock(&gc_g.lock);
-        gc_file *cached = gc_htab_at(&gc_g.files, fid);
+        gc_file *cached = gc_idtab_at(&gc_g.files, fid);
         if (cached) {
             memcpy(cached->rec.attrs, text, tl);
             cached->rec.attrs[tl] = '\0';

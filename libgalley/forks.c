@@ -71,11 +71,7 @@ int gc_fork_open(int fid, int subfile, const char *name)
     gp_FORK_OPEN_rep m; /* m.size: the size at open, unused */
     int rc = fork_place(fid, subfile, name, &server, &hid);
     if (!rc && gc_repl_file(fid)) {
-        gc_file f;
-        gc_fork k = {.fid = fid,
-                     .subfile = subfile,
-                     .csum = gc_file_get(fid, &f) == 0 &&
-                             gc_rec_checksummed(&f.rec)};
+        gc_fork k = {.fid = fid, .subfile = subfile};
         rc = gc_repl_fork_open(fid, subfile, name, &k);
         if (rc)
             return rc;
@@ -90,13 +86,8 @@ int gc_fork_open(int fid, int subfile, const char *name)
                                &m, NULL);
     if (rc)
         return rc;
-    gc_file f;
-    gc_fork k = {.fid = fid,
-                 .subfile = subfile,
-                 .server = server,
-                 .fkid = m.fkid,
-                 .csum =
-                     gc_file_get(fid, &f) == 0 && gc_rec_checksummed(&f.rec)};
+    gc_fork k = {
+        .fid = fid, .subfile = subfile, .server = server, .fkid = m.fkid};
     int kid = gc_fork_register(&k);
     if (kid < 0) /* undo the server-side open */
         gc_FORK_CLOSE_call(gc_server_conn(server),
@@ -206,8 +197,7 @@ int gc_all_open(int fid, const char *name, int *kids)
         gc_fork fk = {.fid = fid,
                       .subfile = i,
                       .server = (int)f.rec.server[i],
-                      .fkid = m.fkid,
-                      .csum = gc_rec_checksummed(&f.rec)};
+                      .fkid = m.fkid};
         kids[i] = gc_fork_register(&fk);
         if (kids[i] < 0) /* undo the server-side open */
             gc_FORK_CLOSE_call(gc_server_conn(fk.server),

@@ -21,7 +21,7 @@
 
 #define GEN_MASK ((1u << GC_ID_GEN_BITS) - 1)
 
-static int make_id(const gc_htab *t, int slot)
+static int make_id(const gc_idtab *t, int slot)
 {
     unsigned id = (unsigned)slot | (unsigned)t->kind << GC_ID_SLOT_BITS |
                   (unsigned)t->slot[slot].gen
@@ -30,7 +30,7 @@ static int make_id(const gc_htab *t, int slot)
 }
 
 /* The slot of a live object named by id, or -1. */
-static int live_slot(const gc_htab *t, int id)
+static int live_slot(const gc_idtab *t, int id)
 {
     if (id < 0 || GC_ID_KIND(id) != t->kind)
         return -1;
@@ -41,7 +41,7 @@ static int live_slot(const gc_htab *t, int id)
     return s;
 }
 
-static void push_free(gc_htab *t, int s)
+static void push_free(gc_idtab *t, int s)
 {
     t->slot[s].next = -1;
     if (t->free_tail >= 0)
@@ -53,14 +53,14 @@ static void push_free(gc_htab *t, int s)
 
 /* Double the table (at least first_cap slots); new slots join the free
  * list in order. */
-static int grow(gc_htab *t)
+static int grow(gc_idtab *t)
 {
     if (t->cap >= GC_ID_MAX_SLOTS)
         return -EMFILE;
     int cap = t->cap ? t->cap * 2 : (t->first_cap > 0 ? t->first_cap : 16);
     if (cap > GC_ID_MAX_SLOTS)
         cap = GC_ID_MAX_SLOTS;
-    gc_hslot *ns = realloc(t->slot, sizeof(*ns) * (size_t)cap);
+    gc_idslot *ns = realloc(t->slot, sizeof(*ns) * (size_t)cap);
     if (!ns)
         return -ENOMEM;
     t->slot = ns;
@@ -69,14 +69,14 @@ static int grow(gc_htab *t)
         return -ENOMEM; /* the larger slot array is harmless */
     t->obj = no;
     for (int s = t->cap; s < cap; s++) {
-        t->slot[s] = (gc_hslot){.gen = 0, .live = 0, .next = -1};
+        t->slot[s] = (gc_idslot){.gen = 0, .live = 0, .next = -1};
         push_free(t, s);
     }
     t->cap = cap;
     return 0;
 }
 
-int gc_htab_add(gc_htab *t, const void *obj)
+int gc_idtab_add(gc_idtab *t, const void *obj)
 {
     if (t->free_head < 0) {
         int rc = grow(t);
@@ -94,13 +94,13 @@ int gc_htab_add(gc_htab *t, const void *obj)
     return make_id(t, s);
 }
 
-void *gc_htab_at(gc_htab *t, int id)
+void *gc_idtab_at(gc_idtab *t, int id)
 {
     int s = live_slot(t, id);
     return s < 0 ? NULL : t->obj + (size_t)s * t->objsize;
 }
 
-static void free_slot(gc_htab *t, int s)
+static void free_slot(gc_idtab *t, int s)
 {
     t->slot[s].live = 0;
     t->slot[s].gen = (uint16_t)((t->slot[s].gen + 1) & GEN_MASK);
@@ -108,7 +108,7 @@ static void free_slot(gc_htab *t, int s)
     push_free(t, s);
 }
 
-int gc_htab_remove(gc_htab *t, int id)
+int gc_idtab_remove(gc_idtab *t, int id)
 {
     int s = live_slot(t, id);
     if (s < 0)
@@ -117,7 +117,7 @@ int gc_htab_remove(gc_htab *t, int id)
     return 0;
 }
 
-int gc_htab_next(const gc_htab *t, int id)
+int gc_idtab_next(const gc_idtab *t, int id)
 {
     int s = id < 0 ? 0 : GC_ID_SLOT(id) + 1;
     for (; s < t->cap; s++)
@@ -126,19 +126,19 @@ int gc_htab_next(const gc_htab *t, int id)
     return -1;
 }
 
-int gc_htab_count(const gc_htab *t)
+int gc_idtab_count(const gc_idtab *t)
 {
     return t->nlive;
 }
 
-void gc_htab_clear(gc_htab *t)
+void gc_idtab_clear(gc_idtab *t)
 {
     for (int s = 0; s < t->cap; s++)
         if (t->slot[s].live)
             free_slot(t, s);
 }
 
-void gc_htab_destroy(gc_htab *t)
+void gc_idtab_destroy(gc_idtab *t)
 {
     free(t->slot);
     free(t->obj);
@@ -150,25 +150,25 @@ void gc_htab_destroy(gc_htab *t)
 
 /* ------------------------------------------------ calls that lock ---- */
 
-int gc_htab_get(gc_htab *t, int id, void *out)
+int gc_idtab_get(gc_idtab *t, int id, void *out)
 {
     pthread_mutex_lock(t->lock);
-    void *p = gc_htab_at(t, id);
+    void *p = gc_idtab_at(t, id);
     if (p)
         memcpy(out, p, t->objsize);
     pthread_mutex_unlock(t->lock);
     return p ? 0 : GFS_EBADID;
 }
 
-int gc_htab_insert(gc_htab *t, const void *obj)
+int gc_idtab_insert(gc_idtab *t, const void *obj)
 {
     pthread_mutex_lock(t->lock);
-    int id = gc_htab_add(t, obj);
+    int id = gc_idtab_add(t, obj);
     pthread_mutex_unlock(t->lock);
     return id;
 }
 
-int gc_htab_take(gc_htab *t, int id, void *out)
+int gc_idtab_take(gc_idtab *t, int id, void *out)
 {
     pthread_mutex_lock(t->lock);
     int s = live_slot(t, id);

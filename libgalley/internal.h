@@ -215,8 +215,8 @@ typedef struct gc_client {
     int timeout_ms;
     int transport;
     int spin_us;
-    gc_htab files; /* gc_file by file id (handle.h), under lock */
-    gc_htab forks; /* gc_fork by fork id */
+    gc_idtab files; /* gc_file by file id (handle.h), under lock */
+    gc_idtab forks; /* gc_fork by fork id */
 } gc_client;
 
 extern gc_client gc_g;
@@ -247,7 +247,9 @@ int gc_lookup(int server, const char *name, gp_record *rec);
 /* Table helpers (lock held by caller unless noted). */
 int gc_file_get(int fid, gc_file *out); /* copies under the lock */
 int gc_fork_get(int kid, gc_fork *out); /* copies under the lock */
-int gc_fork_register(const gc_fork *k); /* returns kid */
+/* A new fork id for *k (returns kid); its csum is set here, from the
+ * record of file k->fid, whatever *k says. */
+int gc_fork_register(const gc_fork *k);
 void gc_fork_unregister(int kid);
 /* The first open fork after kid (-1: the first of all), copied to *out;
  * its id, or -1 when there is none.  Takes the lock. */
@@ -403,9 +405,40 @@ int gc_prep_strided(gc_op **o, int kid, int op, int64_t offset, void *buf,
 int gc_nb_start(gfs_handle h, int rc, gc_op *o);
 /* Stop the workers (gfs_finalize). */
 void gc_nb_shutdown(void);
+/* A request's pieces from either public form, read in list order
+ * (pieces.c): paired entries relative to buf, or two independent lists of
+ * file ranges and memory segments.  A cursor: copy it to read again. */
+typedef struct gc_pieces {
+    int64_t nr;              /* entries, or file ranges */
+    const gfs_list_entry *e; /* the paired form, or NULL */
+    char *buf;               /* its memory base */
+    const gfs_range *r;      /* the two-list form */
+    int64_t nseg;
+    const gfs_memseg *seg;
+    bool count_only; /* ranges without memory: never moved */
+    int64_t i, j;    /* cursor: range (entry) i, segment j */
+    uint64_t ri, mj; /* bytes of each already yielded */
+} gc_pieces;
+gc_pieces gc_pieces_paired(int64_t n, const gfs_list_entry *e, void *buf);
+gc_pieces gc_pieces_lists(int64_t nr, const gfs_range *r, int64_t nseg,
+                          const gfs_memseg *seg);
+/* Ranges without memory: only where the pieces are counted, never moved
+ * (gfs_striped_segments). */
+gc_pieces gc_pieces_ranges(int64_t nr, const gfs_range *r);
+/* Every range valid, memory for every byte (the two lists' totals equal);
+ * *total the bytes.  0 or -EINVAL. */
+int gc_pieces_check(const gc_pieces *p, int64_t *total);
+/* The next run contiguous in file and memory (never empty); false at the
+ * end.  Only after gc_pieces_check. */
+bool gc_pieces_next(gc_pieces *p, uint64_t *off, char **mem, uint64_t *len);
+/* One range into one piece of memory (a single-range request, whose read
+ * answers the bytes before the end). */
+bool gc_pieces_single(const gc_pieces *p);
+/* The first range's offset (0 for none). */
+uint64_t gc_pieces_first(const gc_pieces *p);
+
 /* Prepare list I/O on a striped file. */
-int gc_op_striped(gc_op **out, int sid, int op, int64_t n,
-                  const gfs_list_entry *entries, void *buf);
+int gc_op_striped(gc_op **out, int sid, int op, const gc_pieces *p);
 /* Forget every striped id (gfs_finalize; their forks close after). */
 void gc_striped_shutdown(void);
 
@@ -464,8 +497,8 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout);
 int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
 void gc_local_free(gc_local *l);
 /* The gc_op of a list request on a local file (claims new blocks first). */
-int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
-                const gfs_list_entry *entries, void *buf, const int *kids);
+int gc_local_op(gc_local *l, int sid, gc_op **out, int op, const gc_pieces *p,
+                const int *kids);
 int64_t gc_local_size(gc_local *l);
 int64_t gc_local_read_result(gc_local *l, gc_op *o);
 int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size);

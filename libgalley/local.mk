@@ -24,6 +24,7 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/layout.c \
 	libgalley/local_layout.c libgalley/local_io.c libgalley/local_internal.h \
 	libgalley/nb.c \
+	libgalley/pieces.c \
 	libgalley/sfio.c \
 	libgalley/structured.c \
 	libgalley/striped.c \

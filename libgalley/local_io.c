@@ -16,24 +16,16 @@
 /* Cut a list request into pieces of at most one block each, in list
  * order; a piece's off is its logical offset until place() makes it a
  * fork offset. */
-static int cut_blocks(uint64_t B, int64_t n, const gfs_list_entry *entries,
-                      void *buf, gx_ext **out, size_t *nout, int64_t *total)
+static int cut_blocks(uint64_t B, const gc_pieces *pc, gx_ext **out,
+                      size_t *nout, int64_t *total)
 {
     gx_ext *fr = NULL;
     size_t nfr = 0, capfr = 0;
-    int rc = 0;
-    *total = 0;
-    for (int64_t i = 0; i < n && !rc; i++) {
-        const gfs_list_entry *e = &entries[i];
-        if (e->file_offset < 0 || e->size < 0 || e->mem_offset < 0 ||
-            (uint64_t)e->file_offset > GP_MAX_OFFSET ||
-            (uint64_t)e->size > GP_MAX_OFFSET - (uint64_t)e->file_offset ||
-            (e->size && !buf)) {
-            rc = -EINVAL;
-            break;
-        }
-        uint64_t x = (uint64_t)e->file_offset, left = (uint64_t)e->size;
-        char *mem = (char *)buf + e->mem_offset;
+    int rc = gc_pieces_check(pc, total);
+    gc_pieces cur = *pc;
+    uint64_t x, left;
+    char *mem;
+    while (!rc && gc_pieces_next(&cur, &x, &mem, &left)) {
         while (left > 0) {
             if (nfr == capfr) {
                 capfr = capfr ? capfr * 2 : 64;
@@ -53,7 +45,6 @@ static int cut_blocks(uint64_t B, int64_t n, const gfs_list_entry *entries,
             mem += len;
             left -= len;
         }
-        *total += e->size;
     }
     *out = fr;
     *nout = nfr;
@@ -146,16 +137,16 @@ static int fill_xfers(gc_local *l, gc_op *o, const gx_ext *fr, size_t nfr,
     return 0;
 }
 
-int gc_local_op(gc_local *l, int sid, gc_op **out, int op, int64_t n,
-                const gfs_list_entry *entries, void *buf, const int *kids)
+int gc_local_op(gc_local *l, int sid, gc_op **out, int op, const gc_pieces *p,
+                const int *kids)
 {
-    if ((op != GFS_READ && op != GFS_WRITE) || n < 0 || (n && !entries))
+    if (op != GFS_READ && op != GFS_WRITE)
         return -EINVAL;
     gx_ext *fr;
     size_t nfr, nw = 0;
     int64_t total;
     want *w = NULL;
-    int rc = cut_blocks(l->bsize, n, entries, buf, &fr, &nfr, &total);
+    int rc = cut_blocks(l->bsize, p, &fr, &nfr, &total);
     if (!rc)
         rc = touched_blocks(l->bsize, fr, nfr, &w, &nw);
 

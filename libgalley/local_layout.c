@@ -430,8 +430,9 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
     if (size > cur) {
         char zero = 0;
         gfs_list_entry e = {size - 1, 0, 1};
+        gc_pieces p = gc_pieces_paired(1, &e, &zero);
         gc_op *o;
-        int rc = gc_local_op(l, sid, &o, GFS_WRITE, 1, &e, &zero, kids);
+        int rc = gc_local_op(l, sid, &o, GFS_WRITE, &p, kids);
         if (rc)
             return rc;
         int64_t r = gc_op_run(o);
@@ -496,8 +497,9 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
         /* a hole at the new end: one zero byte there claims the block */
         char zero = 0;
         gfs_list_entry e = {size - 1, 0, 1};
+        gc_pieces p = gc_pieces_paired(1, &e, &zero);
         gc_op *o;
-        rc = gc_local_op(l, sid, &o, GFS_WRITE, 1, &e, &zero, kids);
+        rc = gc_local_op(l, sid, &o, GFS_WRITE, &p, kids);
         if (!rc) {
             int64_t r = gc_op_run(o);
             rc = r < 0 ? (int)r : 0;

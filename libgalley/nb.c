@@ -35,7 +35,7 @@ typedef struct nb_handle {
 static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t nb_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t nb_done = PTHREAD_COND_INITIALIZER;
-static gc_htab nb_tab = GC_HTAB_INIT(&nb_lock, nb_handle, GC_KIND_NB, 64);
+static gc_idtab nb_tab = GC_IDTAB_INIT(&nb_lock, nb_handle, GC_KIND_NB, 64);
 static int q_head = -1, q_tail = -1;
 static pthread_t *nb_workers;
 static int nb_nworkers;
@@ -52,7 +52,7 @@ static void *worker_main(void *arg)
             break;
         /* A queued handle is not released before it is done. */
         int h = q_head;
-        nb_handle *p = gc_htab_at(&nb_tab, h);
+        nb_handle *p = gc_idtab_at(&nb_tab, h);
         q_head = p->next;
         if (q_head < 0)
             q_tail = -1;
@@ -61,7 +61,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&nb_lock);
         int64_t res = gc_op_run(o);
         pthread_mutex_lock(&nb_lock);
-        p = gc_htab_at(&nb_tab, h);
+        p = gc_idtab_at(&nb_tab, h);
         p->result = res;
         p->state = H_DONE;
         pthread_cond_broadcast(&nb_done);
@@ -112,7 +112,7 @@ void gc_nb_shutdown(void)
         pthread_join(w[i], NULL);
     free(w);
     pthread_mutex_lock(&nb_lock);
-    gc_htab_clear(&nb_tab); /* handles from before stay unknown */
+    gc_idtab_clear(&nb_tab); /* handles from before stay unknown */
     q_head = q_tail = -1;
     pthread_mutex_unlock(&nb_lock);
 }
@@ -123,7 +123,7 @@ gfs_handle gfs_new_handle(void)
     if (rc)
         return rc;
     nb_handle nh = {.state = H_NEW, .next = -1};
-    return gc_htab_insert(&nb_tab, &nh);
+    return gc_idtab_insert(&nb_tab, &nh);
 }
 
 /*
@@ -134,7 +134,7 @@ gfs_handle gfs_new_handle(void)
 int gc_nb_start(gfs_handle h, int rc, gc_op *o)
 {
     pthread_mutex_lock(&nb_lock);
-    nb_handle *p = gc_htab_at(&nb_tab, h);
+    nb_handle *p = gc_idtab_at(&nb_tab, h);
     if (!p || p->state != H_NEW) {
         pthread_mutex_unlock(&nb_lock);
         if (!rc)
@@ -155,7 +155,7 @@ int gc_nb_start(gfs_handle h, int rc, gc_op *o)
     p->op = o;
     p->next = -1;
     if (q_tail >= 0)
-        ((nb_handle *)gc_htab_at(&nb_tab, q_tail))->next = h;
+        ((nb_handle *)gc_idtab_at(&nb_tab, q_tail))->next = h;
     else
         q_head = h;
     q_tail = h;
@@ -169,25 +169,25 @@ int gc_nb_start(gfs_handle h, int rc, gc_op *o)
 static int64_t wait_handle(gfs_handle h)
 {
     pthread_mutex_lock(&nb_lock);
-    nb_handle *p = gc_htab_at(&nb_tab, h);
+    nb_handle *p = gc_idtab_at(&nb_tab, h);
     if (!p) {
         pthread_mutex_unlock(&nb_lock);
         return GFS_EBADID;
     }
     if (p->state == H_NEW) {
         /* never started: nothing to wait for */
-        gc_htab_remove(&nb_tab, h);
+        gc_idtab_remove(&nb_tab, h);
         pthread_mutex_unlock(&nb_lock);
         return 0;
     }
     /* another thread waiting on h may release it first: then h is gone */
     while (p && p->state != H_DONE) {
         pthread_cond_wait(&nb_done, &nb_lock);
-        p = gc_htab_at(&nb_tab, h);
+        p = gc_idtab_at(&nb_tab, h);
     }
     int64_t res = p ? p->result : GFS_EBADID;
     if (p)
-        gc_htab_remove(&nb_tab, h);
+        gc_idtab_remove(&nb_tab, h);
     pthread_mutex_unlock(&nb_lock);
     return res;
 }
@@ -200,7 +200,7 @@ int64_t gfs_wait(gfs_handle h)
 int gfs_test(gfs_handle h, int64_t *result)
 {
     pthread_mutex_lock(&nb_lock);
-    nb_handle *p = gc_htab_at(&nb_tab, h);
+    nb_handle *p = gc_idtab_at(&nb_tab, h);
     if (!p) {
         pthread_mutex_unlock(&nb_lock);
         return GFS_EBADID;
@@ -209,7 +209,7 @@ int gfs_test(gfs_handle h, int64_t *result)
     if (done) {
         if (result)
             *result = p->state == H_DONE ? p->result : 0;
-        gc_htab_remove(&nb_tab, h);
+        gc_idtab_remove(&nb_tab, h);
     }
     pthread_mutex_unlock(&nb_lock);
     return done;
@@ -305,6 +305,17 @@ int gfs_nb_striped_listio(gfs_handle h, int sid, int op, int64_t n,
                           const gfs_list_entry *entries, void *buf)
 {
     gc_op *o = NULL;
-    int rc = gc_op_striped(&o, sid, op, n, entries, buf);
+    gc_pieces p = gc_pieces_paired(n, entries, buf);
+    int rc = gc_op_striped(&o, sid, op, &p);
+    return gc_nb_start(h, rc, o);
+}
+
+int gfs_nb_striped_rangeio(gfs_handle h, int sid, int op, int64_t nr,
+                           const gfs_range *r, int64_t nseg,
+                           const gfs_memseg *seg)
+{
+    gc_op *o = NULL;
+    gc_pieces p = gc_pieces_lists(nr, r, nseg, seg);
+    int rc = gc_op_striped(&o, sid, op, &p);
     return gc_nb_start(h, rc, o);
 }

@@ -278,8 +278,8 @@ static int record_set(const char *name, int sub, int copy, int state,
 static void cache_record(const char *name, const gp_record *rec)
 {
     pthread_mutex_lock(&gc_g.lock);
-    for (int fid = -1; (fid = gc_htab_next(&gc_g.files, fid)) >= 0;) {
-        gc_file *f = gc_htab_at(&gc_g.files, fid);
+    for (int fid = -1; (fid = gc_idtab_next(&gc_g.files, fid)) >= 0;) {
+        gc_file *f = gc_idtab_at(&gc_g.files, fid);
         if (f && strcmp(f->name, name) == 0 && f->rec.repl.gen < rec->repl.gen)
             f->rec = *rec;
     }
@@ -587,7 +587,7 @@ int gc_repl_failover(int kid, int copy, int err, int op)
     }
     /* this handle never uses the copy again */
     pthread_mutex_lock(&gc_g.lock);
-    gc_fork *t = gc_htab_at(&gc_g.forks, kid);
+    gc_fork *t = gc_idtab_at(&gc_g.forks, kid);
     uint64_t drop = 0;
     if (t && t->cfkid[copy]) {
         drop = t->cfkid[copy];
@@ -645,7 +645,7 @@ static int refresh_file(int fid, const char *name, gp_record *rec)
         if (r)
             return r;
         pthread_mutex_lock(&gc_g.lock);
-        gc_fork *t = gc_htab_at(&gc_g.forks, kid);
+        gc_fork *t = gc_idtab_at(&gc_g.forks, kid);
         if (t) {
             gc_fork old = *t;
             *t = n;
@@ -880,7 +880,7 @@ static void handle_restore(int kid, int c, const gp_record *rec, bool ok)
         copy_open(rec, k.subfile, c, k.name, &fkid))
         fkid = 0;
     pthread_mutex_lock(&gc_g.lock);
-    gc_fork *t = gc_htab_at(&gc_g.forks, kid);
+    gc_fork *t = gc_idtab_at(&gc_g.forks, kid);
     if (t && fkid && !t->cfkid[c] && t->gen == rec->repl.gen) {
         t->cfkid[c] = fkid;
         t->cepoch[c] = gc_conn_epoch(gc_server_conn(t->cserver[c]));

@@ -24,14 +24,14 @@ static int fbtl_galley_priority = 80;
 static ssize_t fbtl_galley_io(ompio_file_t *fh, int op)
 {
     ompio_galley_file *gf = ompio_galley_file_of(fh);
-    gfs_list_entry *e;
-    char *base;
+    gfs_range *r;
+    gfs_memseg *m;
     int64_t fmin, fmax;
     if (!gf || !fh->f_io_array)
         return OMPI_ERROR;
     if (fh->f_num_of_io_entries == 0)
         return 0;
-    int64_t rc = ompio_galley_entries(fh, &e, &base, &fmin, &fmax);
+    int64_t rc = ompio_galley_ranges(fh, &r, &m, &fmin, &fmax);
     if (rc)
         return OMPI_ERROR;
     bool locked = false;
@@ -40,10 +40,11 @@ static ssize_t fbtl_galley_io(ompio_file_t *fh, int op)
         locked = rc == 0;
     }
     if (rc == 0)
-        rc = gfs_striped_listio(gf->sid, op, fh->f_num_of_io_entries, e, base);
+        rc = gfs_striped_rangeio(gf->sid, op, fh->f_num_of_io_entries, r,
+                                 fh->f_num_of_io_entries, m);
     if (locked)
         gfs_striped_unlock(gf->sid, fmin, fmax - fmin);
-    free(e);
+    free(r);
     if (rc < 0) {
         /* OMPIO drops this error: keep it for sync and close */
         ompio_galley_lost(gf, (int)rc);
@@ -73,7 +74,7 @@ struct nb_data {
     int sid;
     ompio_galley_file *gf; /* alive until the request completes */
     int lost;              /* the handle's sticky error when posted */
-    gfs_list_entry *e;     /* the pieces, alive until completion */
+    bool posted;           /* started: complete it before freeing */
     bool locked;
     int64_t fmin, fmax;
 };
@@ -83,8 +84,7 @@ static void nb_release(struct nb_data *d)
     if (d->locked)
         gfs_striped_unlock(d->sid, d->fmin, d->fmax - d->fmin);
     d->locked = false;
-    free(d->e);
-    d->e = NULL;
+    d->posted = false;
 }
 
 static bool fbtl_galley_progress(mca_ompio_request_t *req)
@@ -112,7 +112,7 @@ static void fbtl_galley_request_free(mca_ompio_request_t *req)
 {
     struct nb_data *d = req->req_data;
     if (d) {
-        if (d->e) {
+        if (d->posted) {
             /* freed before completion: wait, so nothing writes into
              * memory the application may reuse */
             gfs_wait(d->h);
@@ -130,7 +130,8 @@ static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request,
     mca_ompio_request_t *req = (mca_ompio_request_t *)request;
     ompio_galley_file *gf = ompio_galley_file_of(fh);
     struct nb_data *d = calloc(1, sizeof(*d));
-    char *base;
+    gfs_range *r = NULL;
+    gfs_memseg *m = NULL;
     int rc = gf && d ? 0 : -ENOMEM;
     /* OMPIO leaves the request's MPI object unset, and a request that
      * fails is reported through that object's error handler (a NULL
@@ -138,7 +139,7 @@ static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request,
     if (fh->f_fh)
         req->req_ompi.req_mpi_object.file = fh->f_fh;
     if (!rc)
-        rc = ompio_galley_entries(fh, &d->e, &base, &d->fmin, &d->fmax);
+        rc = ompio_galley_ranges(fh, &r, &m, &d->fmin, &d->fmax);
     if (!rc) {
         d->sid = gf->sid;
         d->gf = gf;
@@ -151,9 +152,11 @@ static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request,
     }
     if (!rc) {
         d->h = gfs_new_handle();
-        rc = gfs_nb_striped_listio(d->h, gf->sid, op, fh->f_num_of_io_entries,
-                                   d->e, base);
+        rc = gfs_nb_striped_rangeio(d->h, gf->sid, op, fh->f_num_of_io_entries,
+                                    r, fh->f_num_of_io_entries, m);
+        d->posted = rc == 0;
     }
+    free(r);
     if (rc) {
         if (d) {
             nb_release(d);

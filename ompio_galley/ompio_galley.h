@@ -75,11 +75,12 @@ int ompio_galley_agree(ompio_file_t *fh, int rc);
 /* The galley: file behind fh, or NULL if fh is not one of ours. */
 ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh);
 
-/* Move fh->f_io_array (fh->f_num_of_io_entries pieces) as one striped list
- * request: one transfer per server.  Entries are allocated into *entries
- * (the caller frees them after the request completes) and *base is the
- * memory address the entries' mem_offset count from. */
-int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries,
-                         char **base, int64_t *fmin, int64_t *fmax);
+/* fh->f_io_array (fh->f_num_of_io_entries pieces) as the two lists
+ * gfs_striped_rangeio takes: *r the file ranges and *m the memory
+ * segments, in one allocation (free(*r) when the request has been
+ * started: libgalley has cut them into its fragments by then);
+ * [*fmin, *fmax) the file span.  0 or -ENOMEM. */
+int ompio_galley_ranges(ompio_file_t *fh, gfs_range **r, gfs_memseg **m,
+                        int64_t *fmin, int64_t *fmax);
 
 #endif /* OMPIO_GALLEY_H */

@@ -99,35 +99,22 @@ ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh)
     return gf && gf->sid >= 0 ? gf : NULL;
 }
 
-int ompio_galley_entries(ompio_file_t *fh, gfs_list_entry **entries,
-                         char **base, int64_t *fmin, int64_t *fmax)
+int ompio_galley_ranges(ompio_file_t *fh, gfs_range **r, gfs_memseg **m,
+                        int64_t *fmin, int64_t *fmax)
 {
     int n = fh->f_num_of_io_entries;
     mca_common_ompio_io_array_t *a = fh->f_io_array;
-    gfs_list_entry *e = malloc(sizeof(*e) * (n > 0 ? n : 1));
-    if (!e)
+    size_t k = n > 0 ? (size_t)n : 1;
+    void *all = malloc((sizeof(gfs_range) + sizeof(gfs_memseg)) * k);
+    if (!all)
         return -ENOMEM;
-    /* memory offsets count from the lowest address; the file range is what
-     * atomic mode locks */
-    char *lo = n ? a[0].memory_address : NULL;
-    *fmin = n ? (int64_t)(intptr_t)a[0].offset : 0;
-    *fmax = *fmin;
+    *r = all;
+    *m = (gfs_memseg *)(*r + k);
     for (int i = 0; i < n; i++) {
-        char *m = a[i].memory_address;
-        int64_t off = (int64_t)(intptr_t)a[i].offset;
-        if (m < lo)
-            lo = m;
-        if (off < *fmin)
-            *fmin = off;
-        if (off + (int64_t)a[i].length > *fmax)
-            *fmax = off + (int64_t)a[i].length;
+        (*r)[i] =
+            (gfs_range){(int64_t)(intptr_t)a[i].offset, (int64_t)a[i].length};
+        (*m)[i] = (gfs_memseg){a[i].memory_address, (int64_t)a[i].length};
     }
-    for (int i = 0; i < n; i++) {
-        e[i].file_offset = (int64_t)(intptr_t)a[i].offset;
-        e[i].mem_offset = (char *)a[i].memory_address - lo;
-        e[i].size = (int64_t)a[i].length;
-    }
-    *entries = e;
-    *base = lo;
+    galley_ranges_span(n, *r, fmin, fmax);
     return 0;
 }

@@ -13,7 +13,7 @@
  *     the caller's O_CLOEXEC and keeps the number it got, so numbers never
  *     clash with the program's own files or those of libraries that bypass
  *     us (select, poll and close of it are harmless).  The table maps the
- *     number to a gp_file: the striped id, access mode, and the file offset,
+ *     number to a px_file: the striped id, access mode, and the file offset,
  *     shared by dup'ed descriptors as POSIX requires.
  *   - Data moves with gfs_striped_read/write (one transfer per server, no
  *     client cache), so after write() returns the bytes are visible to the
@@ -25,7 +25,7 @@
  *     interposed to give the descriptor back.
  *   - Locks (fcntl F_SETLK/F_SETLKW/F_GETLK and the OFD variants, lockf,
  *     flock) on Galley descriptors are the servers' POSIX locks
- *     (gfs_striped_plock, gp_lock.c), so they hold between processes and
+ *     (gfs_striped_plock, px_lock.c), so they hold between processes and
  *     hosts; never the kernel's: every /dev/null descriptor shares one
  *     inode, so passing them through would make unrelated processes
  *     conflict.
@@ -41,20 +41,20 @@
  * unreachable server (GFS_ESERVERDOWN, GFS_ETIMEDOUT) becomes EIO, within
  * the client timeout (GALLEY_TIMEOUT).
  *
- * Threads: any.  gp_lock guards the descriptor table and reference counts
- * and is never held across a network call; each gp_file's lock guards its
+ * Threads: any.  px_lock guards the descriptor table and reference counts
+ * and is never held across a network call; each px_file's lock guards its
  * offset (held across the I/O of read/write so that concurrent read()s on
  * one descriptor see distinct offsets, as POSIX requires).
  *
  * Files: this one (the next definitions, the descriptor table, starting
- * the client, errors); gp_path.c (which paths are ours); gp_open.c (open,
- * close, dup, fcntl); gp_lock.c (fcntl locks, lockf, flock); gp_data.c (read,
- * write, seek, truncate, sync); gp_names.c (stat, access, unlink, rename,
- * xattr); gp_dir.c (opendir, readdir); gp_stdio.c (fopen, fdopen, fileno).
- * gp_internal.h declares what they share.
+ * the client, errors); px_path.c (which paths are ours); px_open.c (open,
+ * close, dup, fcntl); px_lock.c (fcntl locks, lockf, flock); px_data.c (read,
+ * write, seek, truncate, sync); px_names.c (stat, access, unlink, rename,
+ * xattr); px_dir.c (opendir, readdir); px_stdio.c (fopen, fdopen, fileno).
+ * px_internal.h declares what they share.
  */
 #define _GNU_SOURCE
-#include "gp_internal.h"
+#include "px_internal.h"
 
 #include "fnv.h"
 
@@ -62,46 +62,46 @@
  * The next definitions of what we interpose
  * ------------------------------------------------------------------------ */
 
-#define GP_X_PTR(name, ret, args) ret(*real_##name) args;
-GP_REAL_TABLE(GP_X_PTR)
-#undef GP_X_PTR
+#define PX_X_PTR(name, ret, args) ret(*real_##name) args;
+PX_REAL_TABLE(PX_X_PTR)
+#undef PX_X_PTR
 
-pthread_once_t gp_resolve_once = PTHREAD_ONCE_INIT;
+pthread_once_t px_resolve_once = PTHREAD_ONCE_INIT;
 
-void gp_resolve(void)
+void px_resolve(void)
 {
-#define GP_X_SYM(name, ret, args)                                              \
+#define PX_X_SYM(name, ret, args)                                              \
     real_##name = (ret(*) args)dlsym(RTLD_NEXT, #name);
-    GP_REAL_TABLE(GP_X_SYM)
-#undef GP_X_SYM
+    PX_REAL_TABLE(PX_X_SYM)
+#undef PX_X_SYM
 }
 
 /* ------------------------------------------------------------------------
  * Descriptor table
  * ------------------------------------------------------------------------ */
 
-static pthread_mutex_t gp_lock = PTHREAD_MUTEX_INITIALIZER;
-gp_file *gp_fds[GP_NFD];
+static pthread_mutex_t px_lock = PTHREAD_MUTEX_INITIALIZER;
+px_file *px_fds[PX_NFD];
 
 /* Client state: 0 not started, 1 running, <0 gfs_init's error. */
-static int gp_client;
-static pthread_mutex_t gp_client_lock = PTHREAD_MUTEX_INITIALIZER;
-bool gp_forked; /* child of a parent whose client was running */
-static pthread_once_t gp_atfork_once = PTHREAD_ONCE_INIT;
+static int px_client;
+static pthread_mutex_t px_client_lock = PTHREAD_MUTEX_INITIALIZER;
+bool px_forked; /* child of a parent whose client was running */
+static pthread_once_t px_atfork_once = PTHREAD_ONCE_INIT;
 
-static void gp_after_fork_child(void)
+static void px_after_fork_child(void)
 {
-    if (gp_client == 1)
-        gp_forked = true;
+    if (px_client == 1)
+        px_forked = true;
 }
 
-static void gp_register_atfork(void)
+static void px_register_atfork(void)
 {
-    pthread_atfork(NULL, NULL, gp_after_fork_child);
+    pthread_atfork(NULL, NULL, px_after_fork_child);
 }
 
 /* gfs error -> errno. */
-int gp_errno(int64_t rc)
+int px_errno(int64_t rc)
 {
     if (rc > -1000)
         return (int)-rc;
@@ -122,59 +122,59 @@ int gp_errno(int64_t rc)
 }
 
 /* Set errno from a gfs error and return -1. */
-int gp_fail(int64_t rc)
+int px_fail(int64_t rc)
 {
-    errno = gp_errno(rc);
+    errno = px_errno(rc);
     return -1;
 }
 
 /* Start the client once; 0 or a gfs error.  A failure is reported on
  * stderr once (the caller still sees EIO). */
-int gp_start(void)
+int px_start(void)
 {
-    if (gp_forked)
+    if (px_forked)
         return GFS_ESERVERDOWN;
-    pthread_once(&gp_atfork_once, gp_register_atfork);
-    pthread_mutex_lock(&gp_client_lock);
-    if (gp_client == 0) {
+    pthread_once(&px_atfork_once, px_register_atfork);
+    pthread_mutex_lock(&px_client_lock);
+    if (px_client == 0) {
         int rc = gfs_init(NULL);
-        gp_client = rc < 0 ? rc : 1;
+        px_client = rc < 0 ? rc : 1;
         if (rc < 0)
             fprintf(stderr,
                     "libgalley-posix: cannot start the galley "
                     "client: %s\n",
                     gfs_strerror(rc));
     }
-    int rc = gp_client < 0 ? gp_client : 0;
-    pthread_mutex_unlock(&gp_client_lock);
+    int rc = px_client < 0 ? px_client : 0;
+    pthread_mutex_unlock(&px_client_lock);
     return rc;
 }
 
-/* Get a reference to fd's file (NULL if fd is not ours); gp_put releases. */
-gp_file *gp_get(int fd)
+/* Get a reference to fd's file (NULL if fd is not ours); px_put releases. */
+px_file *px_get(int fd)
 {
-    if (fd < 0 || fd >= GP_NFD)
+    if (fd < 0 || fd >= PX_NFD)
         return NULL;
-    if (!__atomic_load_n(&gp_fds[fd], __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&px_fds[fd], __ATOMIC_ACQUIRE))
         return NULL;
-    pthread_mutex_lock(&gp_lock);
-    gp_file *f = gp_fds[fd];
+    pthread_mutex_lock(&px_lock);
+    px_file *f = px_fds[fd];
     if (f)
         f->refs++;
-    pthread_mutex_unlock(&gp_lock);
+    pthread_mutex_unlock(&px_lock);
     return f;
 }
 
-void gp_put(gp_file *f)
+void px_put(px_file *f)
 {
     if (!f)
         return;
-    pthread_mutex_lock(&gp_lock);
+    pthread_mutex_lock(&px_lock);
     int left = --f->refs;
-    pthread_mutex_unlock(&gp_lock);
+    pthread_mutex_unlock(&px_lock);
     if (left == 0) {
-        if (!gp_forked) {
-            gp_lock_last(f);
+        if (!px_forked) {
+            px_lock_last(f);
             gfs_striped_close(f->sid);
         }
         pthread_mutex_destroy(&f->lock);
@@ -184,29 +184,29 @@ void gp_put(gp_file *f)
 
 /* Point descriptor fd at f (taking a reference); whatever fd held before
  * is released. */
-void gp_install(int fd, gp_file *f)
+void px_install(int fd, px_file *f)
 {
-    pthread_mutex_lock(&gp_lock);
-    gp_file *old = gp_fds[fd];
+    pthread_mutex_lock(&px_lock);
+    px_file *old = px_fds[fd];
     f->refs++;
-    __atomic_store_n(&gp_fds[fd], f, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&gp_lock);
-    gp_put(old);
+    __atomic_store_n(&px_fds[fd], f, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&px_lock);
+    px_put(old);
 }
 
 /* Forget descriptor fd (no-op if not ours). */
-void gp_forget(int fd)
+void px_forget(int fd)
 {
-    if (fd < 0 || fd >= GP_NFD)
+    if (fd < 0 || fd >= PX_NFD)
         return;
-    pthread_mutex_lock(&gp_lock);
-    gp_file *old = gp_fds[fd];
-    __atomic_store_n(&gp_fds[fd], NULL, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&gp_lock);
-    gp_put(old);
+    pthread_mutex_lock(&px_lock);
+    px_file *old = px_fds[fd];
+    __atomic_store_n(&px_fds[fd], NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&px_lock);
+    px_put(old);
 }
 
-uint64_t gp_hash(const char *s)
+uint64_t px_hash(const char *s)
 {
     uint64_t h = g_fnv1a(s);
     return h ? h : 1;

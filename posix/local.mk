@@ -2,10 +2,10 @@
 # stdio calls on galley: names go to Galley).  A shared module only: it is
 # loaded with LD_PRELOAD, never linked against.
 lib_LTLIBRARIES += posix/libgalley-posix.la
-posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/gp_path.c \
-	posix/gp_open.c posix/gp_lock.c posix/gp_data.c posix/gp_names.c posix/gp_dir.c \
-	posix/gp_stdio.c posix/gp_internal.h posix/gp_rename.c \
-	posix/gp_rename.h
+posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/px_path.c \
+	posix/px_open.c posix/px_lock.c posix/px_data.c posix/px_names.c posix/px_dir.c \
+	posix/px_stdio.c posix/px_internal.h posix/px_rename.c \
+	posix/px_rename.h
 posix_libgalley_posix_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 posix_libgalley_posix_la_LIBADD = libgalley/libgalley.la -ldl
 posix_libgalley_posix_la_LDFLAGS = -module -avoid-version -shared

@@ -231,8 +231,8 @@ static gsrv_dreq *serve_one(gsrv_creq *q, size_t i)
     b->discard = false;
     hash_insert(b);
     q->blk[i] = b;
-    if (q->noread[i]) {
-        if (q->noread[i] == 1)
+    if (q->miss[i] != GSRV_MISS_READ) {
+        if (q->miss[i] == GSRV_MISS_ZERO)
             memset(b->data, 0, GSRV_BLOCK_SIZE);
         b->state = GSRV_BLK_READY;
         return NULL;

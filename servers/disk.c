@@ -111,6 +111,17 @@ static int do_run(gsrv_dreq **run, int k)
     return xfer(run[0]->fd, run[0]->op, iov, k, off);
 }
 
+/* Move run[0..k) in one transfer; if that fails, block by block, so that
+ * each block gets its own outcome in err[i] (a block rewritten or read
+ * alone without error succeeded).  The one retry rule of both the
+ * DiskManager thread and the write-through path. */
+static void do_run_each(gsrv_dreq **run, int k, int *err)
+{
+    int e = do_run(run, k);
+    for (int i = 0; i < k; i++)
+        err[i] = e && k > 1 ? do_run(&run[i], 1) : e;
+}
+
 static bool mergeable(const gsrv_dreq *a, const gsrv_dreq *b)
 {
     return b->fkid == a->fkid && b->fd == a->fd && b->op == a->op &&
@@ -120,6 +131,7 @@ static bool mergeable(const gsrv_dreq *a, const gsrv_dreq *b)
 static void *dm_main(void *arg)
 {
     gsrv_dreq *run[DM_RUN];
+    int err[DM_RUN];
 
     pthread_mutex_lock(&disk.lock);
     for (;;) {
@@ -143,16 +155,9 @@ static void *dm_main(void *arg)
         disk.n -= (size_t)k;
         pthread_mutex_unlock(&disk.lock);
 
-        int err = do_run(run, k);
-        if (err && k > 1) {
-            for (int i = 0; i < k; i++) { /* find out which failed */
-                int e = do_run(&run[i], 1);
-                run[i]->done(run[i], e);
-            }
-        } else {
-            for (int i = 0; i < k; i++)
-                run[i]->done(run[i], err);
-        }
+        do_run_each(run, k, err);
+        for (int i = 0; i < k; i++)
+            run[i]->done(run[i], err[i]);
         pthread_mutex_lock(&disk.lock);
     }
     pthread_mutex_unlock(&disk.lock);
@@ -224,7 +229,7 @@ void gsrv_disk_submit(gsrv_dreq **reqs, size_t n)
  */
 int gsrv_disk_write_wait(gsrv_dreq **reqs, size_t n)
 {
-    int err = 0;
+    int err = 0, e[DM_RUN];
     for (size_t i = 0; i < n; i++)
         reqs[i]->op = GSRV_DISK_WRITE;
     qsort(reqs, n, sizeof(*reqs), dreq_cmp);
@@ -233,16 +238,11 @@ int gsrv_disk_write_wait(gsrv_dreq **reqs, size_t n)
         while (i + k < n && k < DM_RUN &&
                mergeable(reqs[i + k - 1], reqs[i + k]))
             k++;
-        int e = do_run(&reqs[i], (int)k);
-        if (e && k > 1) {
-            /* block by block: the first that fails is the error; if every
-             * block is written this way the run is, and it succeeded */
-            e = 0;
-            for (size_t j = 0; j < k && !e; j++)
-                e = do_run(&reqs[i + j], 1);
-        }
-        if (e && !err)
-            err = e;
+        /* the first block that fails is the error; if every block is
+         * written alone the run is, and it succeeded */
+        do_run_each(&reqs[i], (int)k, e);
+        for (size_t j = 0; j < k && !err; j++)
+            err = e[j];
         i += k;
     }
     return err;

@@ -555,11 +555,18 @@ struct gsrv_block {
     gsrv_dreq dreq;            /* the read that fills it */
 };
 
+/* What a cache miss on a block of a request does. */
+enum gsrv_miss {
+    GSRV_MISS_READ = 0, /* read it from disk */
+    GSRV_MISS_ZERO = 1, /* no valid byte survives the write: zeros */
+    GSRV_MISS_ANY = 2,  /* wholly overwritten: contents irrelevant */
+};
+
 /*
  * One handler's block list (the paper: "a separate list of requested disk
  * blocks for each thread").  The handler fills fkid, fd, n, bno[] (sorted,
- * distinct) and noread[] (1: the block will be wholly overwritten or lies
- * past the fork's end, so a miss needs no disk read), then calls
+ * distinct) and miss[] (enum gsrv_miss: a block that will be wholly
+ * overwritten or lies past the fork's end needs no disk read), then calls
  * gsrv_cache_get; blk[] receives referenced blocks.
  */
 typedef struct gsrv_creq {
@@ -568,7 +575,7 @@ typedef struct gsrv_creq {
     int cfd; /* the fork's checksums (csum.c), or -1 */
     size_t n;
     const uint64_t *bno;
-    const uint8_t *noread;
+    const uint8_t *miss; /* enum gsrv_miss */
     gsrv_block **blk;
     /* CacheManager bookkeeping */
     size_t next;                     /* blocks looked up so far */

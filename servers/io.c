@@ -101,12 +101,14 @@ typedef struct io_req {
     uint64_t limit;      /* blocks at or past this offset are not fetched */
     /* the current window of blocks */
     size_t W, nb;
-    uint64_t *bno;
-    uint8_t *noread;
-    uint32_t *lo, *hi;
-    uint32_t *cov;    /* bytes written among the block's valid ones */
-    uint32_t *covall; /* bytes written in the block */
-    gsrv_block **blk;
+    uint64_t *bno;       /* the window's blocks, for the cache (gsrv_creq) */
+    uint8_t *miss;       /* enum gsrv_miss of each, for the cache */
+    gsrv_block **blk;    /* what the cache gives */
+    struct io_span {     /* a write's bytes in each block */
+        uint32_t lo, hi; /* the range written */
+        uint32_t cov;    /* bytes written among the block's valid ones */
+        uint32_t covall; /* bytes written in the block */
+    } * span;
     gsrv_dreq *dreq;
     gsrv_dreq **dptr;
     bool held; /* blk[0..nb) referenced */
@@ -279,14 +281,10 @@ static int alloc_window(io_req *q)
         W = need ? need : 1;
     q->W = W;
     q->bno = malloc(W * sizeof(*q->bno));
-    q->noread = malloc(W);
-    q->lo = malloc(W * sizeof(*q->lo));
-    q->hi = malloc(W * sizeof(*q->hi));
-    q->cov = malloc(W * sizeof(*q->cov));
-    q->covall = malloc(W * sizeof(*q->covall));
+    q->miss = malloc(W);
+    q->span = malloc(W * sizeof(*q->span));
     q->blk = calloc(W, sizeof(*q->blk));
-    if (!q->bno || !q->noread || !q->lo || !q->hi || !q->cov || !q->covall ||
-        !q->blk)
+    if (!q->bno || !q->miss || !q->span || !q->blk)
         return -ENOMEM;
     if (q->write) {
         q->dreq = calloc(W, sizeof(*q->dreq));
@@ -301,19 +299,20 @@ static int alloc_window(io_req *q)
 static void account(io_req *q, size_t k, uint64_t a, uint64_t e)
 {
     uint64_t bs = q->bno[k] * BS;
+    struct io_span *sp = &q->span[k];
     uint32_t lo = (uint32_t)(a - bs), hi = (uint32_t)(e - bs);
-    if (lo < q->lo[k])
-        q->lo[k] = lo;
-    if (hi > q->hi[k])
-        q->hi[k] = hi;
-    q->covall[k] += hi - lo; /* extents are disjoint: no double count */
+    if (lo < sp->lo)
+        sp->lo = lo;
+    if (hi > sp->hi)
+        sp->hi = hi;
+    sp->covall += hi - lo; /* extents are disjoint: no double count */
     /* covered bytes among the block's valid (below old size) ones */
     uint64_t vend = q->size > bs ? q->size : bs;
     if (vend > bs + BS)
         vend = bs + BS;
     uint64_t ca = a, ce = e < vend ? e : vend;
     if (ce > ca)
-        q->cov[k] += (uint32_t)(ce - ca);
+        sp->cov += (uint32_t)(ce - ca);
 }
 
 /* Fill the next window: up to W blocks in ascending order.  Returns the
@@ -354,10 +353,7 @@ static size_t fill_window(io_req *q)
                     goto out; /* resume at block b of this extent */
                 k = nb++;
                 q->bno[k] = b;
-                q->lo[k] = GSRV_BLOCK_SIZE;
-                q->hi[k] = 0;
-                q->cov[k] = 0;
-                q->covall[k] = 0;
+                q->span[k] = (struct io_span){.lo = GSRV_BLOCK_SIZE};
             }
             uint64_t a = q->eoff > b * BS ? q->eoff : b * BS;
             uint64_t e = q->eend < (b + 1) * BS ? q->eend : (b + 1) * BS;
@@ -374,13 +370,13 @@ out:
         if (valid > BS)
             valid = BS;
         if (!q->write)
-            q->noread[k] = 0;
-        else if (q->covall[k] == BS)
-            q->noread[k] = 2; /* wholly overwritten: contents irrelevant */
-        else if (q->cov[k] == valid)
-            q->noread[k] = 1; /* no valid byte survives: zeros */
+            q->miss[k] = GSRV_MISS_READ;
+        else if (q->span[k].covall == BS)
+            q->miss[k] = GSRV_MISS_ANY; /* wholly overwritten */
+        else if (q->span[k].cov == valid)
+            q->miss[k] = GSRV_MISS_ZERO; /* no valid byte survives */
         else
-            q->noread[k] = 0;
+            q->miss[k] = GSRV_MISS_READ;
     }
     q->nb = nb;
     return nb;
@@ -394,7 +390,7 @@ static int get_window(io_req *q)
         .cfd = q->f->cfd,
         .n = q->nb,
         .bno = q->bno,
-        .noread = q->noread,
+        .miss = q->miss,
         .blk = q->blk,
     };
     int rc = gsrv_cache_get(&cr);
@@ -478,11 +474,8 @@ static void io_free(void *arg)
     free(q->resolved);
     free(q->staged);
     free(q->bno);
-    free(q->noread);
-    free(q->lo);
-    free(q->hi);
-    free(q->cov);
-    free(q->covall);
+    free(q->miss);
+    free(q->span);
     free(q->blk);
     free(q->dreq);
     free(q->dptr);
@@ -530,8 +523,8 @@ static int write_windows(io_req *q)
             d->fkid = q->f->fkid;
             d->bno = q->bno[k];
             d->fd = q->f->fd;
-            d->lo = q->lo[k];
-            d->hi = q->hi[k];
+            d->lo = q->span[k].lo;
+            d->hi = q->span[k].hi;
             d->buf = q->blk[k]->data;
             d->cfd = -1;
             q->dptr[k] = d;

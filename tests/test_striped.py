@@ -10,7 +10,7 @@ def test_layout_arithmetic():
     assert_helper_ok(cp)
 
 
-@pytest.mark.parametrize("scenario", ["layout", "listio", "size"])
+@pytest.mark.parametrize("scenario", ["layout", "listio", "size", "rangeio"])
 def test_scenario(cluster, uniq, scenario):
     cp = cluster.helper("t_striped", scenario, uniq)
     assert_helper_ok(cp)

@@ -93,6 +93,7 @@ static int do_hole(const char *name)
     int sid = open_or_die(name);
     gfs_layout lay;
     EXPECT_EQ(gfs_striped_layout(sid, &lay), 0);
+    EXPECT_EQ(lay.kind, GFS_LAYOUT_LOCAL);
     int64_t u = lay.unit;
     char *buf = malloc((size_t)u);
     memset(buf, 'x', (size_t)u);

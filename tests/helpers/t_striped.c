@@ -8,6 +8,9 @@
  *                 against the formula in galley.h
  *   listio NAME   100000 shuffled 16-byte logical pieces, byte-exact
  *   size NAME     logical size, truncate (shrink, extend), reads past EOF
+ *   rangeio NAME  the two-list form: file ranges and memory segments cut
+ *                 independently, byte-exact both ways; bad lists refused
+ *                 with nothing written; the segment count the drivers use
  *   math -        the pure layout arithmetic
  *
  * Threads: single-threaded.
@@ -69,6 +72,7 @@ static int open_striped(const char *name, int64_t unit)
     EXPECT_EQ(l.nsubfiles, NSUB);
     EXPECT_EQ(l.unit, unit);
     EXPECT_TRUE(!strcmp(l.fork, "data"));
+    EXPECT_EQ(l.kind, GFS_LAYOUT_STRIPED);
     return sid;
 }
 
@@ -199,9 +203,132 @@ static void size_(const char *name)
     EXPECT_EQ(gfs_striped_close(sid), 0);
 }
 
+/* Cut [0, total) into pieces of 1..maxp bytes (at least one), returning
+ * how many; sizes into sz. */
+static int64_t cut(int64_t total, int maxp, uint64_t *st, int64_t *sz)
+{
+    int64_t n = 0;
+    for (int64_t at = 0; at < total; n++) {
+        int64_t k = 1 + (int64_t)(t_rand(st) % (uint64_t)maxp);
+        if (k > total - at)
+            k = total - at;
+        sz[n] = k;
+        at += k;
+    }
+    return n;
+}
+
+static void rangeio(const char *name)
+{
+    const int64_t total = 200000, span = 2 * total;
+    int sid = open_striped(name, 64);
+    if (sid < 0)
+        return;
+    uint64_t st = 7;
+    int64_t *rs = t_xmalloc(sizeof(*rs) * total);
+    int64_t *ms = t_xmalloc(sizeof(*ms) * total);
+    int64_t nr = cut(total, 300, &st, rs), nm = cut(total, 97, &st, ms);
+    /* ranges in shuffled order over a sparse span, one gap before each */
+    gfs_range *r = t_xmalloc(sizeof(*r) * nr);
+    int64_t *order = t_xmalloc(sizeof(*order) * nr);
+    for (int64_t i = 0; i < nr; i++)
+        order[i] = i;
+    for (int64_t i = nr - 1; i > 0; i--) {
+        int64_t j = (int64_t)(t_rand(&st) % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    int64_t *start = t_xmalloc(sizeof(*start) * nr);
+    for (int64_t i = 0, at = 0; i < nr; i++) { /* slot i's offset */
+        at += (int64_t)(t_rand(&st) % 3);
+        start[i] = at;
+        at += rs[i];
+        EXPECT_TRUE(at <= span);
+    }
+    for (int64_t i = 0; i < nr; i++)
+        r[i] = (gfs_range){start[order[i]], rs[order[i]]};
+    /* memory segments: every other slice of a buffer twice the size,
+     * backwards, so no two segments are neighbours */
+    unsigned char *mem = t_xmalloc(2 * total), *src = t_xmalloc(total);
+    unsigned char *model = t_xmalloc(span), *got = t_xmalloc(span);
+    gfs_memseg *m = t_xmalloc(sizeof(*m) * nm);
+    t_fill(src, total, 61);
+    memset(mem, 0, 2 * total);
+    for (int64_t j = 0, at = 2 * total, d = 0; j < nm; j++) {
+        at -= 2 * ms[j];
+        m[j] = (gfs_memseg){mem + at, ms[j]};
+        memcpy(mem + at, src + d, (size_t)ms[j]);
+        d += ms[j];
+    }
+    /* the model: the data stream's bytes in range order */
+    memset(model, 0, span);
+    for (int64_t i = 0, d = 0; i < nr; i++) {
+        memcpy(model + r[i].offset, src + d, (size_t)r[i].size);
+        d += r[i].size;
+    }
+    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, nr, r, nm, m), total);
+    int64_t end = 0;
+    for (int64_t i = 0; i < nr; i++)
+        if (r[i].offset + r[i].size > end)
+            end = r[i].offset + r[i].size;
+    EXPECT_EQ(gfs_striped_size(sid), end);
+    memset(got, 0xee, span);
+    EXPECT_EQ(gfs_striped_read(sid, 0, got, end), end);
+    EXPECT_MEM(got, model, end, "logical file after two-list write");
+    /* read back into other segments, non-blocking */
+    memset(mem, 0xee, 2 * total);
+    gfs_handle h = gfs_new_handle();
+    EXPECT_EQ(gfs_nb_striped_rangeio(h, sid, GFS_READ, nr, r, nm, m), 0);
+    EXPECT_EQ(gfs_wait(h), total);
+    for (int64_t j = 0, d = 0; j < nm; j++) {
+        EXPECT_MEM(m[j].addr, src + d, ms[j], "two-list read");
+        d += ms[j];
+    }
+    /* bad lists: refused before anything moves */
+    gfs_range bad = {end, 10};
+    gfs_memseg short_ = {src, 9}, null_ = {NULL, 10}, ok = {src, 10};
+    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &bad, 1, &short_),
+              -EINVAL);
+    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &bad, 1, &null_), -EINVAL);
+    gfs_range neg = {-1, 10};
+    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &neg, 1, &ok), -EINVAL);
+    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_WRITE, 1, &bad, -1, &ok), -EINVAL);
+    EXPECT_EQ(gfs_striped_size(sid), end);
+    /* one range into one segment reads up to the end of file; into two
+     * segments it answers the total, as a list does */
+    gfs_range tail = {end - 5, 20};
+    gfs_memseg one = {got, 20}, two[2] = {{got, 8}, {got + 100, 12}};
+    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_READ, 1, &tail, 1, &one), 5);
+    EXPECT_MEM(got, model + end - 5, 5, "tail");
+    EXPECT_EQ(gfs_striped_rangeio(sid, GFS_READ, 1, &tail, 2, two), 20);
+    /* segments by the folding rule: 16 pieces of 16 bytes at a constant
+     * stride are one strided segment, a break in the stride starts
+     * another, adjacent ranges are one extent */
+    gfs_range str[16];
+    for (int i = 0; i < 16; i++)
+        str[i] = (gfs_range){64 * i, 16};
+    EXPECT_EQ(gfs_striped_segments(sid, 16, str), 1);
+    str[15].offset += 1;
+    EXPECT_EQ(gfs_striped_segments(sid, 16, str), 2);
+    gfs_range adj[2] = {{0, 100}, {100, 7}};
+    EXPECT_EQ(gfs_striped_segments(sid, 2, adj), 1);
+    EXPECT_EQ(gfs_striped_segments(sid, 1, &neg), -EINVAL);
+    EXPECT_EQ(gfs_striped_close(sid), 0);
+    free(rs);
+    free(ms);
+    free(r);
+    free(order);
+    free(start);
+    free(mem);
+    free(src);
+    free(model);
+    free(got);
+    free(m);
+}
+
 int main(int argc, char **argv)
 {
-    const char *use = "layout|listio|size NAME | math";
+    const char *use = "layout|listio|size|rangeio NAME | math";
     if (argc < 2)
         return t_usage(argv[0], use);
     if (!strcmp(argv[1], "math")) {
@@ -217,6 +344,8 @@ int main(int argc, char **argv)
         listio(argv[2]);
     else if (!strcmp(argv[1], "size"))
         size_(argv[2]);
+    else if (!strcmp(argv[1], "rangeio"))
+        rangeio(argv[2]);
     else
         return t_usage(argv[0], use);
     EXPECT_EQ(gfs_finalize(), 0);

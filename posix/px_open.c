@@ -1,35 +1,35 @@
 /*
- * gp_open.c -- descriptors of libgalley-posix.so (see galley_posix.c):
+ * px_open.c -- descriptors of libgalley-posix.so (see galley_posix.c):
  * opening a Galley file (a /dev/null descriptor that our table maps to the
  * striped file), the interposed open family, close, dup family and fcntl
- * (whose lock commands gp_lock.c serves).
+ * (whose lock commands px_lock.c serves).
  *
  * Threads: any (the table's locking is galley_posix.c's).
  */
 #define _GNU_SOURCE
-#include "gp_internal.h"
+#include "px_internal.h"
 
 /* ------------------------------------------------------------------------
  * Opening a Galley file
  * ------------------------------------------------------------------------ */
 
-static int gp_env_int(const char *var, int dflt)
+static int px_env_int(const char *var, int dflt)
 {
     const char *v = getenv(var);
     return v && *v ? atoi(v) : dflt;
 }
 
 /* Open (and maybe create) a Galley file; returns a descriptor or -1. */
-int gp_open(const char *name, int flags, mode_t mode)
+int px_open(const char *name, int flags, mode_t mode)
 {
     (void)mode;
-    int rc = gp_start();
+    int rc = px_start();
     if (rc)
-        return gp_fail(rc);
+        return px_fail(rc);
     if (*name == '\0')
-        return gp_fail(-ENOENT);
+        return px_fail(-ENOENT);
     if (flags & O_DIRECTORY)
-        return gp_fail(-ENOTDIR);
+        return px_fail(-ENOTDIR);
     int acc = flags & O_ACCMODE;
     int sid;
     /* Another process may be creating the same name right now (every rank
@@ -40,16 +40,16 @@ int gp_open(const char *name, int flags, mode_t mode)
         bool exists = false;
         if (flags & O_CREAT) {
             int nserv = gfs_num_servers();
-            int nsub = gp_env_int("GALLEY_POSIX_SUBFILES", nserv);
+            int nsub = px_env_int("GALLEY_POSIX_SUBFILES", nserv);
             if (nsub <= 0 || nsub > nserv)
                 nsub = nserv;
-            int64_t unit = gp_env_int("GALLEY_POSIX_UNIT", 0);
+            int64_t unit = px_env_int("GALLEY_POSIX_UNIT", 0);
             rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
             exists = rc == -EEXIST;
             if (exists && !(flags & O_EXCL))
                 rc = 0;
             if (rc)
-                return gp_fail(rc);
+                return px_fail(rc);
         }
         sid = gfs_striped_open(name);
         if (!(exists && sid == -ENOENT && tries < 200))
@@ -58,30 +58,30 @@ int gp_open(const char *name, int flags, mode_t mode)
         nanosleep(&ts, NULL);
     }
     if (sid < 0) {
-        if (sid == GFS_ELAYOUT || (sid == -ENOENT && gp_is_dir(name) == 1))
-            return gp_fail(-EISDIR);
-        return gp_fail(sid);
+        if (sid == GFS_ELAYOUT || (sid == -ENOENT && px_is_dir(name) == 1))
+            return px_fail(-EISDIR);
+        return px_fail(sid);
     }
     if ((flags & O_TRUNC) && acc != O_RDONLY) {
         rc = gfs_striped_truncate(sid, 0);
         if (rc) {
             gfs_striped_close(sid);
-            return gp_fail(rc);
+            return px_fail(rc);
         }
     }
-    gp_file *f = calloc(1, sizeof(*f));
+    px_file *f = calloc(1, sizeof(*f));
     if (!f) {
         gfs_striped_close(sid);
-        return gp_fail(-ENOMEM);
+        return px_fail(-ENOMEM);
     }
     f->sid = sid;
     f->flags = flags & (O_ACCMODE | O_APPEND);
-    f->ino = gp_hash(name);
-    f->owner = gp_lock_new_owner();
+    f->ino = px_hash(name);
+    f->owner = px_lock_new_owner();
     snprintf(f->name, sizeof(f->name), "%s", name);
     pthread_mutex_init(&f->lock, NULL);
     int fd = REAL(open)("/dev/null", O_RDWR | (flags & O_CLOEXEC));
-    if (fd < 0 || fd >= GP_NFD) {
+    if (fd < 0 || fd >= PX_NFD) {
         int e = fd < 0 ? errno : EMFILE;
         if (fd >= 0)
             REAL(close)(fd);
@@ -91,7 +91,7 @@ int gp_open(const char *name, int flags, mode_t mode)
         errno = e;
         return -1;
     }
-    gp_install(fd, f);
+    px_install(fd, f);
     return fd;
 }
 
@@ -99,98 +99,98 @@ int gp_open(const char *name, int flags, mode_t mode)
  * Interposed calls: open family
  * ------------------------------------------------------------------------ */
 
-static mode_t gp_va_mode(int flags, va_list ap)
+static mode_t px_va_mode(int flags, va_list ap)
 {
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE
                ? (mode_t)va_arg(ap, int)
                : 0;
 }
 
-GP_EXPORT int open(const char *path, int flags, ...)
+PX_EXPORT int open(const char *path, int flags, ...)
 {
     va_list ap;
     va_start(ap, flags);
-    mode_t mode = gp_va_mode(flags, ap);
+    mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name)
-        return gp_open(name, flags, mode);
+        return px_open(name, flags, mode);
     return REAL(open)(path, flags, mode);
 }
 
-GP_EXPORT int open64(const char *path, int flags, ...)
+PX_EXPORT int open64(const char *path, int flags, ...)
 {
     va_list ap;
     va_start(ap, flags);
-    mode_t mode = gp_va_mode(flags, ap);
+    mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name)
-        return gp_open(name, flags, mode);
+        return px_open(name, flags, mode);
     return REAL(open)(path, flags | O_LARGEFILE, mode);
 }
 
-GP_EXPORT int __open_2(const char *path, int flags)
+PX_EXPORT int __open_2(const char *path, int flags)
 {
     return open(path, flags);
 }
 
-GP_EXPORT int __open64_2(const char *path, int flags)
+PX_EXPORT int __open64_2(const char *path, int flags)
 {
     return open64(path, flags);
 }
 
-GP_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+PX_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
     va_list ap;
     va_start(ap, flags);
-    mode_t mode = gp_va_mode(flags, ap);
+    mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name)
-        return gp_open(name, flags, mode);
+        return px_open(name, flags, mode);
     return REAL(openat)(dirfd, path, flags, mode);
 }
 
-GP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+PX_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
     va_list ap;
     va_start(ap, flags);
-    mode_t mode = gp_va_mode(flags, ap);
+    mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name)
-        return gp_open(name, flags, mode);
+        return px_open(name, flags, mode);
     return REAL(openat)(dirfd, path, flags | O_LARGEFILE, mode);
 }
 
-GP_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+PX_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
     return openat(dirfd, path, flags);
 }
 
-GP_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+PX_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
     return openat64(dirfd, path, flags);
 }
 
-GP_EXPORT int creat(const char *path, mode_t mode)
+PX_EXPORT int creat(const char *path, mode_t mode)
 {
     return open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
 }
 
-GP_EXPORT int creat64(const char *path, mode_t mode)
+PX_EXPORT int creat64(const char *path, mode_t mode)
 {
     return open64(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
 }
 
-GP_EXPORT int close(int fd)
+PX_EXPORT int close(int fd)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (f) {
-        gp_lock_closing(f); /* POSIX: the process's locks on the file go */
-        gp_put(f);
-        gp_forget(fd);
+        px_lock_closing(f); /* POSIX: the process's locks on the file go */
+        px_put(f);
+        px_forget(fd);
     }
     return REAL(close)(fd);
 }
@@ -200,11 +200,11 @@ GP_EXPORT int close(int fd)
  * ------------------------------------------------------------------------ */
 
 /* After the real call made newfd a copy of oldfd: share oldfd's file. */
-static int gp_dup_done(gp_file *f, int newfd)
+static int px_dup_done(px_file *f, int newfd)
 {
     if (newfd >= 0) {
-        if (newfd < GP_NFD) {
-            gp_install(newfd, f);
+        if (newfd < PX_NFD) {
+            px_install(newfd, f);
         } else {
             REAL(close)(newfd);
             errno = EMFILE;
@@ -214,58 +214,58 @@ static int gp_dup_done(gp_file *f, int newfd)
     return newfd;
 }
 
-GP_EXPORT int dup(int fd)
+PX_EXPORT int dup(int fd)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     int nfd = REAL(dup)(fd);
     if (f) {
-        nfd = gp_dup_done(f, nfd);
-        gp_put(f);
+        nfd = px_dup_done(f, nfd);
+        px_put(f);
     }
     return nfd;
 }
 
-static int gp_dup23(int fd, int nfd, int flags, bool three)
+static int px_dup23(int fd, int nfd, int flags, bool three)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (fd == nfd && !three) { /* dup2(fd, fd): nothing changes */
-        gp_put(f);
+        px_put(f);
         return REAL(dup2)(fd, nfd);
     }
     int r = three ? REAL(dup3)(fd, nfd, flags) : REAL(dup2)(fd, nfd);
     if (r >= 0) {
-        gp_file *old = gp_get(r); /* closed by the call: as close() */
-        gp_lock_closing(old);
-        gp_put(old);
+        px_file *old = px_get(r); /* closed by the call: as close() */
+        px_lock_closing(old);
+        px_put(old);
         if (f)
-            gp_install(r, f); /* releases what r held */
+            px_install(r, f); /* releases what r held */
         else
-            gp_forget(r); /* r was silently closed: forget our file */
+            px_forget(r); /* r was silently closed: forget our file */
     }
-    gp_put(f);
+    px_put(f);
     return r;
 }
 
-GP_EXPORT int dup2(int fd, int nfd)
+PX_EXPORT int dup2(int fd, int nfd)
 {
-    return gp_dup23(fd, nfd, 0, false);
+    return px_dup23(fd, nfd, 0, false);
 }
 
-GP_EXPORT int dup3(int fd, int nfd, int flags)
+PX_EXPORT int dup3(int fd, int nfd, int flags)
 {
-    return gp_dup23(fd, nfd, flags, true);
+    return px_dup23(fd, nfd, flags, true);
 }
 
-static int gp_fcntl(int fd, int cmd, void *arg)
+static int px_fcntl(int fd, int cmd, void *arg)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(fcntl)(fd, cmd, arg);
     int r;
     switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC:
-        r = gp_dup_done(f, REAL(fcntl)(fd, cmd, arg));
+        r = px_dup_done(f, REAL(fcntl)(fd, cmd, arg));
         break;
     case F_GETFL:
         r = f->flags | O_LARGEFILE;
@@ -282,29 +282,29 @@ static int gp_fcntl(int fd, int cmd, void *arg)
     case F_SETLKW:
     case F_OFD_SETLK:
     case F_OFD_SETLKW:
-        r = gp_lock_fcntl(f, cmd, arg);
+        r = px_lock_fcntl(f, cmd, arg);
         break;
     default: /* F_GETFD, F_SETFD, ...: the descriptor itself */
         r = REAL(fcntl)(fd, cmd, arg);
     }
-    gp_put(f);
+    px_put(f);
     return r;
 }
 
-GP_EXPORT int fcntl(int fd, int cmd, ...)
+PX_EXPORT int fcntl(int fd, int cmd, ...)
 {
     va_list ap;
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    return gp_fcntl(fd, cmd, arg);
+    return px_fcntl(fd, cmd, arg);
 }
 
-GP_EXPORT int fcntl64(int fd, int cmd, ...)
+PX_EXPORT int fcntl64(int fd, int cmd, ...)
 {
     va_list ap;
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    return gp_fcntl(fd, cmd, arg);
+    return px_fcntl(fd, cmd, arg);
 }

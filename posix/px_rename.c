@@ -1,5 +1,5 @@
 /*
- * gp_rename.c -- rename of a striped file for the preload library and the
+ * px_rename.c -- rename of a striped file for the preload library and the
  * mount daemon.  Galley has no rename: the bytes are copied to a new file
  * with the same servers, stripe unit and fork, then the old name is
  * deleted.  Not atomic: a reader may see both names, or (after a failure
@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "galley.h"
-#include "gp_rename.h"
+#include "px_rename.h"
 
-int gp_rename_file(const char *from, const char *to)
+int px_rename_file(const char *from, const char *to)
 {
     int rc;
     int src = gfs_striped_open(from);

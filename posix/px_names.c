@@ -1,20 +1,20 @@
 /*
- * gp_names.c -- calls on names of libgalley-posix.so (see galley_posix.c):
+ * px_names.c -- calls on names of libgalley-posix.so (see galley_posix.c):
  * the stat family (a striped file, an implied directory, or a plain
- * Galley file shown as a directory), access, unlink, rename (gp_rename.c)
+ * Galley file shown as a directory), access, unlink, rename (px_rename.c)
  * and the xattr calls (Galley keeps none).
  *
  * Threads: any.
  */
 #define _GNU_SOURCE
-#include "gp_internal.h"
-#include "gp_rename.h"
+#include "px_internal.h"
+#include "px_rename.h"
 
 /* ------------------------------------------------------------------------
  * Names: stat, unlink, rename
  * ------------------------------------------------------------------------ */
 
-static int gp_any_file(const char *name, void *arg)
+static int px_any_file(const char *name, void *arg)
 {
     (void)name;
     (void)arg;
@@ -23,7 +23,7 @@ static int gp_any_file(const char *name, void *arg)
 
 /* Is `name` an implied directory (a prefix "name/" of some file, or the
  * root)?  1 yes, 0 no, negative error. */
-int gp_is_dir(const char *name)
+int px_is_dir(const char *name)
 {
     size_t n = strlen(name);
     if (n == 0 || strcmp(name, "/") == 0)
@@ -35,22 +35,22 @@ int gp_is_dir(const char *name)
     if (prefix[n - 1] != '/')
         prefix[n++] = '/';
     prefix[n] = '\0';
-    int rc = gfs_list_files(prefix, gp_any_file, NULL);
+    int rc = gfs_list_files(prefix, px_any_file, NULL);
     return rc < 0 ? rc : rc == 1;
 }
 
-static struct timespec gp_t0;
-static void gp_set_t0(void)
+static struct timespec px_t0;
+static void px_set_t0(void)
 {
-    clock_gettime(CLOCK_REALTIME, &gp_t0);
+    clock_gettime(CLOCK_REALTIME, &px_t0);
 }
 
-static void gp_fill_stat(struct stat *st, const char *name, int64_t size,
+static void px_fill_stat(struct stat *st, const char *name, int64_t size,
                          int64_t unit, bool dir)
 {
     memset(st, 0, sizeof(*st));
-    st->st_dev = GP_DEV;
-    st->st_ino = gp_hash(name);
+    st->st_dev = PX_DEV;
+    st->st_ino = px_hash(name);
     st->st_mode = dir ? (S_IFDIR | 0755) : (S_IFREG | 0644);
     st->st_nlink = dir ? 2 : 1;
     st->st_uid = getuid();
@@ -61,219 +61,219 @@ static void gp_fill_stat(struct stat *st, const char *name, int64_t size,
     /* Galley keeps no times: report one fixed time (this process's first
      * stat), so tools that watch for changes (tar) see none. */
     static pthread_once_t t0_once = PTHREAD_ONCE_INIT;
-    pthread_once(&t0_once, gp_set_t0);
-    st->st_atim = st->st_mtim = st->st_ctim = gp_t0;
+    pthread_once(&t0_once, px_set_t0);
+    st->st_atim = st->st_mtim = st->st_ctim = px_t0;
 }
 
 /* stat of an open striped file. */
-static int gp_stat_sid(int sid, const char *name, struct stat *st)
+static int px_stat_sid(int sid, const char *name, struct stat *st)
 {
     int64_t size = gfs_striped_size(sid);
     if (size < 0)
         return (int)size;
     gfs_layout lay;
     int rc = gfs_striped_layout(sid, &lay);
-    gp_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, false);
+    px_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, false);
     return 0;
 }
 
 /* stat by Galley name: a striped file, an implied directory, or -ENOENT. */
-static int gp_stat_name(const char *name, struct stat *st)
+static int px_stat_name(const char *name, struct stat *st)
 {
-    int rc = gp_start();
+    int rc = px_start();
     if (rc)
         return rc;
     int64_t size;
     gfs_layout lay;
     int sid = *name ? gfs_striped_stat(name, &size, &lay) : -ENOENT;
     if (sid >= 0) { /* without opening it: two round trips */
-        gp_fill_stat(st, name, size, lay.unit, false);
+        px_fill_stat(st, name, size, lay.unit, false);
         return 0;
     }
     if (sid == GFS_ELAYOUT) { /* a plain (non-striped) file */
-        gp_fill_stat(st, name, 0, 0, true);
+        px_fill_stat(st, name, 0, 0, true);
         return 0;
     }
     if (sid != -ENOENT)
         return sid;
-    rc = gp_is_dir(name);
+    rc = px_is_dir(name);
     if (rc < 0)
         return rc;
     if (!rc)
         return -ENOENT;
-    gp_fill_stat(st, name, 0, 0, true);
+    px_fill_stat(st, name, 0, 0, true);
     return 0;
 }
-static int gp_unlink(const char *name)
+static int px_unlink(const char *name)
 {
-    int rc = gp_start();
+    int rc = px_start();
     if (!rc)
         rc = gfs_delete_file(name);
-    if (rc == -ENOENT && gp_is_dir(name) == 1)
+    if (rc == -ENOENT && px_is_dir(name) == 1)
         rc = -EISDIR;
-    return rc ? gp_fail(rc) : 0;
+    return rc ? px_fail(rc) : 0;
 }
 
-/* Both names must be galley: names (see gp_rename.c). */
-static int gp_rename(const char *from, const char *to)
+/* Both names must be galley: names (see px_rename.c). */
+static int px_rename(const char *from, const char *to)
 {
-    int rc = gp_start();
+    int rc = px_start();
     if (!rc)
-        rc = gp_rename_file(from, to);
-    return rc ? gp_fail(rc) : 0;
+        rc = px_rename_file(from, to);
+    return rc ? px_fail(rc) : 0;
 }
 
 /* ------------------------------------------------------------------------
  * Interposed calls: stat family
  * ------------------------------------------------------------------------ */
 
-static int gp_fstat(gp_file *f, struct stat *st)
+static int px_fstat(px_file *f, struct stat *st)
 {
-    int rc = gp_forked ? GFS_ESERVERDOWN : gp_stat_sid(f->sid, f->name, st);
-    return rc ? gp_fail(rc) : 0;
+    int rc = px_forked ? GFS_ESERVERDOWN : px_stat_sid(f->sid, f->name, st);
+    return rc ? px_fail(rc) : 0;
 }
 
-GP_EXPORT int fstat(int fd, struct stat *st)
+PX_EXPORT int fstat(int fd, struct stat *st)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(fstat)(fd, st);
-    int rc = gp_fstat(f, st);
-    gp_put(f);
+    int rc = px_fstat(f, st);
+    px_put(f);
     return rc;
 }
 
-GP_EXPORT int fstat64(int fd, struct stat64 *st)
+PX_EXPORT int fstat64(int fd, struct stat64 *st)
 {
     return fstat(fd, (struct stat *)st);
 }
 
-int gp_stat_path(const char *name, struct stat *st)
+int px_stat_path(const char *name, struct stat *st)
 {
-    int rc = gp_stat_name(name, st);
-    return rc ? gp_fail(rc) : 0;
+    int rc = px_stat_name(name, st);
+    return rc ? px_fail(rc) : 0;
 }
 
 /* A galley stat of a path under a galley mount that found nothing: let
  * the mount answer (it also knows directories made with mkdir). */
-#define GP_OR_MOUNT(galley_call, real_call)                                    \
+#define PX_OR_MOUNT(galley_call, real_call)                                    \
     ({                                                                         \
-        bool via_mount_ = gp_from_mount;                                       \
+        bool via_mount_ = px_from_mount;                                       \
         int r_ = (galley_call);                                                \
         if (r_ < 0 && via_mount_ && errno == ENOENT)                           \
             r_ = (real_call);                                                  \
         r_;                                                                    \
     })
 
-GP_EXPORT int stat(const char *path, struct stat *st)
+PX_EXPORT int stat(const char *path, struct stat *st)
 {
-    const char *name = gp_name(path);
-    return name ? GP_OR_MOUNT(gp_stat_path(name, st), REAL(stat)(path, st))
+    const char *name = px_name(path);
+    return name ? PX_OR_MOUNT(px_stat_path(name, st), REAL(stat)(path, st))
                 : REAL(stat)(path, st);
 }
 
-GP_EXPORT int stat64(const char *path, struct stat64 *st)
+PX_EXPORT int stat64(const char *path, struct stat64 *st)
 {
     return stat(path, (struct stat *)st);
 }
 
-GP_EXPORT int lstat(const char *path, struct stat *st)
+PX_EXPORT int lstat(const char *path, struct stat *st)
 {
-    const char *name = gp_name(path);
-    return name ? GP_OR_MOUNT(gp_stat_path(name, st), REAL(lstat)(path, st))
+    const char *name = px_name(path);
+    return name ? PX_OR_MOUNT(px_stat_path(name, st), REAL(lstat)(path, st))
                 : REAL(lstat)(path, st);
 }
 
-GP_EXPORT int lstat64(const char *path, struct stat64 *st)
+PX_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
     return lstat(path, (struct stat *)st);
 }
 
-GP_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+PX_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name)
-        return GP_OR_MOUNT(gp_stat_path(name, st),
+        return PX_OR_MOUNT(px_stat_path(name, st),
                            REAL(fstatat)(dirfd, path, st, flags));
     if (*path == '\0' && (flags & AT_EMPTY_PATH)) {
-        gp_file *f = gp_get(dirfd);
+        px_file *f = px_get(dirfd);
         if (f) {
-            int rc = gp_fstat(f, st);
-            gp_put(f);
+            int rc = px_fstat(f, st);
+            px_put(f);
             return rc;
         }
     }
     return REAL(fstatat)(dirfd, path, st, flags);
 }
 
-GP_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
+PX_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
                         int flags)
 {
     return fstatat(dirfd, path, (struct stat *)st, flags);
 }
 
 /* Older glibc's stat entry points (still exported for old binaries). */
-GP_EXPORT int __fxstat(int ver, int fd, struct stat *st)
+PX_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return HAVE_REAL(__fxstat) ? real___fxstat(ver, fd, st)
                                    : REAL(fstat)(fd, st);
-    int rc = gp_fstat(f, st);
-    gp_put(f);
+    int rc = px_fstat(f, st);
+    px_put(f);
     return rc;
 }
 
-GP_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
+PX_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 {
     return __fxstat(ver, fd, (struct stat *)st);
 }
 
-GP_EXPORT int __xstat(int ver, const char *path, struct stat *st)
+PX_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name)
-        return gp_stat_path(name, st);
+        return px_stat_path(name, st);
     return HAVE_REAL(__xstat) ? real___xstat(ver, path, st)
                               : REAL(stat)(path, st);
 }
 
-GP_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+PX_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
     return __xstat(ver, path, (struct stat *)st);
 }
 
-GP_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+PX_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name)
-        return gp_stat_path(name, st);
+        return px_stat_path(name, st);
     return HAVE_REAL(__lxstat) ? real___lxstat(ver, path, st)
                                : REAL(lstat)(path, st);
 }
 
-GP_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+PX_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
     return __lxstat(ver, path, (struct stat *)st);
 }
 
-GP_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
+PX_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
                          int flags)
 {
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name)
-        return gp_stat_path(name, st);
+        return px_stat_path(name, st);
     return HAVE_REAL(__fxstatat) ? real___fxstatat(ver, dirfd, path, st, flags)
                                  : REAL(fstatat)(dirfd, path, st, flags);
 }
 
-GP_EXPORT int __fxstatat64(int ver, int dirfd, const char *path,
+PX_EXPORT int __fxstatat64(int ver, int dirfd, const char *path,
                            struct stat64 *st, int flags)
 {
     return __fxstatat(ver, dirfd, path, (struct stat *)st, flags);
 }
 
-static void gp_to_statx(const struct stat *st, struct statx *sx)
+static void px_to_statx(const struct stat *st, struct statx *sx)
 {
     memset(sx, 0, sizeof(*sx));
     sx->stx_mask = STATX_BASIC_STATS;
@@ -288,19 +288,19 @@ static void gp_to_statx(const struct stat *st, struct statx *sx)
     sx->stx_atime.tv_sec = st->st_atim.tv_sec;
     sx->stx_atime.tv_nsec = st->st_atim.tv_nsec;
     sx->stx_mtime = sx->stx_ctime = sx->stx_atime;
-    sx->stx_dev_major = (uint32_t)(GP_DEV >> 8);
-    sx->stx_dev_minor = (uint32_t)(GP_DEV & 0xff);
+    sx->stx_dev_major = (uint32_t)(PX_DEV >> 8);
+    sx->stx_dev_minor = (uint32_t)(PX_DEV & 0xff);
 }
 
-GP_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
+PX_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
                     struct statx *sx)
 {
     struct stat st;
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (name) {
-        bool via_mount = gp_from_mount;
-        if (gp_stat_path(name, &st) == 0) {
-            gp_to_statx(&st, sx);
+        bool via_mount = px_from_mount;
+        if (px_stat_path(name, &st) == 0) {
+            px_to_statx(&st, sx);
             return 0;
         }
         if (via_mount && errno == ENOENT)
@@ -308,22 +308,22 @@ GP_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
         return -1;
     }
     if (*path == '\0' && (flags & AT_EMPTY_PATH)) {
-        gp_file *f = gp_get(dirfd);
+        px_file *f = px_get(dirfd);
         if (f) {
-            int rc = gp_fstat(f, &st);
-            gp_put(f);
+            int rc = px_fstat(f, &st);
+            px_put(f);
             if (!rc)
-                gp_to_statx(&st, sx);
+                px_to_statx(&st, sx);
             return rc;
         }
     }
     return REAL(statx)(dirfd, path, flags, mask, sx);
 }
 
-static int gp_access(const char *name, int amode)
+static int px_access(const char *name, int amode)
 {
     struct stat st;
-    if (gp_stat_path(name, &st))
+    if (px_stat_path(name, &st))
         return -1;
     if ((amode & X_OK) && !S_ISDIR(st.st_mode)) {
         errno = EACCES;
@@ -332,17 +332,17 @@ static int gp_access(const char *name, int amode)
     return 0;
 }
 
-GP_EXPORT int access(const char *path, int amode)
+PX_EXPORT int access(const char *path, int amode)
 {
-    const char *name = gp_name(path);
-    return name ? GP_OR_MOUNT(gp_access(name, amode), REAL(access)(path, amode))
+    const char *name = px_name(path);
+    return name ? PX_OR_MOUNT(px_access(name, amode), REAL(access)(path, amode))
                 : REAL(access)(path, amode);
 }
 
-GP_EXPORT int faccessat(int dirfd, const char *path, int amode, int flags)
+PX_EXPORT int faccessat(int dirfd, const char *path, int amode, int flags)
 {
-    const char *name = gp_name(path);
-    return name ? gp_access(name, amode)
+    const char *name = px_name(path);
+    return name ? px_access(name, amode)
                 : REAL(faccessat)(dirfd, path, amode, flags);
 }
 
@@ -350,114 +350,114 @@ GP_EXPORT int faccessat(int dirfd, const char *path, int amode, int flags)
  * Interposed calls: names
  * ------------------------------------------------------------------------ */
 
-GP_EXPORT int unlink(const char *path)
+PX_EXPORT int unlink(const char *path)
 {
-    const char *name = gp_name(path);
-    return name ? gp_unlink(name) : REAL(unlink)(path);
+    const char *name = px_name(path);
+    return name ? px_unlink(name) : REAL(unlink)(path);
 }
 
-GP_EXPORT int unlinkat(int dirfd, const char *path, int flags)
+PX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (!name)
         return REAL(unlinkat)(dirfd, path, flags);
     if (flags & AT_REMOVEDIR) { /* implied directories vanish by themselves */
         struct stat st;
-        if (gp_stat_path(name, &st))
+        if (px_stat_path(name, &st))
             return -1;
         errno = S_ISDIR(st.st_mode) ? ENOTEMPTY : ENOTDIR;
         return -1;
     }
-    return gp_unlink(name);
+    return px_unlink(name);
 }
 
-GP_EXPORT int remove(const char *path)
+PX_EXPORT int remove(const char *path)
 {
-    const char *name = gp_name(path);
-    return name ? gp_unlink(name) : REAL(remove)(path);
+    const char *name = px_name(path);
+    return name ? px_unlink(name) : REAL(remove)(path);
 }
 
-static int gp_rename_paths(const char *from, const char *to)
+static int px_rename_paths(const char *from, const char *to)
 {
-    const char *a = gp_name(from), *b = gp_name(to);
+    const char *a = px_name(from), *b = px_name(to);
     if (!a && !b)
         return 1; /* not ours */
     if (!a || !b) {
         errno = EXDEV;
         return -1;
     }
-    return gp_rename(a, b);
+    return px_rename(a, b);
 }
 
-GP_EXPORT int rename(const char *from, const char *to)
+PX_EXPORT int rename(const char *from, const char *to)
 {
-    int rc = gp_rename_paths(from, to);
+    int rc = px_rename_paths(from, to);
     return rc == 1 ? REAL(rename)(from, to) : rc;
 }
 
-GP_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
+PX_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 {
-    int rc = gp_rename_paths(from, to);
+    int rc = px_rename_paths(from, to);
     return rc == 1 ? REAL(renameat)(fromfd, from, tofd, to) : rc;
 }
 
-GP_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to,
+PX_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to,
                         unsigned flags)
 {
-    if (!gp_name(from) && !gp_name(to))
+    if (!px_name(from) && !px_name(to))
         return REAL(renameat2)(fromfd, from, tofd, to, flags);
     if (flags & ~RENAME_NOREPLACE) {
         errno = EINVAL;
         return -1;
     }
-    if ((flags & RENAME_NOREPLACE) && gp_name(to)) {
+    if ((flags & RENAME_NOREPLACE) && px_name(to)) {
         struct stat st;
-        int rc = gp_stat_name(gp_name(to), &st);
+        int rc = px_stat_name(px_name(to), &st);
         if (rc != -ENOENT) {
-            errno = rc ? gp_errno(rc) : EEXIST;
+            errno = rc ? px_errno(rc) : EEXIST;
             return -1;
         }
     }
-    return gp_rename_paths(from, to);
+    return px_rename_paths(from, to);
 }
 
 /* Galley keeps no extended attributes (ls -l asks for ACLs). */
-static ssize_t gp_noxattr(const char *name)
+static ssize_t px_noxattr(const char *name)
 {
     struct stat st;
-    if (gp_stat_path(name, &st))
+    if (px_stat_path(name, &st))
         return -1;
     errno = ENODATA;
     return -1;
 }
 
-GP_EXPORT ssize_t getxattr(const char *path, const char *key, void *v, size_t n)
+PX_EXPORT ssize_t getxattr(const char *path, const char *key, void *v, size_t n)
 {
-    const char *name = gp_name(path);
-    return name ? gp_noxattr(name) : REAL(getxattr)(path, key, v, n);
+    const char *name = px_name(path);
+    return name ? px_noxattr(name) : REAL(getxattr)(path, key, v, n);
 }
 
-GP_EXPORT ssize_t lgetxattr(const char *path, const char *key, void *v,
+PX_EXPORT ssize_t lgetxattr(const char *path, const char *key, void *v,
                             size_t n)
 {
-    const char *name = gp_name(path);
-    return name ? gp_noxattr(name) : REAL(lgetxattr)(path, key, v, n);
+    const char *name = px_name(path);
+    return name ? px_noxattr(name) : REAL(lgetxattr)(path, key, v, n);
 }
 
-static ssize_t gp_listxattr(const char *name)
+static ssize_t px_listxattr(const char *name)
 {
     struct stat st;
-    return gp_stat_path(name, &st) ? -1 : 0;
+    return px_stat_path(name, &st) ? -1 : 0;
 }
 
-GP_EXPORT ssize_t listxattr(const char *path, char *list, size_t n)
+PX_EXPORT ssize_t listxattr(const char *path, char *list, size_t n)
 {
-    const char *name = gp_name(path);
-    return name ? gp_listxattr(name) : REAL(listxattr)(path, list, n);
+    const char *name = px_name(path);
+    return name ? px_listxattr(name) : REAL(listxattr)(path, list, n);
 }
 
-GP_EXPORT ssize_t llistxattr(const char *path, char *list, size_t n)
+PX_EXPORT ssize_t llistxattr(const char *path, char *list, size_t n)
 {
-    const char *name = gp_name(path);
-    return name ? gp_listxattr(name) : REAL(llistxattr)(path, list, n);
+    const char *name = px_name(path);
+    return name ? px_listxattr(name) : REAL(llistxattr)(path, list, n);
 }

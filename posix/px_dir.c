@@ -1,12 +1,12 @@
 /*
- * gp_dir.c -- opendir/readdir on galley: directories in
+ * px_dir.c -- opendir/readdir on galley: directories in
  * libgalley-posix.so (see galley_posix.c).
  *
- * Threads: any.  gp_dir_lock guards the table of open directories; a
+ * Threads: any.  px_dir_lock guards the table of open directories; a
  * stream itself, as with libc's, is used by one thread at a time.
  */
 #define _GNU_SOURCE
-#include "gp_internal.h"
+#include "px_internal.h"
 
 /* ------------------------------------------------------------------------
  * Directories of galley: names (opendir/readdir): the next component of
@@ -15,31 +15,31 @@
  * made with mkdir).
  * ------------------------------------------------------------------------ */
 
-typedef struct gp_dir {
+typedef struct px_dir {
     int fd; /* a reserved descriptor for dirfd() */
     size_t n, pos, cap;
     struct dirent64 *ents;
-} gp_dir;
+} px_dir;
 
-#define GP_NDIRS 256
-static pthread_mutex_t gp_dir_lock = PTHREAD_MUTEX_INITIALIZER;
-static gp_dir *gp_dirs[GP_NDIRS];
-static int gp_ndirs_open;
+#define PX_NDIRS 256
+static pthread_mutex_t px_dir_lock = PTHREAD_MUTEX_INITIALIZER;
+static px_dir *px_dirs[PX_NDIRS];
+static int px_ndirs_open;
 
-static gp_dir *gp_dir_of(DIR *d)
+static px_dir *px_dir_of(DIR *d)
 {
-    if (!__atomic_load_n(&gp_ndirs_open, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&px_ndirs_open, __ATOMIC_ACQUIRE))
         return NULL;
-    gp_dir *r = NULL;
-    pthread_mutex_lock(&gp_dir_lock);
-    for (int i = 0; i < GP_NDIRS && !r; i++)
-        if (gp_dirs[i] == (gp_dir *)d)
-            r = gp_dirs[i];
-    pthread_mutex_unlock(&gp_dir_lock);
+    px_dir *r = NULL;
+    pthread_mutex_lock(&px_dir_lock);
+    for (int i = 0; i < PX_NDIRS && !r; i++)
+        if (px_dirs[i] == (px_dir *)d)
+            r = px_dirs[i];
+    pthread_mutex_unlock(&px_dir_lock);
     return r;
 }
 
-static int gp_dir_add(gp_dir *g, const char *name, size_t len,
+static int px_dir_add(px_dir *g, const char *name, size_t len,
                       unsigned char type)
 {
     if (len == 0 || len >= sizeof(g->ents[0].d_name))
@@ -61,36 +61,36 @@ static int gp_dir_add(gp_dir *g, const char *name, size_t len,
     struct dirent64 *e = &g->ents[g->n++];
     memset(e, 0, sizeof(*e));
     memcpy(e->d_name, name, len);
-    e->d_ino = gp_hash(name);
+    e->d_ino = px_hash(name);
     e->d_type = type;
     e->d_reclen = sizeof(*e);
     e->d_off = (off64_t)g->n;
     return 0;
 }
 
-typedef struct gp_lister {
-    gp_dir *g;
+typedef struct px_lister {
+    px_dir *g;
     size_t plen;
-} gp_lister;
+} px_lister;
 
-static int gp_list_cb(const char *name, void *arg)
+static int px_list_cb(const char *name, void *arg)
 {
-    gp_lister *l = arg;
+    px_lister *l = arg;
     const char *rest = name + l->plen;
     size_t n = strcspn(rest, "/");
-    return gp_dir_add(l->g, rest, n, rest[n] == '/' ? DT_DIR : DT_REG);
+    return px_dir_add(l->g, rest, n, rest[n] == '/' ? DT_DIR : DT_REG);
 }
 
-static DIR *gp_opendir(const char *name)
+static DIR *px_opendir(const char *name)
 {
     struct stat st;
-    if (gp_stat_path(name, &st))
+    if (px_stat_path(name, &st))
         return NULL;
     if (!S_ISDIR(st.st_mode)) {
         errno = ENOTDIR;
         return NULL;
     }
-    gp_dir *g = calloc(1, sizeof(*g));
+    px_dir *g = calloc(1, sizeof(*g));
     if (!g) {
         errno = ENOMEM;
         return NULL;
@@ -99,88 +99,88 @@ static DIR *gp_opendir(const char *name)
     size_t n = strlen(name);
     snprintf(prefix, sizeof(prefix), "%s%s", name,
              n && name[n - 1] == '/' ? "" : "/");
-    gp_lister l = {g, strlen(prefix)};
-    int rc = gp_dir_add(g, ".", 1, DT_DIR);
+    px_lister l = {g, strlen(prefix)};
+    int rc = px_dir_add(g, ".", 1, DT_DIR);
     if (!rc)
-        rc = gp_dir_add(g, "..", 2, DT_DIR);
+        rc = px_dir_add(g, "..", 2, DT_DIR);
     if (!rc)
-        rc = gfs_list_files(prefix, gp_list_cb, &l);
+        rc = gfs_list_files(prefix, px_list_cb, &l);
     if (rc == 0) {
         g->fd = REAL(open)("/dev/null", O_RDONLY | O_CLOEXEC);
         rc = g->fd < 0 ? -errno : -EMFILE;
-        pthread_mutex_lock(&gp_dir_lock);
-        for (int i = 0; g->fd >= 0 && i < GP_NDIRS; i++)
-            if (!gp_dirs[i]) {
-                gp_dirs[i] = g;
-                __atomic_add_fetch(&gp_ndirs_open, 1, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&px_dir_lock);
+        for (int i = 0; g->fd >= 0 && i < PX_NDIRS; i++)
+            if (!px_dirs[i]) {
+                px_dirs[i] = g;
+                __atomic_add_fetch(&px_ndirs_open, 1, __ATOMIC_RELEASE);
                 rc = 0;
                 break;
             }
-        pthread_mutex_unlock(&gp_dir_lock);
+        pthread_mutex_unlock(&px_dir_lock);
     }
     if (rc) {
         if (g->fd > 0)
             REAL(close)(g->fd);
         free(g->ents);
         free(g);
-        gp_fail(rc);
+        px_fail(rc);
         return NULL;
     }
     return (DIR *)g;
 }
 
-GP_EXPORT DIR *opendir(const char *path)
+PX_EXPORT DIR *opendir(const char *path)
 {
-    const char *name = gp_name(path);
-    if (name && !gp_from_mount)
-        return gp_opendir(name);
+    const char *name = px_name(path);
+    if (name && !px_from_mount)
+        return px_opendir(name);
     return REAL(opendir)(path);
 }
 
-GP_EXPORT struct dirent64 *readdir64(DIR *d)
+PX_EXPORT struct dirent64 *readdir64(DIR *d)
 {
-    gp_dir *g = gp_dir_of(d);
+    px_dir *g = px_dir_of(d);
     if (!g)
         return REAL(readdir64)(d);
     return g->pos < g->n ? &g->ents[g->pos++] : NULL;
 }
 
-GP_EXPORT struct dirent *readdir(DIR *d)
+PX_EXPORT struct dirent *readdir(DIR *d)
 {
-    gp_dir *g = gp_dir_of(d);
+    px_dir *g = px_dir_of(d);
     if (!g)
         return REAL(readdir)(d);
     /* struct dirent and dirent64 are the same on LP64 */
     return (struct dirent *)readdir64(d);
 }
 
-GP_EXPORT void rewinddir(DIR *d)
+PX_EXPORT void rewinddir(DIR *d)
 {
-    gp_dir *g = gp_dir_of(d);
+    px_dir *g = px_dir_of(d);
     if (g)
         g->pos = 0;
     else
         REAL(rewinddir)(d);
 }
 
-GP_EXPORT int dirfd(DIR *d)
+PX_EXPORT int dirfd(DIR *d)
 {
-    gp_dir *g = gp_dir_of(d);
+    px_dir *g = px_dir_of(d);
     return g ? g->fd : REAL(dirfd)(d);
 }
 
-GP_EXPORT int closedir(DIR *d)
+PX_EXPORT int closedir(DIR *d)
 {
-    gp_dir *g = gp_dir_of(d);
+    px_dir *g = px_dir_of(d);
     if (!g)
         return REAL(closedir)(d);
-    pthread_mutex_lock(&gp_dir_lock);
-    for (int i = 0; i < GP_NDIRS; i++)
-        if (gp_dirs[i] == g) {
-            gp_dirs[i] = NULL;
-            __atomic_sub_fetch(&gp_ndirs_open, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&px_dir_lock);
+    for (int i = 0; i < PX_NDIRS; i++)
+        if (px_dirs[i] == g) {
+            px_dirs[i] = NULL;
+            __atomic_sub_fetch(&px_ndirs_open, 1, __ATOMIC_RELEASE);
         }
-    pthread_mutex_unlock(&gp_dir_lock);
+    pthread_mutex_unlock(&px_dir_lock);
     REAL(close)(g->fd);
     free(g->ents);
     free(g);

@@ -1,22 +1,22 @@
 /*
- * gp_internal.h -- what the files of libgalley-posix.so share (see
+ * px_internal.h -- what the files of libgalley-posix.so share (see
  * galley_posix.c for how the library works).  Private to posix/; every
- * symbol declared here is hidden, only the interposed calls (GP_EXPORT)
+ * symbol declared here is hidden, only the interposed calls (PX_EXPORT)
  * leave the library.
  *
  *   galley_posix.c  the next definitions (real_*), the descriptor table,
  *                   starting the client, gfs error -> errno
- *   gp_path.c       which paths are ours: "galley:" names and mapped
+ *   px_path.c       which paths are ours: "galley:" names and mapped
  *                   directories (GALLEY_POSIX_MOUNTS, galley mounts)
- *   gp_open.c       open family, close, dup family, fcntl
- *   gp_lock.c       locks: fcntl F_SETLK/F_GETLK/F_OFD_*, lockf, flock
- *   gp_data.c       read/write family, lseek, truncate, sync, POSIX AIO
- *   gp_names.c      stat family, access, unlink, rename, xattr
- *   gp_dir.c        opendir/readdir of galley: directories
- *   gp_stdio.c      fopen/fdopen/fileno over fopencookie
+ *   px_open.c       open family, close, dup family, fcntl
+ *   px_lock.c       locks: fcntl F_SETLK/F_GETLK/F_OFD_*, lockf, flock
+ *   px_data.c       read/write family, lseek, truncate, sync, POSIX AIO
+ *   px_names.c      stat family, access, unlink, rename, xattr
+ *   px_dir.c        opendir/readdir of galley: directories
+ *   px_stdio.c      fopen/fdopen/fileno over fopencookie
  */
-#ifndef GP_INTERNAL_H
-#define GP_INTERNAL_H
+#ifndef PX_INTERNAL_H
+#define PX_INTERNAL_H
 
 #include <aio.h>
 #include <dirent.h>
@@ -41,12 +41,12 @@
 
 #include "galley.h"
 
-#define GP_PREFIX "galley:"
-#define GP_PREFIX_LEN 7
-#define GP_NFD 65536 /* descriptors we can track */
-#define GP_DEV 0x67616cULL
+#define PX_PREFIX "galley:"
+#define PX_PREFIX_LEN 7
+#define PX_NFD 65536 /* descriptors we can track */
+#define PX_DEV 0x67616cULL
 
-#define GP_EXPORT __attribute__((visibility("default")))
+#define PX_EXPORT __attribute__((visibility("default")))
 
 #pragma GCC visibility push(hidden)
 
@@ -54,7 +54,7 @@
  * The next definitions of what we interpose (galley_posix.c)
  * ------------------------------------------------------------------------ */
 
-#define GP_REAL_TABLE(X)                                                       \
+#define PX_REAL_TABLE(X)                                                       \
     X(open, int, (const char *, int, ...))                                     \
     X(openat, int, (int, const char *, int, ...))                              \
     X(close, int, (int))                                                       \
@@ -113,16 +113,16 @@
     X(dirfd, int, (DIR *))                                                     \
     X(rewinddir, void, (DIR *))
 
-#define GP_X_PTR(name, ret, args) extern ret(*real_##name) args;
-GP_REAL_TABLE(GP_X_PTR)
-#undef GP_X_PTR
+#define PX_X_PTR(name, ret, args) extern ret(*real_##name) args;
+PX_REAL_TABLE(PX_X_PTR)
+#undef PX_X_PTR
 
-extern pthread_once_t gp_resolve_once;
-void gp_resolve(void);
+extern pthread_once_t px_resolve_once;
+void px_resolve(void);
 
 /* Every wrapper calls this before using a real_* pointer (a constructor of
  * another library may call us before ours runs). */
-#define REAL(name) (pthread_once(&gp_resolve_once, gp_resolve), real_##name)
+#define REAL(name) (pthread_once(&px_resolve_once, px_resolve), real_##name)
 
 /* A wrapper whose libc has no such symbol (e.g. __fxstat on a newer glibc)
  * is never called through it; guard anyway. */
@@ -132,8 +132,8 @@ void gp_resolve(void);
  * Descriptor table and client (galley_posix.c)
  * ------------------------------------------------------------------------ */
 
-typedef struct gp_file {
-    int refs; /* descriptors pointing here + calls in progress (gp_lock) */
+typedef struct px_file {
+    int refs; /* descriptors pointing here + calls in progress (px_lock) */
     int sid;
     int flags; /* O_ACCMODE bits and O_APPEND */
     int64_t off;
@@ -142,44 +142,44 @@ typedef struct gp_file {
     bool ofd_locked;      /* has taken OFD or flock locks (atomic) */
     pthread_mutex_t lock; /* guards off */
     char name[GFS_NAME_MAX + 1];
-} gp_file;
+} px_file;
 
-extern gp_file *gp_fds[GP_NFD];
-extern bool gp_forked; /* child of a parent whose client was running */
+extern px_file *px_fds[PX_NFD];
+extern bool px_forked; /* child of a parent whose client was running */
 
-int gp_errno(int64_t rc);
-int gp_fail(int64_t rc);
-int gp_start(void);
-gp_file *gp_get(int fd);
-void gp_put(gp_file *f);
-void gp_install(int fd, gp_file *f);
-void gp_forget(int fd);
-uint64_t gp_hash(const char *s);
-
-/* ------------------------------------------------------------------------
- * Paths (gp_path.c)
- * ------------------------------------------------------------------------ */
-
-extern __thread bool gp_from_mount; /* gp_name's last answer was a mount's */
-const char *gp_name(const char *path);
+int px_errno(int64_t rc);
+int px_fail(int64_t rc);
+int px_start(void);
+px_file *px_get(int fd);
+void px_put(px_file *f);
+void px_install(int fd, px_file *f);
+void px_forget(int fd);
+uint64_t px_hash(const char *s);
 
 /* ------------------------------------------------------------------------
- * Shared by the calls (gp_open.c, gp_names.c)
+ * Paths (px_path.c)
  * ------------------------------------------------------------------------ */
 
-int gp_open(const char *name, int flags, mode_t mode);
+extern __thread bool px_from_mount; /* px_name's last answer was a mount's */
+const char *px_name(const char *path);
 
-/* Locks (gp_lock.c).  gp_lock_fcntl: an fcntl lock command on our file
- * (-1 with errno on failure).  gp_lock_closing: a descriptor of f is being
+/* ------------------------------------------------------------------------
+ * Shared by the calls (px_open.c, px_names.c)
+ * ------------------------------------------------------------------------ */
+
+int px_open(const char *name, int flags, mode_t mode);
+
+/* Locks (px_lock.c).  px_lock_fcntl: an fcntl lock command on our file
+ * (-1 with errno on failure).  px_lock_closing: a descriptor of f is being
  * closed, so the process's fcntl locks on that file go (POSIX).
- * gp_lock_last: the last descriptor of f's open file description went:
+ * px_lock_last: the last descriptor of f's open file description went:
  * its OFD and flock locks go. */
-int gp_lock_fcntl(gp_file *f, int cmd, void *arg);
-void gp_lock_closing(gp_file *f);
-void gp_lock_last(gp_file *f);
-uint64_t gp_lock_new_owner(void);
-int gp_is_dir(const char *name);
-int gp_stat_path(const char *name, struct stat *st);
+int px_lock_fcntl(px_file *f, int cmd, void *arg);
+void px_lock_closing(px_file *f);
+void px_lock_last(px_file *f);
+uint64_t px_lock_new_owner(void);
+int px_is_dir(const char *name);
+int px_stat_path(const char *name, struct stat *st);
 
 #pragma GCC visibility pop
 

@@ -1,5 +1,5 @@
 /*
- * gp_lock.c -- locks on Galley descriptors of libgalley-posix.so (see
+ * px_lock.c -- locks on Galley descriptors of libgalley-posix.so (see
  * galley_posix.c): fcntl F_SETLK / F_SETLKW / F_GETLK and their OFD
  * variants, lockf and flock, as the servers' POSIX locks
  * (gfs_striped_plock: held by the file's first server, so they hold
@@ -10,11 +10,11 @@
  *   - fcntl F_SETLK and lockf locks belong to the process (owner 0): every
  *     descriptor of the file in this process shares them, and closing any
  *     descriptor of the file releases them all (POSIX's rule).  The file
- *     identities (gp_file.ino) on which this process may hold such locks
+ *     identities (px_file.ino) on which this process may hold such locks
  *     are kept in a small set so that a close of a file that was never
  *     locked costs no request.
  *   - F_OFD_SETLK and flock locks belong to the open file description (a
- *     gp_file, shared by dup'ed descriptors: gp_file.owner) and go when
+ *     px_file, shared by dup'ed descriptors: px_file.owner) and go when
  *     its last descriptor is closed.  flock's locks are a space apart from
  * fcntl's, as on Linux.
  *
@@ -28,7 +28,7 @@
  * request.
  */
 #define _GNU_SOURCE
-#include "gp_internal.h"
+#include "px_internal.h"
 
 static struct {
     pthread_mutex_t lock;
@@ -38,7 +38,7 @@ static struct {
 
 static uint64_t next_owner;
 
-uint64_t gp_lock_new_owner(void)
+uint64_t px_lock_new_owner(void)
 {
     return __atomic_add_fetch(&next_owner, 1, __ATOMIC_RELAXED);
 }
@@ -78,20 +78,20 @@ static bool lockset_take(uint64_t ino)
     return was;
 }
 
-void gp_lock_closing(gp_file *f)
+void px_lock_closing(px_file *f)
 {
-    if (f && !gp_forked && lockset_take(f->ino))
+    if (f && !px_forked && lockset_take(f->ino))
         gfs_striped_plock_release(f->sid, 0);
 }
 
-void gp_lock_last(gp_file *f)
+void px_lock_last(px_file *f)
 {
     if (__atomic_load_n(&f->ofd_locked, __ATOMIC_ACQUIRE))
         gfs_striped_plock_release(f->sid, f->owner);
 }
 
 /* The byte range of fl on f: [*start, *start + *len), len 0 = to the end. */
-static int lock_range(gp_file *f, const struct flock *fl, int64_t *start,
+static int lock_range(px_file *f, const struct flock *fl, int64_t *start,
                       int64_t *len)
 {
     int64_t base;
@@ -127,15 +127,15 @@ static int lock_range(gp_file *f, const struct flock *fl, int64_t *start,
     return 0;
 }
 
-int gp_lock_fcntl(gp_file *f, int cmd, void *arg)
+int px_lock_fcntl(px_file *f, int cmd, void *arg)
 {
     struct flock *fl = arg;
     bool ofd = cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW || cmd == F_OFD_GETLK;
     bool get = cmd == F_GETLK || cmd == F_OFD_GETLK;
     if (!fl)
-        return gp_fail(-EFAULT);
+        return px_fail(-EFAULT);
     if (ofd && fl->l_pid != 0)
-        return gp_fail(-EINVAL);
+        return px_fail(-EINVAL);
     int type;
     switch (fl->l_type) {
     case F_RDLCK:
@@ -146,28 +146,28 @@ int gp_lock_fcntl(gp_file *f, int cmd, void *arg)
         break;
     case F_UNLCK:
         if (get)
-            return gp_fail(-EINVAL);
+            return px_fail(-EINVAL);
         type = GFS_PLOCK_UNLOCK;
         break;
     default:
-        return gp_fail(-EINVAL);
+        return px_fail(-EINVAL);
     }
     int acc = f->flags & O_ACCMODE;
     if (!get && ((type == GFS_PLOCK_SHARED && acc == O_WRONLY) ||
                  (type == GFS_PLOCK_EXCL && acc == O_RDONLY)))
-        return gp_fail(-EBADF);
-    if (gp_forked)
-        return gp_fail(GFS_ESERVERDOWN);
+        return px_fail(-EBADF);
+    if (px_forked)
+        return px_fail(GFS_ESERVERDOWN);
     gfs_plock lk = {.owner = ofd ? f->owner : 0,
                     .type = type,
                     .pid = ofd ? -1 : (int32_t)getpid()};
     int rc = lock_range(f, fl, &lk.start, &lk.len);
     if (rc)
-        return gp_fail(rc);
+        return px_fail(rc);
     if (get) {
         rc = gfs_striped_plock_test(f->sid, &lk, 0);
         if (rc)
-            return gp_fail(rc);
+            return px_fail(rc);
         if (lk.type == GFS_PLOCK_UNLOCK) {
             fl->l_type = F_UNLCK;
             return 0;
@@ -182,7 +182,7 @@ int gp_lock_fcntl(gp_file *f, int cmd, void *arg)
     bool wait = cmd == F_SETLKW || cmd == F_OFD_SETLKW;
     rc = gfs_striped_plock(f->sid, &lk, wait ? GFS_PLOCK_WAIT : 0);
     if (rc)
-        return gp_fail(rc);
+        return px_fail(rc);
     if (type != GFS_PLOCK_UNLOCK) {
         if (ofd)
             __atomic_store_n(&f->ofd_locked, true, __ATOMIC_RELEASE);
@@ -196,9 +196,9 @@ int gp_lock_fcntl(gp_file *f, int cmd, void *arg)
  * Interposed calls
  * ------------------------------------------------------------------------ */
 
-GP_EXPORT int flock(int fd, int op)
+PX_EXPORT int flock(int fd, int op)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(flock)(fd, op);
     int type, flags = GFS_PLOCK_WHOLE;
@@ -213,25 +213,25 @@ GP_EXPORT int flock(int fd, int op)
         type = GFS_PLOCK_UNLOCK;
         break;
     default:
-        gp_put(f);
-        return gp_fail(-EINVAL);
+        px_put(f);
+        return px_fail(-EINVAL);
     }
     if (!(op & LOCK_NB))
         flags |= GFS_PLOCK_WAIT;
-    int rc = gp_forked ? GFS_ESERVERDOWN : 0;
+    int rc = px_forked ? GFS_ESERVERDOWN : 0;
     if (!rc) {
         gfs_plock lk = {.owner = f->owner, .type = type, .pid = -1};
         rc = gfs_striped_plock(f->sid, &lk, flags);
     }
     if (!rc && type != GFS_PLOCK_UNLOCK)
         __atomic_store_n(&f->ofd_locked, true, __ATOMIC_RELEASE);
-    gp_put(f);
-    return rc ? gp_fail(rc) : 0;
+    px_put(f);
+    return rc ? px_fail(rc) : 0;
 }
 
 /* glibc's lockf calls its own fcntl, which we cannot see: the same here
  * through ours. */
-static int gp_lockf(int fd, int cmd, int64_t len)
+static int px_lockf(int fd, int cmd, int64_t len)
 {
     struct flock fl = {.l_whence = SEEK_CUR, .l_start = 0, .l_len = len};
     switch (cmd) {
@@ -257,20 +257,20 @@ static int gp_lockf(int fd, int cmd, int64_t len)
     return -1;
 }
 
-GP_EXPORT int lockf(int fd, int cmd, off_t len)
+PX_EXPORT int lockf(int fd, int cmd, off_t len)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(lockf)(fd, cmd, len);
-    gp_put(f);
-    return gp_lockf(fd, cmd, len);
+    px_put(f);
+    return px_lockf(fd, cmd, len);
 }
 
-GP_EXPORT int lockf64(int fd, int cmd, off64_t len)
+PX_EXPORT int lockf64(int fd, int cmd, off64_t len)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(lockf)(fd, cmd, len);
-    gp_put(f);
-    return gp_lockf(fd, cmd, len);
+    px_put(f);
+    return px_lockf(fd, cmd, len);
 }

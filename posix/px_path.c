@@ -1,89 +1,86 @@
 /*
- * gp_path.c -- which paths are ours (libgalley-posix.so; see
+ * px_path.c -- which paths are ours (libgalley-posix.so; see
  * galley_posix.c): "galley:" names, and paths under local directories
  * mapped onto Galley names (GALLEY_POSIX_MOUNTS, `galley mount`s of our
  * own cluster), with "." and ".." resolved as a path would be.
  *
  * Threads: any.  The mount table is read once (pthread_once) and never
- * changes after; gp_name's buffers are per thread.
+ * changes after; px_name's buffers are per thread.
  */
 #define _GNU_SOURCE
-#include "gp_internal.h"
+#include "px_internal.h"
+#include "../libgalley/cluster_file.h"
 
 /* Local directories mapped onto Galley names (GALLEY_POSIX_MOUNTS, a
  * comma-separated list of LOCALDIR=GALLEYDIR, or LOCALDIR alone for the
  * same name in both): a program that strips "galley:" from a name, or a
  * galley mount's directory, still reaches the same Galley file. */
-#define GP_NMOUNTS 16
+#define PX_NMOUNTS 16
 static struct {
     char local[PATH_MAX];
     size_t llen;
     char galley[GFS_NAME_MAX + 1];
     bool fuse; /* a galley mount's directory */
-} gp_mounts[GP_NMOUNTS];
-static int gp_nmounts;
-static pthread_once_t gp_mounts_once = PTHREAD_ONCE_INIT;
+} px_mounts[PX_NMOUNTS];
+static int px_nmounts;
+static pthread_once_t px_mounts_once = PTHREAD_ONCE_INIT;
 
-static void gp_strip_slashes(char *s)
+static void px_strip_slashes(char *s)
 {
     size_t n = strlen(s);
     while (n > 0 && s[n - 1] == '/')
         s[--n] = '\0';
 }
 
-/* The cluster file libgalley will use (its own search order). */
-static const char *gp_cluster_path(char *buf, size_t len)
+static bool px_readable(const char *path)
 {
-    const char *env = getenv("GALLEY_CLUSTER");
-    if (env && *env)
-        return env;
-    const char *home = getenv("HOME");
-    if (home) {
-        snprintf(buf, len, "%s/.galley/cluster", home);
-        if (REAL(access)(buf, R_OK) == 0)
-            return buf;
-    }
-    return "/etc/galley/cluster";
+    return REAL(access)(path, R_OK) == 0;
+}
+
+/* The cluster file libgalley will use (its search order, cluster_file.h). */
+static const char *px_cluster_path(char *buf, size_t len)
+{
+    return gc_cluster_search(NULL, buf, len, px_readable);
 }
 
 /* `galley mount`s of our own cluster (source "galley:<cluster file>",
  * type fuse.galley): paths under them go to Galley directly. */
-static void gp_read_fuse_mounts(void)
+static void px_read_fuse_mounts(void)
 {
     char buf[PATH_MAX], mine[PATH_MAX];
-    if (!realpath(gp_cluster_path(buf, sizeof(buf)), mine))
+    if (!realpath(px_cluster_path(buf, sizeof(buf)), mine))
         return;
     FILE *f = REAL(fopen)("/proc/self/mounts", "re");
     if (!f)
         return;
     char line[2 * PATH_MAX + 256], src[PATH_MAX + 16], dir[PATH_MAX], type[64];
-    while (gp_nmounts < GP_NMOUNTS && fgets(line, sizeof(line), f)) {
+    while (px_nmounts < PX_NMOUNTS && fgets(line, sizeof(line), f)) {
         if (sscanf(line, "%4111s %4095s %63s", src, dir, type) != 3 ||
             strcmp(type, "fuse.galley") != 0 ||
-            strncmp(src, GP_PREFIX, GP_PREFIX_LEN) != 0 ||
-            strcmp(src + GP_PREFIX_LEN, mine) != 0 || dir[0] != '/' ||
+            strncmp(src, PX_PREFIX, PX_PREFIX_LEN) != 0 ||
+            strcmp(src + PX_PREFIX_LEN, mine) != 0 || dir[0] != '/' ||
             strchr(dir, '\\'))
             continue; /* not ours, or an escaped (unusual) name */
-        int i = gp_nmounts++;
-        snprintf(gp_mounts[i].local, sizeof(gp_mounts[i].local), "%s", dir);
-        gp_strip_slashes(gp_mounts[i].local);
-        gp_mounts[i].llen = strlen(gp_mounts[i].local);
-        gp_mounts[i].galley[0] = '\0';
-        gp_mounts[i].fuse = true;
+        int i = px_nmounts++;
+        snprintf(px_mounts[i].local, sizeof(px_mounts[i].local), "%s", dir);
+        px_strip_slashes(px_mounts[i].local);
+        px_mounts[i].llen = strlen(px_mounts[i].local);
+        px_mounts[i].galley[0] = '\0';
+        px_mounts[i].fuse = true;
     }
     fclose(f);
 }
 
-static void gp_read_mounts(void)
+static void px_read_mounts(void)
 {
     const char *env = getenv("GALLEY_POSIX_MOUNTS");
     if (getenv("GALLEY_POSIX_NO_MOUNTS") == NULL)
-        gp_read_fuse_mounts();
+        px_read_fuse_mounts();
     if (!env)
         return;
     char *copy = strdup(env), *save = NULL;
     for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL;
-         tok && gp_nmounts < GP_NMOUNTS; tok = strtok_r(NULL, ",", &save)) {
+         tok && px_nmounts < PX_NMOUNTS; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (eq)
             *eq = '\0';
@@ -91,12 +88,12 @@ static void gp_read_mounts(void)
         if (tok[0] != '/' || strlen(tok) >= PATH_MAX ||
             strlen(g) > GFS_NAME_MAX)
             continue; /* only absolute local directories */
-        int i = gp_nmounts++;
-        snprintf(gp_mounts[i].local, sizeof(gp_mounts[i].local), "%s", tok);
-        gp_strip_slashes(gp_mounts[i].local);
-        gp_mounts[i].llen = strlen(gp_mounts[i].local);
-        snprintf(gp_mounts[i].galley, sizeof(gp_mounts[i].galley), "%s", g);
-        gp_strip_slashes(gp_mounts[i].galley);
+        int i = px_nmounts++;
+        snprintf(px_mounts[i].local, sizeof(px_mounts[i].local), "%s", tok);
+        px_strip_slashes(px_mounts[i].local);
+        px_mounts[i].llen = strlen(px_mounts[i].local);
+        snprintf(px_mounts[i].galley, sizeof(px_mounts[i].galley), "%s", g);
+        px_strip_slashes(px_mounts[i].galley);
     }
     free(copy);
 }
@@ -106,7 +103,7 @@ static void gp_read_mounts(void)
  * when anything changes, else name itself.  Repeated slashes are kept: the
  * MPI-IO driver takes "galley:/a//b" literally, and the same string must
  * reach the same file both ways. */
-static const char *gp_clean(const char *name, char *buf)
+static const char *px_clean(const char *name, char *buf)
 {
     size_t len = strlen(name);
     if (!strstr(name, "/./") && !strstr(name, "/../") &&
@@ -149,32 +146,32 @@ static const char *gp_clean(const char *name, char *buf)
  * and the rest (exactly the name the MPI-IO driver gets for the same
  * string), or a path under a GALLEY_POSIX_MOUNTS directory.  Mapped names
  * are built in a small per-thread ring of buffers (a call needs two at
- * most).  "." and ".." components are resolved (gp_clean). */
-__thread bool gp_from_mount; /* gp_name's last answer was a mount's */
+ * most).  "." and ".." components are resolved (px_clean). */
+__thread bool px_from_mount; /* px_name's last answer was a mount's */
 
-const char *gp_name(const char *path)
+const char *px_name(const char *path)
 {
     static __thread char ring[4][GFS_NAME_MAX + 2];
     static __thread unsigned next;
-    gp_from_mount = false;
+    px_from_mount = false;
     if (!path)
         return NULL;
-    if (strncmp(path, GP_PREFIX, GP_PREFIX_LEN) == 0)
-        return gp_clean(path + GP_PREFIX_LEN, ring[next++ % 4]);
+    if (strncmp(path, PX_PREFIX, PX_PREFIX_LEN) == 0)
+        return px_clean(path + PX_PREFIX_LEN, ring[next++ % 4]);
     if (path[0] != '/')
         return NULL;
-    pthread_once(&gp_mounts_once, gp_read_mounts);
-    for (int i = 0; i < gp_nmounts; i++) {
-        size_t l = gp_mounts[i].llen;
-        if (strncmp(path, gp_mounts[i].local, l) != 0 ||
+    pthread_once(&px_mounts_once, px_read_mounts);
+    for (int i = 0; i < px_nmounts; i++) {
+        size_t l = px_mounts[i].llen;
+        if (strncmp(path, px_mounts[i].local, l) != 0 ||
             (path[l] != '/' && path[l] != '\0'))
             continue;
         char *buf = ring[next++ % 4];
-        if ((size_t)snprintf(buf, GFS_NAME_MAX + 2, "%s%s", gp_mounts[i].galley,
+        if ((size_t)snprintf(buf, GFS_NAME_MAX + 2, "%s%s", px_mounts[i].galley,
                              path + l) > GFS_NAME_MAX)
             buf[GFS_NAME_MAX + 1] = '\0'; /* too long: the server refuses */
-        gp_from_mount = gp_mounts[i].fuse;
-        return gp_clean(buf, ring[next++ % 4]);
+        px_from_mount = px_mounts[i].fuse;
+        return px_clean(buf, ring[next++ % 4]);
     }
     return NULL;
 }

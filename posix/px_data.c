@@ -1,5 +1,5 @@
 /*
- * gp_data.c -- data calls of libgalley-posix.so (see galley_posix.c):
+ * px_data.c -- data calls of libgalley-posix.so (see galley_posix.c):
  * read/write and their positioned and vector forms at the descriptor's
  * shared offset, lseek, truncate, fsync, the copy calls we refuse, and
  * POSIX AIO (aio_read/aio_write, as ROMIO's MPI_File_iwrite uses it):
@@ -10,20 +10,20 @@
  * Data moves with gfs_striped_read/write, one transfer per server, no
  * client cache.
  *
- * Threads: any.  A gp_file's lock is held across the I/O of read/write
+ * Threads: any.  A px_file's lock is held across the I/O of read/write
  * (distinct offsets for concurrent read()s on one descriptor).
  */
 #define _GNU_SOURCE
-#include "gp_internal.h"
+#include "px_internal.h"
 
 /* ------------------------------------------------------------------------
  * Data
  * ------------------------------------------------------------------------ */
 
 /* Read up to n bytes at off; bytes read or a gfs error. */
-static int64_t gp_pread(gp_file *f, void *buf, size_t n, int64_t off)
+static int64_t px_pread(px_file *f, void *buf, size_t n, int64_t off)
 {
-    if (gp_forked)
+    if (px_forked)
         return GFS_ESERVERDOWN;
     if ((f->flags & O_ACCMODE) == O_WRONLY)
         return -EBADF;
@@ -34,9 +34,9 @@ static int64_t gp_pread(gp_file *f, void *buf, size_t n, int64_t off)
     return gfs_striped_read(f->sid, off, buf, (int64_t)n);
 }
 
-static int64_t gp_pwrite(gp_file *f, const void *buf, size_t n, int64_t off)
+static int64_t px_pwrite(px_file *f, const void *buf, size_t n, int64_t off)
 {
-    if (gp_forked)
+    if (px_forked)
         return GFS_ESERVERDOWN;
     if ((f->flags & O_ACCMODE) == O_RDONLY)
         return -EBADF;
@@ -48,7 +48,7 @@ static int64_t gp_pwrite(gp_file *f, const void *buf, size_t n, int64_t off)
 }
 
 /* read()/write() at the shared offset (and at the end for O_APPEND). */
-static ssize_t gp_rw(gp_file *f, void *buf, size_t n, bool wr)
+static ssize_t px_rw(px_file *f, void *buf, size_t n, bool wr)
 {
     pthread_mutex_lock(&f->lock);
     int64_t off = f->off, k;
@@ -56,17 +56,17 @@ static ssize_t gp_rw(gp_file *f, void *buf, size_t n, bool wr)
         off = gfs_striped_size(f->sid);
         if (off < 0) {
             pthread_mutex_unlock(&f->lock);
-            return gp_fail(off);
+            return px_fail(off);
         }
     }
-    k = wr ? gp_pwrite(f, buf, n, off) : gp_pread(f, buf, n, off);
+    k = wr ? px_pwrite(f, buf, n, off) : px_pread(f, buf, n, off);
     if (k > 0)
         f->off = off + k;
     pthread_mutex_unlock(&f->lock);
-    return k < 0 ? gp_fail(k) : (ssize_t)k;
+    return k < 0 ? px_fail(k) : (ssize_t)k;
 }
 
-static ssize_t gp_rwv(gp_file *f, const struct iovec *iov, int cnt, bool wr)
+static ssize_t px_rwv(px_file *f, const struct iovec *iov, int cnt, bool wr)
 {
     if (cnt < 0 || cnt > IOV_MAX) {
         errno = EINVAL;
@@ -84,7 +84,7 @@ static ssize_t gp_rwv(gp_file *f, const struct iovec *iov, int cnt, bool wr)
     if (wr)
         for (size_t i = 0, o = 0; i < (size_t)cnt; o += iov[i++].iov_len)
             memcpy(buf + o, iov[i].iov_base, iov[i].iov_len);
-    ssize_t k = gp_rw(f, buf, total, wr);
+    ssize_t k = px_rw(f, buf, total, wr);
     if (!wr && k > 0)
         for (size_t i = 0, o = 0; i < (size_t)cnt && o < (size_t)k;
              o += iov[i++].iov_len) {
@@ -96,15 +96,15 @@ static ssize_t gp_rwv(gp_file *f, const struct iovec *iov, int cnt, bool wr)
     return k;
 }
 
-static off_t gp_lseek(gp_file *f, off_t off, int whence)
+static off_t px_lseek(px_file *f, off_t off, int whence)
 {
     pthread_mutex_lock(&f->lock);
     int64_t size = -1;
     if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE) {
-        size = gp_forked ? GFS_ESERVERDOWN : gfs_striped_size(f->sid);
+        size = px_forked ? GFS_ESERVERDOWN : gfs_striped_size(f->sid);
         if (size < 0) {
             pthread_mutex_unlock(&f->lock);
-            return gp_fail(size);
+            return px_fail(size);
         }
     }
     int64_t pos;
@@ -134,56 +134,56 @@ static off_t gp_lseek(gp_file *f, off_t off, int whence)
     if (pos >= 0)
         f->off = pos;
     pthread_mutex_unlock(&f->lock);
-    return pos < 0 ? gp_fail(pos) : (off_t)pos;
+    return pos < 0 ? px_fail(pos) : (off_t)pos;
 }
 
 /* ------------------------------------------------------------------------
  * Interposed calls: data
  * ------------------------------------------------------------------------ */
 
-GP_EXPORT ssize_t read(int fd, void *buf, size_t n)
+PX_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(read)(fd, buf, n);
-    ssize_t k = gp_rw(f, buf, n, false);
-    gp_put(f);
+    ssize_t k = px_rw(f, buf, n, false);
+    px_put(f);
     return k;
 }
 
-GP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+PX_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     if (n > buflen)
         abort(); /* as glibc's __chk_fail would */
     return read(fd, buf, n);
 }
 
-GP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+PX_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(write)(fd, buf, n);
-    ssize_t k = gp_rw(f, (void *)buf, n, true);
-    gp_put(f);
+    ssize_t k = px_rw(f, (void *)buf, n, true);
+    px_put(f);
     return k;
 }
 
-GP_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+PX_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(pread)(fd, buf, n, off);
-    int64_t k = gp_pread(f, buf, n, off);
-    gp_put(f);
-    return k < 0 ? gp_fail(k) : (ssize_t)k;
+    int64_t k = px_pread(f, buf, n, off);
+    px_put(f);
+    return k < 0 ? px_fail(k) : (ssize_t)k;
 }
 
-GP_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+PX_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
 {
     return pread(fd, buf, n, off);
 }
 
-GP_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
+PX_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
                               size_t buflen)
 {
     if (n > buflen)
@@ -191,86 +191,86 @@ GP_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
     return pread(fd, buf, n, off);
 }
 
-GP_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off,
+PX_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off,
                                 size_t buflen)
 {
     return __pread_chk(fd, buf, n, off, buflen);
 }
 
-GP_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+PX_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(pwrite)(fd, buf, n, off);
-    int64_t k = gp_pwrite(f, buf, n, off);
-    gp_put(f);
-    return k < 0 ? gp_fail(k) : (ssize_t)k;
+    int64_t k = px_pwrite(f, buf, n, off);
+    px_put(f);
+    return k < 0 ? px_fail(k) : (ssize_t)k;
 }
 
-GP_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+PX_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
 {
     return pwrite(fd, buf, n, off);
 }
 
-GP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+PX_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(readv)(fd, iov, cnt);
-    ssize_t k = gp_rwv(f, iov, cnt, false);
-    gp_put(f);
+    ssize_t k = px_rwv(f, iov, cnt, false);
+    px_put(f);
     return k;
 }
 
-GP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+PX_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(writev)(fd, iov, cnt);
-    ssize_t k = gp_rwv(f, iov, cnt, true);
-    gp_put(f);
+    ssize_t k = px_rwv(f, iov, cnt, true);
+    px_put(f);
     return k;
 }
 
-GP_EXPORT off_t lseek(int fd, off_t off, int whence)
+PX_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(lseek)(fd, off, whence);
-    off_t r = gp_lseek(f, off, whence);
-    gp_put(f);
+    off_t r = px_lseek(f, off, whence);
+    px_put(f);
     return r;
 }
 
-GP_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
+PX_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
 {
     return lseek(fd, off, whence);
 }
 
-GP_EXPORT int ftruncate(int fd, off_t size)
+PX_EXPORT int ftruncate(int fd, off_t size)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(ftruncate)(fd, size);
     int rc = (f->flags & O_ACCMODE) == O_RDONLY ? -EINVAL
              : size < 0                         ? -EINVAL
-             : gp_forked                        ? GFS_ESERVERDOWN
+             : px_forked                        ? GFS_ESERVERDOWN
                          : gfs_striped_truncate(f->sid, size);
-    gp_put(f);
-    return rc ? gp_fail(rc) : 0;
+    px_put(f);
+    return rc ? px_fail(rc) : 0;
 }
 
-GP_EXPORT int ftruncate64(int fd, off64_t size)
+PX_EXPORT int ftruncate64(int fd, off64_t size)
 {
     return ftruncate(fd, size);
 }
 
-GP_EXPORT int truncate(const char *path, off_t size)
+PX_EXPORT int truncate(const char *path, off_t size)
 {
-    const char *name = gp_name(path);
+    const char *name = px_name(path);
     if (!name)
         return REAL(truncate)(path, size);
-    int fd = gp_open(name, O_WRONLY, 0);
+    int fd = px_open(name, O_WRONLY, 0);
     if (fd < 0)
         return -1;
     int rc = ftruncate(fd, size);
@@ -280,39 +280,39 @@ GP_EXPORT int truncate(const char *path, off_t size)
     return rc;
 }
 
-GP_EXPORT int truncate64(const char *path, off64_t size)
+PX_EXPORT int truncate64(const char *path, off64_t size)
 {
     return truncate(path, size);
 }
 
-static int gp_sync(int fd, bool data)
+static int px_sync(int fd, bool data)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return data ? REAL(fdatasync)(fd) : REAL(fsync)(fd);
-    int rc = gp_forked ? GFS_ESERVERDOWN : gfs_striped_sync(f->sid);
-    gp_put(f);
-    return rc ? gp_fail(rc) : 0;
+    int rc = px_forked ? GFS_ESERVERDOWN : gfs_striped_sync(f->sid);
+    px_put(f);
+    return rc ? px_fail(rc) : 0;
 }
 
-GP_EXPORT int fsync(int fd)
+PX_EXPORT int fsync(int fd)
 {
-    return gp_sync(fd, false);
+    return px_sync(fd, false);
 }
 
-GP_EXPORT int fdatasync(int fd)
+PX_EXPORT int fdatasync(int fd)
 {
-    return gp_sync(fd, true);
+    return px_sync(fd, true);
 }
 
 /* cp and friends try these first: refuse on Galley descriptors so they
  * fall back to read/write (the /dev/null underneath would copy nothing). */
-GP_EXPORT ssize_t copy_file_range(int in, off64_t *inoff, int out,
+PX_EXPORT ssize_t copy_file_range(int in, off64_t *inoff, int out,
                                   off64_t *outoff, size_t n, unsigned flags)
 {
-    gp_file *a = gp_get(in), *b = gp_get(out);
-    gp_put(a);
-    gp_put(b);
+    px_file *a = px_get(in), *b = px_get(out);
+    px_put(a);
+    px_put(b);
     if (a || b) {
         errno = EXDEV;
         return -1;
@@ -320,11 +320,11 @@ GP_EXPORT ssize_t copy_file_range(int in, off64_t *inoff, int out,
     return REAL(copy_file_range)(in, inoff, out, outoff, n, flags);
 }
 
-GP_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+PX_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
 {
-    gp_file *a = gp_get(in), *b = gp_get(out);
-    gp_put(a);
-    gp_put(b);
+    px_file *a = px_get(in), *b = px_get(out);
+    px_put(a);
+    px_put(b);
     if (a || b) {
         errno = EINVAL;
         return -1;
@@ -332,7 +332,7 @@ GP_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
     return REAL(sendfile)(out, in, off, n);
 }
 
-GP_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
+PX_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 {
     return sendfile(out, in, off, n);
 }
@@ -344,12 +344,12 @@ GP_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 /* On LP64 glibc, struct aiocb64 is struct aiocb (off_t is 64 bits). */
 _Static_assert(sizeof(struct aiocb64) == sizeof(struct aiocb), "aiocb64");
 
-static int gp_aio_rw(struct aiocb *cb, bool wr)
+static int px_aio_rw(struct aiocb *cb, bool wr)
 {
-    gp_file *f = gp_get(cb->aio_fildes);
+    px_file *f = px_get(cb->aio_fildes);
     if (!f)
         return wr ? REAL(aio_write)(cb) : REAL(aio_read)(cb);
-    gp_put(f);
+    px_put(f);
     ssize_t n = wr ? pwrite(cb->aio_fildes, (const void *)cb->aio_buf,
                             cb->aio_nbytes, cb->aio_offset)
                    : pread(cb->aio_fildes, (void *)cb->aio_buf, cb->aio_nbytes,
@@ -359,63 +359,63 @@ static int gp_aio_rw(struct aiocb *cb, bool wr)
     return 0;
 }
 
-GP_EXPORT int aio_read(struct aiocb *cb)
+PX_EXPORT int aio_read(struct aiocb *cb)
 {
-    return gp_aio_rw(cb, false);
+    return px_aio_rw(cb, false);
 }
 
-GP_EXPORT int aio_write(struct aiocb *cb)
+PX_EXPORT int aio_write(struct aiocb *cb)
 {
-    return gp_aio_rw(cb, true);
+    return px_aio_rw(cb, true);
 }
 
-GP_EXPORT int aio_read64(struct aiocb64 *cb)
+PX_EXPORT int aio_read64(struct aiocb64 *cb)
 {
-    return gp_aio_rw((struct aiocb *)cb, false);
+    return px_aio_rw((struct aiocb *)cb, false);
 }
 
-GP_EXPORT int aio_write64(struct aiocb64 *cb)
+PX_EXPORT int aio_write64(struct aiocb64 *cb)
 {
-    return gp_aio_rw((struct aiocb *)cb, true);
+    return px_aio_rw((struct aiocb *)cb, true);
 }
 
-static int gp_aio_fsync(int op, struct aiocb *cb)
+static int px_aio_fsync(int op, struct aiocb *cb)
 {
-    gp_file *f = gp_get(cb->aio_fildes);
+    px_file *f = px_get(cb->aio_fildes);
     if (!f)
         return REAL(aio_fsync)(op, cb);
-    gp_put(f);
+    px_put(f);
     int rc = fsync(cb->aio_fildes);
     cb->__return_value = rc;
     cb->__error_code = rc < 0 ? errno : 0;
     return 0;
 }
 
-GP_EXPORT int aio_fsync(int op, struct aiocb *cb)
+PX_EXPORT int aio_fsync(int op, struct aiocb *cb)
 {
-    return gp_aio_fsync(op, cb);
+    return px_aio_fsync(op, cb);
 }
 
-GP_EXPORT int aio_fsync64(int op, struct aiocb64 *cb)
+PX_EXPORT int aio_fsync64(int op, struct aiocb64 *cb)
 {
-    return gp_aio_fsync(op, (struct aiocb *)cb);
+    return px_aio_fsync(op, (struct aiocb *)cb);
 }
 
-static int gp_aio_cancel(int fd, struct aiocb *cb)
+static int px_aio_cancel(int fd, struct aiocb *cb)
 {
-    gp_file *f = gp_get(fd);
+    px_file *f = px_get(fd);
     if (!f)
         return REAL(aio_cancel)(fd, cb);
-    gp_put(f);
+    px_put(f);
     return AIO_ALLDONE; /* ours are always done */
 }
 
-GP_EXPORT int aio_cancel(int fd, struct aiocb *cb)
+PX_EXPORT int aio_cancel(int fd, struct aiocb *cb)
 {
-    return gp_aio_cancel(fd, cb);
+    return px_aio_cancel(fd, cb);
 }
 
-GP_EXPORT int aio_cancel64(int fd, struct aiocb64 *cb)
+PX_EXPORT int aio_cancel64(int fd, struct aiocb64 *cb)
 {
-    return gp_aio_cancel(fd, (struct aiocb *)cb);
+    return px_aio_cancel(fd, (struct aiocb *)cb);
 }

@@ -21,6 +21,7 @@
  * request.
  */
 #include "internal.h"
+#include "gclock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -50,14 +51,7 @@ static void *renewer(void *arg)
     long ms = renew_ms();
     pthread_mutex_lock(&lease.lock);
     while (!lease.stop && lease.total > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += ms / 1000;
-        ts.tv_nsec += (ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = g_deadline_ms(ms);
         pthread_cond_timedwait(&lease.cv, &lease.lock, &ts);
         if (lease.stop || lease.total == 0)
             break;

@@ -44,6 +44,7 @@
  */
 #include "internal.h"
 #include "fnv.h"
+#include "gclock.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -84,15 +85,17 @@ static pthread_cond_t rc_cv = PTHREAD_COND_INITIALIZER;
 static rc_ent rc_tab[RC_SLOTS];
 static rc_open *rc_opens[RC_OPEN_SLOTS];
 
-/* The leases (under rc_lock): this process's id, per server the end of
+/* The leases (under rc_lock): this process's id, and per server the end of
  * the leases its last renewal covered and how many entries hold one. */
 static struct {
     pid_t pid;
     uint64_t client;
     int nserv;
-    int64_t *until;
-    uint64_t *epoch; /* the server's start its last renewal answered */
-    int *nheld;
+    struct rl_server {
+        int64_t until;  /* the end of the leases its last renewal covered */
+        uint64_t epoch; /* the server's start its last renewal answered */
+        int nheld;      /* entries holding a lease there */
+    } * srv;
     bool running, stop;
     pthread_t thread;
     uint64_t closes; /* file ids closed so far */
@@ -116,7 +119,7 @@ static long env_ms(const char *name, long dflt, long min, long max)
 static void ent_clear(rc_ent *e)
 {
     if (e->name && e->lserver >= 0 && e->lserver < rl.nserv)
-        rl.nheld[e->lserver]--;
+        rl.srv[e->lserver].nheld--;
     free(e->name);
     free(e->server);
     free(e->hid);
@@ -136,8 +139,8 @@ static void check_fork(void)
             rc_tab[i].lserver = -1;
             rc_tab[i].size = -1;
         }
-    if (rl.nheld)
-        memset(rl.nheld, 0, (size_t)rl.nserv * sizeof(*rl.nheld));
+    for (int i = 0; i < rl.nserv; i++)
+        rl.srv[i].nheld = 0;
     rl.running = false; /* the parent's thread is not here */
     rl.stop = false;
     uint64_t id = 0;
@@ -152,8 +155,8 @@ static bool leased(const rc_ent *e, int64_t now)
 {
     if (e->lserver < 0 || e->lserver >= rl.nserv)
         return false;
-    return now < e->until ||
-           (e->epoch == rl.epoch[e->lserver] && now < rl.until[e->lserver]);
+    return now < e->until || (e->epoch == rl.srv[e->lserver].epoch &&
+                              now < rl.srv[e->lserver].until);
 }
 
 static bool is_open(const char *name)
@@ -212,20 +215,11 @@ static void put(const char *name, const gp_record *rec, int server,
     memcpy(n.attrs, rec->attrs, (size_t)rec->attrlen + 1);
     pthread_mutex_lock(&rc_lock);
     check_fork();
-    if (server >= 0 && !rl.until) {
+    if (server >= 0 && !rl.srv) {
         rl.nserv = gc_g.nservers;
-        rl.until = calloc((size_t)rl.nserv, sizeof(*rl.until));
-        rl.epoch = calloc((size_t)rl.nserv, sizeof(*rl.epoch));
-        rl.nheld = calloc((size_t)rl.nserv, sizeof(*rl.nheld));
-        if (!rl.until || !rl.epoch || !rl.nheld) {
-            free(rl.until);
-            free(rl.epoch);
-            free(rl.nheld);
-            rl.until = NULL;
-            rl.epoch = NULL;
-            rl.nheld = NULL;
+        rl.srv = calloc((size_t)rl.nserv, sizeof(*rl.srv));
+        if (!rl.srv)
             rl.nserv = 0;
-        }
     }
     rc_ent *e = slot(name);
     ent_clear(e);
@@ -237,7 +231,7 @@ static void put(const char *name, const gp_record *rec, int server,
         e->epoch = epoch;
         e->size = size;
         e->size_at = gc_rcache_now();
-        rl.nheld[server]++;
+        rl.srv[server].nheld++;
         if (!rl.running && !rl.stop &&
             pthread_create(&rl.thread, NULL, renewer, NULL) == 0) {
             pthread_detach(rl.thread);
@@ -415,8 +409,8 @@ static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
             *acked = m.seq;
             *again = true;
         }
-        rl.until[s] = sent + (int64_t)m.lease_ms * 9 / 10;
-        rl.epoch[s] = m.epoch; /* extends the leases of this start only */
+        rl.srv[s].until = sent + (int64_t)m.lease_ms * 9 / 10;
+        rl.srv[s].epoch = m.epoch; /* extends the leases of this start only */
     }
     pthread_mutex_unlock(&rc_lock);
     return rc;
@@ -433,7 +427,7 @@ static void *renewer(void *arg)
     while (!rl.stop && acked) {
         bool any = false;
         for (int s = 0; s < nserv && !rl.stop; s++) {
-            if (!rl.nheld[s])
+            if (!rl.srv[s].nheld)
                 continue;
             any = true;
             pthread_mutex_unlock(&rc_lock);
@@ -445,14 +439,7 @@ static void *renewer(void *arg)
         }
         if (!any)
             break; /* started again by the next lease */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += ms / 1000;
-        ts.tv_nsec += (ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = g_deadline_ms(ms);
         if (!rl.stop)
             pthread_cond_timedwait(&rc_cv, &rc_lock, &ts);
     }
@@ -482,12 +469,8 @@ void gc_rcache_clear(void)
             rc_opens[i] = o->next;
             free(o);
         }
-    free(rl.until);
-    free(rl.epoch);
-    free(rl.nheld);
-    rl.until = NULL;
-    rl.epoch = NULL;
-    rl.nheld = NULL;
+    free(rl.srv);
+    rl.srv = NULL;
     rl.nserv = 0;
     pthread_mutex_unlock(&rc_lock);
 }

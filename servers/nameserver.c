@@ -19,6 +19,7 @@
  */
 #include "gsrv_internal.h"
 #include "fnv.h"
+#include "gclock.h"
 #include "htable.h"
 
 #include <dirent.h>
@@ -437,13 +438,7 @@ static void lease_break(gsrv_conn *c, const char *name, uint64_t h)
         }
         if (!wait)
             return;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = g_deadline_ms(20);
         pthread_cond_timedwait(&ns.cv, &ns.lock, &ts);
     }
 }
@@ -493,6 +488,30 @@ static int write_record(uint64_t id, const char *name, const gp_record *rec)
     }
     gp_wbuf_free(&w);
     return rc;
+}
+
+/* Give e the record rec (attributes included), on disk and then in
+ * memory: allocated first, then the file, then published, so memory
+ * always matches the disk.  Called with ns.lock held. */
+static int ent_replace(ns_ent *e, const gp_record *rec)
+{
+    ns_ent fresh = {0};
+    int rc = ent_set_record(&fresh, rec, rec->attrs, rec->attrlen);
+    if (rc)
+        return rc;
+    rc = write_record(e->id, e->name, rec);
+    if (rc) {
+        ent_free_record(&fresh);
+        return rc;
+    }
+    ent_free_record(e);
+    e->nsub = fresh.nsub;
+    e->server = fresh.server;
+    e->hid = fresh.hid;
+    e->attrs = fresh.attrs;
+    e->attrlen = fresh.attrlen;
+    e->repl = fresh.repl;
+    return 0;
 }
 
 static int remove_record(uint64_t id)
@@ -959,24 +978,7 @@ int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         memcpy(rec->attrs, attrs, alen);
     rec->attrs[alen] = '\0';
     rec->attrlen = alen;
-    /* allocate first, then the file, then publish: memory always matches
-     * the disk */
-    ns_ent fresh = {0};
-    rc = ent_set_record(&fresh, rec, rec->attrs, rec->attrlen);
-    if (rc)
-        goto out_unlock;
-    rc = write_record(e->id, e->name, rec);
-    if (rc) {
-        ent_free_record(&fresh);
-        goto out_unlock;
-    }
-    ent_free_record(e);
-    e->nsub = fresh.nsub;
-    e->server = fresh.server;
-    e->hid = fresh.hid;
-    e->attrs = fresh.attrs;
-    e->attrlen = fresh.attrlen;
-    e->repl = fresh.repl;
+    rc = ent_replace(e, rec);
 out_unlock:
     pthread_mutex_unlock(&ns.lock);
     free(rec);
@@ -1026,22 +1028,9 @@ int gsrv_op_NS_REPL_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     rec->repl = in->repl;
     /* copy 0's header moves when its server's directory was rebuilt */
     memcpy(rec->hid, in->hid, rec->nsub * sizeof(*rec->hid));
-    ns_ent fresh = {0};
-    rc = ent_set_record(&fresh, rec, rec->attrs, rec->attrlen);
+    rc = ent_replace(e, rec);
     if (rc)
         goto out_unlock;
-    rc = write_record(e->id, e->name, rec);
-    if (rc) {
-        ent_free_record(&fresh);
-        goto out_unlock;
-    }
-    ent_free_record(e);
-    e->nsub = fresh.nsub;
-    e->server = fresh.server;
-    e->hid = fresh.hid;
-    e->attrs = fresh.attrs;
-    e->attrlen = fresh.attrlen;
-    e->repl = fresh.repl;
     gen = rec->repl.gen;
 out_unlock:
     pthread_mutex_unlock(&ns.lock);

@@ -61,6 +61,7 @@
  * Deadlocks between POSIX owners are not detected (no EDEADLK).
  */
 #include "gsrv_internal.h"
+#include "gclock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -144,16 +145,6 @@ static rlock *first_conflict(const asker *a, uint64_t hid, uint64_t start,
     return NULL;
 }
 
-static void add_ms(struct timespec *ts, long ms)
-{
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static bool ts_before(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec < b->tv_sec ||
@@ -222,7 +213,7 @@ static int wait_compatible(gsrv_conn *c, const asker *a, uint64_t hid,
 {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
-    add_ms(&deadline, wait_ms);
+    g_ts_add_ms(&deadline, wait_ms);
     for (;;) {
         rlock *l = first_conflict(a, hid, start, end, excl);
         if (!l)
@@ -242,7 +233,7 @@ static int wait_compatible(gsrv_conn *c, const asker *a, uint64_t hid,
         clock_gettime(CLOCK_MONOTONIC, &ts);
         if (wait_ms <= 0 || ts_before(&deadline, &ts))
             return -EAGAIN;
-        add_ms(&ts, LOCK_POLL_MS);
+        g_ts_add_ms(&ts, LOCK_POLL_MS);
         if (ts_before(&deadline, &ts))
             ts = deadline;
         pthread_cond_timedwait(&locktab.cond, &locktab.lock, &ts);

@@ -121,14 +121,24 @@ enum { G_READ, G_WRITE, G_SIEVE };
 typedef struct dgrant {
     int server;
     uint64_t fkid;
-    int rfd, wfd;   /* read-only / writable descriptor, or -1 */
-    bool locked;    /* wfd is in locked mode: every write locks */
+    int rfd, wfd; /* read-only / writable descriptor, or -1 */
+    bool locked;  /* wfd is in locked mode: every write locks */
+    /* locked: held around each write, because the OFD locks that shut
+     * other processes out of a sieved span belong to the open file
+     * description, which this process's threads share */
+    pthread_mutex_t wlock;
     uint64_t base;  /* the fork's byte 0 in the file */
     int inuse;      /* requests moving data through it now */
     uint64_t wrote; /* bytes moved, reported at release */
     uint64_t read;
     struct dgrant *next;
 } dgrant;
+
+static void grant_free(dgrant *g)
+{
+    pthread_mutex_destroy(&g->wlock);
+    free(g);
+}
 
 typedef struct dchan {
     int fd; /* -1: not connected */
@@ -277,7 +287,7 @@ static void forget_server_locked(int server)
             close(g->rfd);
         if (g->wfd >= 0)
             close(g->wfd);
-        free(g);
+        grant_free(g);
     }
 }
 
@@ -317,7 +327,7 @@ static void atfork_child(void)
             close(g->rfd);
         if (g->wfd >= 0)
             close(g->wfd);
-        free(g);
+        grant_free(g);
     }
     chans_close_all();
 }
@@ -455,6 +465,7 @@ static int grant_take_locked(dchan *ch, uint64_t id, int server, uint64_t fkid,
     }
     if (fresh) {
         *g = (dgrant){.server = server, .fkid = fkid, .rfd = -1, .wfd = -1};
+        pthread_mutex_init(&g->wlock, NULL);
         g->next = D.grants;
         D.grants = g;
     }
@@ -556,7 +567,7 @@ void gc_direct_release(int server, uint64_t fkid)
             ;
         *pp = g->next;
         grant_close_locked(g);
-        free(g);
+        grant_free(g);
     }
     pthread_mutex_unlock(&D.lock);
 }
@@ -572,7 +583,7 @@ void gc_direct_shutdown(void)
             continue;
         D.grants = g->next;
         grant_close_locked(g);
-        free(g);
+        grant_free(g);
     }
     chans_close_all();
     pthread_mutex_unlock(&D.lock);
@@ -696,9 +707,12 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     }
     int fd = write ? g->wfd : g->wfd >= 0 ? g->wfd : g->rfd;
     uint64_t size = end; /* at least; only reads need it */
-    if (!rc && write) {
-        rc = g->locked ? gx_fd_write_locked(fd, g->base, e, n, true)
-                       : gx_fd_write(fd, g->base, e, n);
+    if (!rc && write && g->locked) {
+        pthread_mutex_lock(&g->wlock);
+        rc = gx_fd_write_locked(fd, g->base, e, n, true);
+        pthread_mutex_unlock(&g->wlock);
+    } else if (!rc && write) {
+        rc = gx_fd_write(fd, g->base, e, n);
     } else if (!rc) {
         bool eof = false;
         struct stat st;

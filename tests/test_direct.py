@@ -99,6 +99,33 @@ for line in sys.stdin:
             n = g.gfs_listio(kid, 1, len(idx), ents, buf)
             assert n == len(buf), n
         say("ok")
+    elif cmd == "tgo":  # phase0 nthreads nproc recsize nrec gen rounds:
+        # the records of phases phase0.. each from its own thread, at once:
+        # the first thread writes its records once, while the others
+        # rewrite theirs `rounds` times (a lost update of the first
+        # thread's records is then never written over)
+        import threading, time
+        p0, nt, npr, rs, nr, gen, rounds = a
+        def phase(j, out):
+            ph = p0 + j
+            idx = [i for i in range(nr) if i % npr == ph]
+            ents = (E * len(idx))(*[E(i * rs, k * rs, rs)
+                                    for k, i in enumerate(idx)])
+            buf = b"".join(rec(i, rs, gen) for i in idx)
+            if j == 0:
+                time.sleep(0.002)
+            for _ in range(1 if j == 0 else rounds):
+                n = g.gfs_listio(kid, 1, len(idx), ents, buf)
+                if n != len(buf):
+                    out.append(n)
+        errs = []
+        ts = [threading.Thread(target=phase, args=(j, errs))
+              for j in range(nt)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        say("ok" if not errs else "err %s" % errs[:3])
     elif cmd == "sacked":  # phase nproc recsize nrec: records, forever
         # (generations 1..250, then 1 again; recsize a multiple of 4)
         ph, npr, rs, nr = a
@@ -388,6 +415,33 @@ def test_small_records_direct_and_tcp_writers_at_once(cluster, workers,
     import hashlib
     want = hashlib.sha1(bytes([5]) * 65536 + bytes([6]) * 65536).hexdigest()
     assert ws[1]("read", rs * nrec, 131072) == ["131072", want]
+
+
+def test_small_records_from_threads_of_one_direct_writer(cluster, workers,
+                                                         uniq):
+    """Two threads of one process write interleaved 16-byte records of one
+    fork at the same time, both sieved through the same descriptor, beside
+    a process writing the other records over TCP: the OFD locks that shut
+    other processes out of a sieved span do not shut out this process's own
+    threads (they share the open file description), so the client must.
+    One thread writes its records once while the other rewrites its own:
+    a lost update of the first thread's records would stay."""
+    d, t = workers("direct"), workers("tcp")
+    rs, nrec = 16, 24000
+    name = "/%s-thr" % uniq
+    d("create", name)
+    for w in (d, t):
+        w("open", name)
+    assert d.int("transport") == T_DIRECT
+    for gen in range(1, 9):
+        for w, p0 in ((d, 0), (t, 2)):
+            w.p.stdin.write("tgo %d 2 4 %d %d %d 10\n" % (p0, rs, nrec, gen))
+            w.p.stdin.flush()
+        for w in (d, t):
+            line = w.lines.next(300)
+            assert line and line.startswith("ok"), (line, w.err())
+        for w in (d, t):
+            assert w("check", rs, nrec, gen) == [], gen
 
 
 def wopen(c, fkid, sieve):

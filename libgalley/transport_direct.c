@@ -55,8 +55,10 @@
 #endif
 #include "transport.h"
 
+#include "csfile.h"
 #include "dial.h"
 #include "fdio.h"
+#include "gfault.h"
 #include "gsend.h"
 
 #include <errno.h>
@@ -88,6 +90,8 @@ typedef struct dgrant {
     int server;
     uint64_t fkid;
     int rfd, wfd;   /* read-only / writable descriptor, or -1 */
+    int cfd;        /* a checksummed fork's CRC sidecar (DIRECT_COPEN), or -1 */
+    bool cs;        /* granted by DIRECT_COPEN: its CRCs are ours to keep */
     uint64_t base;  /* the fork's byte 0 in the file */
     int inuse;      /* requests moving data through it now */
     uint64_t wrote; /* bytes moved, reported at release */
@@ -221,6 +225,8 @@ static void forget_server_locked(int server)
             close(g->rfd);
         if (g->wfd >= 0)
             close(g->wfd);
+        if (g->cfd >= 0)
+            close(g->cfd);
         free(g);
     }
 }
@@ -261,6 +267,8 @@ static void atfork_child(void)
             close(g->rfd);
         if (g->wfd >= 0)
             close(g->wfd);
+        if (g->cfd >= 0)
+            close(g->cfd);
         free(g);
     }
     chans_close_all();
@@ -337,7 +345,43 @@ static dgrant *grant_find_locked(int server, uint64_t fkid)
 /* Pin a descriptor of fork fkid on c's server, writable if write: asked
  * for if we have none.  0 with *gp (release with grant_put), or an error
  * (GFS_EDIRECT: refused). */
-static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
+/* One DIRECT_OPEN (cs false) or DIRECT_COPEN part `part` on ch: 0 with
+ * *fd and *m, or an error. */
+static int grant_ask(dchan *ch, uint64_t fkid, bool write, bool cs, int part,
+                     int *fd, gp_DIRECT_OPEN_rep *m)
+{
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    if (cs)
+        gp_DIRECT_COPEN_req_encode(
+            &w, &(gp_DIRECT_COPEN_req){
+                    .fkid = fkid, .write = write, .part = (uint8_t)part});
+    else
+        gp_DIRECT_OPEN_req_encode(
+            &w, &(gp_DIRECT_OPEN_req){.fkid = fkid, .write = write});
+    uint8_t out[64];
+    uint32_t outlen = 0;
+    *fd = -1;
+    int rc = w.err
+                 ? w.err
+                 : chan_call_fd(ch, cs ? GP_OP_DIRECT_COPEN : GP_OP_DIRECT_OPEN,
+                                &w, out, sizeof(out), &outlen, fd);
+    gp_wbuf_free(&w);
+    if (!rc) { /* the two replies have one form */
+        gp_rbuf r;
+        gp_rbuf_init(&r, out, outlen);
+        if (*fd < 0 || gp_DIRECT_OPEN_rep_decode(&r, m))
+            rc = GFS_EPROTO;
+    }
+    if (rc && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
+static int grant_get(gc_conn *c, uint64_t fkid, bool write, bool cs,
+                     dgrant **gp)
 {
     int server;
     const char *host, *port;
@@ -347,27 +391,34 @@ static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
     int rc;
     dchan *ch = chan_get_locked(c, &rc); /* also drops void grants */
     dgrant *g = grant_find_locked(server, fkid);
+    if (g && g->cs != cs) { /* another kind than asked: the server path */
+        rc = GFS_EDIRECT;
+        goto out_unlock;
+    }
     if (g && (write ? g->wfd >= 0 : g->wfd >= 0 || g->rfd >= 0))
         goto out_pin;
     if (!ch)
         goto out_unlock;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_DIRECT_OPEN_req_encode(
-        &w, &(gp_DIRECT_OPEN_req){.fkid = fkid, .write = write});
-    uint8_t out[64];
-    uint32_t outlen = 0;
-    int fd = -1;
-    rc = w.err ? w.err
-               : chan_call_fd(ch, GP_OP_DIRECT_OPEN, &w, out, sizeof(out),
-                              &outlen, &fd);
-    gp_wbuf_free(&w);
     gp_DIRECT_OPEN_rep m = {0};
-    if (!rc) {
-        gp_rbuf r;
-        gp_rbuf_init(&r, out, outlen);
-        if (fd < 0 || gp_DIRECT_OPEN_rep_decode(&r, &m))
-            rc = GFS_EPROTO;
+    int fd = -1, cfd = g ? g->cfd : -1;
+    rc = grant_ask(ch, fkid, write, cs, 0, &fd, &m);
+    if (!rc && cs && cfd < 0) {
+        gp_DIRECT_OPEN_rep cm;
+        rc = grant_ask(ch, fkid, write, cs, 1, &cfd, &cm);
+        if (rc) { /* the file's grant without its sidecar: given back */
+            close(fd);
+            fd = -1;
+            gp_wbuf w;
+            gp_wbuf_init(&w);
+            gp_DIRECT_CLOSE_req_encode(
+                &w, &(gp_DIRECT_CLOSE_req){.fkid = fkid, .write = write});
+            uint8_t out[16];
+            uint32_t outlen;
+            if (!w.err && ch->fd >= 0)
+                chan_call_fd(ch, GP_OP_DIRECT_CLOSE, &w, out, sizeof(out),
+                             &outlen, NULL);
+            gp_wbuf_free(&w);
+        }
     }
     bool fresh = !g;
     if (!rc && fresh && !(g = calloc(1, sizeof(*g))))
@@ -375,14 +426,22 @@ static int grant_get(gc_conn *c, uint64_t fkid, bool write, dgrant **gp)
     if (rc) {
         if (fd >= 0)
             close(fd);
+        if (cfd >= 0 && (!g || cfd != g->cfd))
+            close(cfd);
         goto out_unlock;
     }
     if (fresh) {
-        *g = (dgrant){.server = server, .fkid = fkid, .rfd = -1, .wfd = -1};
+        *g = (dgrant){.server = server,
+                      .fkid = fkid,
+                      .rfd = -1,
+                      .wfd = -1,
+                      .cfd = -1,
+                      .cs = cs};
         g->next = D.grants;
         D.grants = g;
     }
     g->base = m.base;
+    g->cfd = cfd;
     if (write)
         g->wfd = fd;
     else
@@ -412,6 +471,10 @@ static void grant_put(dgrant *g, bool write, uint64_t bytes)
 static void grant_close_locked(dgrant *g)
 {
     dchan *ch = g->server < D.nchan ? &D.chan[g->server] : NULL;
+    if (g->cfd >= 0) { /* no grant of its own: goes with the file's */
+        close(g->cfd);
+        g->cfd = -1;
+    }
     for (int k = 0; k < 2; k++) {
         int *fd = k ? &g->wfd : &g->rfd;
         if (*fd < 0)
@@ -477,6 +540,16 @@ void gc_direct_shutdown(void)
 
 /* -------------------------------------------------------------- data -- */
 
+/* The test-only crash point of a same-host client's checksummed write,
+ * between its CRCs and its data: GALLEY_TEST_CLIENT_CRASH_AFTER_CRC=1
+ * (galleyd's is GALLEY_TEST_CRASH_AFTER_CRC, servers/csum.c). */
+static void crash_point(void)
+{
+    static long left = -1;
+    if (gp_fault_take(&left, "GALLEY_TEST_CLIENT_CRASH_AFTER_CRC"))
+        _exit(99);
+}
+
 /* Pieces per transfer sorted on the stack (more: one allocation). */
 #define SMALL_PIECES 16
 
@@ -507,7 +580,7 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     if (write && bytes / nonempty < write_min())
         return GC_DECLINE;
     dgrant *g = NULL;
-    int rc = grant_get(c, x->fkid, write, &g);
+    int rc = grant_get(c, x->fkid, write, x->csum, &g);
     /* refused for this fork (servers/direct.c: fork_direct_ok), in every
      * mode: the server path serves it; other failures too unless direct
      * access is forced */
@@ -534,13 +607,24 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     }
     int fd = write ? g->wfd : g->wfd >= 0 ? g->wfd : g->rfd;
     uint64_t size = end; /* at least; only reads need it */
-    if (!rc && write) {
+    bool eof = !write;
+    uint64_t bad;
+    if (!rc && g->cs &&
+        (g->base || (write && (!gx_sorted(e, n) || !gx_disjoint(e, n))))) {
+        rc = GC_DECLINE; /* a layout or an overlap csfile.h does not take */
+    } else if (!rc && g->cs && write) { /* keeping the CRCs (csfile.h) */
+        rc = gp_cs_write(fd, g->cfd, e, n, &bad, crash_point);
+    } else if (!rc && g->cs) {
+        rc = gp_cs_read(fd, g->cfd, e, n, &bad);
+    } else if (!rc && write) {
         rc = gx_fd_write(fd, g->base, e, n);
     } else if (!rc) {
-        bool eof = false;
-        struct stat st;
+        eof = false;
         rc = gx_fd_read(fd, g->base, e, n, &eof);
-        if (!rc && eof && fstat(fd, &st) == 0)
+    }
+    if (!rc && !write) {
+        struct stat st;
+        if (eof && fstat(fd, &st) == 0)
             size = (uint64_t)st.st_size > g->base
                        ? (uint64_t)st.st_size - g->base
                        : 0;
@@ -548,6 +632,10 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     grant_put(g, write, rc ? 0 : bytes);
     if (sorted && sorted != small)
         free(sorted);
+    /* a chunk that failed its check: the server path says so and logs
+     * it (a write wrote nothing of that chunk's run) */
+    if (rc == GC_DECLINE || rc == GFS_ECHECKSUM)
+        return GC_DECLINE;
     x->status = rc;
     x->fork_size = rc ? 0 : size;
     return 0;

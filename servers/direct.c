@@ -69,6 +69,7 @@
 typedef struct gsrv_grant {
     uint64_t fkid;
     bool write;
+    bool cs;      /* DIRECT_COPEN: counted in direct_w, read-only or not */
     gsrv_fork *f; /* a reference (gsrv_fork_get) while granted */
 } gsrv_grant;
 
@@ -80,14 +81,14 @@ uint64_t gsrv_fork_file_size(const gsrv_fork *f)
     return __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
 }
 
-/* May f's data move directly?  The one place a fork is refused direct
- * access for what it is (a fork whose every write the server must see
- * itself); the client then uses the server path for it, whatever
- * GALLEY_TRANSPORT says.  A checksummed fork may not: its chunks' CRCs
- * are the server's to verify and keep, so every byte passes through it. */
+/* May f's data move directly with DIRECT_OPEN?  The one place a fork is
+ * refused plain direct access for what it is; the client then uses the
+ * server path for it, whatever GALLEY_TRANSPORT says.  A checksummed fork
+ * may not: a client that does not keep its CRCs would leave them stale.
+ * Its clients ask with DIRECT_COPEN instead (below). */
 static bool fork_direct_ok(const gsrv_fork *f)
 {
-    return f->cfd < 0; /* checksummed: every byte through the server */
+    return f->cfd < 0; /* checksummed: DIRECT_COPEN only */
 }
 
 /* May this connection have descriptors? */
@@ -111,17 +112,36 @@ static int reopen(const gsrv_fork *f, bool write)
     return fd >= 0 ? fd : errno == ENOENT ? GFS_ESTALE : -errno;
 }
 
-static void release(gsrv_grant *g)
+/* dead: its holder never closed it (its connection ended). */
+static void release(gsrv_grant *g, bool dead)
 {
     gsrv_fork *f = g->f;
-    if (g->write) {
+    if (g->write || g->cs) {
         pthread_rwlock_wrlock(&f->rw);
+        if (dead && g->cs && g->write) /* a write it was inside (csum.c) */
+            gsrv_csum_settle_dead(f);
         if (__atomic_load_n(&f->direct_w, __ATOMIC_RELAXED) == 1)
             gsrv_fork_set_size(f, gsrv_fork_file_size(f)); /* rule 3 */
         __atomic_sub_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
         pthread_rwlock_unlock(&f->rw);
     }
     gsrv_fork_put(f);
+}
+
+/* Room for one more grant in c's table: 0 or an error. */
+static int grants_room(gsrv_conn *c)
+{
+    if (c->ngrants < c->capgrants)
+        return 0;
+    if (c->ngrants >= GSRV_MAX_OPENS_PER_CONN)
+        return -EMFILE;
+    size_t cap = c->capgrants ? 2 * c->capgrants : 16;
+    gsrv_grant *p = realloc(c->grants, cap * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    c->grants = p;
+    c->capgrants = cap;
+    return 0;
 }
 
 int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
@@ -135,16 +155,9 @@ int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (m.fkid == 0) /* only asking */
         return 0;
     bool write = m.write != 0;
-    if (c->ngrants == c->capgrants) {
-        if (c->ngrants >= GSRV_MAX_OPENS_PER_CONN)
-            return -EMFILE;
-        size_t cap = c->capgrants ? 2 * c->capgrants : 16;
-        gsrv_grant *p = realloc(c->grants, cap * sizeof(*p));
-        if (!p)
-            return -ENOMEM;
-        c->grants = p;
-        c->capgrants = cap;
-    }
+    rc = grants_room(c);
+    if (rc)
+        return rc;
     gsrv_fork *f;
     rc = gsrv_fork_get(m.fkid, &f);
     if (rc)
@@ -165,9 +178,78 @@ int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         __atomic_add_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
         pthread_rwlock_unlock(&f->rw);
     }
-    c->grants[c->ngrants++] = (gsrv_grant){m.fkid, write, f};
+    c->grants[c->ngrants++] = (gsrv_grant){m.fkid, write, false, f};
     gp_DIRECT_OPEN_rep_encode(
         &rep->w, &(gp_DIRECT_OPEN_rep){.base = 0, .size = gsrv_fork_size(f)});
+    rep->pass_fd = fd;
+    return 0;
+}
+
+/*
+ * DIRECT_COPEN: a checksummed fork for a client that keeps its CRCs
+ * itself (proto/csfile.h: every holder, this server included, takes the
+ * chunks' locks on the sidecar).  Part 0 is a grant as DIRECT_OPEN's,
+ * except that the fork is made checksummed if it is not yet (as by its
+ * first IO_CWRITE) and that every such grant, read-only too, counts in
+ * direct_w: while one is held, io.c's reads and writes of the fork
+ * bypass the cache and go through the same locked, checked calls
+ * (csum.c, bypass), since the cache path takes no chunk locks.  Part 1
+ * passes the sidecar (read-write: a writer's entries, a reader's shared
+ * locks) to a connection holding part 0 of the fork.
+ */
+int gsrv_op_DIRECT_COPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_DIRECT_COPEN_req m;
+    int rc = gp_DIRECT_COPEN_req_decode(req, &m);
+    if (rc)
+        return rc;
+    if (!eligible(c))
+        return GFS_EDIRECT;
+    bool write = m.write != 0;
+    if (m.part > 1)
+        return -EINVAL;
+    if (m.part == 1) {
+        for (size_t i = 0; i < c->ngrants; i++) {
+            gsrv_grant *g = &c->grants[i];
+            if (g->fkid != m.fkid || !g->cs)
+                continue;
+            char path[64];
+            snprintf(path, sizeof(path), "/proc/self/fd/%d", g->f->cfd);
+            int fd = open(path, O_RDWR | O_CLOEXEC);
+            if (fd < 0)
+                return -errno;
+            gp_DIRECT_COPEN_rep_encode(
+                &rep->w, &(gp_DIRECT_COPEN_rep){.base = 0,
+                                                .size = gsrv_fork_size(g->f)});
+            rep->pass_fd = fd;
+            return 0;
+        }
+        return GFS_EBADID;
+    }
+    rc = grants_room(c);
+    if (rc)
+        return rc;
+    gsrv_fork *f;
+    rc = gsrv_fork_get(m.fkid, &f);
+    if (rc)
+        return rc;
+    pthread_rwlock_wrlock(&f->rw); /* rule 1 */
+    if (f->cfd < 0) /* plain direct writers would not keep the CRCs */
+        rc = gsrv_fork_direct(f) ? GFS_EDIRECT : gsrv_csum_create(f);
+    int fd = rc ? rc : reopen(f, write);
+    if (fd >= 0) {
+        if (__atomic_load_n(&f->direct_w, __ATOMIC_RELAXED) == 0)
+            gsrv_cache_drop_fork(f->fkid);
+        __atomic_add_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
+    }
+    pthread_rwlock_unlock(&f->rw);
+    if (fd < 0) {
+        gsrv_fork_put(f);
+        return fd;
+    }
+    c->grants[c->ngrants++] = (gsrv_grant){m.fkid, write, true, f};
+    gp_DIRECT_COPEN_rep_encode(
+        &rep->w, &(gp_DIRECT_COPEN_rep){.base = 0, .size = gsrv_fork_size(f)});
     rep->pass_fd = fd;
     return 0;
 }
@@ -186,7 +268,7 @@ int gsrv_op_DIRECT_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
             continue;
         gsrv_grant mine = *g;
         c->grants[i] = c->grants[--c->ngrants];
-        release(&mine);
+        release(&mine, false);
         gsrv_iostat_count(c, true, m.written);
         gsrv_iostat_count(c, false, m.read);
         return 0;
@@ -197,7 +279,7 @@ int gsrv_op_DIRECT_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 void gsrv_direct_drop_conn(gsrv_conn *c)
 {
     for (size_t i = 0; i < c->ngrants; i++)
-        release(&c->grants[i]);
+        release(&c->grants[i], true);
     free(c->grants);
     c->grants = NULL;
     c->ngrants = c->capgrants = 0;

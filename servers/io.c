@@ -539,6 +539,8 @@ static int write_windows(io_req *q)
         rc = q->f->cfd >= 0 ? gsrv_csum_update(q->f, q->bno, q->blk, q->nb) : 0;
         if (!rc)
             rc = gsrv_disk_write_wait(q->dptr, q->nb);
+        if (!rc && q->f->cfd >= 0)
+            rc = gsrv_csum_settled(q->f, q->bno, q->nb);
         put_window(q, rc != 0);
         if (rc)
             return rc;
@@ -628,7 +630,8 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
          * bytes past our old size) */
         for (size_t i = 0; i < q->n; i++)
             q->it[i].mem = (char *)item_data(q, &q->it[i]);
-        rc = gx_fd_write(q->f->fd, 0, q->it, q->n);
+        rc = q->f->cfd >= 0 ? gsrv_csum_bypass_write(q->f, q->it, q->n)
+                            : gx_fd_write(q->f->fd, 0, q->it, q->n);
         if (rc)
             goto out_free;
         q->size = gsrv_fork_size(q->f);
@@ -776,7 +779,8 @@ static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep)
         goto out_free;
     for (size_t i = 0; i < q->n; i++)
         q->it[i].mem = (char *)q->staged + q->it[i].src;
-    rc = gx_fd_read(q->f->fd, 0, q->it, q->n, NULL);
+    rc = q->f->cfd >= 0 ? gsrv_csum_bypass_read(q->f, q->it, q->n)
+                        : gx_fd_read(q->f->fd, 0, q->it, q->n, NULL);
     if (rc)
         goto out_free;
     if (q->cwire)
@@ -814,6 +818,11 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     /* counted once the reply is ready, like a write: a failed read moved
      * nothing */
     pthread_rwlock_rdlock(&q->f->rw);
+    if (q->f->cfd >= 0 && gsrv_fork_direct(q->f)) {
+        /* checksummed, same-host clients: exclusively (csum.c, bypass) */
+        pthread_rwlock_unlock(&q->f->rw);
+        pthread_rwlock_wrlock(&q->f->rw);
+    }
     q->locked = true;
     q->size = gsrv_fork_size(q->f);
     q->limit = q->size;

@@ -51,10 +51,15 @@ def flip(path, at, bit=0x04):
         f.write(bytes([b[0] ^ bit]))
 
 
-def put_checksummed(c, tmp_path, name, size=5 * UNIT + 1234):
+# The server path, whatever GALLEY_TRANSPORT says: for what only the
+# server does (its cache, the wire's CRCs, its own crash point).
+SERVER_PATH = {"GALLEY_TRANSPORT": "tcp"}
+
+
+def put_checksummed(c, tmp_path, name, size=5 * UNIT + 1234, env=None):
     src = tmp_path / ("src-" + name.replace("/", "_"))
     src.write_bytes(os.urandom(size))
-    cp = c.galley("put", "-C", "-n", c.n, src, name)
+    cp = c.galley("put", "-C", "-n", c.n, src, name, env=env)
     assert cp.returncode == 0, describe(cp)
     return src
 
@@ -167,7 +172,7 @@ def test_scrub_finds_flip_no_read_touched(make_cluster, tmp_path):
     """The server still has the chunk in its cache (reads would be served
     from there): scrub reads the disk and finds the flip anyway."""
     c = make_cluster(n=2)
-    src = put_checksummed(c, tmp_path, "s/f", size=4 * UNIT)
+    src = put_checksummed(c, tmp_path, "s/f", size=4 * UNIT, env=SERVER_PATH)
     flip(data_files(c, 1)[0], 3 * CHUNK + 5)
     cp = c.galley("scrub")
     assert cp.returncode == 1, describe(cp)
@@ -177,9 +182,15 @@ def test_scrub_finds_flip_no_read_touched(make_cluster, tmp_path):
     assert "1 checksummed files, 2 forks, 8 chunks checked, 1 failed" in \
         cp.stdout
     assert "chunk 3 (bytes 98304..131071) failed its checksum" in c.log(1)
-    # reads are served from the cache the write filled
-    cp, out = get(c, tmp_path, "s/f")
+    # reads through the server are served from the cache the write filled
+    cp, out = get(c, tmp_path, "s/f", env=SERVER_PATH)
     assert cp.returncode == 0 and out.read_bytes() == src.read_bytes()
+    # a same-host client reading the file itself checks the disk's bytes
+    # (proto/csfile.h): the flip fails its read
+    cp, out = get(c, tmp_path, "s/f", env={"GALLEY_TRANSPORT": "direct"})
+    assert cp.returncode == 1, describe(cp)
+    assert "failed its checksum on the I/O server's disk" in cp.stderr
+    assert not out.exists()
 
 
 def test_sidecar_goes_with_the_file(make_cluster, tmp_path):
@@ -203,7 +214,7 @@ def test_wire_flip_client_to_server(make_cluster, tmp_path):
     src = tmp_path / "src"
     src.write_bytes(os.urandom(3 * UNIT + 17))
     cp = c.galley("put", "-C", src, "w/once",
-                  env={"GALLEY_TEST_FLIP_WIRE": "1"})
+                  env={"GALLEY_TEST_FLIP_WIRE": "1", **SERVER_PATH})
     assert cp.returncode == 0, describe(cp)
     assert "write data failed its checksum in transit" in \
         c.log(0) + c.log(1)
@@ -212,7 +223,7 @@ def test_wire_flip_client_to_server(make_cluster, tmp_path):
         describe(cp)
 
     cp = c.helper("t_checksum", "overwrite", "w/once", 100, 5000, 4,
-                  env={"GALLEY_TEST_FLIP_WIRE": "1000"})
+                  env={"GALLEY_TEST_FLIP_WIRE": "1000", **SERVER_PATH})
     assert cp.returncode == 1 and "-1041" in cp.stdout, describe(cp)
     cp, out = get(c, tmp_path, "w/once")
     assert cp.returncode == 0 and out.read_bytes() == src.read_bytes(), \
@@ -228,7 +239,8 @@ def test_wire_flip_server_to_client(make_cluster, tmp_path):
     c = make_cluster(n=1, env={"GALLEY_TEST_FLIP_WIRE": "1"})
     src = tmp_path / "src"
     src.write_bytes(os.urandom(2 * UNIT))
-    noflip = {"GALLEY_TEST_FLIP_WIRE": "0"}  # the clients' own switch off
+    # the clients' own switch off; replies come over the wire
+    noflip = {"GALLEY_TEST_FLIP_WIRE": "0", **SERVER_PATH}
     cp = c.galley("put", "-C", src, "r/once", env=noflip)
     assert cp.returncode == 0, describe(cp)
     cp, out = get(c, tmp_path, "r/once", env=noflip)
@@ -258,7 +270,8 @@ def test_crash_between_checksum_and_data(make_cluster, tmp_path):
     c.env["GALLEY_TEST_CRASH_AFTER_CRC"] = "1"
     c.start()
     # partial chunks at both ends, one whole chunk between
-    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9)
+    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9,
+                  env=SERVER_PATH)
     assert cp.returncode == 1, describe(cp)
     assert "exiting between the checksums and the data" in c.log(0)
     c.expect_dead.add(0)
@@ -270,7 +283,8 @@ def test_crash_between_checksum_and_data(make_cluster, tmp_path):
     cp = c.galley("scrub")
     assert cp.returncode == 0, describe(cp)
 
-    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9)
+    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9,
+                  env=SERVER_PATH)
     assert cp.stdout.strip() == "ok", describe(cp)
     c.stop()
     c.start()

@@ -58,7 +58,6 @@
 #include "csfile.h"
 #include "dial.h"
 #include "fdio.h"
-#include "gfault.h"
 #include "gsend.h"
 
 #include <errno.h>
@@ -89,9 +88,13 @@ static uint64_t write_min(void)
 typedef struct dgrant {
     int server;
     uint64_t fkid;
-    int rfd, wfd;   /* read-only / writable descriptor, or -1 */
-    int cfd;        /* a checksummed fork's CRC sidecar (DIRECT_COPEN), or -1 */
-    bool cs;        /* granted by DIRECT_COPEN: its CRCs are ours to keep */
+    int rfd, wfd; /* read-only / writable descriptor, or -1 */
+    int cfd;      /* a checksummed fork's CRC sidecar (DIRECT_COPEN), or -1 */
+    bool cs;      /* granted by DIRECT_COPEN: its CRCs are ours to keep */
+    /* cs: held around each transfer, because this process's threads share
+     * one open file description of the sidecar, and its chunk locks
+     * (csfile.h) are the description's, not the thread's */
+    pthread_mutex_t cs_lock;
     uint64_t base;  /* the fork's byte 0 in the file */
     int inuse;      /* requests moving data through it now */
     uint64_t wrote; /* bytes moved, reported at release */
@@ -437,6 +440,7 @@ static int grant_get(gc_conn *c, uint64_t fkid, bool write, bool cs,
                       .wfd = -1,
                       .cfd = -1,
                       .cs = cs};
+        pthread_mutex_init(&g->cs_lock, NULL);
         g->next = D.grants;
         D.grants = g;
     }
@@ -540,13 +544,26 @@ void gc_direct_shutdown(void)
 
 /* -------------------------------------------------------------- data -- */
 
-/* The test-only crash point of a same-host client's checksummed write,
- * between its CRCs and its data: GALLEY_TEST_CLIENT_CRASH_AFTER_CRC=1
- * (galleyd's is GALLEY_TEST_CRASH_AFTER_CRC, servers/csum.c). */
-static void crash_point(void)
+/* The test-only crash points of a same-host client's checksummed write
+ * (csfile.h: gp_cs_write's between): GALLEY_TEST_CLIENT_CRASH_AFTER_CRC=1
+ * exits between its CRCs and its data, =2 halfway through its data (a
+ * chunk half written).  galleyd's is GALLEY_TEST_CRASH_AFTER_CRC
+ * (servers/csum.c). */
+static long crash_stage(void)
 {
-    static long left = -1;
-    if (gp_fault_take(&left, "GALLEY_TEST_CLIENT_CRASH_AFTER_CRC"))
+    static long v = -1;
+    long s = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (s < 0) {
+        const char *t = getenv("GALLEY_TEST_CLIENT_CRASH_AFTER_CRC");
+        s = t ? atol(t) : 0;
+        __atomic_store_n(&v, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+
+static void crash_point(int stage)
+{
+    if (crash_stage() == stage + 1)
         _exit(99);
 }
 
@@ -612,10 +629,12 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     if (!rc && g->cs &&
         (g->base || (write && (!gx_sorted(e, n) || !gx_disjoint(e, n))))) {
         rc = GC_DECLINE; /* a layout or an overlap csfile.h does not take */
-    } else if (!rc && g->cs && write) { /* keeping the CRCs (csfile.h) */
-        rc = gp_cs_write(fd, g->cfd, e, n, &bad, crash_point);
-    } else if (!rc && g->cs) {
-        rc = gp_cs_read(fd, g->cfd, e, n, &bad);
+    } else if (!rc && g->cs) { /* keeping the CRCs (csfile.h) */
+        pthread_mutex_lock(&g->cs_lock);
+        rc = write ? gp_cs_write(fd, g->cfd, e, n, &bad,
+                                 crash_stage() > 0 ? crash_point : NULL)
+                   : gp_cs_read(fd, g->cfd, e, n, &bad);
+        pthread_mutex_unlock(&g->cs_lock);
     } else if (!rc && write) {
         rc = gx_fd_write(fd, g->base, e, n);
     } else if (!rc) {

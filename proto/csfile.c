@@ -206,7 +206,7 @@ static int write_span(int fd, const gx_ext *e, size_t n, size_t i, uint64_t lo,
  * caller; i: the first piece ending after b0's start. */
 static int write_run(int fd, int cfd, const gx_ext *e, size_t n, size_t i,
                      uint64_t b0, uint64_t b1, uint8_t **buf, uint64_t *bad,
-                     void (*between)(void))
+                     void (*between)(int))
 {
     uint8_t ent[GP_CS_RUN * GP_CS_ENT];
     int rc = gp_cs_read_entries(cfd, b0, b1 - b0, ent);
@@ -244,9 +244,17 @@ static int write_run(int fd, int cfd, const gx_ext *e, size_t n, size_t i,
         rc = write_full(cfd, b0 * GP_CS_ENT, ent, (b1 - b0) * GP_CS_ENT);
     if (rc)
         return rc;
-    if (between)
-        between();
-    rc = write_span(fd, e, n, i, b0 * BS, b1 * BS);
+    if (between) { /* the test-only crash points: before, and halfway */
+        uint64_t mid = (b0 + b1) * BS / 2;
+        between(0);
+        rc = write_span(fd, e, n, i, b0 * BS, mid);
+        if (!rc)
+            between(1);
+        if (!rc)
+            rc = write_span(fd, e, n, first_after(e, n, i, mid), mid, b1 * BS);
+    } else {
+        rc = write_span(fd, e, n, i, b0 * BS, b1 * BS);
+    }
     if (rc || !changed)
         return rc;
     /* settled: {new, new}, so an entry with two CRCs marks a write in
@@ -260,7 +268,7 @@ static int write_run(int fd, int cfd, const gx_ext *e, size_t n, size_t i,
 }
 
 int gp_cs_write(int fd, int cfd, const gx_ext *e, size_t n, uint64_t *bad,
-                void (*between)(void))
+                void (*between)(int))
 {
     uint8_t *buf = NULL;
     int rc = 0;

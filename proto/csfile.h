@@ -17,7 +17,8 @@
  * each other's half-written state.  OFD locks belong to the open file
  * description, not the process: each holder needs its own description
  * (the server's threads share one: the server takes the fork's rwlock
- * exclusively around these calls).  A holder killed with -9 drops its
+ * exclusively around these calls; a client's threads share one per fork:
+ * libgalley/transport_direct.c takes a mutex of the grant).  A holder killed with -9 drops its
  * locks with its descriptors.
  *
  * A write (gp_cs_write), chunk run by chunk run (GP_CS_RUN chunks): lock;
@@ -73,14 +74,15 @@ void gp_cs_unlock(int cfd, uint64_t bno, uint64_t n);
 
 /*
  * Write the pieces e[0..n) (gx_ext.mem; sorted by offset and disjoint)
- * and keep their chunks' entries, as above; between (if not NULL) is
- * called after each run's entries are written and before its data (the
- * test-only crash points).  0, GFS_ECHECKSUM (a chunk
+ * and keep their chunks' entries, as above; between (if not NULL: the
+ * test-only crash points) is called with 0 after each run's entries are
+ * written and before its data, and with 1 when half of the run's bytes
+ * (by offset) are written.  0, GFS_ECHECKSUM (a chunk
  * written in part failed its check: *bad is its number, nothing of its
  * run was written), or -errno.
  */
 int gp_cs_write(int fd, int cfd, const gx_ext *e, size_t n, uint64_t *bad,
-                void (*between)(void));
+                void (*between)(int));
 
 /*
  * Read the pieces e[0..n) (sorted by offset; overlaps allowed), zeros

@@ -92,8 +92,10 @@ bool gsrv_csum_fault_flip(void)
     return gp_fault_take(&flips_left, "GALLEY_TEST_FLIP_WIRE");
 }
 
-static void fault_crash_point(void)
+static void fault_crash_point(int stage)
 {
+    if (stage) /* halfway through the data: only clients stop there */
+        return;
     if (crash_after_crc < 0)
         crash_after_crc = env_num("GALLEY_TEST_CRASH_AFTER_CRC") > 0;
     if (crash_after_crc) {
@@ -219,7 +221,7 @@ int gsrv_csum_update(gsrv_fork *f, const uint64_t *bno, gsrv_block **blk,
             return w < 0 ? -errno : -EIO;
         i = j;
     }
-    fault_crash_point();
+    fault_crash_point(0);
     return 0;
 }
 
@@ -352,7 +354,10 @@ static void log_bad_chunk(const gsrv_fork *f, uint64_t bno)
 int gsrv_csum_bypass_write(gsrv_fork *f, const gx_ext *e, size_t n)
 {
     uint64_t bad = 0;
-    int rc = gp_cs_write(f->fd, f->cfd, e, n, &bad, fault_crash_point);
+    if (crash_after_crc < 0)
+        crash_after_crc = env_num("GALLEY_TEST_CRASH_AFTER_CRC") > 0;
+    int rc = gp_cs_write(f->fd, f->cfd, e, n, &bad,
+                         crash_after_crc ? fault_crash_point : NULL);
     if (rc == GFS_ECHECKSUM)
         log_bad_chunk(f, bad);
     return rc;

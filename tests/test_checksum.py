@@ -11,11 +11,13 @@ between a write's checksums and its data)."""
 import os
 import re
 import struct
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import assert_helper_ok, describe
+from conftest import assert_helper_ok, describe, helper_path
 from gproto_const import OP
 from test_protocol import Conn, extent, find_record, s16, u32, u64
 from test_transport import LocalConn
@@ -364,3 +366,184 @@ def test_raw_messages(cluster, uniq, tmp_path):
     assert status == -ENODATA, status
     c.close()
     t.close()
+
+
+# ------------------------------------------------ the same-host direct path
+
+DIRECT = {"GALLEY_TRANSPORT": "direct"}
+
+
+def test_direct_write_checked_and_flip_found(make_cluster, tmp_path):
+    """A same-host client writes a checksummed file itself (proto/csfile.h):
+    the CRCs it stores are the ones the server checks (scrub clean, reads
+    through the server right); a byte flipped on disk then fails direct
+    and server reads alike, the server logging the chunk; a partial write
+    into the bad chunk fails rather than blessing it; a whole-chunk write
+    repairs it."""
+    c = make_cluster(n=1)
+    src = put_checksummed(c, tmp_path, "dd/f", size=6 * CHUNK + 4321,
+                          env=DIRECT)
+    good = src.read_bytes()
+    cp = c.galley("scrub", "dd/f")
+    assert cp.returncode == 0 and "0 failed" in cp.stdout, describe(cp)
+    for env in (DIRECT, SERVER_PATH):
+        cp, out = get(c, tmp_path, "dd/f", env=env)
+        assert cp.returncode == 0 and out.read_bytes() == good, describe(cp)
+    # a direct overwrite across chunks, partial at both ends
+    cp = c.helper("t_checksum", "overwrite", "dd/f", CHUNK + 7, 2 * CHUNK,
+                  11, env=DIRECT)
+    assert cp.stdout.strip() == "ok", describe(cp)
+    cp = c.galley("scrub", "dd/f")
+    assert cp.returncode == 0, describe(cp)
+
+    c.kill(0)
+    flip(data_files(c, 0)[0], 4 * CHUNK + 99)
+    c.restart(0)
+    for env in (DIRECT, SERVER_PATH):
+        cp, out = get(c, tmp_path, "dd/f", env=env)
+        assert cp.returncode == 1, describe(cp)
+        assert "failed its checksum on the I/O server's disk" in cp.stderr
+        assert not out.exists()
+    assert "chunk 4 (bytes 131072..163839) failed its checksum" in c.log(0)
+    cp = c.helper("t_checksum", "overwrite", "dd/f", 4 * CHUNK + 10, 100, 3,
+                  env=DIRECT)
+    assert cp.returncode == 1 and "-1040" in cp.stdout, describe(cp)
+    cp = c.helper("t_checksum", "overwrite", "dd/f", 4 * CHUNK, CHUNK, 5,
+                  env=DIRECT)
+    assert cp.stdout.strip() == "ok", describe(cp)
+    cp = c.galley("scrub", "dd/f")
+    assert cp.returncode == 0, describe(cp)
+    cp, out = get(c, tmp_path, "dd/f", env=DIRECT)
+    assert cp.returncode == 0, describe(cp)
+    got = out.read_bytes()
+    assert got[:CHUNK + 7] == good[:CHUNK + 7]
+    assert got[5 * CHUNK:] == good[5 * CHUNK:]
+
+
+def test_direct_crash_between_checksum_and_data(make_cluster, tmp_path):
+    """A same-host writer dies after its CRCs are stored and before its
+    data (the client's test-only crash point; that it fires at all shows
+    the write took the direct path): the file reads back as it was, with
+    no false error, in the server too; the same write then succeeds."""
+    c = make_cluster(n=1)
+    src = put_checksummed(c, tmp_path, "dk/f", size=4 * CHUNK + 100)
+    before = src.read_bytes()
+    crash = {"GALLEY_TEST_CLIENT_CRASH_AFTER_CRC": "1", **DIRECT}
+    cp = c.helper("t_checksum", "overwrite", "dk/f", CHUNK - 10, CHUNK + 20,
+                  9, env=crash)
+    assert cp.returncode == 99, describe(cp)
+    for env in (DIRECT, SERVER_PATH):
+        cp, out = get(c, tmp_path, "dk/f", env=env)
+        assert cp.returncode == 0 and out.read_bytes() == before, describe(cp)
+    cp = c.galley("scrub", "dk/f")
+    assert cp.returncode == 0, describe(cp)
+    c.stop()
+    c.start()
+    cp = c.helper("t_checksum", "overwrite", "dk/f", CHUNK - 10, CHUNK + 20,
+                  9, env=DIRECT)
+    assert cp.stdout.strip() == "ok", describe(cp)
+    cp, out = get(c, tmp_path, "dk/f", env=SERVER_PATH)
+    assert cp.returncode == 0, describe(cp)
+    got = out.read_bytes()
+    assert got[:CHUNK - 10] == before[:CHUNK - 10]
+    assert got[2 * CHUNK + 10:] == before[2 * CHUNK + 10:]
+    assert got[CHUNK - 10:2 * CHUNK + 10] != before[CHUNK - 10:2 * CHUNK + 10]
+    assert "failed its checksum" not in c.log(0)
+
+
+def test_direct_writer_dies_inside_a_chunk(make_cluster, tmp_path):
+    """A same-host writer dies halfway through its data (the client's
+    test-only crash point 2), leaving chunk 1 half new and half old, as a
+    plain file would be: galleyd, seeing the writer gone, takes that
+    chunk's CRC from the disk and logs it; every read then succeeds with
+    the bytes on disk, and the untouched chunks are still checked."""
+    c = make_cluster(n=1)
+    src = put_checksummed(c, tmp_path, "dt/f", size=4 * CHUNK)
+    before = src.read_bytes()
+    crash = {"GALLEY_TEST_CLIENT_CRASH_AFTER_CRC": "2", **DIRECT}
+    cp = c.helper("t_checksum", "overwrite", "dt/f", CHUNK - 10, CHUNK + 20,
+                  9, env=crash)
+    assert cp.returncode == 99, describe(cp)
+    mid = 3 * CHUNK // 2  # the write's run is chunks 0..2: half of it
+    for env in (DIRECT, SERVER_PATH):
+        cp, out = get(c, tmp_path, "dt/f", env=env)
+        assert cp.returncode == 0, describe(cp)
+        got = out.read_bytes()
+        assert got[:CHUNK - 10] == before[:CHUNK - 10]
+        assert got[mid:] == before[mid:]
+        assert got[CHUNK - 10:mid] != before[CHUNK - 10:mid]
+    assert re.search(r"chunk 1 was being written when its same-host writer "
+                     r"died", c.log(0)), c.log(0)
+    cp = c.galley("scrub", "dt/f")
+    assert cp.returncode == 0, describe(cp)
+    # a flip in a chunk nobody was writing is still found
+    c.kill(0)
+    flip(data_files(c, 0)[0], 3 * CHUNK + 1)
+    c.restart(0)
+    cp = c.galley("scrub", "dt/f")
+    assert cp.returncode == 1 and "1 of 4 chunks FAILED" in cp.stdout, \
+        describe(cp)
+
+
+def test_concurrent_direct_and_server_writers(make_cluster, tmp_path):
+    """Four writers of one checksummed fork at once, two writing it
+    themselves and two through the server, their 4 KiB pieces interleaved
+    so that every 32 KiB chunk has pieces of all four (each write is a
+    partial chunk: read, checked, CRC'd anew): every byte is the last
+    round's, whichever path reads it, and the CRCs are all right."""
+    c = make_cluster(n=1)
+    n, piece, count, rounds = 4, 4096, 64, 40
+    put_checksummed(c, tmp_path, "cw/f", size=n * piece * count)
+    procs = []
+    for k in range(n):
+        env = dict(c.env)
+        env.update(DIRECT if k % 2 == 0 else SERVER_PATH)
+        procs.append(subprocess.Popen(
+            [helper_path("t_checksum"), "pieces", "cw/f", str(k), str(n),
+             str(piece), str(count), str(rounds)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0 and out.strip() == "ok", (out, err)
+    for env in (DIRECT, SERVER_PATH):
+        cp = c.helper("t_checksum", "checkpieces", "cw/f", n, piece, count,
+                      rounds, env=env)
+        assert cp.stdout.strip() == "ok", describe(cp)
+    cp = c.galley("scrub", "cw/f")
+    assert cp.returncode == 0, describe(cp)
+    assert "failed its checksum" not in c.log(0)
+
+
+def test_direct_writer_killed(make_cluster, tmp_path):
+    """kill -9 of a same-host writer in the middle of rewriting a
+    checksummed file over and over: no false error afterwards, and every
+    chunk holds one write's bytes or the other's (a chunk it was inside
+    may hold some of each, as a plain file would; galleyd then takes its
+    CRC from the disk and says so).  Never a byte neither write had."""
+    c = make_cluster(n=1)
+    size = 4 << 20
+    put_checksummed(c, tmp_path, "kw/f", size=size)
+    env = dict(c.env)
+    env.update(DIRECT)
+    for attempt in range(3):
+        p = subprocess.Popen(
+            [helper_path("t_checksum"), "loop", "kw/f", str(size)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        for _ in range(2 + attempt):  # into a write, at different points
+            line = p.stdout.readline()
+            assert line.startswith("round"), (line, p.stderr.read())
+        time.sleep(0.01 * attempt)
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
+        for e in (DIRECT, SERVER_PATH):
+            cp = c.helper("t_checksum", "chunks", "kw/f", size, env=e)
+            assert cp.returncode == 0, describe(cp)
+            letters = cp.stdout.split()[0]
+            assert len(letters) == size // CHUNK
+            assert set(letters) <= set("ABM"), letters
+        cp = c.galley("scrub", "kw/f")
+        assert cp.returncode == 0, describe(cp)

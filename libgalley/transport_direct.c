@@ -34,6 +34,13 @@
  * the server bypass its cache for that fork until it is released; a fork only
  * read gets a read-only one and changes nothing there.
  *
+ * Checksummed forks (x->csum): the grant comes from DIRECT_COPEN with the
+ * fork's CRC sidecar beside the file, and the data moves through
+ * proto/csfile.c (chunk locks on the sidecar, CRCs from and checks before
+ * the application's buffer) instead of gx_fd_*; a list of overlapping
+ * write pieces, and a chunk that fails its check, go to the server
+ * (which then says so and logs it).
+ *
  * Descriptors: asked for lazily, on a fork's first direct request, over a
  * separate authenticated Unix-socket connection per server (the "grant
  * channel": ancillary data needs recvmsg, and the connection's reply

@@ -18,8 +18,8 @@
  * description, not the process: each holder needs its own description
  * (the server's threads share one: the server takes the fork's rwlock
  * exclusively around these calls; a client's threads share one per fork:
- * libgalley/transport_direct.c takes a mutex of the grant).  A holder killed with -9 drops its
- * locks with its descriptors.
+ * libgalley/transport_direct.c takes a mutex of the grant).  A holder killed
+ * with -9 drops its locks with its descriptors.
  *
  * A write (gp_cs_write), chunk run by chunk run (GP_CS_RUN chunks): lock;
  * for a chunk the pieces cover wholly, its CRC from the caller's memory;

@@ -39,10 +39,18 @@
  *    cached), the request answers GFS_ECHECKSUM and the log names the
  *    fork, chunk and byte range.  Blocks already in the cache were
  *    checked when read, or made by a checked write.
- * 6. Not here: same-host clients' descriptors (direct.c refuses a
- *    checksummed fork: every byte of it goes through this server) and
- *    cross-memory copies (clients send checksummed forks' data inline
- *    with IO_CWRITE / IO_CREAD, whose CRC covers the data in transit).
+ * 6. Same-host clients (direct.c: DIRECT_COPEN) read and write a
+ *    checksummed fork's file themselves and keep these entries
+ *    themselves, with proto/csfile.c, under per-chunk locks on the
+ *    sidecar's entries; while any holds the fork, this server's own
+ *    reads and writes of it bypass the cache and use the same code
+ *    ("bypass" below).  Every finished write settles its entries to
+ *    {new, new} (write_windows: gsrv_csum_settled; csfile.c likewise), so
+ *    an entry with two CRCs marks a write in flight: when a same-host
+ *    writer dies holding the fork, gsrv_csum_settle_dead looks at exactly
+ *    those chunks.  Cross-memory copies never carry checksummed data
+ *    (clients send it inline with IO_CWRITE / IO_CREAD, whose CRC covers
+ *    the data in transit).
  *
  * Test-only fault switches, read once from the environment:
  *   GALLEY_TEST_FLIP_WIRE=N     flip one bit of the data of the first N
@@ -51,6 +59,8 @@
  *   GALLEY_TEST_CRASH_AFTER_CRC=1  _exit in the first write of a
  *                               checksummed fork after its sidecar entries
  *                               are written and before its data is
+ *                               (same-host clients have their own:
+ *                               libgalley/transport_direct.c)
  * Never set them outside the tests.
  *
  * Threads: handler threads with the fork's rw lock held as stated per

@@ -1,7 +1,8 @@
 /*
- * direct.c -- DIRECT_OPEN / DIRECT_CLOSE: a client on this host, running
- * as this server's user, gets a descriptor of a fork's Unix file and moves
- * the fork's data itself with pread / pwrite (libgalley/direct.c), the way
+ * direct.c -- DIRECT_OPEN / DIRECT_COPEN / DIRECT_CLOSE: a client on this
+ * host, running as this server's user, gets a descriptor of a fork's Unix
+ * file (and, checksummed, of its CRC sidecar) and moves the fork's data
+ * itself with pread / pwrite (libgalley/direct.c), the way
  * Linux NFS LOCALIO hands a same-host client the server's open file and
  * HDFS short-circuit reads pass a block file's descriptor over a Unix
  * socket.  The data no longer passes through this process: no round trip,

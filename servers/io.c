@@ -59,9 +59,12 @@
  * 8. IO_CWRITE / IO_CREAD (checksummed forks, csum.c): a write's data is
  *    checked against the client's CRC before anything else is done, and
  *    the window's chunk checksums are stored before its blocks are
- *    written through (write_windows); a block the cache reads from disk
- *    is checked in cache.c, whatever the opcode.  IO_CREAD always takes
- *    the staged path of 5, so its CRC covers exactly the bytes sent.
+ *    written through (write_windows) and settled after; a block the cache
+ *    reads from disk is checked in cache.c, whatever the opcode.  While
+ *    same-host clients hold a checksummed fork (7), its reads and writes
+ *    go through csum.c's bypass calls (chunk-locked and checked as the
+ *    clients' are), with the rwlock exclusive for reads too.  IO_CREAD always
+ * takes the staged path of 5, so its CRC covers exactly the bytes sent.
  */
 #include "gsrv_internal.h"
 #include "fdio.h"

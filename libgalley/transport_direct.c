@@ -610,6 +610,8 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
      * access is forced */
     if (rc == GFS_EDIRECT || (rc && gc_transport() != GFS_TRANSPORT_DIRECT))
         return GC_DECLINE;
+    if (rc == -ENOSYS && x->csum) /* a server without DIRECT_COPEN */
+        return GC_DECLINE;
     if (rc) {
         x->status = rc;
         return 0;

@@ -54,10 +54,12 @@
  *    write goes to the file with exactly its pieces' bytes (gx_fd_write,
  *    fdio.h), never a block with the bytes around them, which a direct
  *    writer may have changed -- except in locked mode, where it writes
- *    under OFD locks and may sieve like the locked holders (direct.c); a read
- * comes from the file into one reply buffer (gx_fd_read); the size is the
- * file's.  A failed write rolls nothing back (the file may hold direct writes
- * past our old size).
+ *    under OFD locks and may sieve like the locked holders (direct.c),
+ *    and for a checksummed fork, never in locked mode, whose writes and
+ *    reads take its chunk locks (csum.c, bypass); a read comes from the
+ *    file into one reply buffer (gx_fd_read); the size is the file's.  A
+ *    failed write rolls nothing back (the file may hold direct writes
+ *    past our old size).
  * 8. IO_CWRITE / IO_CREAD (checksummed forks, csum.c): a write's data is
  *    checked against the client's CRC before anything else is done, and
  *    the window's chunk checksums are stored before its blocks are

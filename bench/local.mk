@@ -21,3 +21,8 @@ noinst_PROGRAMS += bench/mdbench
 bench_mdbench_SOURCES = bench/mdbench.c bench/bench_stats.h
 bench_mdbench_LDADD = libgalley/libgalley.la
 EXTRA_DIST += bench/run-mdbench
+
+# csumbench: checksummed beside plain calls, one client, no MPI.
+noinst_PROGRAMS += bench/csumbench
+bench_csumbench_SOURCES = bench/csumbench.c bench/bench_stats.h
+bench_csumbench_LDADD = libgalley/libgalley.la

@@ -638,8 +638,9 @@ int gc_conn_transport(gc_conn *c)
 /* May a transport take x whole (transport.h: xfer)? */
 static bool xfer_offered(const gc_xfer *x)
 {
-    if (x->csum) /* the stream carries its CRCs: gc_conn_io_submit */
-        return false;
+    /* a checksummed fork's transfer: the direct transport keeps its
+     * CRCs itself (proto/csfile.h) or declines it to the stream, which
+     * carries them (gc_conn_io_submit) */
     /* a replicated fork's copy: its server is what the copies'
      * acknowledgement rule talks to (repl.c), never the direct path */
     return !x->rkid && !x->server_path;
@@ -686,12 +687,11 @@ int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)
         ch->req.state = GC_REQ_DONE;
         return ch->req.status = rc;
     }
-    /* Where checksummed forks leave the transports' data paths (with
-     * gc_conn_xfer, which declines them):
-     * neither the direct path (the server could not check or store the
-     * CRCs of bytes it never sees) nor cross-memory attach (no CRC would
-     * cover the copy) -- their data travels with its CRC in the stream,
-     * which every transport's connection has. */
+    /* Where checksummed forks leave the transports' data paths: a chunk
+     * of theirs never goes by cross-memory attach (no CRC would cover
+     * the copy) -- their data travels with its CRC in the stream, which
+     * every transport's connection has.  (Whole transfers may go direct:
+     * gc_conn_xfer.) */
     if (ch->csum)
         return gc_stream_io_submit(c, op, ch);
     return t->io_submit(c, op, ch);

@@ -48,6 +48,14 @@
  * once (direct_prepare: the requests, then the replies), so it waits for
  * one round trip, not one per server.
  *
+ * Checksummed forks (x->csum): the grant comes from DIRECT_COPEN with the
+ * fork's CRC sidecar beside the file, and the data moves through
+ * proto/csfile.c (chunk locks on the sidecar, CRCs from and checks before
+ * the application's buffer) instead of gx_fd_*; a list of overlapping
+ * write pieces, and a chunk that fails its check, go to the server
+ * (which then says so and logs it), and so do small pieces, never sieved
+ * here (servers/direct.c, rule 7: such a fork is never in locked mode).
+ *
  * Descriptors: asked for lazily, on a fork's first direct request, over a
  * separate authenticated Unix-socket connection per server (the "grant
  * channel": ancillary data needs recvmsg, and the connection's reply
@@ -69,6 +77,7 @@
 #endif
 #include "transport.h"
 
+#include "csfile.h"
 #include "dial.h"
 #include "fdio.h"
 #include "gsend.h"
@@ -123,10 +132,14 @@ typedef struct dgrant {
     uint64_t fkid;
     int rfd, wfd; /* read-only / writable descriptor, or -1 */
     bool locked;  /* wfd is in locked mode: every write locks */
-    /* locked: held around each write, because the OFD locks that shut
-     * other processes out of a sieved span belong to the open file
-     * description, which this process's threads share */
-    pthread_mutex_t wlock;
+    int cfd;      /* a checksummed fork's CRC sidecar (DIRECT_COPEN), or -1 */
+    bool cs;      /* granted by DIRECT_COPEN: its CRCs are ours to keep */
+    /* held around each transfer that takes locks of an open file
+     * description: a checksummed grant's chunk locks on its sidecar
+     * (csfile.h), a locked-mode grant's OFD locks on the file that shut
+     * other processes out of a sieved span.  This process's threads share
+     * those descriptions, so the locks never shut them out of each other. */
+    pthread_mutex_t xlock;
     uint64_t base;  /* the fork's byte 0 in the file */
     int inuse;      /* requests moving data through it now */
     uint64_t wrote; /* bytes moved, reported at release */
@@ -136,7 +149,7 @@ typedef struct dgrant {
 
 static void grant_free(dgrant *g)
 {
-    pthread_mutex_destroy(&g->wlock);
+    pthread_mutex_destroy(&g->xlock);
     free(g);
 }
 
@@ -287,6 +300,8 @@ static void forget_server_locked(int server)
             close(g->rfd);
         if (g->wfd >= 0)
             close(g->wfd);
+        if (g->cfd >= 0)
+            close(g->cfd);
         grant_free(g);
     }
 }
@@ -327,6 +342,8 @@ static void atfork_child(void)
             close(g->rfd);
         if (g->wfd >= 0)
             close(g->wfd);
+        if (g->cfd >= 0)
+            close(g->cfd);
         grant_free(g);
     }
     chans_close_all();
@@ -400,43 +417,52 @@ static dgrant *grant_find_locked(int server, uint64_t fkid)
     return NULL;
 }
 
-/* Do we hold what `need` asks for of (server, fkid)?  1: yes, 0: ask the
- * server, GFS_EDIRECT: no, and asking would be refused (G_SIEVE while we
- * hold a writable descriptor not in locked mode: the server sieves). */
-static int grant_have_locked(const dgrant *g, int need)
+/* Do we hold what `need` asks for of (server, fkid), checksummed (cs) or
+ * not?  1: yes, 0: ask the server, GFS_EDIRECT: no, and asking would be
+ * refused (a grant of the other kind than asked; G_SIEVE while we hold a
+ * writable descriptor not in locked mode): the server path serves it. */
+static int grant_have_locked(const dgrant *g, int need, bool cs)
 {
     if (!g)
         return 0;
-    if (g->wfd >= 0 && need == G_SIEVE && !g->locked)
+    if (g->cs != cs || (g->wfd >= 0 && need == G_SIEVE && !g->locked))
         return GFS_EDIRECT;
     return need != G_READ ? g->wfd >= 0 : g->wfd >= 0 || g->rfd >= 0;
 }
 
-/* Send the request for `need` of fork fkid on ch: its id, or 0. */
-static uint64_t grant_ask(dchan *ch, uint64_t fkid, int need)
+/* Send the request for `need` of fork fkid on ch: its id, or 0.  cs: a
+ * checksummed fork's DIRECT_COPEN, part 0 (the file) or 1 (its sidecar);
+ * its clients never sieve. */
+static uint64_t grant_ask(dchan *ch, uint64_t fkid, int need, bool cs, int part)
 {
     gp_wbuf w;
     gp_wbuf_init(&w);
-    /* writable: DIRECT_WOPEN, which says whether the fork is in locked
-     * mode (servers/direct.c) */
-    if (need != G_READ)
+    uint16_t op;
+    if (cs) {
+        op = GP_OP_DIRECT_COPEN;
+        gp_DIRECT_COPEN_req_encode(
+            &w, &(gp_DIRECT_COPEN_req){.fkid = fkid,
+                                       .write = need != G_READ,
+                                       .part = (uint8_t)part});
+    } else if (need != G_READ) {
+        /* writable: DIRECT_WOPEN, which says whether the fork is in
+         * locked mode (servers/direct.c) */
+        op = GP_OP_DIRECT_WOPEN;
         gp_DIRECT_WOPEN_req_encode(
             &w, &(gp_DIRECT_WOPEN_req){.fkid = fkid, .sieve = need == G_SIEVE});
-    else
+    } else {
+        op = GP_OP_DIRECT_OPEN;
         gp_DIRECT_OPEN_req_encode(&w, &(gp_DIRECT_OPEN_req){.fkid = fkid});
-    uint64_t id = w.err ? 0
-                        : chan_send(ch,
-                                    need != G_READ ? GP_OP_DIRECT_WOPEN
-                                                   : GP_OP_DIRECT_OPEN,
-                                    &w);
+    }
+    uint64_t id = w.err ? 0 : chan_send(ch, op, &w);
     gp_wbuf_free(&w);
     return id;
 }
 
-/* The reply to grant_ask's request id, kept in the table: 0 with *gp, or
- * an error (GFS_EDIRECT: refused). */
+/* The reply to grant_ask's request id (part 0): its descriptor kept in
+ * the table, 0 with *gp, or an error (GFS_EDIRECT: refused). */
 static int grant_take_locked(dchan *ch, uint64_t id, int server, uint64_t fkid,
-                             int need, dgrant **gp)
+                             int need, bool cs, dgrant **gp)
 {
     bool write = need != G_READ;
     uint8_t out[64];
@@ -447,11 +473,11 @@ static int grant_take_locked(dchan *ch, uint64_t id, int server, uint64_t fkid,
     if (!rc) {
         gp_rbuf r;
         gp_rbuf_init(&r, out, outlen);
-        gp_DIRECT_OPEN_rep ro;
-        if (fd < 0 || (write ? gp_DIRECT_WOPEN_rep_decode(&r, &m)
-                             : gp_DIRECT_OPEN_rep_decode(&r, &ro)))
+        gp_DIRECT_OPEN_rep ro; /* DIRECT_COPEN's has its form */
+        if (fd < 0 || (write && !cs ? gp_DIRECT_WOPEN_rep_decode(&r, &m)
+                                    : gp_DIRECT_OPEN_rep_decode(&r, &ro)))
             rc = GFS_EPROTO;
-        else if (!write)
+        else if (!write || cs)
             m.base = ro.base;
     }
     dgrant *g = grant_find_locked(server, fkid);
@@ -464,8 +490,13 @@ static int grant_take_locked(dchan *ch, uint64_t id, int server, uint64_t fkid,
         return rc;
     }
     if (fresh) {
-        *g = (dgrant){.server = server, .fkid = fkid, .rfd = -1, .wfd = -1};
-        pthread_mutex_init(&g->wlock, NULL);
+        *g = (dgrant){.server = server,
+                      .fkid = fkid,
+                      .rfd = -1,
+                      .wfd = -1,
+                      .cfd = -1,
+                      .cs = cs};
+        pthread_mutex_init(&g->xlock, NULL);
         g->next = D.grants;
         D.grants = g;
     }
@@ -479,11 +510,52 @@ static int grant_take_locked(dchan *ch, uint64_t id, int server, uint64_t fkid,
     return 0;
 }
 
+/* A checksummed grant g just given for `need`: its sidecar (DIRECT_COPEN
+ * part 1) if we lack it; without it the file's grant is given back.  0 or
+ * an error. */
+static int grant_sidecar_locked(dchan *ch, dgrant *g, int need)
+{
+    if (g->cfd >= 0)
+        return 0;
+    bool write = need != G_READ;
+    uint8_t out[64];
+    uint32_t outlen = 0;
+    int cfd = -1;
+    int rc = chan_finish(ch, grant_ask(ch, g->fkid, need, true, 1), out,
+                         sizeof(out), &outlen, &cfd);
+    if (!rc) {
+        gp_rbuf r;
+        gp_rbuf_init(&r, out, outlen);
+        gp_DIRECT_COPEN_rep cm;
+        if (cfd < 0 || gp_DIRECT_COPEN_rep_decode(&r, &cm))
+            rc = GFS_EPROTO;
+    }
+    if (!rc) {
+        g->cfd = cfd;
+        return 0;
+    }
+    if (cfd >= 0)
+        close(cfd);
+    int *fd = write ? &g->wfd : &g->rfd;
+    close(*fd);
+    *fd = -1;
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_DIRECT_CLOSE_req_encode(
+        &w, &(gp_DIRECT_CLOSE_req){.fkid = g->fkid, .write = write});
+    if (!w.err && ch->fd >= 0)
+        chan_call_fd(ch, GP_OP_DIRECT_CLOSE, &w, out, sizeof(out), &outlen,
+                     NULL);
+    gp_wbuf_free(&w);
+    return rc;
+}
+
 /* Pin a descriptor of fork fkid on c's server for `need` (G_READ,
- * G_WRITE, G_SIEVE: writable and in locked mode): asked for if we have
- * none.  0 with *gp (release with grant_put), or an error (GFS_EDIRECT:
+ * G_WRITE, G_SIEVE: writable and in locked mode), of a checksummed fork
+ * (cs, DIRECT_COPEN: with its sidecar) or not: asked for if we have none.
+ * 0 with *gp (release with grant_put), or an error (GFS_EDIRECT:
  * refused). */
-static int grant_get(gc_conn *c, uint64_t fkid, int need, dgrant **gp)
+static int grant_get(gc_conn *c, uint64_t fkid, int need, bool cs, dgrant **gp)
 {
     int server;
     const char *host, *port;
@@ -493,14 +565,17 @@ static int grant_get(gc_conn *c, uint64_t fkid, int need, dgrant **gp)
     int rc;
     dchan *ch = chan_get_locked(c, &rc); /* also drops void grants */
     dgrant *g = grant_find_locked(server, fkid);
-    int have = grant_have_locked(g, need);
+    int have = grant_have_locked(g, need, cs);
     if (have < 0 || (!have && !ch)) {
         rc = have < 0 ? have : rc;
         goto out_unlock;
     }
-    if (!have)
-        rc = grant_take_locked(ch, grant_ask(ch, fkid, need), server, fkid,
-                               need, &g);
+    if (!have) {
+        rc = grant_take_locked(ch, grant_ask(ch, fkid, need, cs, 0), server,
+                               fkid, need, cs, &g);
+        if (!rc && cs)
+            rc = grant_sidecar_locked(ch, g, need);
+    }
     if (!rc) {
         g->inuse++;
         *gp = g;
@@ -526,6 +601,10 @@ static void grant_put(dgrant *g, bool write, uint64_t bytes)
 static void grant_close_locked(dgrant *g)
 {
     dchan *ch = g->server < D.nchan ? &D.chan[g->server] : NULL;
+    if (g->cfd >= 0) { /* no grant of its own: goes with the file's */
+        close(g->cfd);
+        g->cfd = -1;
+    }
     for (int k = 0; k < 2; k++) {
         int *fd = k ? &g->wfd : &g->rfd;
         if (*fd < 0)
@@ -591,6 +670,29 @@ void gc_direct_shutdown(void)
 
 /* -------------------------------------------------------------- data -- */
 
+/* The test-only crash points of a same-host client's checksummed write
+ * (csfile.h: gp_cs_write's between): GALLEY_TEST_CLIENT_CRASH_AFTER_CRC=1
+ * exits between its CRCs and its data, =2 halfway through its data (a
+ * chunk half written).  galleyd's is GALLEY_TEST_CRASH_AFTER_CRC
+ * (servers/csum.c). */
+static long crash_stage(void)
+{
+    static long v = -1;
+    long s = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (s < 0) {
+        const char *t = getenv("GALLEY_TEST_CLIENT_CRASH_AFTER_CRC");
+        s = t ? atol(t) : 0;
+        __atomic_store_n(&v, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+
+static void crash_point(int stage)
+{
+    if (crash_stage() == stage + 1)
+        _exit(99);
+}
+
 /* Pieces per transfer sorted on the stack (more: one allocation). */
 #define SMALL_PIECES 16
 
@@ -621,15 +723,20 @@ static int xfer_need(int op, const gc_xfer *x, uint64_t *bytesp, uint64_t *endp)
     if (!bytes)
         return -1;
     /* small pieces: sieved under locks, or else the server's (the whole
-     * transfer takes one path, so its pieces land in list order) */
+     * transfer takes one path, so its pieces land in list order); a
+     * checksummed fork's always the server's, which never sieves them
+     * (servers/direct.c, rule 7) */
     bool sieve = write && bytes / nonempty < write_min();
-    if (sieve && (!sieve_on() || (end - start) / GC_SIEVE_SPARSE > bytes))
+    if (sieve &&
+        (x->csum || !sieve_on() || (end - start) / GC_SIEVE_SPARSE > bytes))
         return -2;
     return sieve ? G_SIEVE : write ? G_WRITE : G_READ;
 }
 
 /* transport.h: prepare.  The requests for every missing grant first, one
- * per server, then their replies. */
+ * per server, then their replies.  Checksummed forks are left to
+ * direct_xfer: their grant is two requests in turn (the file, then its
+ * sidecar). */
 static void direct_prepare(int op, gc_xfer *x, gc_conn *const *cs, size_t nx)
 {
     struct dask {
@@ -641,7 +748,7 @@ static void direct_prepare(int op, gc_xfer *x, gc_conn *const *cs, size_t nx)
     pthread_mutex_lock(&D.lock);
     for (size_t i = 0; i < nx && na < GC_PREPARE_MAX; i++) {
         uint64_t bytes, end;
-        int need = cs[i] && gc_conn_owned(cs[i])
+        int need = cs[i] && gc_conn_owned(cs[i]) && !x[i].csum
                        ? xfer_need(op, &x[i], &bytes, &end)
                        : -1;
         int server, rc;
@@ -653,17 +760,17 @@ static void direct_prepare(int op, gc_xfer *x, gc_conn *const *cs, size_t nx)
         for (size_t k = 0; k < na; k++)
             asking = asking || ask[k].server == server;
         dchan *ch = asking ? NULL : chan_get_locked(cs[i], &rc);
-        if (!ch ||
-            grant_have_locked(grant_find_locked(server, x[i].fkid), need) != 0)
+        if (!ch || grant_have_locked(grant_find_locked(server, x[i].fkid), need,
+                                     false) != 0)
             continue;
-        uint64_t id = grant_ask(ch, x[i].fkid, need);
+        uint64_t id = grant_ask(ch, x[i].fkid, need, false, 0);
         if (id)
             ask[na++] = (struct dask){server, need, x[i].fkid, id};
     }
     for (size_t k = 0; k < na; k++) { /* failures: xfer asks again */
         dgrant *g;
         grant_take_locked(&D.chan[ask[k].server], ask[k].id, ask[k].server,
-                          ask[k].fkid, ask[k].need, &g);
+                          ask[k].fkid, ask[k].need, false, &g);
     }
     pthread_mutex_unlock(&D.lock);
 }
@@ -680,11 +787,13 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     if (need == -2)
         return GC_DECLINE;
     dgrant *g = NULL;
-    int rc = grant_get(c, x->fkid, need, &g);
+    int rc = grant_get(c, x->fkid, need, x->csum, &g);
     /* refused for this fork (servers/direct.c: fork_direct_ok), in every
      * mode: the server path serves it; other failures too unless direct
      * access is forced */
     if (rc == GFS_EDIRECT || (rc && gc_transport() != GFS_TRANSPORT_DIRECT))
+        return GC_DECLINE;
+    if (rc == -ENOSYS && x->csum) /* a server without DIRECT_COPEN */
         return GC_DECLINE;
     if (rc) {
         x->status = rc;
@@ -707,17 +816,30 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     }
     int fd = write ? g->wfd : g->wfd >= 0 ? g->wfd : g->rfd;
     uint64_t size = end; /* at least; only reads need it */
-    if (!rc && write && g->locked) {
-        pthread_mutex_lock(&g->wlock);
+    bool eof = !write;
+    uint64_t bad;
+    if (!rc && g->cs &&
+        (g->base || (write && (!gx_sorted(e, n) || !gx_disjoint(e, n))))) {
+        rc = GC_DECLINE; /* a layout or an overlap csfile.h does not take */
+    } else if (!rc && g->cs) { /* keeping the CRCs (csfile.h) */
+        pthread_mutex_lock(&g->xlock);
+        rc = write ? gp_cs_write(fd, g->cfd, e, n, &bad,
+                                 crash_stage() > 0 ? crash_point : NULL)
+                   : gp_cs_read(fd, g->cfd, e, n, &bad);
+        pthread_mutex_unlock(&g->xlock);
+    } else if (!rc && write && g->locked) {
+        pthread_mutex_lock(&g->xlock);
         rc = gx_fd_write_locked(fd, g->base, e, n, true);
-        pthread_mutex_unlock(&g->wlock);
+        pthread_mutex_unlock(&g->xlock);
     } else if (!rc && write) {
         rc = gx_fd_write(fd, g->base, e, n);
     } else if (!rc) {
-        bool eof = false;
-        struct stat st;
+        eof = false;
         rc = gx_fd_read(fd, g->base, e, n, &eof);
-        if (!rc && eof && fstat(fd, &st) == 0)
+    }
+    if (!rc && !write) {
+        struct stat st;
+        if (eof && fstat(fd, &st) == 0)
             size = (uint64_t)st.st_size > g->base
                        ? (uint64_t)st.st_size - g->base
                        : 0;
@@ -725,6 +847,10 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     grant_put(g, write, rc ? 0 : bytes);
     if (sorted && sorted != small)
         free(sorted);
+    /* a chunk that failed its check: the server path says so and logs
+     * it (a write wrote nothing of that chunk's run) */
+    if (rc == GC_DECLINE || rc == GFS_ECHECKSUM)
+        return GC_DECLINE;
     x->status = rc;
     x->fork_size = rc ? 0 : size;
     return 0;

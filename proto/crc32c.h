@@ -5,8 +5,11 @@
  *
  * crc32c(crc, p, n) continues a CRC: start with 0, feed pieces in order;
  * crc32c(crc32c(0, a, na), b, nb) == crc32c(0, ab, na + nb).  Uses the
- * SSE4.2 crc32 instruction where the CPU has it (checked once), else a
- * byte table; both give the same values (tests/unit/test_crc32c.c).
+ * SSE4.2 crc32 instruction where the CPU has it (checked once), for
+ * buffers of 1 KiB and more carry-less multiplication folding on 512-bit
+ * registers where it has AVX-512 VPCLMULQDQ (GALLEY_CRC_NO_VPCLMUL set:
+ * not, for measuring), else a byte table; all give the same values
+ * (tests/unit/test_crc32c.c).
  *
  * Threads: any; the dispatch is chosen on first use, idempotently.
  */

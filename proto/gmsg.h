@@ -89,6 +89,7 @@
     X(IO_CREAD, 70, "IO_READ of a checksummed fork: the reply data's CRC32C")  \
     X(IO_CWRITE, 71, "IO_WRITE with the data's CRC32C, checked before it")     \
     X(SCRUB, 72, "verify every stored chunk of a fork against its CRC")        \
+    X(DIRECT_COPEN, 73, "DIRECT_OPEN of a checksummed fork: file or sidecar")  \
     X(SUB_CREATE_FORK, 80, "SUB_CREATE and a first fork, one log commit")      \
     X(NS_LEASE, 81, "NS_LOOKUP, and a lease on the record for a client")       \
     X(NS_COMMIT_LEASE, 82, "NS_COMMIT, and a lease on the new record")         \
@@ -302,6 +303,14 @@
 
 #define GP_IO_CWRITE_REQ(F) F(u64, fkid) F(u32, crc) F(segs, segs) F(data, data)
 #define GP_IO_CWRITE_REP(F) F(u64, size)
+
+/* DIRECT_COPEN: DIRECT_OPEN for a checksummed fork's same-host client,
+ * which then keeps the CRCs itself (proto/csfile.h; servers/direct.c).
+ * part 0: the fork's file (read-only unless write; the fork becomes
+ * checksummed if it was not), DIRECT_CLOSE'd as DIRECT_OPEN's; part 1:
+ * its CRC sidecar (read-write), for a connection holding part 0. */
+#define GP_DIRECT_COPEN_REQ(F) F(u64, fkid) F(u8, write) F(u8, part)
+#define GP_DIRECT_COPEN_REP(F) F(u64, base) F(u64, size)
 
 #define GP_SCRUB_REQ(F) F(u64, fkid)
 #define GP_SCRUB_REP(F) F(u64, chunks) F(u64, bad) F(u64, first_bad)

@@ -5,7 +5,8 @@ proto_libgproto_la_SOURCES = proto/gproto.c proto/gproto.h \
 	proto/fdio.c proto/fdio.h \
 	proto/gauth.c proto/gauth.h \
 	proto/gerror.c proto/gerror.h proto/fnv.h proto/gclock.h \
-	proto/crc32c.c proto/crc32c.h proto/gfault.h
+	proto/crc32c.c proto/crc32c.h proto/gfault.h \
+	proto/csfile.c proto/csfile.h
 # the cluster secret's MAC and random numbers come from libsodium
 proto_libgproto_la_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 proto_libgproto_la_LIBADD = $(SODIUM_LIBS)

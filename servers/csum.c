@@ -39,10 +39,18 @@
  *    cached), the request answers GFS_ECHECKSUM and the log names the
  *    fork, chunk and byte range.  Blocks already in the cache were
  *    checked when read, or made by a checked write.
- * 6. Not here: same-host clients' descriptors (direct.c refuses a
- *    checksummed fork: every byte of it goes through this server) and
- *    cross-memory copies (clients send checksummed forks' data inline
- *    with IO_CWRITE / IO_CREAD, whose CRC covers the data in transit).
+ * 6. Same-host clients (direct.c: DIRECT_COPEN) read and write a
+ *    checksummed fork's file themselves and keep these entries
+ *    themselves, with proto/csfile.c, under per-chunk locks on the
+ *    sidecar's entries; while any holds the fork, this server's own
+ *    reads and writes of it bypass the cache and use the same code
+ *    ("bypass" below).  Every finished write settles its entries to
+ *    {new, new} (write_windows: gsrv_csum_settled; csfile.c likewise), so
+ *    an entry with two CRCs marks a write in flight: when a same-host
+ *    writer dies holding the fork, gsrv_csum_settle_dead looks at exactly
+ *    those chunks.  Cross-memory copies never carry checksummed data
+ *    (clients send it inline with IO_CWRITE / IO_CREAD, whose CRC covers
+ *    the data in transit).
  *
  * Test-only fault switches, read once from the environment:
  *   GALLEY_TEST_FLIP_WIRE=N     flip one bit of the data of the first N
@@ -51,6 +59,8 @@
  *   GALLEY_TEST_CRASH_AFTER_CRC=1  _exit in the first write of a
  *                               checksummed fork after its sidecar entries
  *                               are written and before its data is
+ *                               (same-host clients have their own:
+ *                               libgalley/transport_direct.c)
  * Never set them outside the tests.
  *
  * Threads: handler threads with the fork's rw lock held as stated per
@@ -61,6 +71,7 @@
 #include "subfile_internal.h"
 
 #include "crc32c.h"
+#include "csfile.h"
 #include "gfault.h"
 
 #include <errno.h>
@@ -72,19 +83,9 @@
 #include <unistd.h>
 
 #define BS ((uint64_t)GSRV_BLOCK_SIZE)
-#define ENT 8 /* sidecar bytes per chunk */
+#define ENT GP_CS_ENT /* sidecar bytes per chunk */
 
-static uint32_t zero_crc(void)
-{
-    static uint32_t z;
-    static int done;
-    if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        static const uint8_t zeros[GSRV_BLOCK_SIZE];
-        z = gp_crc32c(0, zeros, sizeof(zeros));
-        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-    }
-    return z;
-}
+_Static_assert(GSRV_BLOCK_SIZE == GP_CS_CHUNK, "a chunk is a cache block");
 
 static long env_num(const char *name)
 {
@@ -101,8 +102,10 @@ bool gsrv_csum_fault_flip(void)
     return gp_fault_take(&flips_left, "GALLEY_TEST_FLIP_WIRE");
 }
 
-static void fault_crash_point(void)
+static void fault_crash_point(int stage)
 {
+    if (stage) /* halfway through the data: only clients stop there */
+        return;
     if (crash_after_crc < 0)
         crash_after_crc = env_num("GALLEY_TEST_CRASH_AFTER_CRC") > 0;
     if (crash_after_crc) {
@@ -118,51 +121,6 @@ static void sidecar_file(uint64_t fkid, char *out, size_t len)
     size_t n = strlen(out); /* "...IDX.dat" -> "...IDX.crc" */
     if (n > 4)
         memcpy(out + n - 4, ".crc", 4);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int k = 0; k < 4; k++)
-        p[k] = (uint8_t)(v >> (8 * k));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-
-/* Entries [bno, bno + n) into e (holes and the end read as zeros). */
-static int read_entries(int cfd, uint64_t bno, size_t n, uint8_t *e)
-{
-    memset(e, 0, n * ENT);
-    ssize_t got = pread(cfd, e, n * ENT, (off_t)(bno * ENT));
-    return got < 0 ? -errno : 0;
-}
-
-/* Chunk bno of the data file, zero-padded, into buf (BS bytes). */
-static int read_chunk(int fd, uint64_t bno, uint8_t *buf)
-{
-    size_t have = 0;
-    while (have < BS) {
-        ssize_t got =
-            pread(fd, buf + have, BS - have, (off_t)(bno * BS + have));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return -errno;
-        if (got == 0)
-            break;
-        have += (size_t)got;
-    }
-    memset(buf + have, 0, BS - have);
-    return 0;
-}
-
-static bool entry_ok(const uint8_t *e, uint32_t crc)
-{
-    uint32_t z = zero_crc();
-    return crc == (get32(e) ^ z) || crc == (get32(e + 4) ^ z);
 }
 
 /* ------------------------------------------------------------- open ---- */
@@ -196,11 +154,10 @@ int gsrv_csum_create(gsrv_fork *f)
     if (n && !buf)
         rc = -ENOMEM;
     for (uint64_t b = 0; b < n && !rc; b++) {
-        rc = read_chunk(f->fd, b, buf);
+        rc = gp_cs_read_chunk(f->fd, b, buf);
         uint8_t e[ENT];
-        uint32_t c = rc ? 0 : gp_crc32c(0, buf, BS) ^ zero_crc();
-        put32(e, c);
-        put32(e + 4, c);
+        uint32_t c = rc ? 0 : gp_crc32c(0, buf, BS);
+        gp_cs_put(e, c, c);
         if (!rc && pwrite(cfd, e, ENT, (off_t)(b * ENT)) != ENT)
             rc = -EIO;
     }
@@ -225,22 +182,27 @@ void gsrv_csum_unlink(uint64_t fkid)
 
 /* ----------------------------------------------------------- verify ---- */
 
-int gsrv_csum_verify(int cfd, uint64_t fkid, uint64_t bno, const uint8_t *blk)
+static void log_bad(uint64_t fkid, uint64_t bno, uint32_t crc, uint32_t stored)
 {
-    uint8_t e[ENT];
-    int rc = read_entries(cfd, bno, 1, e);
-    if (rc)
-        return rc;
-    uint32_t crc = gp_crc32c(0, blk, BS);
-    if (entry_ok(e, crc))
-        return 0;
     gsrv_log(0,
              "fork %" PRIx64 " (sub/%" PRIu64 "/%" PRIu32
              ".dat): chunk %" PRIu64 " (bytes %" PRIu64 "..%" PRIu64
              ") failed its checksum: crc "
              "%08x, stored %08x",
              fkid, gsrv_fkid_hid(fkid), gsrv_fkid_idx(fkid), bno, bno * BS,
-             (bno + 1) * BS - 1, crc, get32(e) ^ zero_crc());
+             (bno + 1) * BS - 1, crc, stored);
+}
+
+int gsrv_csum_verify(int cfd, uint64_t fkid, uint64_t bno, const uint8_t *blk)
+{
+    uint8_t e[ENT];
+    int rc = gp_cs_read_entries(cfd, bno, 1, e);
+    if (rc)
+        return rc;
+    uint32_t crc = gp_crc32c(0, blk, BS);
+    if (gp_cs_ok(e, crc))
+        return 0;
+    log_bad(fkid, bno, crc, gp_cs_cur(e));
     return GFS_ECHECKSUM;
 }
 
@@ -249,32 +211,106 @@ int gsrv_csum_verify(int cfd, uint64_t fkid, uint64_t bno, const uint8_t *blk)
 int gsrv_csum_update(gsrv_fork *f, const uint64_t *bno, gsrv_block **blk,
                      size_t n)
 {
-    uint32_t z = zero_crc();
     size_t i = 0;
     while (i < n) {
         size_t j = i + 1; /* a run of consecutive chunks: one pwrite */
         while (j < n && bno[j] == bno[j - 1] + 1 && j - i < 1024)
             j++;
         uint8_t e[1024 * ENT];
-        int rc = read_entries(f->cfd, bno[i], j - i, e);
+        int rc = gp_cs_read_entries(f->cfd, bno[i], j - i, e);
         if (rc)
             return rc;
         for (size_t k = i; k < j; k++) {
             uint8_t *p = e + (k - i) * ENT;
-            uint32_t c = gp_crc32c(0, blk[k]->data, BS) ^ z;
-            if (c != get32(p)) {
-                put32(p + 4, get32(p)); /* what the disk holds until the
-                                         * data is written */
-                put32(p, c);
-            }
+            uint32_t c = gp_crc32c(0, blk[k]->data, BS), cur = gp_cs_cur(p);
+            if (c != cur) /* the disk holds cur until the data is written */
+                gp_cs_put(p, c, cur);
         }
         ssize_t w = pwrite(f->cfd, e, (j - i) * ENT, (off_t)(bno[i] * ENT));
         if (w != (ssize_t)((j - i) * ENT))
             return w < 0 ? -errno : -EIO;
         i = j;
     }
-    fault_crash_point();
+    fault_crash_point(0);
     return 0;
+}
+
+/* After blocks bno[0..n)'s data is written: their entries settled to
+ * {cur, cur}, so that two CRCs in an entry mark a write in flight
+ * (csfile.h does the same; gsrv_csum_settle_dead reads it). */
+int gsrv_csum_settled(gsrv_fork *f, const uint64_t *bno, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && bno[j] == bno[j - 1] + 1 && j - i < 1024)
+            j++;
+        uint8_t e[1024 * ENT];
+        int rc = gp_cs_read_entries(f->cfd, bno[i], j - i, e);
+        if (rc)
+            return rc;
+        for (size_t k = 0; k < j - i; k++)
+            gp_cs_put(e + k * ENT, gp_cs_cur(e + k * ENT),
+                      gp_cs_cur(e + k * ENT));
+        ssize_t w = pwrite(f->cfd, e, (j - i) * ENT, (off_t)(bno[i] * ENT));
+        if (w != (ssize_t)((j - i) * ENT))
+            return w < 0 ? -errno : -EIO;
+        i = j;
+    }
+    return 0;
+}
+
+/*
+ * A same-host client died holding a writable grant of the fork (direct.c;
+ * rw held exclusively): a write it was inside may have left a chunk half
+ * new, half old -- what a plain file holds after a writer killed in a
+ * write, and no damage.  Its entry still has two CRCs (every finished
+ * write settles its entries), so every such chunk is looked at, under
+ * its lock (live writers finish theirs first): matching either CRC, it
+ * is settled to that one; matching neither, it is the torn write, logged,
+ * and its CRC is taken from the bytes on disk.  Chunks with one CRC are
+ * not touched: a flip in them is still found.
+ */
+void gsrv_csum_settle_dead(gsrv_fork *f)
+{
+    off_t len = lseek(f->cfd, 0, SEEK_END);
+    uint64_t n = len > 0 ? (uint64_t)len / ENT : 0;
+    uint8_t *buf = malloc(BS);
+    if (!buf)
+        return;
+    for (uint64_t b0 = 0; b0 < n; b0 += 1024) {
+        uint8_t e[1024 * ENT];
+        size_t m = n - b0 < 1024 ? (size_t)(n - b0) : 1024;
+        if (gp_cs_read_entries(f->cfd, b0, m, e))
+            break;
+        for (size_t k = 0; k < m; k++) {
+            uint8_t *p = e + k * ENT;
+            if (!memcmp(p, p + 4, 4))
+                continue; /* settled */
+            uint64_t b = b0 + k;
+            if (gp_cs_lock(f->cfd, b, 1, true))
+                continue;
+            uint8_t cur[ENT];
+            if (!gp_cs_read_entries(f->cfd, b, 1, cur) &&
+                memcmp(cur, cur + 4, 4) && !gp_cs_read_chunk(f->fd, b, buf)) {
+                uint32_t crc = gp_crc32c(0, buf, BS);
+                if (!gp_cs_ok(cur, crc))
+                    gsrv_log(0,
+                             "fork %" PRIx64 ": chunk %" PRIu64
+                             " was being written when its same-host writer "
+                             "died; its checksum is made from the bytes on "
+                             "disk",
+                             f->fkid, b);
+                gp_cs_put(cur, crc, crc);
+                if (pwrite(f->cfd, cur, ENT, (off_t)(b * ENT)) != ENT)
+                    gsrv_log(0,
+                             "fork %" PRIx64 ": cannot settle chunk %" PRIu64,
+                             f->fkid, b);
+            }
+            gp_cs_unlock(f->cfd, b, 1);
+        }
+    }
+    free(buf);
 }
 
 /* The fork was cut or grown to size (its data file already was; rw held
@@ -282,23 +318,67 @@ int gsrv_csum_update(gsrv_fork *f, const uint64_t *bno, gsrv_block **blk,
 int gsrv_csum_truncate(gsrv_fork *f, uint64_t size)
 {
     uint64_t n = (size + BS - 1) / BS;
+    /* same-host writers (csfile.h) hold chunks by their entries' locks */
+    uint64_t from = n ? n - 1 : 0;
+    int rc = gp_cs_lock(f->cfd, from, 0, true);
+    if (rc)
+        return rc;
     if (ftruncate(f->cfd, (off_t)(n * ENT)) < 0)
-        return -errno;
-    if (size % BS == 0)
-        return 0;
-    uint8_t *buf = malloc(BS);
-    if (!buf)
-        return -ENOMEM;
-    int rc = read_chunk(f->fd, n - 1, buf);
-    if (!rc) {
+        rc = -errno;
+    uint8_t *buf = NULL;
+    if (!rc && size % BS && !(buf = malloc(BS)))
+        rc = -ENOMEM;
+    if (!rc && buf)
+        rc = gp_cs_read_chunk(f->fd, n - 1, buf);
+    if (!rc && buf) {
         uint8_t e[ENT];
-        uint32_t c = gp_crc32c(0, buf, BS) ^ zero_crc();
-        put32(e, c);
-        put32(e + 4, c);
+        uint32_t c = gp_crc32c(0, buf, BS);
+        gp_cs_put(e, c, c);
         if (pwrite(f->cfd, e, ENT, (off_t)((n - 1) * ENT)) != ENT)
             rc = -EIO;
     }
     free(buf);
+    gp_cs_unlock(f->cfd, from, 0);
+    return rc;
+}
+
+/* ----------------------------------------------------------- bypass ---- */
+
+/* The fork's same-host clients move its data themselves (direct.c: a
+ * checksummed fork's grants all count in direct_w, and io.c bypasses the
+ * cache): the server's own reads and writes take the chunks' locks as
+ * they do (csfile.h), with f->rw held exclusively (its threads share one
+ * open file description of the sidecar, and OFD locks are per
+ * description). */
+static void log_bad_chunk(const gsrv_fork *f, uint64_t bno)
+{
+    uint8_t *buf = malloc(BS), e[ENT];
+    if (buf && !gp_cs_read_chunk(f->fd, bno, buf) &&
+        !gp_cs_read_entries(f->cfd, bno, 1, e))
+        log_bad(f->fkid, bno, gp_crc32c(0, buf, BS), gp_cs_cur(e));
+    else
+        log_bad(f->fkid, bno, 0, 0);
+    free(buf);
+}
+
+int gsrv_csum_bypass_write(gsrv_fork *f, const gx_ext *e, size_t n)
+{
+    uint64_t bad = 0;
+    if (crash_after_crc < 0)
+        crash_after_crc = env_num("GALLEY_TEST_CRASH_AFTER_CRC") > 0;
+    int rc = gp_cs_write(f->fd, f->cfd, e, n, &bad,
+                         crash_after_crc ? fault_crash_point : NULL);
+    if (rc == GFS_ECHECKSUM)
+        log_bad_chunk(f, bad);
+    return rc;
+}
+
+int gsrv_csum_bypass_read(gsrv_fork *f, const gx_ext *e, size_t n)
+{
+    uint64_t bad = 0;
+    int rc = gp_cs_read(f->fd, f->cfd, e, n, &bad);
+    if (rc == GFS_ECHECKSUM)
+        log_bad_chunk(f, bad);
     return rc;
 }
 
@@ -325,11 +405,21 @@ int gsrv_op_SCRUB(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
      * The fork's lock is held per chunk, so writers wait one chunk at
      * most; a chunk is read and checked with no write in between. */
     for (uint64_t b = 0; !rc; b++) {
-        pthread_rwlock_rdlock(&f->rw);
+        /* same-host writers: their chunk locks too (bypass, above) */
+        bool direct = gsrv_fork_direct(f);
+        if (direct)
+            pthread_rwlock_wrlock(&f->rw);
+        else
+            pthread_rwlock_rdlock(&f->rw);
+        direct = gsrv_fork_direct(f);
+        int v = direct ? gp_cs_lock(f->cfd, b, 1, false) : 0;
         bool past = b * BS >= gsrv_fork_size(f);
-        int v = past ? 0 : read_chunk(f->fd, b, buf);
+        if (!v && !past)
+            v = gp_cs_read_chunk(f->fd, b, buf);
         if (!past && !v)
             v = gsrv_csum_verify(f->cfd, f->fkid, b, buf);
+        if (direct)
+            gp_cs_unlock(f->cfd, b, 1);
         pthread_rwlock_unlock(&f->rw);
         if (past)
             break;

@@ -1,7 +1,8 @@
 /*
- * direct.c -- DIRECT_OPEN / DIRECT_CLOSE: a client on this host, running
- * as this server's user, gets a descriptor of a fork's Unix file and moves
- * the fork's data itself with pread / pwrite (libgalley/direct.c), the way
+ * direct.c -- DIRECT_OPEN / DIRECT_COPEN / DIRECT_CLOSE: a client on this
+ * host, running as this server's user, gets a descriptor of a fork's Unix
+ * file (and, checksummed, of its CRC sidecar) and moves the fork's data
+ * itself with pread / pwrite (libgalley/direct.c), the way
  * Linux NFS LOCALIO hands a same-host client the server's open file and
  * HDFS short-circuit reads pass a block file's descriptor over a Unix
  * socket.  The data no longer passes through this process: no round trip,
@@ -47,7 +48,7 @@
  * other writer can change the span meanwhile.  So while f->direct_lk > 0
  * every writer of the file locks what it writes with an exclusive OFD
  * lock (fdio.h: gx_fd_write_locked): each locked holder on its own open
- * file description, and io.c on ours.  Kept by three more rules:
+ * file description, and io.c on ours.  Kept by four more rules:
  *
  *   4. A fork enters locked mode only while every writable grant is
  *      locked (direct_w == direct_lk; a holder that does not lock would
@@ -58,6 +59,16 @@
  *   6. direct_lk changes with direct_w, under the rwlock held
  *      exclusively, so a server write (rwlock exclusive) sees one mode
  *      for all of its pieces.
+ *   7. A checksummed fork is never in locked mode, so its writers -- the
+ *      DIRECT_COPEN holders (csfile.h) and io.c's checksummed bypass --
+ *      need no data-file locks: DIRECT_WOPEN is refused for it
+ *      (fork_direct_ok, checked again under the rwlock), and a fork
+ *      becomes checksummed (DIRECT_COPEN, a first IO_CWRITE) only while
+ *      no writable grant is held.  A DIRECT_COPEN grant counts in
+ *      direct_w and never in direct_lk, as a writer that takes no
+ *      data-file locks, so rule 4 refuses locked mode while one is held;
+ *      DIRECT_COPEN is refused in locked mode.  A client never sieves a
+ *      checksummed fork: its small writes go to the server.
  *
  * A locked holder killed with -9 mid-write loses its locks with its last
  * descriptor of the description (ours is closed once sent, handler.c):
@@ -93,6 +104,7 @@ typedef struct gsrv_grant {
     uint64_t fkid;
     bool write;
     bool locked;  /* write, in locked mode */
+    bool cs;      /* DIRECT_COPEN: counted in direct_w, read-only or not */
     gsrv_fork *f; /* a reference (gsrv_fork_get) while granted */
 } gsrv_grant;
 
@@ -104,14 +116,14 @@ uint64_t gsrv_fork_file_size(const gsrv_fork *f)
     return __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
 }
 
-/* May f's data move directly?  The one place a fork is refused direct
- * access for what it is (a fork whose every write the server must see
- * itself); the client then uses the server path for it, whatever
- * GALLEY_TRANSPORT says.  A checksummed fork may not: its chunks' CRCs
- * are the server's to verify and keep, so every byte passes through it. */
+/* May f's data move directly with DIRECT_OPEN or DIRECT_WOPEN?  The one
+ * place a fork is refused plain direct access for what it is; the client
+ * then uses the server path for it, whatever GALLEY_TRANSPORT says.  A
+ * checksummed fork may not: a client that does not keep its CRCs would
+ * leave them stale.  Its clients ask with DIRECT_COPEN instead (below). */
 static bool fork_direct_ok(const gsrv_fork *f)
 {
-    return f->cfd < 0; /* checksummed: every byte through the server */
+    return f->cfd < 0; /* checksummed: DIRECT_COPEN only */
 }
 
 /* May this connection have descriptors? */
@@ -135,11 +147,14 @@ static int reopen(const gsrv_fork *f, bool write)
     return fd >= 0 ? fd : errno == ENOENT ? GFS_ESTALE : -errno;
 }
 
-static void release(gsrv_grant *g)
+/* dead: its holder never closed it (its connection ended). */
+static void release(gsrv_grant *g, bool dead)
 {
     gsrv_fork *f = g->f;
-    if (g->write) {
+    if (g->write || g->cs) {
         pthread_rwlock_wrlock(&f->rw);
+        if (dead && g->cs && g->write) /* a write it was inside (csum.c) */
+            gsrv_csum_settle_dead(f);
         if (__atomic_load_n(&f->direct_w, __ATOMIC_RELAXED) == 1)
             gsrv_fork_set_size(f, gsrv_fork_file_size(f)); /* rule 3 */
         if (g->locked)                                     /* rule 6 */
@@ -148,6 +163,22 @@ static void release(gsrv_grant *g)
         pthread_rwlock_unlock(&f->rw);
     }
     gsrv_fork_put(f);
+}
+
+/* Room for one more grant in c's table: 0 or an error. */
+static int grants_room(gsrv_conn *c)
+{
+    if (c->ngrants < c->capgrants)
+        return 0;
+    if (c->ngrants >= GSRV_MAX_OPENS_PER_CONN)
+        return -EMFILE;
+    size_t cap = c->capgrants ? 2 * c->capgrants : 16;
+    gsrv_grant *p = realloc(c->grants, cap * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    c->grants = p;
+    c->capgrants = cap;
+    return 0;
 }
 
 /* Grant c a descriptor of fork fkid: read-only, writable (write), in
@@ -159,18 +190,11 @@ static int grant(gsrv_conn *c, uint64_t fkid, bool write, bool may_lock,
 {
     if (!eligible(c))
         return GFS_EDIRECT;
-    if (c->ngrants == c->capgrants) {
-        if (c->ngrants >= GSRV_MAX_OPENS_PER_CONN)
-            return -EMFILE;
-        size_t cap = c->capgrants ? 2 * c->capgrants : 16;
-        gsrv_grant *p = realloc(c->grants, cap * sizeof(*p));
-        if (!p)
-            return -ENOMEM;
-        c->grants = p;
-        c->capgrants = cap;
-    }
+    int rc = grants_room(c);
+    if (rc)
+        return rc;
     gsrv_fork *f;
-    int rc = gsrv_fork_get(fkid, &f);
+    rc = gsrv_fork_get(fkid, &f);
     if (rc)
         return rc;
     if (!fork_direct_ok(f)) {
@@ -187,7 +211,9 @@ static int grant(gsrv_conn *c, uint64_t fkid, bool write, bool may_lock,
         pthread_rwlock_wrlock(&f->rw);
         uint32_t w = __atomic_load_n(&f->direct_w, __ATOMIC_RELAXED);
         uint32_t lk = __atomic_load_n(&f->direct_lk, __ATOMIC_RELAXED);
-        if ((sieve && lk < w) || (lk && !may_lock)) { /* rules 4, 5 */
+        /* rules 4, 5; and 7: checked again under rw, since a DIRECT_COPEN
+         * or a first IO_CWRITE may have made the fork checksummed */
+        if (!fork_direct_ok(f) || (sieve && lk < w) || (lk && !may_lock)) {
             pthread_rwlock_unlock(&f->rw);
             close(fd);
             gsrv_fork_put(f);
@@ -201,7 +227,7 @@ static int grant(gsrv_conn *c, uint64_t fkid, bool write, bool may_lock,
         __atomic_add_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
         pthread_rwlock_unlock(&f->rw);
     }
-    c->grants[c->ngrants++] = (gsrv_grant){fkid, write, *locked, f};
+    c->grants[c->ngrants++] = (gsrv_grant){fkid, write, *locked, false, f};
     rep->pass_fd = fd;
     return 0;
 }
@@ -243,6 +269,78 @@ int gsrv_op_DIRECT_WOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return 0;
 }
 
+/*
+ * DIRECT_COPEN: a checksummed fork for a client that keeps its CRCs
+ * itself (proto/csfile.h: every holder, this server included, takes the
+ * chunks' locks on the sidecar).  Part 0 is a grant as DIRECT_OPEN's,
+ * except that the fork is made checksummed if it is not yet (as by its
+ * first IO_CWRITE) and that every such grant, read-only too, counts in
+ * direct_w: while one is held, io.c's reads and writes of the fork
+ * bypass the cache and go through the same locked, checked calls
+ * (csum.c, bypass), since the cache path takes no chunk locks.  Part 1
+ * passes the sidecar (read-write: a writer's entries, a reader's shared
+ * locks) to a connection holding part 0 of the fork.  Its holders take
+ * no data-file locks, so its grants are never locked (rule 7).
+ */
+int gsrv_op_DIRECT_COPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_DIRECT_COPEN_req m;
+    int rc = gp_DIRECT_COPEN_req_decode(req, &m);
+    if (rc)
+        return rc;
+    if (!eligible(c))
+        return GFS_EDIRECT;
+    bool write = m.write != 0;
+    if (m.part > 1)
+        return -EINVAL;
+    if (m.part == 1) {
+        for (size_t i = 0; i < c->ngrants; i++) {
+            gsrv_grant *g = &c->grants[i];
+            if (g->fkid != m.fkid || !g->cs)
+                continue;
+            char path[64];
+            snprintf(path, sizeof(path), "/proc/self/fd/%d", g->f->cfd);
+            int fd = open(path, O_RDWR | O_CLOEXEC);
+            if (fd < 0)
+                return -errno;
+            gp_DIRECT_COPEN_rep_encode(
+                &rep->w, &(gp_DIRECT_COPEN_rep){.base = 0,
+                                                .size = gsrv_fork_size(g->f)});
+            rep->pass_fd = fd;
+            return 0;
+        }
+        return GFS_EBADID;
+    }
+    rc = grants_room(c);
+    if (rc)
+        return rc;
+    gsrv_fork *f;
+    rc = gsrv_fork_get(m.fkid, &f);
+    if (rc)
+        return rc;
+    pthread_rwlock_wrlock(&f->rw); /* rule 1 */
+    if (gsrv_fork_locked(f))       /* rule 7 */
+        rc = GFS_EDIRECT;
+    else if (f->cfd < 0) /* plain direct writers would not keep the CRCs */
+        rc = gsrv_fork_direct(f) ? GFS_EDIRECT : gsrv_csum_create(f);
+    int fd = rc ? rc : reopen(f, write);
+    if (fd >= 0) {
+        if (__atomic_load_n(&f->direct_w, __ATOMIC_RELAXED) == 0)
+            gsrv_cache_drop_fork(f->fkid);
+        __atomic_add_fetch(&f->direct_w, 1, __ATOMIC_RELEASE);
+    }
+    pthread_rwlock_unlock(&f->rw);
+    if (fd < 0) {
+        gsrv_fork_put(f);
+        return fd;
+    }
+    c->grants[c->ngrants++] = (gsrv_grant){m.fkid, write, false, true, f};
+    gp_DIRECT_COPEN_rep_encode(
+        &rep->w, &(gp_DIRECT_COPEN_rep){.base = 0, .size = gsrv_fork_size(f)});
+    rep->pass_fd = fd;
+    return 0;
+}
+
 int gsrv_op_DIRECT_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     (void)rep;
@@ -257,7 +355,7 @@ int gsrv_op_DIRECT_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
             continue;
         gsrv_grant mine = *g;
         c->grants[i] = c->grants[--c->ngrants];
-        release(&mine);
+        release(&mine, false);
         gsrv_iostat_count(c, true, m.written);
         gsrv_iostat_count(c, false, m.read);
         return 0;
@@ -268,7 +366,7 @@ int gsrv_op_DIRECT_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 void gsrv_direct_drop_conn(gsrv_conn *c)
 {
     for (size_t i = 0; i < c->ngrants; i++)
-        release(&c->grants[i]);
+        release(&c->grants[i], true);
     free(c->grants);
     c->grants = NULL;
     c->ngrants = c->capgrants = 0;

@@ -530,8 +530,20 @@ int gsrv_csum_verify(int cfd, uint64_t fkid, uint64_t bno, const uint8_t *blk);
 struct gsrv_block;
 int gsrv_csum_update(gsrv_fork *f, const uint64_t *bno, struct gsrv_block **blk,
                      size_t n);
+/* After they are written: the entries of blocks bno[0..n) settled. */
+int gsrv_csum_settled(gsrv_fork *f, const uint64_t *bno, size_t n);
+/* A same-host writer died holding the fork: settle what it was writing
+ * (rw held exclusively). */
+void gsrv_csum_settle_dead(gsrv_fork *f);
 /* After the data file was truncated to size (rw held exclusively). */
 int gsrv_csum_truncate(gsrv_fork *f, uint64_t size);
+/* While same-host clients hold the fork (gsrv_fork_direct): pieces
+ * (gx_ext.mem; writes sorted and disjoint, reads sorted) to or from its
+ * file, chunk-locked and checked as they do (proto/csfile.h), rw held
+ * exclusively.  0, GFS_ECHECKSUM (logged) or -errno. */
+struct gx_ext;
+int gsrv_csum_bypass_write(gsrv_fork *f, const struct gx_ext *e, size_t n);
+int gsrv_csum_bypass_read(gsrv_fork *f, const struct gx_ext *e, size_t n);
 /* Test-only: should this checksummed reply's data get a flipped bit? */
 bool gsrv_csum_fault_flip(void);
 

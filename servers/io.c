@@ -54,16 +54,21 @@
  *    write goes to the file with exactly its pieces' bytes (gx_fd_write,
  *    fdio.h), never a block with the bytes around them, which a direct
  *    writer may have changed -- except in locked mode, where it writes
- *    under OFD locks and may sieve like the locked holders (direct.c); a read
- * comes from the file into one reply buffer (gx_fd_read); the size is the
- * file's.  A failed write rolls nothing back (the file may hold direct writes
- * past our old size).
+ *    under OFD locks and may sieve like the locked holders (direct.c),
+ *    and for a checksummed fork, never in locked mode, whose writes and
+ *    reads take its chunk locks (csum.c, bypass); a read comes from the
+ *    file into one reply buffer (gx_fd_read); the size is the file's.  A
+ *    failed write rolls nothing back (the file may hold direct writes
+ *    past our old size).
  * 8. IO_CWRITE / IO_CREAD (checksummed forks, csum.c): a write's data is
  *    checked against the client's CRC before anything else is done, and
  *    the window's chunk checksums are stored before its blocks are
- *    written through (write_windows); a block the cache reads from disk
- *    is checked in cache.c, whatever the opcode.  IO_CREAD always takes
- *    the staged path of 5, so its CRC covers exactly the bytes sent.
+ *    written through (write_windows) and settled after; a block the cache
+ *    reads from disk is checked in cache.c, whatever the opcode.  While
+ *    same-host clients hold a checksummed fork (7), its reads and writes
+ *    go through csum.c's bypass calls (chunk-locked and checked as the
+ *    clients' are), with the rwlock exclusive for reads too.  IO_CREAD always
+ * takes the staged path of 5, so its CRC covers exactly the bytes sent.
  */
 #include "gsrv_internal.h"
 #include "fdio.h"
@@ -534,6 +539,8 @@ static int write_windows(io_req *q)
         rc = q->f->cfd >= 0 ? gsrv_csum_update(q->f, q->bno, q->blk, q->nb) : 0;
         if (!rc)
             rc = gsrv_disk_write_wait(q->dptr, q->nb);
+        if (!rc && q->f->cfd >= 0)
+            rc = gsrv_csum_settled(q->f, q->bno, q->nb);
         put_window(q, rc != 0);
         if (rc)
             return rc;
@@ -623,9 +630,12 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
          * bytes past our old size) */
         for (size_t i = 0; i < q->n; i++)
             q->it[i].mem = (char *)item_data(q, &q->it[i]);
-        /* in locked mode (direct.c, rules 4-6) under OFD locks, which
-         * also lets us sieve: sorted and resolved, so disjoint */
-        rc = gsrv_fork_locked(q->f)
+        /* checksummed: chunk-locked and checked (csum.c, bypass); such a
+         * fork is never in locked mode (direct.c, rule 7).  In locked
+         * mode (rules 4-6) under OFD locks, which also lets us sieve:
+         * sorted and resolved, so disjoint */
+        rc = q->f->cfd >= 0 ? gsrv_csum_bypass_write(q->f, q->it, q->n)
+             : gsrv_fork_locked(q->f)
                  ? gx_fd_write_locked(q->f->fd, 0, q->it, q->n, true)
                  : gx_fd_write(q->f->fd, 0, q->it, q->n);
         if (rc)
@@ -775,7 +785,8 @@ static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep)
         goto out_free;
     for (size_t i = 0; i < q->n; i++)
         q->it[i].mem = (char *)q->staged + q->it[i].src;
-    rc = gx_fd_read(q->f->fd, 0, q->it, q->n, NULL);
+    rc = q->f->cfd >= 0 ? gsrv_csum_bypass_read(q->f, q->it, q->n)
+                        : gx_fd_read(q->f->fd, 0, q->it, q->n, NULL);
     if (rc)
         goto out_free;
     if (q->cwire)
@@ -813,6 +824,11 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     /* counted once the reply is ready, like a write: a failed read moved
      * nothing */
     pthread_rwlock_rdlock(&q->f->rw);
+    if (q->f->cfd >= 0 && gsrv_fork_direct(q->f)) {
+        /* checksummed, same-host clients: exclusively (csum.c, bypass) */
+        pthread_rwlock_unlock(&q->f->rw);
+        pthread_rwlock_wrlock(&q->f->rw);
+    }
     q->locked = true;
     q->size = gsrv_fork_size(q->f);
     q->limit = q->size;

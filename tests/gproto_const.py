@@ -75,6 +75,7 @@ OP = {
     'IO_CREAD': 70,
     'IO_CWRITE': 71,
     'SCRUB': 72,
+    'DIRECT_COPEN': 73,
     'SUB_CREATE_FORK': 80,
     'NS_LEASE': 81,
     'NS_COMMIT_LEASE': 82,

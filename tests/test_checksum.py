@@ -11,11 +11,13 @@ between a write's checksums and its data)."""
 import os
 import re
 import struct
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import assert_helper_ok, describe
+from conftest import assert_helper_ok, describe, helper_path
 from gproto_const import OP
 from test_protocol import Conn, extent, find_record, s16, u32, u64
 from test_transport import LocalConn
@@ -51,10 +53,15 @@ def flip(path, at, bit=0x04):
         f.write(bytes([b[0] ^ bit]))
 
 
-def put_checksummed(c, tmp_path, name, size=5 * UNIT + 1234):
+# The server path, whatever GALLEY_TRANSPORT says: for what only the
+# server does (its cache, the wire's CRCs, its own crash point).
+SERVER_PATH = {"GALLEY_TRANSPORT": "tcp"}
+
+
+def put_checksummed(c, tmp_path, name, size=5 * UNIT + 1234, env=None):
     src = tmp_path / ("src-" + name.replace("/", "_"))
     src.write_bytes(os.urandom(size))
-    cp = c.galley("put", "-C", "-n", c.n, src, name)
+    cp = c.galley("put", "-C", "-n", c.n, src, name, env=env)
     assert cp.returncode == 0, describe(cp)
     return src
 
@@ -167,7 +174,7 @@ def test_scrub_finds_flip_no_read_touched(make_cluster, tmp_path):
     """The server still has the chunk in its cache (reads would be served
     from there): scrub reads the disk and finds the flip anyway."""
     c = make_cluster(n=2)
-    src = put_checksummed(c, tmp_path, "s/f", size=4 * UNIT)
+    src = put_checksummed(c, tmp_path, "s/f", size=4 * UNIT, env=SERVER_PATH)
     flip(data_files(c, 1)[0], 3 * CHUNK + 5)
     cp = c.galley("scrub")
     assert cp.returncode == 1, describe(cp)
@@ -177,9 +184,15 @@ def test_scrub_finds_flip_no_read_touched(make_cluster, tmp_path):
     assert "1 checksummed files, 2 forks, 8 chunks checked, 1 failed" in \
         cp.stdout
     assert "chunk 3 (bytes 98304..131071) failed its checksum" in c.log(1)
-    # reads are served from the cache the write filled
-    cp, out = get(c, tmp_path, "s/f")
+    # reads through the server are served from the cache the write filled
+    cp, out = get(c, tmp_path, "s/f", env=SERVER_PATH)
     assert cp.returncode == 0 and out.read_bytes() == src.read_bytes()
+    # a same-host client reading the file itself checks the disk's bytes
+    # (proto/csfile.h): the flip fails its read
+    cp, out = get(c, tmp_path, "s/f", env={"GALLEY_TRANSPORT": "direct"})
+    assert cp.returncode == 1, describe(cp)
+    assert "failed its checksum on the I/O server's disk" in cp.stderr
+    assert not out.exists()
 
 
 def test_sidecar_goes_with_the_file(make_cluster, tmp_path):
@@ -203,7 +216,7 @@ def test_wire_flip_client_to_server(make_cluster, tmp_path):
     src = tmp_path / "src"
     src.write_bytes(os.urandom(3 * UNIT + 17))
     cp = c.galley("put", "-C", src, "w/once",
-                  env={"GALLEY_TEST_FLIP_WIRE": "1"})
+                  env={"GALLEY_TEST_FLIP_WIRE": "1", **SERVER_PATH})
     assert cp.returncode == 0, describe(cp)
     assert "write data failed its checksum in transit" in \
         c.log(0) + c.log(1)
@@ -212,7 +225,7 @@ def test_wire_flip_client_to_server(make_cluster, tmp_path):
         describe(cp)
 
     cp = c.helper("t_checksum", "overwrite", "w/once", 100, 5000, 4,
-                  env={"GALLEY_TEST_FLIP_WIRE": "1000"})
+                  env={"GALLEY_TEST_FLIP_WIRE": "1000", **SERVER_PATH})
     assert cp.returncode == 1 and "-1041" in cp.stdout, describe(cp)
     cp, out = get(c, tmp_path, "w/once")
     assert cp.returncode == 0 and out.read_bytes() == src.read_bytes(), \
@@ -228,7 +241,8 @@ def test_wire_flip_server_to_client(make_cluster, tmp_path):
     c = make_cluster(n=1, env={"GALLEY_TEST_FLIP_WIRE": "1"})
     src = tmp_path / "src"
     src.write_bytes(os.urandom(2 * UNIT))
-    noflip = {"GALLEY_TEST_FLIP_WIRE": "0"}  # the clients' own switch off
+    # the clients' own switch off; replies come over the wire
+    noflip = {"GALLEY_TEST_FLIP_WIRE": "0", **SERVER_PATH}
     cp = c.galley("put", "-C", src, "r/once", env=noflip)
     assert cp.returncode == 0, describe(cp)
     cp, out = get(c, tmp_path, "r/once", env=noflip)
@@ -258,7 +272,8 @@ def test_crash_between_checksum_and_data(make_cluster, tmp_path):
     c.env["GALLEY_TEST_CRASH_AFTER_CRC"] = "1"
     c.start()
     # partial chunks at both ends, one whole chunk between
-    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9)
+    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9,
+                  env=SERVER_PATH)
     assert cp.returncode == 1, describe(cp)
     assert "exiting between the checksums and the data" in c.log(0)
     c.expect_dead.add(0)
@@ -270,7 +285,8 @@ def test_crash_between_checksum_and_data(make_cluster, tmp_path):
     cp = c.galley("scrub")
     assert cp.returncode == 0, describe(cp)
 
-    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9)
+    cp = c.helper("t_checksum", "overwrite", "k/f", CHUNK - 10, CHUNK + 20, 9,
+                  env=SERVER_PATH)
     assert cp.stdout.strip() == "ok", describe(cp)
     c.stop()
     c.start()
@@ -350,3 +366,184 @@ def test_raw_messages(cluster, uniq, tmp_path):
     assert status == -ENODATA, status
     c.close()
     t.close()
+
+
+# ------------------------------------------------ the same-host direct path
+
+DIRECT = {"GALLEY_TRANSPORT": "direct"}
+
+
+def test_direct_write_checked_and_flip_found(make_cluster, tmp_path):
+    """A same-host client writes a checksummed file itself (proto/csfile.h):
+    the CRCs it stores are the ones the server checks (scrub clean, reads
+    through the server right); a byte flipped on disk then fails direct
+    and server reads alike, the server logging the chunk; a partial write
+    into the bad chunk fails rather than blessing it; a whole-chunk write
+    repairs it."""
+    c = make_cluster(n=1)
+    src = put_checksummed(c, tmp_path, "dd/f", size=6 * CHUNK + 4321,
+                          env=DIRECT)
+    good = src.read_bytes()
+    cp = c.galley("scrub", "dd/f")
+    assert cp.returncode == 0 and "0 failed" in cp.stdout, describe(cp)
+    for env in (DIRECT, SERVER_PATH):
+        cp, out = get(c, tmp_path, "dd/f", env=env)
+        assert cp.returncode == 0 and out.read_bytes() == good, describe(cp)
+    # a direct overwrite across chunks, partial at both ends
+    cp = c.helper("t_checksum", "overwrite", "dd/f", CHUNK + 7, 2 * CHUNK,
+                  11, env=DIRECT)
+    assert cp.stdout.strip() == "ok", describe(cp)
+    cp = c.galley("scrub", "dd/f")
+    assert cp.returncode == 0, describe(cp)
+
+    c.kill(0)
+    flip(data_files(c, 0)[0], 4 * CHUNK + 99)
+    c.restart(0)
+    for env in (DIRECT, SERVER_PATH):
+        cp, out = get(c, tmp_path, "dd/f", env=env)
+        assert cp.returncode == 1, describe(cp)
+        assert "failed its checksum on the I/O server's disk" in cp.stderr
+        assert not out.exists()
+    assert "chunk 4 (bytes 131072..163839) failed its checksum" in c.log(0)
+    cp = c.helper("t_checksum", "overwrite", "dd/f", 4 * CHUNK + 10, 100, 3,
+                  env=DIRECT)
+    assert cp.returncode == 1 and "-1040" in cp.stdout, describe(cp)
+    cp = c.helper("t_checksum", "overwrite", "dd/f", 4 * CHUNK, CHUNK, 5,
+                  env=DIRECT)
+    assert cp.stdout.strip() == "ok", describe(cp)
+    cp = c.galley("scrub", "dd/f")
+    assert cp.returncode == 0, describe(cp)
+    cp, out = get(c, tmp_path, "dd/f", env=DIRECT)
+    assert cp.returncode == 0, describe(cp)
+    got = out.read_bytes()
+    assert got[:CHUNK + 7] == good[:CHUNK + 7]
+    assert got[5 * CHUNK:] == good[5 * CHUNK:]
+
+
+def test_direct_crash_between_checksum_and_data(make_cluster, tmp_path):
+    """A same-host writer dies after its CRCs are stored and before its
+    data (the client's test-only crash point; that it fires at all shows
+    the write took the direct path): the file reads back as it was, with
+    no false error, in the server too; the same write then succeeds."""
+    c = make_cluster(n=1)
+    src = put_checksummed(c, tmp_path, "dk/f", size=4 * CHUNK + 100)
+    before = src.read_bytes()
+    crash = {"GALLEY_TEST_CLIENT_CRASH_AFTER_CRC": "1", **DIRECT}
+    cp = c.helper("t_checksum", "overwrite", "dk/f", CHUNK - 10, CHUNK + 20,
+                  9, env=crash)
+    assert cp.returncode == 99, describe(cp)
+    for env in (DIRECT, SERVER_PATH):
+        cp, out = get(c, tmp_path, "dk/f", env=env)
+        assert cp.returncode == 0 and out.read_bytes() == before, describe(cp)
+    cp = c.galley("scrub", "dk/f")
+    assert cp.returncode == 0, describe(cp)
+    c.stop()
+    c.start()
+    cp = c.helper("t_checksum", "overwrite", "dk/f", CHUNK - 10, CHUNK + 20,
+                  9, env=DIRECT)
+    assert cp.stdout.strip() == "ok", describe(cp)
+    cp, out = get(c, tmp_path, "dk/f", env=SERVER_PATH)
+    assert cp.returncode == 0, describe(cp)
+    got = out.read_bytes()
+    assert got[:CHUNK - 10] == before[:CHUNK - 10]
+    assert got[2 * CHUNK + 10:] == before[2 * CHUNK + 10:]
+    assert got[CHUNK - 10:2 * CHUNK + 10] != before[CHUNK - 10:2 * CHUNK + 10]
+    assert "failed its checksum" not in c.log(0)
+
+
+def test_direct_writer_dies_inside_a_chunk(make_cluster, tmp_path):
+    """A same-host writer dies halfway through its data (the client's
+    test-only crash point 2), leaving chunk 1 half new and half old, as a
+    plain file would be: galleyd, seeing the writer gone, takes that
+    chunk's CRC from the disk and logs it; every read then succeeds with
+    the bytes on disk, and the untouched chunks are still checked."""
+    c = make_cluster(n=1)
+    src = put_checksummed(c, tmp_path, "dt/f", size=4 * CHUNK)
+    before = src.read_bytes()
+    crash = {"GALLEY_TEST_CLIENT_CRASH_AFTER_CRC": "2", **DIRECT}
+    cp = c.helper("t_checksum", "overwrite", "dt/f", CHUNK - 10, CHUNK + 20,
+                  9, env=crash)
+    assert cp.returncode == 99, describe(cp)
+    mid = 3 * CHUNK // 2  # the write's run is chunks 0..2: half of it
+    for env in (DIRECT, SERVER_PATH):
+        cp, out = get(c, tmp_path, "dt/f", env=env)
+        assert cp.returncode == 0, describe(cp)
+        got = out.read_bytes()
+        assert got[:CHUNK - 10] == before[:CHUNK - 10]
+        assert got[mid:] == before[mid:]
+        assert got[CHUNK - 10:mid] != before[CHUNK - 10:mid]
+    assert re.search(r"chunk 1 was being written when its same-host writer "
+                     r"died", c.log(0)), c.log(0)
+    cp = c.galley("scrub", "dt/f")
+    assert cp.returncode == 0, describe(cp)
+    # a flip in a chunk nobody was writing is still found
+    c.kill(0)
+    flip(data_files(c, 0)[0], 3 * CHUNK + 1)
+    c.restart(0)
+    cp = c.galley("scrub", "dt/f")
+    assert cp.returncode == 1 and "1 of 4 chunks FAILED" in cp.stdout, \
+        describe(cp)
+
+
+def test_concurrent_direct_and_server_writers(make_cluster, tmp_path):
+    """Four writers of one checksummed fork at once, two writing it
+    themselves and two through the server, their 4 KiB pieces interleaved
+    so that every 32 KiB chunk has pieces of all four (each write is a
+    partial chunk: read, checked, CRC'd anew): every byte is the last
+    round's, whichever path reads it, and the CRCs are all right."""
+    c = make_cluster(n=1)
+    n, piece, count, rounds = 4, 4096, 64, 40
+    put_checksummed(c, tmp_path, "cw/f", size=n * piece * count)
+    procs = []
+    for k in range(n):
+        env = dict(c.env)
+        env.update(DIRECT if k % 2 == 0 else SERVER_PATH)
+        procs.append(subprocess.Popen(
+            [helper_path("t_checksum"), "pieces", "cw/f", str(k), str(n),
+             str(piece), str(count), str(rounds)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0 and out.strip() == "ok", (out, err)
+    for env in (DIRECT, SERVER_PATH):
+        cp = c.helper("t_checksum", "checkpieces", "cw/f", n, piece, count,
+                      rounds, env=env)
+        assert cp.stdout.strip() == "ok", describe(cp)
+    cp = c.galley("scrub", "cw/f")
+    assert cp.returncode == 0, describe(cp)
+    assert "failed its checksum" not in c.log(0)
+
+
+def test_direct_writer_killed(make_cluster, tmp_path):
+    """kill -9 of a same-host writer in the middle of rewriting a
+    checksummed file over and over: no false error afterwards, and every
+    chunk holds one write's bytes or the other's (a chunk it was inside
+    may hold some of each, as a plain file would; galleyd then takes its
+    CRC from the disk and says so).  Never a byte neither write had."""
+    c = make_cluster(n=1)
+    size = 4 << 20
+    put_checksummed(c, tmp_path, "kw/f", size=size)
+    env = dict(c.env)
+    env.update(DIRECT)
+    for attempt in range(3):
+        p = subprocess.Popen(
+            [helper_path("t_checksum"), "loop", "kw/f", str(size)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        for _ in range(2 + attempt):  # into a write, at different points
+            line = p.stdout.readline()
+            assert line.startswith("round"), (line, p.stderr.read())
+        time.sleep(0.01 * attempt)
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
+        for e in (DIRECT, SERVER_PATH):
+            cp = c.helper("t_checksum", "chunks", "kw/f", size, env=e)
+            assert cp.returncode == 0, describe(cp)
+            letters = cp.stdout.split()[0]
+            assert len(letters) == size // CHUNK
+            assert set(letters) <= set("ABM"), letters
+        cp = c.galley("scrub", "kw/f")
+        assert cp.returncode == 0, describe(cp)

@@ -72,6 +72,12 @@ for line in sys.stdin:
         fid = g.gfs_open_file(a[0].encode()) if rc == 0 else rc
         rc = g.gfs_create_fork(fid, 0, b"f") if fid >= 0 else fid
         say("ok" if rc == 0 else "err %d" % rc)
+    elif cmd == "ccreate":  # a checksummed file (galley create -C)
+        rc = g.gfs_create_file(a[0].encode(), 1, None)
+        fid = g.gfs_open_file(a[0].encode()) if rc == 0 else rc
+        rc = g.gfs_set_checksum(fid, b"crc32c") if fid >= 0 else fid
+        rc = g.gfs_create_fork(fid, 0, b"f") if rc == 0 else rc
+        say("ok" if rc == 0 else "err %d" % rc)
     elif cmd == "open":
         fid = g.gfs_open_file(a[0].encode())
         kid = g.gfs_open_fork(fid, 0, b"f") if fid >= 0 else fid
@@ -184,7 +190,7 @@ for line in sys.stdin:
         say("ok %d" % g.gfs_fork_size(kid))
     elif cmd == "truncate":
         say("ok %d" % g.gfs_truncate_fork(kid, a[0]))
-    elif cmd == "fds":  # our descriptors of fork files
+    elif cmd == "fds":  # our descriptors of fork files (and sidecars)
         n = sum(1 for f in os.listdir("/proc/self/fd")
                 if "/sub/" in (os.readlink("/proc/self/fd/" + f)
                                if os.path.exists("/proc/self/fd/" + f)
@@ -492,6 +498,78 @@ def test_locked_mode_rules(cluster, uniq):
         time.sleep(0.1)
     assert (st, locked) == (0, 1)
     assert dclose(a, fk, 1) == 0
+
+
+def copen(c, fkid, write, part):
+    """DIRECT_COPEN: its status."""
+    st, _ = c.call(OP["DIRECT_COPEN"], u64(fkid) + u8(write) + u8(part))
+    return st
+
+
+def test_locked_mode_and_checksummed_grants(cluster, uniq):
+    """Locked mode and checksummed forks never meet (servers/direct.c,
+    rule 7), since a checksummed fork's same-host writers take no
+    data-file locks: DIRECT_COPEN is refused while the fork is in locked
+    mode; once a DIRECT_COPEN holder has made the fork checksummed,
+    DIRECT_WOPEN is refused, sieving or not, also after it let go."""
+    name = uniq + "/lkc"
+    assert cluster.galley("create", name, "-n", "1", "-p").returncode == 0
+    assert cluster.galley("fork", "create", name, 0, "f").returncode == 0
+    (server, hid), = find_record(cluster, name)
+    a, b = (LocalConn(cluster.addr(server)) for _ in range(2))
+    fk = None
+    for x in (a, b):
+        st, p = x.call(OP["FORK_OPEN"], u64(hid) + s16("f"))
+        assert st == 0, st
+        fk = struct.unpack("<Q", p[:8])[0]
+    assert wopen(a, fk, 1) == (0, 1)  # into locked mode
+    for write in (1, 0):
+        assert copen(b, fk, write, 0) == GFS_EDIRECT
+    assert dclose(a, fk, 1) == 0
+    assert copen(b, fk, 1, 0) == 0  # checksummed from now on
+    assert copen(b, fk, 1, 1) == 0  # its sidecar
+    for sieve in (1, 0):
+        assert wopen(a, fk, sieve) == (GFS_EDIRECT, None)
+    assert dclose(b, fk, 1) == 0
+    assert wopen(a, fk, 1) == (GFS_EDIRECT, None)
+    st, _ = a.call(OP["DIRECT_OPEN"], u64(fk) + u8(1))
+    assert st == GFS_EDIRECT
+
+
+def test_checksummed_direct_writer_beside_small_piece_writers(
+        cluster, workers, uniq):
+    """A checksummed fork: one same-host writer of 64 KiB pieces, which
+    holds the file and its CRC sidecar (DIRECT_COPEN), and three writers
+    of interleaved 16-byte records, two of them same-host (which would
+    sieve a plain fork) and one TCP, all at once.  The small pieces go to
+    the server, never sieved (no grant held by their writers), and every
+    byte of every writer is there, through both paths, with the CRCs
+    scrub finds right."""
+    import hashlib
+    big = workers("direct")
+    ws = [workers(m) for m in ("direct", "tcp", "direct")]
+    name = "/%s-c" % uniq
+    big("ccreate", name)
+    big("open", name)
+    for w in ws:
+        w("open", name)
+    rs, nrec = 16, 24000
+    big("write", rs * nrec, 65536, 5)
+    assert big.int("fds") == 2  # the file and its sidecar
+    run_rounds(ws, rs, nrec, 1, 8)
+    big("write", rs * nrec + 65536, 65536, 6)
+    for w in ws[::2]:
+        assert w.int("transport") == T_DIRECT
+        assert w.int("fds") == 0  # the server wrote their pieces
+    for w in (big, ws[1]):
+        assert w("check", rs, nrec, 8) == []
+    want = hashlib.sha1(bytes([5]) * 65536 + bytes([6]) * 65536).hexdigest()
+    for w in (big, ws[1]):
+        assert w("read", rs * nrec, 131072) == ["131072", want]
+    for w in [big] + ws:
+        w("close")
+    cp = cluster.galley("scrub", name)
+    assert cp.returncode == 0 and "0 failed" in cp.stdout, describe(cp)
 
 
 def pattern(n):

@@ -17,6 +17,19 @@
  *                    exits 0 / 1
  *   scrub NAME       gfs_scrub_fork on every subfile's data fork: prints
  *                    "chunks C bad B first F" per fork (or "error ...")
+ *   pieces NAME K N PIECE COUNT ROUNDS
+ *                    writer K of N: ROUNDS times, its COUNT pieces of
+ *                    PIECE bytes at (j x N + K) x PIECE, one write each,
+ *                    data t_fill(piece_seed(K, round, j)); "ok" / "error"
+ *   checkpieces NAME N PIECE COUNT ROUNDS
+ *                    read the file back whole: every writer's last round
+ *                    there?  "ok", "error CODE ..." or "bad at OFF"
+ *   loop NAME LEN    write bytes 0..LEN of t_fill(1), then t_fill(2), and
+ *                    so on, printing "round R" after each, until killed
+ *   chunks NAME LEN  read 0..LEN in 32 KiB chunks, one read each: a line
+ *                    of one letter per chunk: A (t_fill(1)'s bytes), B
+ *                    (t_fill(2)'s), M (some of each), E (the read failed;
+ *                    then "error CODE" on the next line)
  *
  * Threads: single-threaded.
  */
@@ -145,9 +158,130 @@ static int scrub(const char *name)
     return rc ? 1 : 0;
 }
 
+static uint64_t piece_seed(int64_t k, int64_t round, int64_t j)
+{
+    return (uint64_t)(k * 1000003 + round * 1009 + j + 1);
+}
+
+static int pieces(const char *name, int64_t k, int64_t n, int64_t piece,
+                  int64_t count, int64_t rounds)
+{
+    int sid = gfs_striped_open(name);
+    unsigned char *b = malloc((size_t)piece);
+    int64_t w = sid < 0 ? sid : 0;
+    for (int64_t r = 0; r < rounds && w >= 0; r++)
+        for (int64_t j = 0; j < count && w >= 0; j++) {
+            t_fill(b, (size_t)piece, piece_seed(k, r, j));
+            w = gfs_striped_write(sid, (j * n + k) * piece, b, piece);
+            if (w == piece)
+                w = 0;
+            else if (w >= 0)
+                w = -EIO;
+        }
+    free(b);
+    if (sid >= 0)
+        gfs_striped_close(sid);
+    if (w < 0) {
+        printf("error %" PRId64 " %s\n", w, t_err(w));
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
+
+static int checkpieces(const char *name, int64_t n, int64_t piece,
+                       int64_t count, int64_t rounds)
+{
+    int sid = gfs_striped_open(name);
+    size_t len = (size_t)(n * piece * count);
+    unsigned char *got = malloc(len), *want = malloc((size_t)piece);
+    int64_t r = sid < 0 ? sid : gfs_striped_read(sid, 0, got, (int64_t)len);
+    int ret = 0;
+    if (r != (int64_t)len) {
+        printf("error %" PRId64 " %s\n", r, t_err(r));
+        ret = 1;
+    }
+    for (int64_t j = 0; j < count && !ret; j++)
+        for (int64_t k = 0; k < n && !ret; k++) {
+            int64_t off = (j * n + k) * piece;
+            t_fill(want, (size_t)piece, piece_seed(k, rounds - 1, j));
+            if (memcmp(got + off, want, (size_t)piece)) {
+                printf("bad at %" PRId64 "\n", off);
+                ret = 1;
+            }
+        }
+    if (!ret)
+        printf("ok\n");
+    free(got);
+    free(want);
+    if (sid >= 0)
+        gfs_striped_close(sid);
+    return ret;
+}
+
+static int loop(const char *name, int64_t len)
+{
+    int sid = gfs_striped_open(name);
+    if (sid < 0) {
+        printf("error %d %s\n", sid, gfs_strerror(sid));
+        return 1;
+    }
+    unsigned char *b[2] = {malloc((size_t)len), malloc((size_t)len)};
+    t_fill(b[0], (size_t)len, 1);
+    t_fill(b[1], (size_t)len, 2);
+    for (int64_t r = 0;; r++) {
+        int64_t w = gfs_striped_write(sid, 0, b[r % 2], len);
+        if (w != len) {
+            printf("error %" PRId64 " %s\n", w, t_err(w));
+            return 1;
+        }
+        printf("round %" PRId64 "\n", r);
+        fflush(stdout);
+    }
+}
+
+static int chunks(const char *name, int64_t len)
+{
+    int sid = gfs_striped_open(name);
+    if (sid < 0) {
+        printf("error %d %s\n", sid, gfs_strerror(sid));
+        return 1;
+    }
+    enum { C = 32768 };
+    unsigned char *a = malloc((size_t)len), *b = malloc((size_t)len);
+    unsigned char got[C];
+    t_fill(a, (size_t)len, 1);
+    t_fill(b, (size_t)len, 2);
+    int64_t err = 0;
+    for (int64_t off = 0; off < len; off += C) {
+        size_t n = (size_t)(len - off < C ? len - off : C);
+        int64_t r = gfs_striped_read(sid, off, got, (int64_t)n);
+        char ch = r != (int64_t)n            ? 'E'
+                  : !memcmp(got, a + off, n) ? 'A'
+                  : !memcmp(got, b + off, n) ? 'B'
+                                             : 'M';
+        for (size_t i = 0; ch == 'M' && i < n; i++)
+            if (got[i] != a[off + i] && got[i] != b[off + i])
+                ch = 'X'; /* a byte neither write had */
+        if (ch == 'E' && !err)
+            err = r;
+        putchar(ch);
+    }
+    putchar('\n');
+    if (err)
+        printf("error %" PRId64 " %s\n", err, t_err(err));
+    free(a);
+    free(b);
+    gfs_striped_close(sid);
+    return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *use = "model NAME | overwrite NAME OFF LEN SEED | scrub NAME";
+    const char *use =
+        "model NAME | overwrite NAME OFF LEN SEED | scrub NAME | pieces NAME "
+        "K N PIECE COUNT ROUNDS | checkpieces NAME N PIECE COUNT ROUNDS | loop "
+        "NAME LEN | chunks NAME LEN";
     if (argc < 3)
         return t_usage(argv[0], use);
     t_init();
@@ -160,6 +294,16 @@ int main(int argc, char **argv)
                         (uint64_t)atoll(argv[5]));
     } else if (!strcmp(argv[1], "scrub")) {
         ret = scrub(argv[2]);
+    } else if (!strcmp(argv[1], "pieces") && argc == 8) {
+        ret = pieces(argv[2], atoll(argv[3]), atoll(argv[4]), atoll(argv[5]),
+                     atoll(argv[6]), atoll(argv[7]));
+    } else if (!strcmp(argv[1], "checkpieces") && argc == 7) {
+        ret = checkpieces(argv[2], atoll(argv[3]), atoll(argv[4]),
+                          atoll(argv[5]), atoll(argv[6]));
+    } else if (!strcmp(argv[1], "loop") && argc == 4) {
+        ret = loop(argv[2], atoll(argv[3]));
+    } else if (!strcmp(argv[1], "chunks") && argc == 4) {
+        ret = chunks(argv[2], atoll(argv[3]));
     } else {
         return t_usage(argv[0], use);
     }

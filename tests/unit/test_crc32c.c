@@ -1,6 +1,7 @@
 /*
  * test_crc32c.c -- proto/crc32c.c: the standard check value, the hardware
- * path (one lane and three) and the table agree on lengths and
+ * paths (one lane, three, and VPCLMULQDQ folding where the CPU has it)
+ * and the table agree on lengths and
  * alignments, continuation over pieces and iovecs equals one pass.
  *
  * Threads: single-threaded.
@@ -32,6 +33,15 @@ int main(void)
         for (size_t k = 0; k < sizeof(lens) / sizeof(*lens); k++)
             CHECK(gp_crc32c(7, buf + off, lens[k]) ==
                   gp_crc32c_sw(7, buf + off, lens[k]));
+    /* around the folding loop's 1 KiB threshold and its 256-, 64- and
+     * 16-byte steps (crc32c.c crc32c_vpcl) */
+    static const size_t flen[] = {1023, 1024, 1025,  1039,  1040,
+                                  1087, 1088, 1279,  1280,  1281,
+                                  1296, 1343, 32768, 65536, 69000};
+    for (size_t off = 0; off < 9; off++)
+        for (size_t k = 0; k < sizeof(flen) / sizeof(*flen); k++)
+            CHECK(gp_crc32c(0xdeadbeefu, buf + off, flen[k]) ==
+                  gp_crc32c_sw(0xdeadbeefu, buf + off, flen[k]));
     uint32_t one = gp_crc32c(0, buf, sizeof(buf));
     CHECK(one == gp_crc32c_sw(0, buf, sizeof(buf)));
     uint32_t c = gp_crc32c(0, buf, 1000);

@@ -60,24 +60,6 @@ void gp_cs_put(uint8_t *e, uint32_t cur, uint32_t prev)
     put32(e + 4, prev ^ gp_cs_zero_crc());
 }
 
-int gp_cs_read_entries(int cfd, uint64_t bno, size_t n, uint8_t *e)
-{
-    memset(e, 0, n * GP_CS_ENT);
-    size_t have = 0;
-    while (have < n * GP_CS_ENT) {
-        ssize_t got = pread(cfd, e + have, n * GP_CS_ENT - have,
-                            (off_t)(bno * GP_CS_ENT + have));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return -errno;
-        if (got == 0)
-            break;
-        have += (size_t)got;
-    }
-    return 0;
-}
-
 /* len bytes at off of fd into buf, zeros past the end of the file. */
 static int read_full(int fd, uint64_t off, uint8_t *buf, size_t len)
 {
@@ -94,6 +76,11 @@ static int read_full(int fd, uint64_t off, uint8_t *buf, size_t len)
     }
     memset(buf + have, 0, len - have);
     return 0;
+}
+
+int gp_cs_read_entries(int cfd, uint64_t bno, size_t n, uint8_t *e)
+{
+    return read_full(cfd, bno * GP_CS_ENT, e, n * GP_CS_ENT);
 }
 
 int gp_cs_read_chunk(int fd, uint64_t bno, uint8_t *buf)

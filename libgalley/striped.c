@@ -689,6 +689,7 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         return rc;
     gp_record *rec = NULL;
     gp_record *cached = malloc(sizeof(*cached));
+    gp_record *from = NULL; /* the record whose subfiles are asked */
     int64_t *sizes = NULL;
     gfs_layout lay;
     int64_t total = 0;
@@ -710,17 +711,8 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
     bool known = false; /* rec holds the metadata server's record */
     if (hit == RC_LEASED && layout_of(cached, &lay) == 0 &&
         !is_local_layout(cached)) {
-        /* the record under a lease: no lookup, only the sizes */
-        int64_t t0 = gc_rcache_now();
-        uint64_t closes = gc_rcache_closes();
-        rc = list_sizes(name, cached, lay.fork, NULL, NULL, sizes);
-        if (rc)
-            goto out_free;
-        total = logical_size(&lay, sizes);
-        if (total >= 0)
-            gc_rcache_size(name, total, t0, closes);
-        rc = total < 0 ? (int)total : 0;
-        goto out_done;
+        from = cached; /* the record under a lease: no lookup, only sizes */
+        goto ask_sizes;
     }
     total = 0;
     if (hit != RC_NONE && layout_of(cached, &lay) == 0 &&
@@ -744,6 +736,7 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         if (rc)
             goto out_free;
     }
+    from = rec;
     rc = layout_of(rec, &lay);
     if (rc)
         goto out_free;
@@ -761,14 +754,17 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         rc = total < 0 ? (int)total : 0;
         goto out_done;
     }
+ask_sizes:;
     int64_t t0 = gc_rcache_now();
     uint64_t closes = gc_rcache_closes();
-    rc = list_sizes(name, rec, lay.fork, NULL, NULL, sizes);
+    rc = list_sizes(name, from, lay.fork, NULL, NULL, sizes);
     if (rc)
         goto out_free;
     total = logical_size(&lay, sizes);
     if (total >= 0) /* (kept only under a lease) */
         gc_rcache_size(name, total, t0, closes);
+    rc = total < 0 ? (int)total : 0;
+    goto out_done;
 out_size:
     total = logical_size(&lay, sizes);
     rc = total < 0 ? (int)total : 0;

@@ -53,7 +53,7 @@ static void reap(void)
     size_t k = 0;
     for (size_t i = 0; i < g.nfl; i++) {
         int64_t res;
-        int done = gfs_test(g.fl[i], &res);
+        int done = gc_nb_test(g.fl[i], &res);
         if (done == 0) {
             g.fl[k++] = g.fl[i];
             continue;
@@ -79,7 +79,7 @@ static int flush(uint64_t *why)
         g.fl = nf;
         g.flcap = cap;
     }
-    gfs_handle h = gfs_new_handle();
+    gfs_handle h = gc_nb_new();
     if (h < 0)
         return h;
     gc_op *o = NULL;
@@ -186,7 +186,7 @@ int gfs_group_waitio(void)
     group_init();
     int rc = flush(&g.st.flush_call);
     for (size_t i = 0; i < g.nfl; i++) {
-        int64_t res = gfs_wait(g.fl[i]);
+        int64_t res = gc_nb_wait(g.fl[i]);
         if (res < 0 && !g.first_error)
             g.first_error = (int)res;
     }

@@ -223,6 +223,8 @@ extern gc_client gc_g;
 
 /* Fail with GFS_ENOTINIT unless initialised. */
 int gc_check_init(void);
+int gc_num_servers(void); /* gfs_num_servers */
+int gc_ping(int server);  /* gfs_ping */
 gc_conn *gc_server_conn(int server);
 int gc_timeout_ms(void);
 /* GALLEY_SPIN_US: how long a waiter polls for its reply before sleeping
@@ -300,6 +302,14 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
                       int64_t unit, const char *fork, int ncopy);
 int gc_striped_open(const char *name); /* a striped id */
 int gc_striped_close(int sid);
+int gc_striped_layout(int sid, gfs_layout *layout);
+int gc_striped_kid(int sid, int subfile);
+int64_t gc_striped_size(int sid);
+int gc_striped_truncate(int sid, int64_t size);
+/* List I/O on a striped id (gfs_striped_listio, _read, _write, and the
+ * SFIO interface): gc_op_striped, then run. */
+int64_t gc_striped_listio(int sid, int op, int64_t n,
+                          const gfs_list_entry *entries, void *buf);
 /* Lock (lock) or unlock [off, off + len) of subfile header hid on server,
  * in the byte-range space (LOCK: gfs_striped_lock) or the block-number
  * space (BLOCK_LOCK: the locality layout's claims); retries the server's
@@ -403,6 +413,10 @@ int gc_prep_strided(gc_op **o, int kid, int op, int64_t offset, void *buf,
                     int64_t mstride);
 /* Hand a prepared op to the non-blocking workers under handle h (nb.c). */
 int gc_nb_start(gfs_handle h, int rc, gc_op *o);
+/* The handles' entry points below gfs_new_handle, gfs_wait, gfs_test. */
+gfs_handle gc_nb_new(void);
+int64_t gc_nb_wait(gfs_handle h);
+int gc_nb_test(gfs_handle h, int64_t *result);
 /* Stop the workers (gfs_finalize). */
 void gc_nb_shutdown(void);
 /* A request's pieces from either public form, read in list order

@@ -106,22 +106,34 @@ static void chunk_free(chunk *c)
     free(c);
 }
 
-/*
- * The wire form of a run of pieces (gx_fold, extent.h): file-adjacent
- * pieces merge into one extent; equal-size pieces at a constant file
- * stride become one strided segment (count, stride), so regular patterns
- * stay compact on the wire whatever interface produced them.  Memory is
- * the client's business: every piece keeps its own iovec unless
- * memory-contiguous too.
- */
-static void seg_emit(gp_wbuf *segs, const gp_seg *s, uint32_t *nseg)
+/* The head of a chunk's descriptor: IO_READ, IO_WRITE and their V forms
+ * begin alike (gmsg.h: fkid, then the segs tail); the transport picks the
+ * opcode (transport.h).  A checksummed fork's are IO_CREAD / IO_CWRITE,
+ * the latter with the CRC of the data. */
+static void head_encode(gp_wbuf *d, int op, const gc_xfer *x, uint32_t crc)
 {
-    gp_put_seg(segs, s);
-    (*nseg)++;
+    if (x->csum && op == GFS_WRITE)
+        gp_IO_CWRITE_req_encode(
+            d, &(gp_IO_CWRITE_req){.fkid = x->fkid, .crc = crc});
+    else if (x->csum)
+        gp_IO_CREAD_req_encode(d, &(gp_IO_CREAD_req){.fkid = x->fkid});
+    else if (op == GFS_WRITE)
+        gp_IO_WRITE_req_encode(d, &(gp_IO_WRITE_req){.fkid = x->fkid});
+    else
+        gp_IO_READ_req_encode(d, &(gp_IO_READ_req){.fkid = x->fkid});
 }
 
-/* Build the next request of x from the cursor; NULL with *err = 0 when
- * there is nothing left. */
+/*
+ * Build the next request of x from the cursor; NULL with *err = 0 when
+ * there is nothing left.  The file side is folded straight into the
+ * descriptor after its head (gx_folder, extent.h): file-adjacent pieces
+ * merge into one extent, equal-size pieces at a constant file stride
+ * become one strided segment, so regular patterns stay compact on the
+ * wire whatever interface produced them.  Memory is the client's
+ * business: every piece keeps its own iovec unless memory-contiguous too
+ * (the kernel's readv/writev and the CRC take iovecs; a cross-memory-
+ * attach connection folds them in turn, transport_cma.c).
+ */
 static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
 {
     *err = 0;
@@ -134,15 +146,14 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
         *err = -ENOMEM;
         return NULL;
     }
-    gp_wbuf_init(&c->ch.desc);
-    gp_wbuf segs;
-    gp_wbuf_init(&segs);
+    gp_wbuf *d = &c->ch.desc;
+    gp_wbuf_init(d);
+    head_encode(d, op, x, 0); /* a CWRITE's CRC is filled in below */
+    gx_folder segs;
+    gx_folder_init(&segs, d, GC_MAX_CHUNK_SEGS);
     size_t cap = 16;
     c->ch.iov = malloc(sizeof(*c->ch.iov) * cap);
-    uint32_t nseg = 0;
     uint64_t npieces = 0; /* at most limit / GP_PIECE_DIVISOR (gproto.h) */
-    bool have = false;
-    gp_seg r;
 
     while (cur->piece < x->n && c->ch.iov) {
         const gx_ext *p = &x->pieces[cur->piece];
@@ -157,16 +168,8 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
         uint64_t take = p->len - cur->done;
         if (take > room)
             take = room;
-        if (!have || !gx_fold(&r, off, take)) {
-            if (have)
-                seg_emit(&segs, &r, &nseg);
-            if (nseg == GC_MAX_CHUNK_SEGS) {
-                have = false;
-                break;
-            }
-            gx_fold_start(&r, off, take);
-            have = true;
-        }
+        if (!gx_folder_add(&segs, off, take))
+            break;
         char *mem = p->mem + cur->done;
         if (c->ch.niov > 0 && (char *)c->ch.iov[c->ch.niov - 1].iov_base +
                                       c->ch.iov[c->ch.niov - 1].iov_len ==
@@ -192,39 +195,17 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
             cur->done = 0;
         }
     }
-    if (have)
-        seg_emit(&segs, &r, &nseg);
-    /* IO_READ, IO_WRITE and their V forms begin alike (gmsg.h: fkid, then
-     * the segs tail); the transport picks the opcode (transport.h).  A
-     * checksummed fork's are IO_CREAD / IO_CWRITE, the latter with the CRC
-     * of the data, computed here from the caller's buffer. */
+    gx_folder_end(&segs);
     c->ch.csum = x->csum;
-    if (x->csum && op == GFS_WRITE)
-        gp_IO_CWRITE_req_encode(
-            &c->ch.desc,
-            &(gp_IO_CWRITE_req){
-                .fkid = x->fkid,
-                .crc =
-                    c->ch.iov ? gp_crc32c_iov(0, c->ch.iov, c->ch.niov) : 0});
-    else if (x->csum)
-        gp_IO_CREAD_req_encode(&c->ch.desc,
-                               &(gp_IO_CREAD_req){.fkid = x->fkid});
-    else if (op == GFS_WRITE)
-        gp_IO_WRITE_req_encode(&c->ch.desc,
-                               &(gp_IO_WRITE_req){.fkid = x->fkid});
-    else
-        gp_IO_READ_req_encode(&c->ch.desc, &(gp_IO_READ_req){.fkid = x->fkid});
-    gp_put_u32(&c->ch.desc, nseg);
-    if (!segs.err && segs.len) {
-        gp_wbuf *d = &c->ch.desc;
-        size_t at = d->len;
-        for (size_t i = 0; i < segs.len; i++)
-            gp_put_u8(d, 0); /* reserve, then copy in one go */
-        if (!d->err)
-            memcpy(d->data + at, segs.data, segs.len);
+    if (x->csum && op == GFS_WRITE && c->ch.iov && !d->err) {
+        /* the CRC of the data, computed here from the caller's buffer,
+         * into the head written before it was known (same length) */
+        size_t end = d->len;
+        d->len = 0;
+        head_encode(d, op, x, gp_crc32c_iov(0, c->ch.iov, c->ch.niov));
+        d->len = end;
     }
-    int e = segs.err ? segs.err : c->ch.desc.err;
-    gp_wbuf_free(&segs);
+    int e = d->err;
     if (!c->ch.iov)
         e = -ENOMEM;
     if (e) {

@@ -117,7 +117,7 @@ void gc_nb_shutdown(void)
     pthread_mutex_unlock(&nb_lock);
 }
 
-gfs_handle gfs_new_handle(void)
+gfs_handle gc_nb_new(void)
 {
     int rc = gc_check_init();
     if (rc)
@@ -166,7 +166,7 @@ int gc_nb_start(gfs_handle h, int rc, gc_op *o)
 
 /* ---------------------------------------------------------- complete --- */
 
-static int64_t wait_handle(gfs_handle h)
+int64_t gc_nb_wait(gfs_handle h)
 {
     pthread_mutex_lock(&nb_lock);
     nb_handle *p = gc_idtab_at(&nb_tab, h);
@@ -192,12 +192,7 @@ static int64_t wait_handle(gfs_handle h)
     return res;
 }
 
-int64_t gfs_wait(gfs_handle h)
-{
-    return wait_handle(h);
-}
-
-int gfs_test(gfs_handle h, int64_t *result)
+int gc_nb_test(gfs_handle h, int64_t *result)
 {
     pthread_mutex_lock(&nb_lock);
     nb_handle *p = gc_idtab_at(&nb_tab, h);
@@ -221,7 +216,7 @@ int gfs_waitall(int n, const gfs_handle *handles, int64_t *results)
         return -EINVAL;
     int rc = 0;
     for (int i = 0; i < n; i++) {
-        int64_t r = wait_handle(handles[i]);
+        int64_t r = gc_nb_wait(handles[i]);
         if (results)
             results[i] = r;
         if (r < 0 && !rc)
@@ -318,4 +313,21 @@ int gfs_nb_striped_rangeio(gfs_handle h, int sid, int op, int64_t nr,
     gc_pieces p = gc_pieces_lists(nr, r, nseg, seg);
     int rc = gc_op_striped(&o, sid, op, &p);
     return gc_nb_start(h, rc, o);
+}
+
+/* ------------------------------------------------------- public API --- */
+
+gfs_handle gfs_new_handle(void)
+{
+    return gc_nb_new();
+}
+
+int64_t gfs_wait(gfs_handle h)
+{
+    return gc_nb_wait(h);
+}
+
+int gfs_test(gfs_handle h, int64_t *result)
+{
+    return gc_nb_test(h, result);
 }

@@ -3,9 +3,11 @@
  *
  * mread/mwrite walk the stripe fragments one request at a time, the
  * unoptimised path of the paper; everything else goes through
- * gfs_striped_listio (fragments sorted and merged per server, one transfer
- * per server).  Error statistics are per server and kind; a failure of
- * an optimised call counts against the servers that do not answer.
+ * gc_striped_listio (fragments sorted and merged per server, one transfer
+ * per server).  Like every layer inside libgalley it calls the internal
+ * gc_* entry points, never the public gfs_* API.  Error statistics are per
+ * server and kind; a failure of an optimised call counts against the servers
+ * that do not answer.
  *
  * Threads: any.  err_lock guards the statistics.
  */
@@ -53,7 +55,7 @@ static void count_file_error(const MFILE *f, int kind, int rc)
     }
     int counted = 0;
     for (int i = 0; i < f->lay.nsubfiles; i++)
-        if (gfs_ping(f->servers[i]) != 0) {
+        if (gc_ping(f->servers[i]) != 0) {
             count_error(f->servers[i], kind, rc);
             counted++;
         }
@@ -68,7 +70,7 @@ int mlasterror(void)
 
 void merror(unsigned long *ioerr)
 {
-    int n = gfs_num_servers();
+    int n = gc_num_servers();
     pthread_mutex_lock(&err_lock);
     for (int s = 0; s < n && ioerr; s++)
         for (int k = 0; k < MERR_NKINDS; k++)
@@ -81,8 +83,8 @@ void merror(unsigned long *ioerr)
 
 int mcreate(const char *name)
 {
-    int n = gfs_num_servers();
-    int rc = n < 0 ? n : gfs_create_striped(name, n, NULL, 0, NULL);
+    int n = gc_num_servers();
+    int rc = n < 0 ? n : gc_create_striped(name, n, NULL, 0, NULL, 1);
     if (rc)
         count_error(n > 0 ? gc_meta_server(name) : -1, MERR_CREAT, rc);
     return rc;
@@ -90,12 +92,12 @@ int mcreate(const char *name)
 
 MFILE *mopen(const char *name, int stripe_unit)
 {
-    int n = gfs_num_servers();
+    int n = gc_num_servers();
     int rc = n;
     MFILE *f = NULL;
     if (n < 0)
         goto out_err;
-    rc = gfs_create_striped(name, n, NULL, stripe_unit, NULL);
+    rc = gc_create_striped(name, n, NULL, stripe_unit, NULL, 1);
     if (rc && rc != -EEXIST)
         goto out_err;
     f = calloc(1, sizeof(*f));
@@ -103,24 +105,26 @@ MFILE *mopen(const char *name, int stripe_unit)
         rc = -ENOMEM;
         goto out_err;
     }
-    f->sid = gfs_striped_open(name);
+    f->sid = gc_striped_open(name);
     if (f->sid < 0) {
         rc = f->sid;
         goto out_free;
     }
-    gfs_striped_layout(f->sid, &f->lay);
-    int fid = gfs_open_file(name);
-    gfs_file_stat st;
-    rc = fid < 0 ? fid : gfs_stat_file(fid, &st);
+    gc_striped_layout(f->sid, &f->lay);
+    int fid = gc_file_open(name);
+    gc_file *file = malloc(sizeof(*file)); /* a record: large */
+    rc = fid < 0 ? fid : !file ? -ENOMEM : gc_file_get(fid, file);
     if (fid >= 0)
-        gfs_close_file(fid);
+        gc_file_close(fid);
+    for (uint32_t i = 0; !rc && i < file->rec.nsub; i++)
+        f->servers[i] = (int)file->rec.server[i];
+    free(file);
     if (rc)
         goto out_close;
-    memcpy(f->servers, st.servers, sizeof(f->servers));
     return f;
 
 out_close:
-    gfs_striped_close(f->sid);
+    gc_striped_close(f->sid);
 out_free:
     free(f);
 out_err:
@@ -132,7 +136,7 @@ int mclose(MFILE *f)
 {
     if (!f)
         return -EINVAL;
-    int rc = gfs_striped_close(f->sid);
+    int rc = gc_striped_close(f->sid);
     if (rc)
         count_file_error(f, MERR_CLOSE, rc);
     free(f);
@@ -143,7 +147,7 @@ int mchsize(MFILE *f, long size)
 {
     if (!f)
         return -EINVAL;
-    int rc = gfs_striped_truncate(f->sid, size);
+    int rc = gc_striped_truncate(f->sid, size);
     if (rc)
         count_file_error(f, MERR_FTRUNCATE, rc);
     return rc;
@@ -151,9 +155,9 @@ int mchsize(MFILE *f, long size)
 
 int mdelete(const char *name)
 {
-    int rc = gfs_delete_file(name);
+    int rc = gc_file_delete(name);
     if (rc)
-        count_error(gfs_num_servers() > 0 ? gc_meta_server(name) : -1,
+        count_error(gc_num_servers() > 0 ? gc_meta_server(name) : -1,
                     MERR_UNLINK, rc);
     return rc;
 }
@@ -175,9 +179,8 @@ static long fragment_rw(MFILE *f, int op, long offset, char *buf, unsigned size)
         if (len > left)
             len = left;
         int64_t foff = (int64_t)ufoff;
-        int kid = gfs_striped_kid(f->sid, sub);
-        int64_t k = op == GFS_READ ? gfs_read(kid, foff, buf, (int64_t)len)
-                                   : gfs_write(kid, foff, buf, (int64_t)len);
+        int kid = gc_striped_kid(f->sid, sub);
+        int64_t k = gc_fork_rw(kid, op, foff, buf, (int64_t)len);
         if (k < 0) {
             count_error(f->servers[sub],
                         op == GFS_READ ? MERR_READ : MERR_WRITE, (int)k);
@@ -191,7 +194,7 @@ static long fragment_rw(MFILE *f, int op, long offset, char *buf, unsigned size)
     }
     if (!short_read)
         return (long)size;
-    int64_t eof = gfs_striped_size(f->sid);
+    int64_t eof = gc_striped_size(f->sid);
     if (eof < 0)
         return (long)eof;
     if (eof <= offset)
@@ -215,7 +218,8 @@ long mreadc(MFILE *f, long offset, char *buffer, unsigned size)
 {
     if (!f)
         return -EINVAL;
-    int64_t k = gfs_striped_read(f->sid, offset, buffer, size);
+    gfs_list_entry e = {offset, 0, size};
+    int64_t k = gc_striped_listio(f->sid, GFS_READ, 1, &e, buffer);
     if (k < 0)
         count_file_error(f, MERR_READ, (int)k);
     return (long)k;
@@ -225,7 +229,8 @@ long mwritec(MFILE *f, long offset, const char *buffer, unsigned size)
 {
     if (!f)
         return -EINVAL;
-    int64_t k = gfs_striped_write(f->sid, offset, buffer, size);
+    gfs_list_entry e = {offset, 0, size};
+    int64_t k = gc_striped_listio(f->sid, GFS_WRITE, 1, &e, (char *)buffer);
     if (k < 0)
         count_file_error(f, MERR_WRITE, (int)k);
     return (long)k;
@@ -247,7 +252,7 @@ static long blocks_rw(MFILE *f, int op, unsigned n, const long offsets[],
     for (unsigned i = 0; i < n; i++)
         e[i] = (gfs_list_entry){offsets[i], buffers[i] ? buffers[i] - base : 0,
                                 sizes[i]};
-    int64_t k = gfs_striped_listio(f->sid, op, n, e, base);
+    int64_t k = gc_striped_listio(f->sid, op, n, e, base);
     free(e);
     if (k < 0)
         count_file_error(f, op == GFS_READ ? MERR_READ : MERR_WRITE, (int)k);

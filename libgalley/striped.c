@@ -553,7 +553,7 @@ int gc_striped_close(int sid)
     return gc_file_close(s.fid);
 }
 
-int gfs_striped_layout(int sid, gfs_layout *layout)
+int gc_striped_layout(int sid, gfs_layout *layout)
 {
     gc_striped s;
     int rc = st_get(sid, &s);
@@ -565,7 +565,7 @@ int gfs_striped_layout(int sid, gfs_layout *layout)
     return 0;
 }
 
-int gfs_striped_kid(int sid, int subfile)
+int gc_striped_kid(int sid, int subfile)
 {
     gc_striped s;
     int rc = st_get(sid, &s);
@@ -610,7 +610,7 @@ static int fork_sizes(const gc_striped *s, int64_t *sizes)
     return gc_fork_sizes(k, s->lay.nsubfiles, sizes);
 }
 
-int64_t gfs_striped_size(int sid)
+int64_t gc_striped_size(int sid)
 {
     gc_striped s;
     int rc = st_get(sid, &s);
@@ -749,7 +749,7 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
             rc = sid;
             goto out_free;
         }
-        total = gfs_striped_size(sid);
+        total = gc_striped_size(sid);
         gc_striped_close(sid);
         rc = total < 0 ? (int)total : 0;
         goto out_done;
@@ -785,7 +785,7 @@ int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
     return gc_striped_stat(name, size, layout);
 }
 
-int gfs_striped_truncate(int sid, int64_t size)
+int gc_striped_truncate(int sid, int64_t size)
 {
     gc_striped s;
     int rc = st_get(sid, &s);
@@ -846,14 +846,16 @@ int gc_op_striped(gc_op **out, int sid, int op, const gc_pieces *p)
 
 /* The first pass over checked pieces: how many fragments each subfile
  * gets, and (segs != NULL) how many wire segments they fold into in list
- * order (gx_fold, as io.c sends them). */
+ * order (gx_folder, as io.c sends them). */
 static void split_count(const gfs_layout *lay, const gc_pieces *pc, size_t *cnt,
                         int64_t *segs)
 {
     unsigned ns = (unsigned)lay->nsubfiles; /* 1..GFS_MAX_SUBFILES */
     uint64_t unit = (uint64_t)lay->unit;
-    gp_seg fold[GFS_MAX_SUBFILES];
+    gx_folder fold[GFS_MAX_SUBFILES];
     memset(cnt, 0, ns * sizeof(cnt[0]));
+    for (unsigned i = 0; i < ns && segs; i++)
+        gx_folder_init(&fold[i], NULL, 0);
     gc_pieces cur = *pc;
     uint64_t x, left;
     char *mem;
@@ -863,15 +865,15 @@ static void split_count(const gfs_layout *lay, const gc_pieces *pc, size_t *cnt,
             unsigned sub = gl_locate(unit, ns, x, &foff, &len);
             if (len > left)
                 len = left;
-            if (segs && (cnt[sub] == 0 || !gx_fold(&fold[sub], foff, len))) {
-                gx_fold_start(&fold[sub], foff, len);
-                (*segs)++;
-            }
+            if (segs)
+                gx_folder_add(&fold[sub], foff, len);
             cnt[sub]++;
             x += len;
             left -= len;
         }
     }
+    for (unsigned i = 0; i < ns && segs; i++)
+        *segs += (int64_t)gx_folder_end(&fold[i]);
 }
 
 /* The striped layout's op: each subfile's pieces, one transfer per
@@ -975,13 +977,19 @@ static int64_t striped_read_result(gc_op *o)
     return lower < end ? lower - o->off : o->total;
 }
 
-int64_t gfs_striped_listio(int sid, int op, int64_t n,
-                           const gfs_list_entry *entries, void *buf)
+int64_t gc_striped_listio(int sid, int op, int64_t n,
+                          const gfs_list_entry *entries, void *buf)
 {
     gc_op *o;
     gc_pieces p = gc_pieces_paired(n, entries, buf);
     int rc = gc_op_striped(&o, sid, op, &p);
     return rc ? rc : gc_op_run(o);
+}
+
+int64_t gfs_striped_listio(int sid, int op, int64_t n,
+                           const gfs_list_entry *entries, void *buf)
+{
+    return gc_striped_listio(sid, op, n, entries, buf);
 }
 
 int64_t gfs_striped_rangeio(int sid, int op, int64_t nr, const gfs_range *r,
@@ -1046,6 +1054,26 @@ int gfs_striped_open(const char *name)
     return gc_striped_open(name);
 }
 
+int gfs_striped_layout(int sid, gfs_layout *layout)
+{
+    return gc_striped_layout(sid, layout);
+}
+
+int gfs_striped_kid(int sid, int subfile)
+{
+    return gc_striped_kid(sid, subfile);
+}
+
+int64_t gfs_striped_size(int sid)
+{
+    return gc_striped_size(sid);
+}
+
+int gfs_striped_truncate(int sid, int64_t size)
+{
+    return gc_striped_truncate(sid, size);
+}
+
 int gfs_striped_close(int sid)
 {
     return gc_striped_close(sid);
@@ -1054,20 +1082,14 @@ int gfs_striped_close(int sid)
 int64_t gfs_striped_read(int sid, int64_t offset, void *buf, int64_t size)
 {
     gfs_list_entry e = {offset, 0, size};
-    gc_op *o;
-    gc_pieces p = gc_pieces_paired(1, &e, buf);
-    int rc = gc_op_striped(&o, sid, GFS_READ, &p);
-    return rc ? rc : gc_op_run(o);
+    return gc_striped_listio(sid, GFS_READ, 1, &e, buf);
 }
 
 int64_t gfs_striped_write(int sid, int64_t offset, const void *buf,
                           int64_t size)
 {
     gfs_list_entry e = {offset, 0, size};
-    gc_op *o;
-    gc_pieces p = gc_pieces_paired(1, &e, (void *)buf);
-    int rc = gc_op_striped(&o, sid, GFS_WRITE, &p);
-    return rc ? rc : gc_op_run(o);
+    return gc_striped_listio(sid, GFS_WRITE, 1, &e, (void *)buf);
 }
 
 int gc_striped_local(int sid, gc_local **out)

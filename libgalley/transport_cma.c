@@ -36,12 +36,6 @@ static int cma_probe(gc_hs_call call, void *arg)
     return k == 0 && dst == src ? 0 : GC_DECLINE;
 }
 
-static void seg_emit(gp_wbuf *w, const gp_seg *s, uint32_t *nseg)
-{
-    gp_put_seg(w, s);
-    (*nseg)++;
-}
-
 static int cma_io_submit(gc_conn *c, int op, gc_chunk *ch)
 {
     if (!gc_conn_owned(c)) /* a child after fork(): its memory is not ours */
@@ -50,26 +44,12 @@ static int cma_io_submit(gc_conn *c, int op, gc_chunk *ch)
      * the file side, so a million 16-byte pieces of memory with gaps are
      * one strided segment, not a million addresses. */
     gp_wbuf *d = &ch->desc;
-    size_t at = d->len;
-    uint32_t nseg = 0;
-    gp_put_u32(d, 0);
-    gp_seg r;
-    bool have = false;
-    for (int i = 0; i < ch->niov; i++) {
-        uint64_t a = (uint64_t)(uintptr_t)ch->iov[i].iov_base;
-        uint64_t len = ch->iov[i].iov_len;
-        if (!have || !gx_fold(&r, a, len)) {
-            if (have)
-                seg_emit(d, &r, &nseg);
-            gx_fold_start(&r, a, len);
-            have = true;
-        }
-    }
-    if (have)
-        seg_emit(d, &r, &nseg);
-    if (!d->err)
-        for (int k = 0; k < 4; k++)
-            d->data[at + (size_t)k] = (uint8_t)(nseg >> (8 * k));
+    gx_folder mem;
+    gx_folder_init(&mem, d, 0);
+    for (int i = 0; i < ch->niov; i++)
+        gx_folder_add(&mem, (uint64_t)(uintptr_t)ch->iov[i].iov_base,
+                      ch->iov[i].iov_len);
+    gx_folder_end(&mem);
     if (d->err) {
         ch->req.state = GC_REQ_DONE;
         return ch->req.status = d->err;

@@ -220,7 +220,7 @@ int gx_resolve(gx_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
 
 /* ------------------------------------------------------------ folding -- */
 
-void gx_fold_start(gp_seg *s, uint64_t off, uint64_t len)
+static void gx_fold_start(gp_seg *s, uint64_t off, uint64_t len)
 {
     s->kind = GP_SEG_EXTENT;
     s->nlev = 0;
@@ -228,7 +228,7 @@ void gx_fold_start(gp_seg *s, uint64_t off, uint64_t len)
     s->size = len;
 }
 
-bool gx_fold(gp_seg *s, uint64_t off, uint64_t len)
+static bool gx_fold(gp_seg *s, uint64_t off, uint64_t len)
 {
     if (s->kind == GP_SEG_EXTENT) {
         if (s->off + s->size == off) {
@@ -248,4 +248,42 @@ bool gx_fold(gp_seg *s, uint64_t off, uint64_t len)
         return true;
     }
     return false;
+}
+
+void gx_folder_init(gx_folder *f, gp_wbuf *out, uint64_t max)
+{
+    f->out = out;
+    f->max = max;
+    f->nseg = 0;
+    f->open = false;
+    if (out) {
+        f->count_at = out->len;
+        gp_put_u32(out, 0); /* filled in by gx_folder_end */
+    }
+}
+
+bool gx_folder_add(gx_folder *f, uint64_t off, uint64_t len)
+{
+    if (f->open && gx_fold(&f->s, off, len))
+        return true;
+    if (f->max && f->nseg == f->max)
+        return false;
+    if (f->open && f->out)
+        gp_put_seg(f->out, &f->s);
+    gx_fold_start(&f->s, off, len);
+    f->open = true;
+    f->nseg++;
+    return true;
+}
+
+uint64_t gx_folder_end(gx_folder *f)
+{
+    if (f->open && f->out)
+        gp_put_seg(f->out, &f->s);
+    f->open = false;
+    if (f->out && !f->out->err)
+        for (int k = 0; k < 4; k++)
+            f->out->data[f->count_at + (size_t)k] =
+                (uint8_t)(f->nseg >> (8 * k));
+    return f->nseg;
 }

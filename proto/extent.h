@@ -7,7 +7,7 @@
  * (galley.h), gp_seg on the wire (gproto.h) and gx_ext in between.  A
  * request's path through this module:
  *
- *   client: pieces (gx_ext, ref = memory) -> gx_order -> gx_fold into
+ *   client: pieces (gx_ext, ref = memory) -> gx_order -> gx_folder into
  *           gp_seg, extents merged and equal strides folded
  *   server: gp_seg -> gp_seg_expand (gx_ext) -> gx_number (ref = data
  *           position, list order) -> gx_sort -> gx_extent_at / gx_resolve
@@ -93,15 +93,34 @@ int gx_resolve(gx_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
                uint64_t flag);
 
 /*
- * Folding pieces into wire segments.  s holds the segment being built: an
- * extent, or a strided segment of one level.  gx_fold_start makes it the
- * extent [off, off + len); gx_fold appends [off, off + len) when the
- * segment can take it (file-adjacent to an extent: a longer extent; the
- * same size at the same stride: one more strided piece) and returns false
- * otherwise, when the caller emits s and starts anew.  Backward or
- * overlapping pieces are never folded, so list order is kept.
+ * Folding pieces into wire segments, the one rule and the one loop around
+ * it for every list of pieces going to the wire (the client's file side,
+ * io.c; its memory side on a cross-memory-attach connection,
+ * transport_cma.c; the count the drivers decide aggregation with,
+ * striped.c).  The segment being built is an extent or a strided segment
+ * of one level; a piece joins it when it can (file-adjacent to an extent:
+ * a longer extent; the same size at the same stride: one more strided
+ * piece), else it starts the next.  Backward or overlapping pieces are
+ * never folded, so list order is kept.
+ *
+ * With out, the folder writes the wire's segment list there (gmsg.h segs
+ * and mem: u32 count, then the segments, gp_put_seg); out NULL: it only
+ * counts.  Pieces are added in list order; max (0: none) bounds the
+ * segments: gx_folder_add returns false, taking nothing, when the piece
+ * would start segment max + 1.  gx_folder_end appends the open segment,
+ * fills in the count and answers it.
  */
-void gx_fold_start(gp_seg *s, uint64_t off, uint64_t len);
-bool gx_fold(gp_seg *s, uint64_t off, uint64_t len);
+typedef struct gx_folder {
+    gp_wbuf *out;
+    size_t count_at; /* where in out the count goes */
+    uint64_t max;
+    uint64_t nseg; /* segments appended or open */
+    bool open;
+    gp_seg s;
+} gx_folder;
+
+void gx_folder_init(gx_folder *f, gp_wbuf *out, uint64_t max);
+bool gx_folder_add(gx_folder *f, uint64_t off, uint64_t len);
+uint64_t gx_folder_end(gx_folder *f);
 
 #endif /* GALLEY_EXTENT_H */

@@ -210,20 +210,44 @@ static void test_resolve(void)
 
 /* -------------------------------------------------------------- folding -- */
 
-/* Fold pieces as io.c does; return the segments. */
+/* Fold pieces as io.c does (gx_folder, at most max segments, 0: no
+ * bound), into the wire's segment list; return the segments read back
+ * from it, and in *taken how many pieces the folder took. */
+static size_t fold_max(const gx_ext *e, size_t n, gp_seg *out, uint64_t max,
+                       size_t *taken)
+{
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gx_folder f;
+    gx_folder_init(&f, &w, max);
+    size_t i = 0;
+    while (i < n && gx_folder_add(&f, e[i].off, e[i].len))
+        i++;
+    uint64_t ns = gx_folder_end(&f);
+    if (taken)
+        *taken = i;
+    gp_rbuf r;
+    gp_rbuf_init(&r, w.data, w.len);
+    CHECK_EQ(gp_get_u32(&r), ns);
+    for (uint64_t k = 0; k < ns; k++)
+        gp_get_seg(&r, &out[k]);
+    CHECK(w.err == 0 && gp_done(&r));
+    gp_wbuf_free(&w);
+    /* counting alone (no list written) gives the same number */
+    gx_folder c;
+    gx_folder_init(&c, NULL, max);
+    for (size_t k = 0; k < i; k++)
+        CHECK(gx_folder_add(&c, e[k].off, e[k].len));
+    CHECK_EQ(gx_folder_end(&c), ns);
+    return (size_t)ns;
+}
+
 static size_t fold_all(const gx_ext *e, size_t n, gp_seg *out)
 {
-    size_t ns = 0;
-    bool have = false;
-    for (size_t i = 0; i < n; i++) {
-        if (!have || !gx_fold(&out[ns], e[i].off, e[i].len)) {
-            if (have)
-                ns++;
-            gx_fold_start(&out[ns], e[i].off, e[i].len);
-            have = true;
-        }
-    }
-    return have ? ns + 1 : 0;
+    size_t taken;
+    size_t ns = fold_max(e, n, out, 0, &taken);
+    CHECK_EQ(taken, n);
+    return ns;
 }
 
 static void test_fold_cases(void)
@@ -255,6 +279,16 @@ static void test_fold_cases(void)
     uint64_t np, nb;
     CHECK(gp_seg_measure(&s[0], &np, &nb) && np == 3 && nb == 15);
     CHECK_EQ(fold_all(NULL, 0, s), 0);
+    /* a bound on segments: the piece that would start one more is not
+     * taken, and a piece that folds into the last one still is */
+    gx_ext bnd[4] = {ext(0, 4, 0), ext(100, 8, 0), ext(108, 8, 0),
+                     ext(300, 1, 0)};
+    size_t taken;
+    CHECK_EQ(fold_max(bnd, 4, s, 2, &taken), 2);
+    CHECK_EQ(taken, 3);
+    CHECK(s[1].kind == GP_SEG_EXTENT && s[1].off == 100 && s[1].size == 16);
+    CHECK_EQ(fold_max(bnd, 4, s, 1, &taken), 1);
+    CHECK_EQ(taken, 1);
 }
 
 /* Random lists: folding then expanding gives the same bytes in the same

@@ -176,10 +176,15 @@ int gc_check_init(void)
     return ok ? 0 : GFS_ENOTINIT;
 }
 
-int gfs_num_servers(void)
+int gc_num_servers(void)
 {
     int rc = gc_check_init();
     return rc ? rc : gc_g.nservers;
+}
+
+int gfs_num_servers(void)
+{
+    return gc_num_servers();
 }
 
 gc_conn *gc_server_conn(int server)
@@ -235,9 +240,7 @@ int gc_check_name(const char *name, size_t max)
     size_t n = strnlen(name, max + 1);
     if (n > max)
         return -ENAMETOOLONG;
-    if (strchr(name, '\n'))
-        return -EINVAL;
-    return 0;
+    return gp_name_ok(name) ? 0 : -EINVAL;
 }
 
 /* ------------------------------------------------------------ tables --- */
@@ -326,6 +329,11 @@ int gc_open_handles(int server, uint64_t **fkids, int *n)
 /* --------------------------------------------------------- servers ---- */
 
 int gfs_ping(int server)
+{
+    return gc_ping(server);
+}
+
+int gc_ping(int server)
 {
     int rc = gc_check_init();
     if (rc)

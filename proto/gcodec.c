@@ -18,6 +18,7 @@
 #define GP_E_u32(f, ...) gp_put_u32(w, m->f);
 #define GP_E_u64(f, ...) gp_put_u64(w, m->f);
 #define GP_E_str(f, max) gp_put_str(w, m->f ? m->f : "");
+#define GP_E_name(f, max) GP_E_str(f, max)
 #define GP_E_blob(f, max) gp_put_blob(w, m->f, m->f##_len);
 #define GP_E_rec(f) gp_put_record(w, m->f);
 #define GP_E_list(f, item, max) gp_put_u32(w, m->f);
@@ -33,6 +34,8 @@
 #define GP_D_str(f, max)                                                       \
     gp_get_str(r, m->f##_buf, (max));                                          \
     m->f = m->f##_buf;
+#define GP_D_name(f, max)                                                      \
+    GP_D_str(f, max) if (!r->err && !gp_name_ok(m->f)) r->err = -EINVAL;
 #define GP_D_blob(f, max) m->f = gp_get_blob(r, &m->f##_len, (max));
 #define GP_D_rec(f)                                                            \
     if (m->f)                                                                  \
@@ -55,6 +58,7 @@
 #define GP_MIN_u32(...) +4
 #define GP_MIN_u64(...) +8
 #define GP_MIN_str(...) +2
+#define GP_MIN_name(...) +2
 #define GP_MIN_blob(...) +4
 #define GP_MIN_rec(...) +4
 #define GP_MIN_list(...) +4
@@ -70,6 +74,7 @@
 #define GP_TAIL_u32(...)
 #define GP_TAIL_u64(...)
 #define GP_TAIL_str(...)
+#define GP_TAIL_name(...)
 #define GP_TAIL_blob(...)
 #define GP_TAIL_rec(...)
 #define GP_TAIL_list(...) +1

@@ -14,7 +14,8 @@
  * Encoders append to w (errors stay in w->err, as for gp_put_*).  A
  * decoder returns 0 or a negative code: GFS_EPROTO for a short, long or
  * malformed payload, -ENAMETOOLONG for a string over its limit (the
- * reader's error, as gp_get_* set it).  A message with a tail (list,
+ * reader's error, as gp_get_* set it), -EINVAL for a name field that is
+ * no name (gp_name_ok).  A message with a tail (list,
  * segs, mem, data) decodes its fields, checks a list's count against its
  * limit and the bytes left, and leaves the reader at the tail; the caller
  * reads the tail and then calls gp_decode_end.  A decoded str field points
@@ -38,6 +39,7 @@
 #define GP_M_str(f, max)                                                       \
     const char *f;                                                             \
     char f##_buf[(max) + 1];
+#define GP_M_name(f, max) GP_M_str(f, max)
 #define GP_M_blob(f, max)                                                      \
     const uint8_t *f;                                                          \
     uint32_t f##_len;

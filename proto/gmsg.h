@@ -18,6 +18,10 @@
  *   str, MAX  u16 length + bytes (no NUL) const char *field (encode);
  *             decode checks <= MAX and    char field_buf[MAX + 1], and
  *             copies it                   field points at it (decode)
+ *   name, MAX a str that names a file or  as str
+ *             fork: decode also checks
+ *             gp_name_ok (-EINVAL), so no
+ *             handler repeats the check
  *   blob, MAX u32 length + bytes          const uint8_t *field, uint32_t
  *             (decode: <= MAX, no copy)   field_len (points into the frame)
  *   rec     gp_put_record / gp_get_record gp_record *field: the caller
@@ -121,19 +125,19 @@
 #define GP_AUTH_PROVE_REQ(F) F(blob, mac, GP_MAC_BYTES)
 #define GP_AUTH_PROVE_REP(F) F(blob, mac, GP_MAC_BYTES)
 
-#define GP_NS_RESERVE_REQ(F) F(str, name, GFS_NAME_MAX)
+#define GP_NS_RESERVE_REQ(F) F(name, name, GFS_NAME_MAX)
 #define GP_NS_RESERVE_REP(F)
 
-#define GP_NS_COMMIT_REQ(F) F(str, name, GFS_NAME_MAX) F(rec, rec)
+#define GP_NS_COMMIT_REQ(F) F(name, name, GFS_NAME_MAX) F(rec, rec)
 #define GP_NS_COMMIT_REP(F)
 
-#define GP_NS_RELEASE_REQ(F) F(str, name, GFS_NAME_MAX)
+#define GP_NS_RELEASE_REQ(F) F(name, name, GFS_NAME_MAX)
 #define GP_NS_RELEASE_REP(F)
 
-#define GP_NS_LOOKUP_REQ(F) F(str, name, GFS_NAME_MAX)
+#define GP_NS_LOOKUP_REQ(F) F(name, name, GFS_NAME_MAX)
 #define GP_NS_LOOKUP_REP(F) F(rec, rec)
 
-#define GP_NS_REMOVE_REQ(F) F(str, name, GFS_NAME_MAX)
+#define GP_NS_REMOVE_REQ(F) F(name, name, GFS_NAME_MAX)
 #define GP_NS_REMOVE_REP(F) F(rec, rec)
 
 /* Record leases (nameserver.c, rcache.c): lease_ms 0 = none granted.  A
@@ -142,10 +146,10 @@
  * client (restarted): the client drops every lease it had there.  epoch:
  * the server's start (random); a renewal extends only the leases granted
  * in its epoch. */
-#define GP_NS_LEASE_REQ(F) F(u64, client) F(str, name, GFS_NAME_MAX)
+#define GP_NS_LEASE_REQ(F) F(u64, client) F(name, name, GFS_NAME_MAX)
 #define GP_NS_LEASE_REP(F) F(u32, lease_ms) F(u64, epoch) F(rec, rec)
 #define GP_NS_COMMIT_LEASE_REQ(F)                                              \
-    F(u64, client) F(str, name, GFS_NAME_MAX) F(rec, rec)
+    F(u64, client) F(name, name, GFS_NAME_MAX) F(rec, rec)
 #define GP_NS_COMMIT_LEASE_REP(F) F(u32, lease_ms) F(u64, epoch)
 #define GP_NS_RENEW_REQ(F) F(u64, client) F(u64, acked)
 #define GP_NS_RENEW_REP(F)                                                     \
@@ -156,15 +160,15 @@
 #define GP_NS_LIST_REP(F) F(list, n, NAME, GP_MAX_NAMES)
 
 #define GP_NS_SETATTR_REQ(F)                                                   \
-    F(str, name, GFS_NAME_MAX) F(blob, attrs, GP_ATTR_MAX)
+    F(name, name, GFS_NAME_MAX) F(blob, attrs, GP_ATTR_MAX)
 #define GP_NS_SETATTR_REP(F)
 
-#define GP_SUB_CREATE_REQ(F) F(str, filename, GFS_NAME_MAX) F(u32, subfile)
+#define GP_SUB_CREATE_REQ(F) F(name, filename, GFS_NAME_MAX) F(u32, subfile)
 #define GP_SUB_CREATE_REP(F) F(u64, hid)
 
 #define GP_SUB_CREATE_FORK_REQ(F)                                              \
-    F(str, filename, GFS_NAME_MAX)                                             \
-    F(u32, subfile) F(str, fork, GFS_FORK_NAME_MAX)
+    F(name, filename, GFS_NAME_MAX)                                            \
+    F(u32, subfile) F(name, fork, GFS_FORK_NAME_MAX)
 #define GP_SUB_CREATE_FORK_REP(F) F(u64, hid)
 
 #define GP_SUB_DELETE_REQ(F) F(u64, hid)
@@ -173,16 +177,16 @@
 #define GP_SUB_LIST_REQ(F) F(u64, after)
 #define GP_SUB_LIST_REP(F) F(list, n, SUB, GP_MAX_NAMES)
 
-#define GP_FORK_CREATE_REQ(F) F(u64, hid) F(str, fork, GFS_FORK_NAME_MAX)
+#define GP_FORK_CREATE_REQ(F) F(u64, hid) F(name, fork, GFS_FORK_NAME_MAX)
 #define GP_FORK_CREATE_REP(F)
 
-#define GP_FORK_OPEN_REQ(F) F(u64, hid) F(str, fork, GFS_FORK_NAME_MAX)
+#define GP_FORK_OPEN_REQ(F) F(u64, hid) F(name, fork, GFS_FORK_NAME_MAX)
 #define GP_FORK_OPEN_REP(F) F(u64, fkid) F(u64, size)
 
 #define GP_FORK_CLOSE_REQ(F) F(u64, fkid)
 #define GP_FORK_CLOSE_REP(F)
 
-#define GP_FORK_DELETE_REQ(F) F(u64, hid) F(str, fork, GFS_FORK_NAME_MAX)
+#define GP_FORK_DELETE_REQ(F) F(u64, hid) F(name, fork, GFS_FORK_NAME_MAX)
 #define GP_FORK_DELETE_REP(F)
 
 #define GP_FORK_LIST_REQ(F) F(u64, hid)
@@ -321,7 +325,7 @@
  * reply is the generation stored after.  REPL_ID: the random id the
  * server's data directory got when it was first used; a directory wiped
  * and recreated gets a new one. */
-#define GP_NS_REPL_SET_REQ(F) F(str, name, GFS_NAME_MAX) F(rec, rec)
+#define GP_NS_REPL_SET_REQ(F) F(name, name, GFS_NAME_MAX) F(rec, rec)
 #define GP_NS_REPL_SET_REP(F) F(u64, gen)
 
 #define GP_REPL_ID_REQ(F)

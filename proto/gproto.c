@@ -287,6 +287,11 @@ bool gp_done(const gp_rbuf *r)
     return !r->err && r->pos == r->len;
 }
 
+bool gp_name_ok(const char *name)
+{
+    return name[0] != '\0' && !strchr(name, '\n');
+}
+
 /* ----------------------------------------------------------- records ---- */
 
 void gp_put_record(gp_wbuf *w, const gp_record *rec)

@@ -195,6 +195,12 @@ size_t gp_remaining(const gp_rbuf *r);
 /* True when everything was consumed without error. */
 bool gp_done(const gp_rbuf *r);
 
+/* The one rule for file and fork names, on both sides (the length is the
+ * caller's: GFS_NAME_MAX, GFS_FORK_NAME_MAX): not empty, no newline (the
+ * record files and listings are line-based).  A request field of kind
+ * `name` (gmsg.h) is checked with it as it is decoded. */
+bool gp_name_ok(const char *name);
+
 /* ------------------------------------------------------------------------
  * File records (NameServer)
  * ------------------------------------------------------------------------ */

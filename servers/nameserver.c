@@ -16,6 +16,9 @@
  *              number chosen here, so names never become path components.
  * NS_COMMIT replaces a reservation (whoever holds it) and fails with
  * -EEXIST only if a committed record exists.
+ *
+ * A request's name was checked as it was decoded (gmsg.h: kind name), so
+ * no handler checks it again.
  */
 #include "gsrv_internal.h"
 #include "fnv.h"
@@ -169,12 +172,7 @@ static struct {
 
 int gsrv_check_name(const char *name)
 {
-    size_t n = strlen(name);
-    if (n == 0 || n > GFS_NAME_MAX)
-        return -EINVAL;
-    if (memchr(name, '\n', n))
-        return -EINVAL;
-    return 0;
+    return strlen(name) <= GFS_NAME_MAX && gp_name_ok(name) ? 0 : -EINVAL;
 }
 
 /* Attribute text as gp_get_record accepts it: no NUL. */
@@ -673,8 +671,6 @@ int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gp_NS_RESERVE_req m;
     int rc = gp_NS_RESERVE_req_decode(req, &m);
     const char *name = m.name;
-    if (!rc)
-        rc = gsrv_check_name(name);
     if (rc)
         return rc;
     uint64_t h = g_fnv1a(name);
@@ -695,9 +691,7 @@ int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 static int commit(gsrv_conn *c, const char *name, gp_record *rec,
                   uint64_t client, uint32_t *lease)
 {
-    int rc = gsrv_check_name(name);
-    if (rc)
-        return rc;
+    int rc = 0;
     uint64_t h = g_fnv1a(name);
     bool created = false;
     pthread_mutex_lock(&ns.lock);
@@ -769,8 +763,6 @@ int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gp_NS_RELEASE_req m;
     int rc = gp_NS_RELEASE_req_decode(req, &m);
     const char *name = m.name;
-    if (!rc)
-        rc = gsrv_check_name(name);
     if (rc)
         return rc;
     uint64_t h = g_fnv1a(name);
@@ -789,8 +781,6 @@ int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gp_NS_LOOKUP_req m;
     int rc = gp_NS_LOOKUP_req_decode(req, &m);
     const char *name = m.name;
-    if (!rc)
-        rc = gsrv_check_name(name);
     if (rc)
         return rc;
     gp_record *rec = malloc(sizeof(*rec));
@@ -813,8 +803,8 @@ int gsrv_op_NS_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_NS_LEASE_req m;
     int rc = gp_NS_LEASE_req_decode(req, &m);
-    if (!rc)
-        rc = m.client ? gsrv_check_name(m.name) : -EINVAL;
+    if (!rc && !m.client)
+        rc = -EINVAL;
     if (rc)
         return rc;
     gp_record *rec = malloc(sizeof(*rec));
@@ -875,8 +865,6 @@ int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gp_NS_REMOVE_req m;
     int rc = gp_NS_REMOVE_req_decode(req, &m);
     const char *name = m.name;
-    if (!rc)
-        rc = gsrv_check_name(name);
     if (rc)
         return rc;
     gp_record *rec = malloc(sizeof(*rec));
@@ -958,8 +946,6 @@ int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint32_t alen = m.attrs_len;
     const uint8_t *attrs = m.attrs;
     if (!rc)
-        rc = gsrv_check_name(name);
-    if (!rc)
         rc = check_attrs(attrs, alen);
     if (rc)
         return rc;
@@ -997,8 +983,6 @@ int gsrv_op_NS_REPL_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gp_NS_REPL_SET_req m = {.rec = in};
     if (!rc)
         rc = gp_NS_REPL_SET_req_decode(req, &m);
-    if (!rc)
-        rc = gsrv_check_name(m.name);
     if (rc)
         goto out_free;
     uint64_t gen = 0;

@@ -6,6 +6,9 @@
  * find orphans: headers no record names, left by an rm that a dead
  * server interrupted).
  *
+ * Names (file and fork) were checked as the request was decoded (gmsg.h:
+ * kind name), so no handler here checks one again.
+ *
  * Threads: handler threads; locks as subfile.c explains (subtab.meta
  * around metadata changes, subtab.lock briefly for the table).
  */
@@ -21,20 +24,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int check_fork_name(const char *name)
-{
-    return name[0] ? 0 : -EINVAL;
-}
-
 /* A new subfile header for (name, subidx): its hid in *out. */
 static int sub_create(const char *name, uint32_t subidx, uint64_t *out)
 {
     char path[64], hpath[64];
-    int rc = gsrv_check_name(name);
-    if (!rc && subidx >= GFS_MAX_SUBFILES)
-        rc = -EINVAL;
-    if (rc)
-        return rc;
+    int rc = 0;
+    if (subidx >= GFS_MAX_SUBFILES)
+        return -EINVAL;
 
     gsrv_sub *s = calloc(1, sizeof(*s));
     if (!s)
@@ -175,10 +171,7 @@ int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 static int fork_create(uint64_t hid, const char *name)
 {
     char path[64];
-    int rc = check_fork_name(name);
-    if (rc)
-        return rc;
-
+    int rc = 0;
     hdr_fork *v = NULL;
     gsrv_fork *f = NULL;
     pthread_mutex_lock(&subtab.meta);
@@ -259,8 +252,6 @@ int gsrv_op_SUB_CREATE_FORK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint64_t hid;
     int rc = gp_SUB_CREATE_FORK_req_decode(req, &m);
     if (!rc)
-        rc = check_fork_name(m.fork);
-    if (!rc)
         rc = sub_create(m.filename, m.subfile, &hid);
     if (rc)
         return rc;
@@ -280,8 +271,6 @@ int gsrv_op_FORK_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     int rc = gp_FORK_OPEN_req_decode(req, &m);
     uint64_t hid = m.hid;
     const char *name = m.fork;
-    if (!rc)
-        rc = check_fork_name(name);
     if (rc)
         return rc;
 
@@ -357,8 +346,6 @@ int gsrv_op_FORK_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     int rc = gp_FORK_DELETE_req_decode(req, &m);
     uint64_t hid = m.hid;
     const char *name = m.fork;
-    if (!rc)
-        rc = check_fork_name(name);
     if (rc)
         return rc;
 

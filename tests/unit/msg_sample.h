@@ -72,6 +72,7 @@ typedef struct sample {
 #define SAMPLE_IK_u32(...)
 #define SAMPLE_IK_u64(...)
 #define SAMPLE_IK_str(...)
+#define SAMPLE_IK_name(...)
 #define SAMPLE_IK_blob(...)
 #define SAMPLE_IK_rec(...)
 #define SAMPLE_IK_list(f, item, max) +1 + SAMPLE_ITEM_##item
@@ -84,6 +85,7 @@ typedef struct sample {
 #define SAMPLE_TK_u32(...)
 #define SAMPLE_TK_u64(...)
 #define SAMPLE_TK_str(...)
+#define SAMPLE_TK_name(...)
 #define SAMPLE_TK_blob(...)
 #define SAMPLE_TK_rec(...)
 #define SAMPLE_TK_list(...)
@@ -96,6 +98,7 @@ typedef struct sample {
 #define SAMPLE_SK_u32(...)
 #define SAMPLE_SK_u64(...)
 #define SAMPLE_SK_str(...)
+#define SAMPLE_SK_name(...)
 #define SAMPLE_SK_blob(...)
 #define SAMPLE_SK_rec(...)
 #define SAMPLE_SK_list(...)
@@ -135,6 +138,18 @@ static const char *sample_str(uint64_t *s, char *buf, size_t max)
     return buf;
 }
 
+/* A name (gp_name_ok) of 1..max bytes, kept in buf. */
+static const char *sample_name(uint64_t *s, char *buf, size_t max)
+{
+    sample_str(s, buf, max);
+    for (char *p = buf; *p; p++)
+        if (*p == '\n')
+            *p = '_';
+    if (!buf[0])
+        buf[0] = 'n', buf[1] = '\0';
+    return buf;
+}
+
 static inline void sample_record(uint64_t *s, gp_record *rec)
 {
     memset(rec, 0, sizeof(*rec));
@@ -156,6 +171,7 @@ static inline void sample_record(uint64_t *s, gp_record *rec)
 #define SAMPLE_F_u32(f, ...) m->f = (uint32_t)sample_u64(s);
 #define SAMPLE_F_u64(f, ...) m->f = sample_u64(s);
 #define SAMPLE_F_str(f, max) m->f = sample_str(s, m->f##_buf, (max));
+#define SAMPLE_F_name(f, max) m->f = sample_name(s, m->f##_buf, (max));
 #define SAMPLE_F_blob(f, max)                                                  \
     m->f##_len =                                                               \
         (uint32_t)(sample_rnd(s) % 2 ? (max) : sample_rnd(s) % (max));         \
@@ -180,6 +196,7 @@ static inline void sample_record(uint64_t *s, gp_record *rec)
 #define SAMPLE_P_u32(...)
 #define SAMPLE_P_u64(...)
 #define SAMPLE_P_str(...)
+#define SAMPLE_P_name(...)
 #define SAMPLE_P_blob(...)
 #define SAMPLE_P_list(...)
 #define SAMPLE_P_segs(...)
@@ -192,6 +209,7 @@ static inline void sample_record(uint64_t *s, gp_record *rec)
 #define SAMPLE_C_u32(f, ...) eq = eq && a->f == b->f;
 #define SAMPLE_C_u64(f, ...) eq = eq && a->f == b->f;
 #define SAMPLE_C_str(f, max) eq = eq && strcmp(a->f, b->f) == 0;
+#define SAMPLE_C_name(f, max) SAMPLE_C_str(f, max)
 #define SAMPLE_C_blob(f, max)                                                  \
     eq = eq && a->f##_len == b->f##_len &&                                     \
          (!a->f##_len || memcmp(a->f, b->f, a->f##_len) == 0);
@@ -304,6 +322,7 @@ static inline uint32_t sample_count(const sample *x)
 #define SAMPLE_N_u32(...)
 #define SAMPLE_N_u64(...)
 #define SAMPLE_N_str(...)
+#define SAMPLE_N_name(...)
 #define SAMPLE_N_blob(...)
 #define SAMPLE_N_rec(...)
 #define SAMPLE_N_segs(...)

@@ -124,6 +124,26 @@ static void test_limits(void)
     CHECK_EQ(decode_bytes(GP_OP_FORK_OPEN, GP_REQ, w.data, w.len), GFS_EPROTO);
     gp_wbuf_free(&w);
 
+    /* name: no name (empty, or with a newline) is -EINVAL, whatever
+     * message carries it; a name passes */
+    static const char *const bad[] = {"", "/a\nb", "\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        gp_wbuf_init(&w);
+        gp_NS_LOOKUP_req_encode(&w, &(gp_NS_LOOKUP_req){.name = bad[i]});
+        CHECK_EQ(decode_bytes(GP_OP_NS_LOOKUP, GP_REQ, w.data, w.len), -EINVAL);
+        gp_wbuf_free(&w);
+        gp_wbuf_init(&w);
+        gp_FORK_DELETE_req_encode(
+            &w, &(gp_FORK_DELETE_req){.hid = 1, .fork = bad[i]});
+        CHECK_EQ(decode_bytes(GP_OP_FORK_DELETE, GP_REQ, w.data, w.len),
+                 -EINVAL);
+        gp_wbuf_free(&w);
+    }
+    gp_wbuf_init(&w);
+    gp_NS_LOOKUP_req_encode(&w, &(gp_NS_LOOKUP_req){.name = "/a b\tc"});
+    CHECK_EQ(decode_bytes(GP_OP_NS_LOOKUP, GP_REQ, w.data, w.len), 0);
+    gp_wbuf_free(&w);
+
     /* blob: over its limit */
     uint8_t big[GP_ATTR_MAX + 1] = {0};
     gp_wbuf_init(&w);

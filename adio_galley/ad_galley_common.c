@@ -84,10 +84,11 @@ int64_t ADIOI_GALLEY_Listio(ADIO_File fd, int op, int64_t nr, const gfs_range * 
     ADIOI_GALLEY_fs *fs = fd->fs_ptr;
     if (nr == 0)
         return 0;
-    int64_t rc = 0, fmin, fmax;
+    int64_t rc = 0, fmin = 0, fmax = 0;
     int locked = 0;
-    galley_ranges_span(nr, r, &fmin, &fmax);
-    if (fd->atomicity && fmax > fmin) {
+    if (fd->atomicity) /* the span is needed only to lock it */
+        galley_ranges_span(nr, r, &fmin, &fmax);
+    if (fmax > fmin) {
         rc = gfs_striped_lock(fs->sid, fmin, fmax - fmin, op == GFS_WRITE);
         locked = rc == 0;
     }

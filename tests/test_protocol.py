@@ -2,6 +2,7 @@
 gets an error reply or a closed connection, never a crash or a hang, and
 the server keeps serving good clients."""
 
+import errno
 import random
 import socket
 import struct
@@ -330,6 +331,8 @@ def open_fork(cluster, uniq):
         state["c"] = c
         return c, fkid
 
+    state["name"] = name
+
     c, fkid = reopen()
     yield state, fkid, addr, reopen, server
     state["c"].close()
@@ -367,6 +370,42 @@ BAD_IO = {
                                     extent(0, 10)[:7]),
     "truncate to 2^63": lambda k: (OP["FORK_TRUNCATE"], u64(k) + u64(1 << 63)),
 }
+
+
+def test_names_that_are_no_names(cluster, open_fork):
+    """A file or fork name that is empty or holds a newline is refused
+    with -EINVAL by every request that carries one (the one name rule,
+    checked as the request is decoded), the same rule libgalley applies;
+    nothing is created, and the good name still works."""
+    state, fkid, addr, reopen, server = open_fork
+    (_, hid), _ = find_record(cluster, state["name"])
+    c = state["c"]
+    for bad in ("", "f\ng", "\n"):
+        for op, payload in (
+                ("FORK_CREATE", u64(hid) + s16(bad)),
+                ("FORK_OPEN", u64(hid) + s16(bad)),
+                ("FORK_DELETE", u64(hid) + s16(bad)),
+                ("SUB_CREATE", s16(bad) + u32(0))):
+            status, _ = c.call(OP[op], payload)
+            assert status == -errno.EINVAL, (op, bad, status)
+        for i in range(cluster.n):
+            n = Conn(cluster.addr(i))
+            try:
+                for op in ("NS_RESERVE", "NS_LOOKUP", "NS_RELEASE",
+                           "NS_REMOVE"):
+                    status, _ = n.call(OP[op], s16("/x" + bad if bad else ""))
+                    assert status == -errno.EINVAL, (op, bad, status)
+            finally:
+                n.close()
+    # nothing was made: the subfile still has only its fork f
+    cp = cluster.galley("fork", "ls", state["name"], 0)
+    assert cp.returncode == 0, describe(cp)
+    forks = [line.split()[1] for line in cp.stdout.splitlines()
+             if line.strip().startswith("fork ")]
+    assert forks == ["f"], cp.stdout
+    status, p = c.call(OP["FORK_OPEN"], u64(hid) + s16("f"))
+    assert status == 0, status
+    assert cluster.alive(server)
 
 
 def test_garbage_io_requests(cluster, open_fork):

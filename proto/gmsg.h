@@ -179,7 +179,7 @@
  * GP_MAX_DELETES), deleted as SUB_DELETE each, answered after one log
  * commit for all; deleted: how many there were (one already gone is
  * not an error). */
-#define GP_MAX_DELETES 1024
+#define GP_MAX_DELETES 512 /* (GP_ATTR_MAX bytes: the largest blob) */
 #define GP_SUB_DELETE_MANY_REQ(F) F(blob, hids, GP_MAX_DELETES * 8)
 #define GP_SUB_DELETE_MANY_REP(F) F(u32, deleted)
 

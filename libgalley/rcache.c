@@ -29,7 +29,7 @@
  * forked child (which starts with no leases).
  *
  * Idle leases.  The leases at a server that no stat or open used for
- * GALLEY_MD_IDLE_MS (default 2000; 0: never) are let go, unless a file
+ * GALLEY_MD_IDLE_MS (default 30000; 0: never) are let go, unless a file
  * of theirs is open here: their entries stay as hints, the renewals to
  * that server stop, and the next open or stat of such a name asks once
  * and is granted a lease again.  So an idle process sends nothing.
@@ -538,7 +538,7 @@ static void *renewer(void *arg)
 {
     (void)arg;
     long ms = env_ms("GALLEY_MD_RENEW_MS", 200, 10, 60000);
-    long idle = env_ms("GALLEY_MD_IDLE_MS", 2000, 0, 86400000);
+    long idle = env_ms("GALLEY_MD_IDLE_MS", 30000, 0, 86400000);
     pthread_mutex_lock(&rc_lock);
     uint64_t client = rl.client;
     int nserv = rl.nserv;

@@ -164,18 +164,34 @@ int gc_all_open(int fid, const char *name, int *kids)
         return rc;
     if (!kids)
         return -EINVAL;
+    int n = (int)f.rec.nsub, subs[GFS_MAX_SUBFILES];
+    for (int i = 0; i < n; i++)
+        subs[i] = i;
+    return gc_forks_open(fid, name, n, subs, kids);
+}
+
+int gc_forks_open(int fid, const char *name, int n, const int *subs, int *kids)
+{
+    if (n < 0 || n > GFS_MAX_SUBFILES || (n && (!subs || !kids)))
+        return -EINVAL;
+    gc_file f;
+    int rc = gc_file_get(fid, &f);
+    if (rc)
+        return rc;
     rc = gc_check_name(name, GFS_FORK_NAME_MAX);
     if (rc)
         return rc;
-    int n = (int)f.rec.nsub;
+    for (int j = 0; j < n; j++)
+        if (subs[j] < 0 || subs[j] >= (int)f.rec.nsub)
+            return -EINVAL;
     if (f.rec.repl.ncopy > 1) {
         /* a replicated file: every copy in sync of each (repl.c) */
-        for (int i = 0; i < n; i++) {
-            kids[i] = gc_fork_open(fid, i, name);
-            if (kids[i] < 0) {
-                rc = kids[i];
-                for (int j = 0; j < i; j++)
-                    gc_fork_close(kids[j]);
+        for (int j = 0; j < n; j++) {
+            kids[j] = gc_fork_open(fid, subs[j], name);
+            if (kids[j] < 0) {
+                rc = kids[j];
+                for (int i = 0; i < j; i++)
+                    gc_fork_close(kids[i]);
                 return rc;
             }
         }
@@ -184,39 +200,41 @@ int gc_all_open(int fid, const char *name, int *kids)
     gc_pending *p = calloc((size_t)(n ? n : 1), sizeof(*p));
     if (!p)
         return -ENOMEM;
-    for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
         gc_FORK_OPEN_send(
-            gc_server_conn((int)f.rec.server[i]),
-            &(gp_FORK_OPEN_req){.hid = f.rec.hid[i], .fork = name}, &p[i]);
-    for (int i = 0; i < n; i++) {
+            gc_server_conn((int)f.rec.server[subs[j]]),
+            &(gp_FORK_OPEN_req){.hid = f.rec.hid[subs[j]], .fork = name},
+            &p[j]);
+    for (int j = 0; j < n; j++) {
         gp_FORK_OPEN_rep m = {0};
-        int k = gc_FORK_OPEN_recv(&p[i], &m, NULL);
-        kids[i] = k;
+        int k = gc_FORK_OPEN_recv(&p[j], &m, NULL);
+        kids[j] = k;
         if (k)
             continue;
         gc_fork fk = {.fid = fid,
-                      .subfile = i,
-                      .server = (int)f.rec.server[i],
+                      .subfile = subs[j],
+                      .server = (int)f.rec.server[subs[j]],
                       .fkid = m.fkid};
-        kids[i] = gc_fork_register(&fk);
-        if (kids[i] < 0) /* undo the server-side open */
+        kids[j] = gc_fork_register(&fk);
+        if (kids[j] < 0) /* undo the server-side open */
             gc_FORK_CLOSE_call(gc_server_conn(fk.server),
                                &(gp_FORK_CLOSE_req){.fkid = fk.fkid}, NULL,
                                NULL);
     }
     free(p);
-    for (int i = 0; i < n && !rc; i++)
-        if (kids[i] < 0)
-            rc = kids[i];
+    for (int j = 0; j < n && !rc; j++)
+        if (kids[j] < 0)
+            rc = kids[j];
     if (rc) {
-        for (int i = 0; i < n; i++)
-            if (kids[i] >= 0)
-                gc_fork_close(kids[i]);
+        int open[GFS_MAX_SUBFILES], nopen = 0;
+        for (int j = 0; j < n; j++)
+            if (kids[j] >= 0)
+                open[nopen++] = kids[j];
+        gc_all_close(nopen, open);
     }
     return rc;
 }
 
-/* Every fork at once: one round trip. */
 int gc_all_close(int nkids, const int *kids)
 {
     int rc = 0;

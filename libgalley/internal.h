@@ -285,6 +285,9 @@ int gc_fork_truncate(int kid, int64_t size);
 int gc_fork_sync(int kid);
 int gc_all_create(int fid, const char *name);
 int gc_all_open(int fid, const char *name, int *kids);
+/* The forks `name` of subfiles subs[0..n-1] of file fid, all at once (one
+ * round trip): kids[j] for subs[j]; on an error none stays open. */
+int gc_forks_open(int fid, const char *name, int n, const int *subs, int *kids);
 int gc_all_close(int nkids, const int *kids);
 /* io.c: plain and list I/O on a fork; bytes moved or an error (a read
  * answers the bytes before the fork's end, as gfs_read). */
@@ -310,6 +313,9 @@ int gc_striped_truncate(int sid, int64_t size);
  * SFIO interface): gc_op_striped, then run. */
 int64_t gc_striped_listio(int sid, int op, int64_t n,
                           const gfs_list_entry *entries, void *buf);
+/* Open every fork not opened yet of the striped ids open on `name` (a
+ * recall of its lease, or this process's own remove, is coming). */
+void gc_striped_pin(const char *name);
 /* Lock (lock) or unlock [off, off + len) of subfile header hid on server,
  * in the byte-range space (LOCK: gfs_striped_lock) or the block-number
  * space (BLOCK_LOCK: the locality layout's claims); retries the server's

@@ -28,6 +28,19 @@
  * first.  This process's id for the servers is random, and new in a
  * forked child (which starts with no leases).
  *
+ * Idle leases.  The leases at a server that no stat or open used for
+ * GALLEY_MD_IDLE_MS (default 30000; 0: never) are let go, unless a file
+ * of theirs is open here: their entries stay as hints, the renewals to
+ * that server stop, and the next open or stat of such a name asks once
+ * and is granted a lease again.  So an idle process sends nothing.
+ *
+ * Open files.  A striped file opened under a lease opens its forks at
+ * their first use (striped.c).  Before a recall of its lease is
+ * acknowledged, and when its server says it lost this process's leases,
+ * the forks still missing are opened (gc_striped_pin), so the subfiles'
+ * servers keep what the open file reads until its close.  A leased entry
+ * of a name open here is replaced last in its set.
+ *
  * Sizes.  A leased entry may carry the file's size (known at create, or
  * from a stat's fan-out), which a stat may answer with no request while
  * (1) the lease holds, (2) no file id of this process has the name open
@@ -36,8 +49,9 @@
  * 60000, as NFS's acregmax; 0: never answer a size from here).  So a stat sees
  * every change of the record at once, this process's own writes at once, and
  * another process's writes at most GALLEY_MD_SIZE_MS late, or at once after
- * this process opens the file (open always asks the servers for the forks) --
- * the bound of NFS's attribute cache, with close-to-open.
+ * this process opens the file (an open drops the cached size, and the size
+ * of an open file is always asked of the servers) -- the bound of NFS's
+ * attribute cache, with close-to-open.
  *
  * Threads: any; rc_lock, a leaf lock, around every access; the renewal
  * thread takes it between its requests, never across one.
@@ -95,6 +109,9 @@ static struct {
         int64_t until;  /* the end of the leases its last renewal covered */
         uint64_t epoch; /* the server's start its last renewal answered */
         int nheld;      /* entries holding a lease there */
+        int64_t used;   /* a lease there last granted or used (ms) */
+        int64_t gone;   /* its leases let go (NS_LET_GO) up to then: a
+                         * lease asked for no later is only a hint */
     } * srv;
     bool running, stop;
     pthread_t thread;
@@ -161,10 +178,19 @@ static bool leased(const rc_ent *e, int64_t now)
 
 static bool is_open(const char *name)
 {
+    if (!name)
+        return false;
     for (rc_open *o = rc_opens[g_fnv1a(name) % RC_OPEN_SLOTS]; o; o = o->next)
         if (strcmp(o->name, name) == 0)
             return true;
     return false;
+}
+
+/* An entry's age for replacement: a leased name open here goes last (its
+ * lease keeps the data of forks opened at first use: striped.c). */
+static uint64_t age_key(const rc_ent *e)
+{
+    return e->seq + (e->lserver >= 0 && is_open(e->name) ? (1ull << 62) : 0);
 }
 
 /* name's entry, or (no entry has it) the one a new entry for it would
@@ -175,7 +201,7 @@ static rc_ent *slot(const char *name)
     for (int i = 0; i < RC_WAYS; i++) {
         if (set[i].name && strcmp(set[i].name, name) == 0)
             return &set[i];
-        if (old->name && (!set[i].name || set[i].seq < old->seq))
+        if (old->name && (!set[i].name || age_key(&set[i]) < age_key(old)))
             old = &set[i];
     }
     return old;
@@ -183,10 +209,10 @@ static rc_ent *slot(const char *name)
 
 static void *renewer(void *arg);
 
-/* Keep rec for name; with a lease from `server` until `until` when
- * server >= 0 (and then its size, or -1). */
+/* Keep rec for name; with a lease from `server` (asked for at `sent`,
+ * until `until`) when server >= 0 (and then its size, or -1). */
 static void put(const char *name, const gp_record *rec, int server,
-                int64_t until, uint64_t epoch, int64_t size)
+                int64_t sent, int64_t until, uint64_t epoch, int64_t size)
 {
     if (rec->repl.ncopy > 1) {
         /* a replicated file's record is the newest of a majority of its
@@ -225,13 +251,14 @@ static void put(const char *name, const gp_record *rec, int server,
     ent_clear(e);
     *e = n;
     e->seq = ++rl.seq;
-    if (server >= 0 && server < rl.nserv) {
+    if (server >= 0 && server < rl.nserv && sent > rl.srv[server].gone) {
         e->lserver = server;
         e->until = until;
         e->epoch = epoch;
         e->size = size;
         e->size_at = gc_rcache_now();
         rl.srv[server].nheld++;
+        rl.srv[server].used = e->size_at;
         if (!rl.running && !rl.stop &&
             pthread_create(&rl.thread, NULL, renewer, NULL) == 0) {
             pthread_detach(rl.thread);
@@ -243,7 +270,7 @@ static void put(const char *name, const gp_record *rec, int server,
 
 void gc_rcache_put(const char *name, const gp_record *rec)
 {
-    put(name, rec, -1, 0, 0, -1);
+    put(name, rec, -1, 0, 0, 0, -1);
 }
 
 void gc_rcache_lease(const char *name, const gp_record *rec, int server,
@@ -251,10 +278,11 @@ void gc_rcache_lease(const char *name, const gp_record *rec, int server,
                      int64_t size)
 {
     if (!lease_ms) {
-        put(name, rec, -1, 0, 0, -1);
+        put(name, rec, -1, 0, 0, 0, -1);
         return;
     }
-    put(name, rec, server, sent + (int64_t)lease_ms * 9 / 10, epoch, size);
+    put(name, rec, server, sent, sent + (int64_t)lease_ms * 9 / 10, epoch,
+        size);
 }
 
 uint64_t gc_rcache_client(void)
@@ -290,6 +318,7 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size)
         hit = RC_HINT;
         if (leased(e, now)) {
             hit = RC_LEASED;
+            rl.srv[e->lserver].used = now;
             static long max = -1; /* (read once) */
             if (max < 0)
                 max = env_ms("GALLEY_MD_SIZE_MS", 60000, 0, 86400000);
@@ -371,10 +400,54 @@ static void drop_server(int s)
             ent_clear(&rc_tab[i]);
 }
 
+/* Names to pin (gc_striped_pin) once rc_lock is released. */
+typedef struct rc_pins {
+    char **name;
+    size_t n, cap;
+} rc_pins;
+
+static void pins_add(rc_pins *p, const char *name)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 8;
+        char **nn = realloc(p->name, cap * sizeof(*nn));
+        if (!nn)
+            return;
+        p->name = nn;
+        p->cap = cap;
+    }
+    if ((p->name[p->n] = strdup(name)))
+        p->n++;
+}
+
+/* Pin what the lease recalls or losses left (no lock held): a lazily
+ * opened file keeps its data once its forks are open. */
+static void pins_run(rc_pins *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        gc_striped_pin(p->name[i]);
+        free(p->name[i]);
+    }
+    free(p->name);
+}
+
+/* The open names whose lease is at server s (rc_lock). */
+static void pins_of_server(rc_pins *p, int s)
+{
+    for (size_t b = 0; b < RC_OPEN_SLOTS; b++)
+        for (rc_open *o = rc_opens[b]; o; o = o->next) {
+            rc_ent *e = slot(o->name);
+            if (e->name && strcmp(e->name, o->name) == 0 && e->lserver == s)
+                pins_add(p, o->name);
+        }
+}
+
 /* One renewal at server s: 0, or an error (the leases there then run
- * out by themselves).  *again: names were recalled, acknowledge now. */
+ * out by themselves).  *again: names were recalled, acknowledge now
+ * (after the files of theirs open here have their forks: pins_run). */
 static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
 {
+    rc_pins pins = {0};
     int64_t sent = gc_rcache_now();
     gc_tail t;
     gp_NS_RENEW_rep m;
@@ -390,12 +463,16 @@ static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
         gc_tail_end(&t);
         return 0;
     }
-    if (!m.known)
+    if (!m.known) {
+        pins_of_server(&pins, s);
         drop_server(s); /* it lost them (restarted): none holds */
+    }
     for (uint32_t i = 0; i < m.n && !t.r.err; i++) {
         gp_NAME_item it;
         if (gp_NAME_item_decode(&t.r, &it))
             break;
+        if (is_open(it.name))
+            pins_add(&pins, it.name);
         rc_ent *e = slot(it.name);
         if (e->name && strcmp(e->name, it.name) == 0 && e->lserver == s)
             ent_clear(e);
@@ -413,13 +490,55 @@ static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
         rl.srv[s].epoch = m.epoch; /* extends the leases of this start only */
     }
     pthread_mutex_unlock(&rc_lock);
+    pins_run(&pins);
     return rc;
+}
+
+/* Does a name open here hold its lease at server s (rc_lock)? */
+static bool open_at(int s)
+{
+    for (size_t b = 0; b < RC_OPEN_SLOTS; b++)
+        for (rc_open *o = rc_opens[b]; o; o = o->next) {
+            rc_ent *e = slot(o->name);
+            if (e->name && strcmp(e->name, o->name) == 0 && e->lserver == s)
+                return true;
+        }
+    return false;
+}
+
+/* Leases at server s that nobody used for GALLEY_MD_IDLE_MS are let go:
+ * their entries stay as hints (an open or stat then asks once more, and
+ * is granted a lease again), so an idle process sends no renewals, and
+ * the server is told (NS_LET_GO), so nobody waits for them.  A lease
+ * asked for before that message was sent may have been granted before
+ * the server handled it: kept only as a hint (rl.srv[s].gone).  Called
+ * and returns with rc_lock held; releases it meanwhile. */
+static void let_go(int s, uint64_t client)
+{
+    for (size_t i = 0; i < RC_SLOTS; i++)
+        if (rc_tab[i].name && rc_tab[i].lserver == s) {
+            rc_tab[i].lserver = -1;
+            rc_tab[i].size = -1;
+        }
+    rl.srv[s].nheld = 0;
+    rl.srv[s].gone = INT64_MAX; /* until it is sent */
+    pthread_mutex_unlock(&rc_lock);
+    gc_pending p;
+    gc_NS_LET_GO_send(gc_server_conn(s), &(gp_NS_LET_GO_req){.client = client},
+                      &p);
+    pthread_mutex_lock(&rc_lock);
+    rl.srv[s].gone = gc_rcache_now(); /* (requests go in order) */
+    pthread_mutex_unlock(&rc_lock);
+    /* an error (an older server: -ENOSYS): they run out there instead */
+    gc_NS_LET_GO_recv(&p, NULL, NULL);
+    pthread_mutex_lock(&rc_lock);
 }
 
 static void *renewer(void *arg)
 {
     (void)arg;
     long ms = env_ms("GALLEY_MD_RENEW_MS", 200, 10, 60000);
+    long idle = env_ms("GALLEY_MD_IDLE_MS", 30000, 0, 86400000);
     pthread_mutex_lock(&rc_lock);
     uint64_t client = rl.client;
     int nserv = rl.nserv;
@@ -429,6 +548,11 @@ static void *renewer(void *arg)
         for (int s = 0; s < nserv && !rl.stop; s++) {
             if (!rl.srv[s].nheld)
                 continue;
+            if (idle && gc_rcache_now() - rl.srv[s].used >= idle &&
+                !open_at(s)) {
+                let_go(s, client);
+                continue;
+            }
             any = true;
             pthread_mutex_unlock(&rc_lock);
             bool again = true;

@@ -21,7 +21,7 @@
 typedef struct gc_striped {
     int fid;
     gfs_layout lay;
-    int kids[GFS_MAX_SUBFILES];
+    int kids[GFS_MAX_SUBFILES]; /* -1: not opened yet (st_forks) */
     gc_local *loc; /* the locality layout's maps, NULL when striped */
 } gc_striped;
 
@@ -42,6 +42,111 @@ void gc_striped_shutdown(void)
         gc_local_free(((gc_striped *)gc_idtab_at(&st_tab, sid))->loc);
     gc_idtab_clear(&st_tab); /* ids from before stay unknown */
     pthread_mutex_unlock(&st_lock);
+}
+
+/* ------------------------------------------------------- lazy forks -- */
+/*
+ * A striped file of one copy opened under a lease (its record cannot
+ * change unseen: rcache.c) opens no fork at open: each subfile's fork is
+ * opened by the first call that needs it, here, the one place this layer
+ * turns a subfile into a fork id.  So an open and a close of a leased
+ * file send nothing, and a close releases only the forks its I/O opened.
+ * When another process removes the name, the lease's recall reaches this
+ * process first, and the forks still missing are opened before it is
+ * acknowledged (gc_striped_pin): the subfiles' servers then keep an open
+ * file's data until its close, as they do for forks opened at open.
+ * GALLEY_MD_LAZY=0 opens every fork at open, as before.
+ */
+
+static bool lazy_on(void)
+{
+    static int on = -1; /* (read once) */
+    if (on < 0) {
+        const char *e = getenv("GALLEY_MD_LAZY");
+        on = !(e && strcmp(e, "0") == 0);
+    }
+    return on;
+}
+
+/* Make s->kids[i] an open fork for every subfile i with want[i] (want
+ * NULL: every subfile).  The missing ones are opened at once (one round
+ * trip) and published in sid's table entry; when two threads race, one
+ * set is kept and the other closed.  Runs on the calling thread (a
+ * non-blocking op's worker too): connection calls only, no lock held
+ * across them. */
+static int st_forks(int sid, gc_striped *s, const bool *want)
+{
+    int n = s->lay.nsubfiles, nn = 0;
+    int subs[GFS_MAX_SUBFILES], kids[GFS_MAX_SUBFILES];
+    for (int i = 0; i < n; i++)
+        if (s->kids[i] < 0 && (!want || want[i]))
+            nn++;
+    if (!nn)
+        return 0;
+    /* another thread may have opened some since s was copied */
+    pthread_mutex_lock(&st_lock);
+    gc_striped *t = gc_idtab_at(&st_tab, sid);
+    bool live = t != NULL;
+    if (live)
+        memcpy(s->kids, t->kids, (size_t)n * sizeof(*s->kids));
+    pthread_mutex_unlock(&st_lock);
+    if (!live)
+        return GFS_EBADID;
+    nn = 0;
+    for (int i = 0; i < n; i++)
+        if (s->kids[i] < 0 && (!want || want[i]))
+            subs[nn++] = i;
+    if (!nn)
+        return 0;
+    int rc = gc_forks_open(s->fid, s->lay.fork, nn, subs, kids);
+    if (rc)
+        return rc;
+    int extra[GFS_MAX_SUBFILES], nextra = 0;
+    pthread_mutex_lock(&st_lock);
+    t = gc_idtab_at(&st_tab, sid);
+    for (int j = 0; j < nn; j++) {
+        int i = subs[j];
+        if (t && t->kids[i] < 0)
+            t->kids[i] = kids[j];
+        else
+            extra[nextra++] = kids[j]; /* another thread's won, or closed */
+        s->kids[i] = t ? t->kids[i] : -1;
+    }
+    pthread_mutex_unlock(&st_lock);
+    gc_all_close(nextra, extra);
+    return t ? 0 : GFS_EBADID;
+}
+
+void gc_striped_pin(const char *name)
+{
+    int cap = 0, n = 0, *sids = NULL;
+    pthread_mutex_lock(&st_lock);
+    for (int sid = -1; (sid = gc_idtab_next(&st_tab, sid)) >= 0;) {
+        gc_striped *t = gc_idtab_at(&st_tab, sid);
+        bool missing = false;
+        for (int i = 0; t && i < t->lay.nsubfiles && !missing; i++)
+            missing = t->kids[i] < 0;
+        if (!missing)
+            continue;
+        if (n == cap) {
+            int *ns = realloc(sids, (size_t)(cap ? cap * 2 : 16) * sizeof(*ns));
+            if (!ns)
+                break;
+            sids = ns;
+            cap = cap ? cap * 2 : 16;
+        }
+        sids[n++] = sid;
+    }
+    pthread_mutex_unlock(&st_lock);
+    gc_file *f = n ? malloc(sizeof(*f)) : NULL;
+    gc_striped *s = n ? malloc(sizeof(*s)) : NULL;
+    for (int j = 0; j < n && f && s; j++)
+        if (gc_idtab_get(&st_tab, sids[j], s) == 0 &&
+            gc_file_get(s->fid, f) == 0 && strcmp(f->name, name) == 0)
+            st_forks(sids[j], s, NULL); /* (an error: as before, at I/O) */
+    free(f);
+    free(s);
+    free(sids);
 }
 
 /* ------------------------------------------------------ create / open -- */
@@ -94,8 +199,23 @@ static bool is_local_layout(const gp_record *rec)
            strcmp(v, "local") == 0;
 }
 
+/* May a striped file with record rec, opened as name, open its forks
+ * lazily: one copy, the striped layout, and rec held under a lease. */
+static bool lazy_ok(const char *name, const gp_record *rec,
+                    const gfs_layout *lay)
+{
+    if (!lazy_on() || rec->repl.ncopy > 1 || lay->kind != GFS_LAYOUT_STRIPED)
+        return false;
+    gp_record *r = malloc(sizeof(*r));
+    bool ok = r && gc_rcache_leased(name, r, NULL) == RC_LEASED &&
+              gc_record_same(r, rec);
+    free(r);
+    return ok;
+}
+
 /* Make a striped id for an open file id (taking ownership of fid), with
- * its forks opened here, or (kids) already. */
+ * its forks opened here, or (kids) already, or (leased record) at their
+ * first use (st_forks). */
 static int striped_from_fid(int fid, const int *kids)
 {
     gc_striped s = {.fid = fid};
@@ -107,6 +227,9 @@ static int striped_from_fid(int fid, const int *kids)
         goto out_close;
     if (kids)
         memcpy(s.kids, kids, (size_t)s.lay.nsubfiles * sizeof(*kids));
+    else if (lazy_ok(f.name, &f.rec, &s.lay))
+        for (int i = 0; i < s.lay.nsubfiles; i++)
+            s.kids[i] = -1;
     else
         rc = gc_all_open(fid, s.lay.fork, s.kids);
     if (rc)
@@ -118,8 +241,7 @@ static int striped_from_fid(int fid, const int *kids)
     int sid = gc_idtab_insert(&st_tab, &s);
     if (sid < 0) {
         gc_local_free(s.loc);
-        gc_all_close(s.lay.nsubfiles, s.kids);
-        rc = sid;
+        rc = sid; /* (its forks go with fid) */
         goto out_close;
     }
     return sid;
@@ -222,6 +344,13 @@ int gc_striped_open(const char *name)
     int hit = cached ? gc_rcache_leased(name, cached, NULL) : RC_NONE;
     if (hit != RC_NONE) {
         gfs_layout lay;
+        if (layout_of(cached, &lay) == 0 && hit == RC_LEASED && lazy_on() &&
+            lay.kind == GFS_LAYOUT_STRIPED) {
+            /* the record under a lease, forks at first use: no request */
+            int fid = gc_file_register(name, cached);
+            free(cached);
+            return fid < 0 ? fid : striped_from_fid(fid, NULL);
+        }
         if (layout_of(cached, &lay) == 0) {
             rc = open_cached(name, cached, hit == RC_LEASED);
             free(cached);
@@ -573,17 +702,23 @@ int gc_striped_kid(int sid, int subfile)
         return rc;
     if (subfile < 0 || subfile >= s.lay.nsubfiles)
         return -EINVAL;
-    return s.kids[subfile];
+    bool want[GFS_MAX_SUBFILES] = {false};
+    want[subfile] = true;
+    rc = st_forks(sid, &s, want);
+    return rc ? rc : s.kids[subfile];
 }
 
 int gfs_striped_checksum(int sid)
 {
     gc_striped s;
-    gc_fork k;
     int rc = st_get(sid, &s);
+    gc_file *f = rc ? NULL : malloc(sizeof(*f));
     if (!rc)
-        rc = gc_fork_get(s.kids[0], &k);
-    return rc ? rc : k.csum ? 1 : 0;
+        rc = f ? gc_file_get(s.fid, f) : -ENOMEM;
+    if (!rc) /* (what gc_fork_register gives its forks) */
+        rc = gc_rec_checksummed(&f->rec) ? 1 : 0;
+    free(f);
+    return rc;
 }
 
 /* --------------------------------------------------------- size -------- */
@@ -599,8 +734,28 @@ static int64_t logical_size(const gfs_layout *lay, const int64_t *sizes)
                                     (unsigned)lay->nsubfiles, u);
 }
 
-static int fork_sizes(const gc_striped *s, int64_t *sizes)
+static int list_sizes(const char *name, const gp_record *r, const char *fork,
+                      gp_record *look, int *lookrc, int64_t *sizes);
+
+/* Every fork's size: asked of the open forks (FORK_SIZE), or, when this
+ * id has opened none yet, listed by the record's header ids (FORK_LIST,
+ * as a stat does: no fork opened for it). */
+static int fork_sizes(int sid, gc_striped *s, int64_t *sizes)
 {
+    bool none = true;
+    for (int i = 0; i < s->lay.nsubfiles; i++)
+        none = none && s->kids[i] < 0;
+    if (none) {
+        gc_file *f = malloc(sizeof(*f));
+        int rc = f ? gc_file_get(s->fid, f) : -ENOMEM;
+        if (!rc)
+            rc = list_sizes(f->name, &f->rec, s->lay.fork, NULL, NULL, sizes);
+        free(f);
+        return rc;
+    }
+    int rc = st_forks(sid, s, NULL);
+    if (rc)
+        return rc;
     gc_fork k[GFS_MAX_SUBFILES];
     for (int i = 0; i < s->lay.nsubfiles; i++) {
         int rc = gc_fork_get(s->kids[i], &k[i]);
@@ -619,7 +774,7 @@ int64_t gc_striped_size(int sid)
     if (s.loc)
         return gc_local_size(s.loc);
     int64_t sizes[GFS_MAX_SUBFILES];
-    rc = fork_sizes(&s, sizes);
+    rc = fork_sizes(sid, &s, sizes);
     if (rc)
         return rc;
     return logical_size(&s.lay, sizes);
@@ -795,6 +950,9 @@ int gc_striped_truncate(int sid, int64_t size)
         return -EINVAL;
     if (s.loc)
         return gc_local_truncate(s.loc, sid, s.kids, size);
+    rc = st_forks(sid, &s, NULL);
+    if (rc)
+        return rc;
     for (int i = 0; i < s.lay.nsubfiles; i++) {
         uint64_t fs =
             gl_fork_size((uint64_t)s.lay.unit, (unsigned)s.lay.nsubfiles,
@@ -810,6 +968,8 @@ int gfs_striped_sync(int sid)
 {
     gc_striped s;
     int rc = st_get(sid, &s);
+    if (!rc)
+        rc = st_forks(sid, &s, NULL); /* (other processes' writes too) */
     if (rc)
         return rc;
     for (int i = 0; i < s.lay.nsubfiles; i++) {
@@ -825,7 +985,7 @@ int gfs_striped_sync(int sid)
 /* ------------------------------------------------------ fragmenting ---- */
 
 static int64_t striped_read_result(gc_op *o);
-static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
+static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
                       const gc_pieces *pc);
 
 int gc_op_striped(gc_op **out, int sid, int op, const gc_pieces *p)
@@ -880,7 +1040,7 @@ static void split_count(const gfs_layout *lay, const gc_pieces *pc, size_t *cnt,
  * server.  Two passes over the pieces: count each subfile's fragments,
  * then place them straight where the op keeps them (one allocation for
  * all, however many subfiles). */
-static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
+static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
                       const gc_pieces *pc)
 {
     int64_t total;
@@ -890,6 +1050,12 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
     uint64_t unit = (uint64_t)s->lay.unit;
     size_t cnt[GFS_MAX_SUBFILES], at[GFS_MAX_SUBFILES];
     split_count(&s->lay, pc, cnt, NULL);
+    bool want[GFS_MAX_SUBFILES] = {false};
+    for (unsigned i = 0; i < ns; i++)
+        want[i] = cnt[i] > 0;
+    int rc = st_forks(sid, s, want); /* the forks it touches, opened */
+    if (rc)
+        return rc;
     gc_pieces cur;
     uint64_t x, left;
     char *mem;
@@ -920,7 +1086,6 @@ static int striped_op(const gc_striped *s, int sid, gc_op **out, int op,
             left -= len;
         }
     }
-    int rc = 0;
     gx_ext *p = o->store;
     for (unsigned i = 0; i < ns && !rc; i++) {
         if (cnt[i] == 0)
@@ -967,7 +1132,7 @@ static int64_t striped_read_result(gc_op *o)
     int64_t end = o->off + o->total;
     int64_t lower = logical_size(&s.lay, sizes);
     if (lower < end) {
-        rc = fork_sizes(&s, sizes);
+        rc = fork_sizes(o->sid, &s, sizes);
         if (rc)
             return rc;
         lower = logical_size(&s.lay, sizes);

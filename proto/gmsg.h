@@ -98,6 +98,8 @@
     X(NS_LEASE, 81, "NS_LOOKUP, and a lease on the record for a client")       \
     X(NS_COMMIT_LEASE, 82, "NS_COMMIT, and a lease on the new record")         \
     X(NS_RENEW, 83, "renew a client's leases; the names recalled since")       \
+    X(SUB_DELETE_MANY, 84, "SUB_DELETE of many headers, one log commit")       \
+    X(NS_LET_GO, 85, "a client lets all its leases here go (idle)")            \
     X(DIRECT_WOPEN, 90, "DIRECT_OPEN to write, maybe in locked mode")
 
 /* ------------------------------------------------------------ fields ---- */
@@ -156,6 +158,9 @@
     F(u32, lease_ms)                                                           \
     F(u64, epoch) F(u8, known) F(u64, seq) F(list, n, NAME, GP_MAX_NAMES)
 
+#define GP_NS_LET_GO_REQ(F) F(u64, client)
+#define GP_NS_LET_GO_REP(F)
+
 #define GP_NS_LIST_REQ(F) F(str, prefix, GFS_NAME_MAX)
 #define GP_NS_LIST_REP(F) F(list, n, NAME, GP_MAX_NAMES)
 
@@ -173,6 +178,14 @@
 
 #define GP_SUB_DELETE_REQ(F) F(u64, hid)
 #define GP_SUB_DELETE_REP(F)
+
+/* SUB_DELETE_MANY: hids is n little-endian u64 header ids (at most
+ * GP_MAX_DELETES), deleted as SUB_DELETE each, answered after one log
+ * commit for all; deleted: how many there were (one already gone is
+ * not an error). */
+#define GP_MAX_DELETES 512 /* (GP_ATTR_MAX bytes: the largest blob) */
+#define GP_SUB_DELETE_MANY_REQ(F) F(blob, hids, GP_MAX_DELETES * 8)
+#define GP_SUB_DELETE_MANY_REP(F) F(u32, deleted)
 
 #define GP_SUB_LIST_REQ(F) F(u64, after)
 #define GP_SUB_LIST_REP(F) F(list, n, SUB, GP_MAX_NAMES)

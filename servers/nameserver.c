@@ -860,6 +860,29 @@ int gsrv_op_NS_RENEW(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return 0;
 }
 
+/* NS_LET_GO: a client lets every lease it holds here go (it used none of
+ * them for a while: libgalley/rcache.c), and with them the recalls it has
+ * not acknowledged: a change waiting for them goes on at once.  A lease
+ * granted to it later renews its old ones again, which it no longer
+ * trusts: a recall of one is acknowledged at its next renewal. */
+int gsrv_op_NS_LET_GO(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_NS_LET_GO_req m;
+    int rc = gp_NS_LET_GO_req_decode(req, &m);
+    if (!rc && !m.client)
+        rc = -EINVAL;
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ns.lock);
+    ns_client *k = client_find(m.client);
+    if (k) {
+        lease_acked(k, k->seq); /* (wakes the changes waiting) */
+        k->until = mono_ms();   /* the others run out now */
+    }
+    pthread_mutex_unlock(&ns.lock);
+    return 0;
+}
+
 int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_NS_REMOVE_req m;

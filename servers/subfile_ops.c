@@ -93,29 +93,30 @@ int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return rc;
 }
 
-/* A full disk has no room for the deletion mark.  When nobody has a fork
- * of s open there is nothing to defer, so no mark is needed: s goes at
- * once (its header's unlink is the commit point) and frees its space.
- * Otherwise the mark's error stands.  subtab.meta held. */
-static int delete_without_mark(gsrv_sub *s, int err, gsrv_fork **reaplist)
+/* When nobody has a fork of s open there is nothing to defer, so no
+ * deletion mark is needed: s goes at once (its header's unlink is the
+ * commit point; a start-up removes a directory without a header), and
+ * *rc is sub_destroy's result.  false (nothing done) while a fork of s is
+ * open.  subtab.meta held. */
+static bool delete_unopened(gsrv_sub *s, gsrv_fork **reaplist, int *rc)
 {
     pthread_mutex_lock(&subtab.lock);
     bool open = false;
     for (size_t i = 0; i < s->nforks; i++)
         open |= s->forks[i]->opens > 0;
     if (!open) {
-        s->deleted = true;
+        s->deleted = true; /* (no open from now on) */
         for (size_t i = 0; i < s->nforks; i++)
             s->forks[i]->deleted = true;
     }
     pthread_mutex_unlock(&subtab.lock);
-    if (open)
-        return err;
-    gsrv_log(1, "sub/%" PRIu64 ": disk full, removed without a mark", s->hid);
-    return sub_destroy(s, reaplist);
+    if (!open)
+        *rc = sub_destroy(s, reaplist);
+    return !open;
 }
 
-/* Delete subfile hid (marked first; removed when nobody has it open). */
+/* Delete subfile hid: at once when nobody has it open, else marked first
+ * and removed at its last close. */
 static int sub_delete(uint64_t hid)
 {
     int rc = 0;
@@ -126,9 +127,12 @@ static int sub_delete(uint64_t hid)
     gsrv_sub *s = sub_find_live(hid);
     if (!s)
         rc = GFS_ESTALE;
-    else
-        rc = image_of(s, &v);
-    size_t n = s ? s->nforks : 0;
+    pthread_mutex_unlock(&subtab.lock);
+    if (rc || delete_unopened(s, &reaplist, &rc))
+        goto out_unlock_meta;
+    pthread_mutex_lock(&subtab.lock);
+    rc = image_of(s, &v);
+    size_t n = s->nforks;
     pthread_mutex_unlock(&subtab.lock);
     if (rc)
         goto out_unlock_meta;
@@ -137,8 +141,10 @@ static int sub_delete(uint64_t hid)
         v[i].deleted = true;
     rc = write_header(s, true, s->next_fork, v, n);
     free(v);
-    if (rc == -ENOSPC || rc == -EDQUOT) {
-        rc = delete_without_mark(s, rc, &reaplist);
+    if ((rc == -ENOSPC || rc == -EDQUOT) &&
+        delete_unopened(s, &reaplist, &rc)) {
+        /* no room for the mark, and its last fork closed meanwhile */
+        gsrv_log(1, "sub/%" PRIu64 ": disk full, removed without a mark", hid);
         goto out_unlock_meta;
     }
     if (rc)
@@ -165,6 +171,32 @@ int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gp_SUB_DELETE_req m;
     int rc = gp_SUB_DELETE_req_decode(req, &m);
     return rc ? rc : sub_delete(m.hid);
+}
+
+/* Many SUB_DELETEs in one request (a client's removes, batched): their
+ * log records share one commit, made before the reply (handler.c). */
+int gsrv_op_SUB_DELETE_MANY(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_SUB_DELETE_MANY_req m;
+    int rc = gp_SUB_DELETE_MANY_req_decode(req, &m);
+    if (!rc && m.hids_len % 8)
+        rc = -EINVAL;
+    if (rc)
+        return rc;
+    gp_rbuf r;
+    gp_rbuf_init(&r, m.hids, m.hids_len);
+    uint32_t deleted = 0;
+    for (uint32_t i = 0; i < m.hids_len / 8; i++) {
+        int k = sub_delete(gp_get_u64(&r));
+        if (!k)
+            deleted++;
+        else if (k != GFS_ESTALE && !rc)
+            rc = k; /* (every other one is still deleted) */
+    }
+    if (!rc)
+        gp_SUB_DELETE_MANY_rep_encode(
+            &rep->w, &(gp_SUB_DELETE_MANY_rep){.deleted = deleted});
+    return rc;
 }
 
 /* A new fork `name` of subfile hid. */

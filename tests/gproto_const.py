@@ -80,6 +80,8 @@ OP = {
     'NS_LEASE': 81,
     'NS_COMMIT_LEASE': 82,
     'NS_RENEW': 83,
+    'SUB_DELETE_MANY': 84,
+    'NS_LET_GO': 85,
     'DIRECT_WOPEN': 90,
 }
 

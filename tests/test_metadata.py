@@ -305,3 +305,80 @@ def test_a_restarted_server_renews_no_lease_of_before(make_cluster):
     assert cp.returncode == 0, describe(cp)
     out, err = p.communicate("go\n", timeout=60)
     assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)
+
+
+def test_forks_opened_at_first_use_keep_what_an_open_file_reads(
+        fresh_cluster):
+    """An open of a leased record opens no fork (libgalley/striped.c):
+    a file opened and closed unread leaves nothing open, a reader after a
+    writer sees its size and bytes, and a file open here that another
+    process (or this one) removes still reads its bytes until closed;
+    afterwards nothing is left for fsck."""
+    c = fresh_cluster
+    cp = c.helper("t_mdstorm", "lazy", "/lazy/x", helper_path("t_mdstorm"))
+    assert cp.returncode == 0, describe(cp)
+    assert "/lazy/x" not in listed(c, "/lazy/")
+    cp = c.galley("fsck")
+    assert cp.returncode == 0 and "0 orphan(s)" in cp.stdout, describe(cp)
+
+
+def test_batched_subfile_deletes_leave_no_orphan(fresh_cluster):
+    """Removes queue their subfiles' deletes, sent as one SUB_DELETE_MANY
+    per server (libgalley/files.c): once the removers have finished,
+    every subfile is gone without any repair."""
+    c = fresh_cluster
+    count = 200
+    made = Storm(c, "create", "/bd/f", count)
+    assert len(made.finish()) == PROCS * count
+    gone = Storm(c, "remove", "/bd/f", count)
+    assert len(gone.finish()) == PROCS * count
+    assert listed(c, "/bd/") == set()
+    cp = c.galley("fsck")
+    assert cp.returncode == 0 and "0 orphan(s)" in cp.stdout, describe(cp)
+
+
+def test_a_remover_killed_with_deletes_queued_leaves_what_fsck_repairs(
+        fresh_cluster):
+    """A remover killed with SIGKILL after its removes returned, before
+    its queued subfile deletes were all sent: every name it removed stays
+    removed, and `galley fsck --repair` removes the subfiles left."""
+    c = fresh_cluster
+    count = 300
+    made = Storm(c, "create", "/bk/f", count)
+    assert len(made.finish()) == PROCS * count
+    p = subprocess.Popen([helper_path("t_mdstorm"), "rmhold", "/bk/f0",
+                          str(count)], env=c.env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    oks = 0
+    for line in p.stdout:
+        if line.startswith("ok "):
+            oks += 1
+        if line.strip() == "removed":
+            break
+    p.kill()
+    p.wait(30)
+    assert oks == count
+    names = listed(c, "/bk/")
+    assert not [n for n in names if n.startswith("/bk/f0.")]
+    assert len(names) == (PROCS - 1) * count
+    fsck_repair_clean(c)
+
+
+def test_an_idle_holder_lets_its_leases_go_and_sees_a_remove(fresh_cluster):
+    """A process that used none of its leases for GALLEY_MD_IDLE_MS stops
+    renewing them (libgalley/rcache.c); its next stat and open ask the
+    server again and see another process's remove."""
+    c = fresh_cluster
+    p = subprocess.Popen([helper_path("t_mdstorm"), "hold", "/idle/x"],
+                         env=dict(c.env, GALLEY_MD_RENEW_MS="50",
+                                  GALLEY_MD_IDLE_MS="200"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held", p.stderr.read()
+    time.sleep(1.0)
+    cp = c.galley("rm", "/idle/x")
+    assert cp.returncode == 0, describe(cp)
+    out, err = p.communicate("go\n", timeout=60)
+    assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)
+    fsck_repair_clean(c)

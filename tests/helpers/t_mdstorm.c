@@ -28,6 +28,13 @@
  *   t_mdstorm write NAME BYTES      open NAME, write BYTES bytes of 'w'
  *   t_mdstorm setattr NAME KEY VAL  gfs_set_attr on NAME
  *   t_mdstorm rm NAME               gfs_delete_file NAME
+ *   t_mdstorm lazy NAME SELF        forks opened at their first use
+ *                                   (libgalley/striped.c) against other
+ *                                   processes' writes and removes
+ *   t_mdstorm rmhold PREFIX COUNT   remove PREFIX.<i>, print "removed",
+ *                                   wait for stdin to close (a remover
+ *                                   killed before its subfile deletes
+ *                                   were all sent)
  *   t_mdstorm hold NAME             create NAME and stat it (a lease),
  *                                   print "held", wait for a line on
  *                                   stdin ("touch NAME2": create and
@@ -131,6 +138,83 @@ static void lease_scenario(const char *name, const char *self)
     EXPECT_EQ(gfs_striped_open(name), -ENOENT);
 }
 
+/* Read n bytes at 0 through sid: all of them equal to c. */
+static void expect_bytes(int sid, int64_t n, char c, const char *what)
+{
+    char *buf = malloc((size_t)n + 1), *want = malloc((size_t)n + 1);
+    if (!buf || !want) {
+        free(buf);
+        free(want);
+        EXPECT_TRUE(false);
+        return;
+    }
+    memset(want, c, (size_t)n);
+    memset(buf, 0, (size_t)n + 1);
+    EXPECT_EQ(gfs_striped_read(sid, 0, buf, n + 1), n);
+    EXPECT_MEM(buf, want, (size_t)n, what);
+    free(buf);
+    free(want);
+}
+
+/* Forks opened at their first use: an open of a leased record sends
+ * nothing, and what an open file reads must not change for it. */
+static void lazy_scenario(const char *name, const char *self)
+{
+    char cmd[8192];
+    int64_t size = -1;
+    int n = gfs_num_servers();
+    EXPECT_OK(gfs_create_striped(name, n, NULL, 65536, NULL)); /* leased */
+
+    /* opened, never written, closed */
+    int sid = EXPECT_OK(gfs_striped_open(name));
+    if (sid >= 0)
+        EXPECT_OK(gfs_striped_close(sid));
+    EXPECT_OK(gfs_striped_stat(name, &size, NULL));
+    EXPECT_EQ(size, 0);
+
+    /* a reader opening after a writer (another process) sees its size and
+     * its bytes: first through the size, then through a read */
+    snprintf(cmd, sizeof(cmd), "%s write %s 5000", self, name);
+    EXPECT_EQ(system(cmd), 0);
+    sid = EXPECT_OK(gfs_striped_open(name));
+    if (sid >= 0) {
+        EXPECT_EQ(gfs_striped_size(sid), 5000);
+        expect_bytes(sid, 5000, 'w', "a writer's bytes, read after it");
+        EXPECT_OK(gfs_striped_close(sid));
+    }
+    sid = EXPECT_OK(gfs_striped_open(name));
+    if (sid >= 0) {
+        expect_bytes(sid, 5000, 'w', "read first, size after");
+        EXPECT_EQ(gfs_striped_size(sid), 5000);
+        EXPECT_OK(gfs_striped_close(sid));
+    }
+
+    /* open here, nothing read yet; another process removes the name: the
+     * file open here still reads what it held until it is closed */
+    sid = EXPECT_OK(gfs_striped_open(name));
+    snprintf(cmd, sizeof(cmd), "%s rm %s", self, name);
+    EXPECT_EQ(system(cmd), 0);
+    EXPECT_EQ(gfs_striped_stat(name, &size, NULL), -ENOENT);
+    if (sid >= 0) {
+        EXPECT_EQ(gfs_striped_size(sid), 5000);
+        expect_bytes(sid, 5000, 'w', "an open file removed by another");
+        EXPECT_OK(gfs_striped_close(sid));
+    }
+    EXPECT_EQ(gfs_striped_open(name), -ENOENT);
+
+    /* the same with this process's own remove */
+    EXPECT_OK(gfs_create_striped(name, n, NULL, 65536, NULL));
+    snprintf(cmd, sizeof(cmd), "%s write %s 3000", self, name);
+    EXPECT_EQ(system(cmd), 0);
+    sid = EXPECT_OK(gfs_striped_open(name));
+    EXPECT_OK(gfs_delete_file(name));
+    if (sid >= 0) {
+        expect_bytes(sid, 3000, 'w', "an open file removed by itself");
+        EXPECT_OK(gfs_striped_close(sid));
+    }
+    EXPECT_EQ(gfs_striped_open(name), -ENOENT);
+}
+
 /* Create and stat NAME, then wait for a line on stdin; stat again. */
 static void hold(const char *name)
 {
@@ -181,6 +265,8 @@ static int one_file(int argc, char **argv)
     const char *mode = argv[1], *name = argv[2];
     if (strcmp(mode, "lease") == 0) {
         lease_scenario(name, argv[3]);
+    } else if (strcmp(mode, "lazy") == 0) {
+        lazy_scenario(name, argv[3]);
     } else if (strcmp(mode, "hold") == 0) {
         hold(name);
     } else if (strcmp(mode, "write") == 0) {
@@ -210,8 +296,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 3 &&
         (strcmp(argv[1], "lease") == 0 || strcmp(argv[1], "hold") == 0 ||
-         strcmp(argv[1], "write") == 0 || strcmp(argv[1], "rm") == 0 ||
-         strcmp(argv[1], "setattr") == 0))
+         strcmp(argv[1], "lazy") == 0 || strcmp(argv[1], "write") == 0 ||
+         strcmp(argv[1], "rm") == 0 || strcmp(argv[1], "setattr") == 0))
         return one_file(argc, argv);
     if (argc == 6 && strcmp(argv[1], "cache") == 0) {
         int rc = gfs_init(NULL);
@@ -258,6 +344,8 @@ int main(int argc, char **argv)
         }
         if (strcmp(mode, "create") == 0)
             rc = gfs_create_striped(name, n, NULL, 65536, NULL);
+        else if (strcmp(mode, "rmhold") == 0)
+            rc = EXPECT_OK(gfs_delete_file(name));
         else
             rc = gfs_delete_file(name);
         if (rc) {
@@ -268,6 +356,13 @@ int main(int argc, char **argv)
             failed = 0;
         }
         fflush(stdout);
+    }
+    if (strcmp(mode, "rmhold") == 0) {
+        printf("removed\n");
+        fflush(stdout);
+        char line[64];
+        while (fgets(line, sizeof(line), stdin))
+            ;
     }
     gfs_finalize();
     return t_finish();

@@ -15,6 +15,9 @@
  *
  * Threads: any; the calling thread submits and waits.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* gettid */
+#endif
 #include "internal.h"
 #include "transport.h"
 
@@ -24,6 +27,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GC_WINDOW 4                  /* requests in flight per transfer       */
 #define GC_MAX_CHUNK_SEGS (1u << 20) /* wire extents per request        */
@@ -381,6 +385,24 @@ gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gx_ext *pieces, size_t n)
                      .n = n};
 }
 
+/* Where a process starts its walk over a call's transfers (one per fork,
+ * so per subfile of a striped call): its own place, from its thread id.
+ * Processes that write one striped file in step (MPI ranks) would
+ * otherwise all write subfile 0's file, then all subfile 1's, ...: a
+ * buffered write holds its file's inode lock, so on a busy machine they
+ * queue behind a holder the scheduler has preempted (measured:
+ * bench/README.md, issue 24 round 4).  The transfers are independent
+ * (one fork each), so their order changes nothing but who waits. */
+static size_t start_of(size_t nx)
+{
+    static __thread unsigned t_start; /* 0: not known yet */
+    if (nx < 2)
+        return 0;
+    if (!t_start)
+        t_start = (unsigned)gettid() | 0x80000000u;
+    return (t_start & 0x7fffffffu) % nx;
+}
+
 int gc_transfer_plain(int op, gc_xfer *x, size_t nx)
 {
     if (op != GFS_READ && op != GFS_WRITE)
@@ -391,9 +413,10 @@ int gc_transfer_plain(int op, gc_xfer *x, size_t nx)
     /* a transport that moves a whole transfer at once takes it first
      * (transport.h: xfer; the direct transport: no chunk, no wire
      * descriptor); the others are cut into chunks */
-    size_t left = 0;
+    size_t left = 0, rot = start_of(nx);
     gc_conn_prepare(op, x, nx);
-    for (size_t i = 0; i < nx; i++) {
+    for (size_t j = 0; j < nx; j++) {
+        size_t i = (j + rot) % nx;
         x[i].status = 0;
         x[i].fork_size = 0;
         gc_conn *c = gc_server_conn(x[i].server);

@@ -22,7 +22,8 @@ typedef struct gc_striped {
     int fid;
     gfs_layout lay;
     int kids[GFS_MAX_SUBFILES]; /* -1: not opened yet (st_forks) */
-    gc_local *loc; /* the locality layout's maps, NULL when striped */
+    gc_local *loc;  /* the locality layout's maps, NULL when striped */
+    unsigned asked; /* bit 1 << op: striped_ask_all done for op */
 } gc_striped;
 
 static pthread_mutex_t st_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1036,6 +1037,44 @@ static void split_count(const gfs_layout *lay, const gc_pieces *pc, size_t *cnt,
         *segs += (int64_t)gx_folder_end(&fold[i]);
 }
 
+/*
+ * The first read (or write) of a striped open that touches only some of
+ * its subfiles (a 4 KiB call touches one): its transport gets ready for
+ * every subfile's fork at once (gc_conn_prepare; the direct transport asks
+ * each server for the fork's descriptor in one round trip, where the
+ * calls that reach the other subfiles later would each wait for one).
+ * The forks not touched are offered with the pieces of the first touched
+ * one (their size decides what is asked for: a writable or a locked-mode
+ * descriptor), so a process that writes any subfile of a file holds a
+ * writable descriptor of every one, as it would after one large call.
+ * Once per open and op (striped_op opened every fork for that first
+ * call); nothing for forks whose transport has no prepare.
+ */
+static void striped_ask_all(const gc_striped *s, int sid, int op,
+                            const gc_op *o)
+{
+    unsigned ns = (unsigned)s->lay.nsubfiles, bit = 1u << op;
+    if (ns < 2 || ns > GC_PREPARE_MAX || o->nx == 0 || o->nx >= ns ||
+        (s->asked & bit))
+        return;
+    pthread_mutex_lock(&st_lock);
+    gc_striped *t = gc_idtab_at(&st_tab, sid);
+    bool first = t && !(t->asked & bit);
+    if (first)
+        t->asked |= bit;
+    pthread_mutex_unlock(&st_lock);
+    if (!first)
+        return;
+    gc_xfer all[GC_PREPARE_MAX];
+    size_t n = 0;
+    for (unsigned i = 0; i < ns; i++) {
+        gc_fork k;
+        if (gc_fork_get(s->kids[i], &k) == 0)
+            all[n++] = gc_xfer_of(&k, s->kids[i], o->x[0].pieces, o->x[0].n);
+    }
+    gc_conn_prepare(op, all, n);
+}
+
 /* The striped layout's op: each subfile's pieces, one transfer per
  * server.  Two passes over the pieces: count each subfile's fragments,
  * then place them straight where the op keeps them (one allocation for
@@ -1053,7 +1092,10 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
     bool want[GFS_MAX_SUBFILES] = {false};
     for (unsigned i = 0; i < ns; i++)
         want[i] = cnt[i] > 0;
-    int rc = st_forks(sid, s, want); /* the forks it touches, opened */
+    /* the forks it touches, opened; the first call of an op opens every
+     * one at once (striped_ask_all then readies them all) */
+    bool first = !(s->asked & (1u << op));
+    int rc = st_forks(sid, s, first ? NULL : want);
     if (rc)
         return rc;
     gc_pieces cur;
@@ -1102,6 +1144,7 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         gc_op_free(o);
         return rc;
     }
+    striped_ask_all(s, sid, op, o);
     o->op = op;
     o->total = total;
     o->sid = sid;

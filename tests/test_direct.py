@@ -208,6 +208,34 @@ for line in sys.stdin:
             assert n == a[0], n
             say("acked %d" % i)
             i += 1
+    elif cmd == "sopen":  # name nsub: a striped file (created if new)
+        g.gfs_create_striped(a[0].encode(), a[1], None, 0, None)
+        sid = g.gfs_striped_open(a[0].encode())
+        say("ok %d" % sid if sid >= 0 else "err %d" % sid)
+    elif cmd == "sw":  # off len byte: one gfs_striped_write
+        g.gfs_striped_write.restype = ctypes.c_int64
+        g.gfs_striped_write.argtypes = [ctypes.c_int, ctypes.c_int64,
+                                        ctypes.c_void_p, ctypes.c_int64]
+        n = g.gfs_striped_write(sid, a[0], bytes([a[2]]) * a[1], a[1])
+        say("ok" if n == a[1] else "err %d" % n)
+    elif cmd == "srecords":  # phase nproc recsize nrec gen: one list write
+        ph, npr, rs, nr, gen = a
+        g.gfs_striped_listio.restype = ctypes.c_int64
+        idx = [i for i in range(nr) if i % npr == ph]
+        ents = (E * len(idx))(*[E(i * rs, k * rs, rs)
+                                for k, i in enumerate(idx)])
+        buf = b"".join(rec(i, rs, gen) for i in idx)
+        n = g.gfs_striped_listio(sid, 1, len(idx), ents, buf)
+        say("ok" if n == len(buf) else "err %d" % n)
+    elif cmd == "sread":  # off len: bytes returned and their digest
+        g.gfs_striped_read.restype = ctypes.c_int64
+        g.gfs_striped_read.argtypes = [ctypes.c_int, ctypes.c_int64,
+                                       ctypes.c_void_p, ctypes.c_int64]
+        buf = ctypes.create_string_buffer(a[1])
+        n = g.gfs_striped_read(sid, a[0], buf, a[1])
+        say("ok %d %s" % (n, hashlib.sha1(buf.raw[:max(n, 0)]).hexdigest()))
+    elif cmd == "sclose":
+        say("ok %d" % g.gfs_striped_close(sid))
     elif cmd == "close":
         say("ok %d" % g.gfs_close_fork(kid))
     elif cmd == "quit":
@@ -696,6 +724,54 @@ def test_descriptors_do_not_cross_exec(cluster, workers, uniq):
     assert d.int("exec_fds") == 0  # a child after exec does not
     d("close")
     assert d.int("fds") == 0  # closed with the fork
+
+
+# ------------------------------------------------------ striped files ----
+
+def test_first_small_striped_write_asks_every_subfile_at_once(
+        cluster, workers, uniq):
+    """A 4 KiB write that reaches one subfile of a striped file gets the
+    descriptors of all its subfiles in one round of requests (later calls
+    to the other subfiles find them); a process holding plain writable
+    descriptors of every subfile leaves another's 16-byte records to the
+    server path, and every byte of both lands as written."""
+    name = "/%s" % uniq
+    n = cluster.n
+    d, s, t = workers("direct"), workers("direct"), workers("tcp")
+    d("sopen", name, n)
+    assert d.int("fds") == 0
+    d("sw", 0, 4096, 7)  # subfile 0 only
+    assert d.int("fds") == n
+    # 16-byte records over the whole stripe set, written by another direct
+    # client while d holds writable descriptors that take no locks
+    s("sopen", name, n)
+    nrec = n * 65536 // 16
+    s("srecords", 1, 2, 16, nrec, 5)
+    # d writes a 4 KiB block into every subfile after them
+    for k in range(1, n):
+        d("sw", k * 65536 + 8192, 4096, 7 + k)
+    t("sopen", name, n)
+    import hashlib
+    want = bytearray(rec_bytes(nrec, 16, 2, 1, 5, bytes([7]) * 4096))
+    for k in range(1, n):
+        o = k * 65536 + 8192
+        want[o:o + 4096] = bytes([7 + k]) * 4096
+    got = t("sread", 0, len(want))
+    assert got == [str(len(want)), hashlib.sha1(bytes(want)).hexdigest()]
+    d("sclose")
+    assert d.int("fds") == 0
+    for w in (d, s, t):
+        w("quit")
+
+
+def rec_bytes(nrec, rs, npr, ph, gen, head=b""):
+    """The file holding head (zeros after it) after phase ph of npr wrote
+    its records (the worker's rec())."""
+    out = bytearray(head + bytes(nrec * rs - len(head)))
+    for i in range(ph, nrec, npr):
+        r = (i + (gen << 24)).to_bytes(4, "little") * (rs // 4 + 1)
+        out[i * rs:(i + 1) * rs] = r[:rs]
+    return out
 
 
 # ----------------------------------------------------- delete, truncate ----

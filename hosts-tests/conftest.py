@@ -46,6 +46,18 @@ def namespaces_refused():
     return None
 
 
+def bed_transport():
+    """GALLEY_TRANSPORT for the test bed's programs.  A forced same-host
+    transport (direct, local) reaches only the servers of the client's own
+    host and refuses the others by design (GFS_EDIRECT, or no server: see
+    gfs_server_transport in include/galley.h), and every job here uses
+    servers on other hosts.  So under those the test bed runs with auto:
+    direct to its own host's servers where granted, TCP to the others'.
+    tcp is kept: it reaches every host."""
+    t = os.environ.get("GALLEY_TRANSPORT", "auto") or "auto"
+    return "auto" if t in ("direct", "local") else t
+
+
 class TestBed:
     """H hosts with their servers (see galley-hosts: server number = host x
     servers per host + index on the host)."""
@@ -58,6 +70,7 @@ class TestBed:
         self.env = mpi.env(self.cluster_file, {
             "GALLEYD": ms.gt.galleyd_path(),
             "PATH": "%s:%s" % (mpi.prefix / "bin", os.environ.get("PATH", "")),
+            "GALLEY_TRANSPORT": bed_transport(),
         })
 
     def ctl(self, *args, check=True, timeout=120, env=None):

@@ -1092,10 +1092,15 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
     bool want[GFS_MAX_SUBFILES] = {false};
     for (unsigned i = 0; i < ns; i++)
         want[i] = cnt[i] > 0;
-    /* the forks it touches, opened; the first call of an op opens every
-     * one at once (striped_ask_all then readies them all) */
-    bool first = !(s->asked & (1u << op));
-    int rc = st_forks(sid, s, first ? NULL : want);
+    /* the forks it touches, opened; the first call of an op tries to open
+     * every one at once (striped_ask_all then readies them all), but a
+     * subfile it does not touch (its server down) fails it no more than
+     * it would have failed a call that opened only what it touches */
+    int rc = -1;
+    if (!(s->asked & (1u << op)))
+        rc = st_forks(sid, s, NULL);
+    if (rc)
+        rc = st_forks(sid, s, want);
     if (rc)
         return rc;
     gc_pieces cur;

@@ -12,11 +12,20 @@
 
 static _Thread_local char last_msg[512] = "no error";
 
-/* The one lookup for every project code is proto/gerror.c, compiled into
- * this library (see the Makefile); GA_ERROR_TABLE declares our range. */
+/* Our own range (GA_ERROR_TABLE) here; every other code, the file
+ * system's and errno values, through proto/gerror.c, compiled into this
+ * library (see the Makefile), so a code has one message everywhere. */
 const char *ga_strerror(int err)
 {
-    return gp_strerror(err);
+    switch (err) {
+#define GA_X_MSG(name, value, msg)                                             \
+    case value:                                                                \
+        return msg;
+        GA_ERROR_TABLE(GA_X_MSG)
+#undef GA_X_MSG
+    default:
+        return gp_strerror(err);
+    }
 }
 
 const char *ga_errmsg(void)

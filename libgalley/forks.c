@@ -441,42 +441,22 @@ static int gc_fork_scrub(int kid, int64_t *chunks, int64_t *bad,
 
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
 {
-    gc_req *q = calloc((size_t)(n ? n : 1), sizeof(*q));
-    uint8_t(*desc)[8] = calloc((size_t)(n ? n : 1), 8);
-    if (!q || !desc) {
-        free(q);
-        free(desc);
+    gc_pending *p = calloc((size_t)(n ? n : 1), sizeof(*p));
+    if (!p)
         return -ENOMEM;
-    }
     int rc = 0;
+    for (int i = 0; i < n; i++) /* every request out, then every reply */
+        gc_FORK_SIZE_send(gc_server_conn(forks[i].server),
+                          &(gp_FORK_SIZE_req){.fkid = forks[i].fkid}, &p[i]);
     for (int i = 0; i < n; i++) {
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        gp_FORK_SIZE_req_encode(&w, &(gp_FORK_SIZE_req){.fkid = forks[i].fkid});
-        if (w.err) {
-            q[i].status = w.err;
-            q[i].conn = NULL;
-        } else {
-            memcpy(desc[i], w.data, 8);
-            gc_submit(gc_server_conn(forks[i].server), GP_OP_FORK_SIZE, desc[i],
-                      8, NULL, 0, 0, &q[i]);
-        }
-        gp_wbuf_free(&w);
-    }
-    for (int i = 0; i < n; i++) {
-        int k = gc_wait(&q[i]);
-        if (!k) {
-            gp_rbuf r;
-            gp_rbuf_init(&r, q[i].reply, q[i].replylen);
-            gp_FORK_SIZE_rep m;
-            if (gp_FORK_SIZE_rep_decode(&r, &m) || m.size > INT64_MAX)
-                k = GFS_EPROTO;
+        gp_FORK_SIZE_rep m;
+        int k = gc_FORK_SIZE_recv(&p[i], &m, NULL);
+        if (!k && m.size > INT64_MAX)
+            k = GFS_EPROTO;
+        if (!k)
             sizes[i] = (int64_t)m.size;
-        }
-        gc_req_release(&q[i]);
         /* a replicated fork: any other copy in sync answers too */
         for (int c = 0; k && c < forks[i].ncopy; c++) {
-            gp_FORK_SIZE_rep m;
             if (!forks[i].cfkid[c] || forks[i].cfkid[c] == forks[i].fkid)
                 continue;
             k = gc_FORK_SIZE_call(
@@ -490,8 +470,7 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
         if (k && !rc)
             rc = k;
     }
-    free(q);
-    free(desc);
+    free(p);
     return rc;
 }
 

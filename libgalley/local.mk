@@ -22,7 +22,8 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/group.c \
 	libgalley/io.c \
 	libgalley/layout.c \
-	libgalley/local_layout.c libgalley/local_io.c libgalley/local_internal.h \
+	libgalley/local_layout.c libgalley/local_io.c libgalley/local_create.c \
+	libgalley/local_internal.h \
 	libgalley/nb.c \
 	libgalley/pieces.c \
 	libgalley/sfio.c \

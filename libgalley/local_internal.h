@@ -1,8 +1,8 @@
 /*
- * local_internal.h -- private to the locality layout's two files:
- * local_layout.c (maps, open, claims, truncate, create) and local_io.c
- * (turning a list request into transfers).  See local_layout.c for the
- * layout itself.
+ * local_internal.h -- private to the locality layout's three files:
+ * local_layout.c (maps, open, claims, truncate), local_io.c (turning a
+ * list request into transfers) and local_create.c (create, templates).  See
+ * local_layout.c for the layout itself.
  *
  * Threads: gc_local.lock guards every field of an open local file; the
  * functions below that take a gc_local expect it held.
@@ -57,5 +57,15 @@ int gc_local_want_cmp(const void *a, const void *b);
 int gc_local_claim(gc_local *l, want *w, size_t n);
 /* Raise the recorded lengths of known blocks this write extends. */
 int gc_local_raise_lengths(gc_local *l, const want *w, size_t n);
+/* FETCH_ADD of delta on counter key of subfile s's header (its own
+ * server); the value before. */
+int64_t gc_local_slot_add(gc_local *l, int s, const char *key, int64_t delta);
+
+/* A map slot's little-endian 64-bit fields. */
+static inline void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
 
 #endif /* GALLEY_LOCAL_INTERNAL_H */

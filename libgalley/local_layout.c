@@ -43,7 +43,11 @@
  * distribution).
  *
  * Requests (a list request -> one transfer per subfile) are in
- * local_io.c; the types both files share in local_internal.h.
+ * local_io.c; creating a local file and applying a template in
+ * local_create.c, the one file of the layout above striped.c (it opens
+ * striped files); the types the three share in local_internal.h.  This
+ * file and local_io.c are below striped.c: it calls them, never the
+ * other way.
  *
  * Threads: any; one mutex per open local file (gc_local.lock) is held
  * across the whole of a request's preparation, network calls included
@@ -128,12 +132,6 @@ static int insert(gc_local *l, uint64_t g, int sub, uint64_t slot, uint64_t len)
 
 /* ------------------------------------------------------- the maps ------ */
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static uint64_t get_le64(const uint8_t *p)
 {
     uint64_t v = 0;
@@ -213,8 +211,7 @@ int gc_local_refresh(gc_local *l, bool full)
     return rc;
 }
 
-/* FETCH_ADD on subfile s's header (its own server). */
-static int64_t slot_add(gc_local *l, int s, const char *key, int64_t delta)
+int64_t gc_local_slot_add(gc_local *l, int s, const char *key, int64_t delta)
 {
     return gc_counter(l->servers[s], l->hids[s], key, false, (uint64_t)delta);
 }
@@ -336,7 +333,7 @@ int gc_local_claim(gc_local *l, want *w, size_t n)
     for (int s = 0; s < l->nsub && !rc; s++) {
         if (!count[s])
             continue;
-        int64_t base = slot_add(l, s, SLOTS_KEY, (int64_t)count[s]);
+        int64_t base = gc_local_slot_add(l, s, SLOTS_KEY, (int64_t)count[s]);
         if (base < 0) {
             rc = (int)base;
             break;
@@ -560,130 +557,4 @@ int gfs_server_io_stats(int server, gfs_server_io *st)
         st->read_remote = m.read_remote;
     }
     return rc;
-}
-
-/* Copy template t's placement into the new local file `name` (created
- * with the same servers and block size by the caller). */
-static int apply_template(const char *name, gc_local *t)
-{
-    int sid = gc_striped_open(name);
-    if (sid < 0)
-        return sid;
-    gc_local *l;
-    int rc = gc_striped_local(sid, &l);
-    if (!rc && !l)
-        rc = GFS_ELAYOUT;
-    uint8_t *buf = rc ? NULL : malloc(READ_CHUNK);
-    if (!rc && !buf)
-        rc = -ENOMEM;
-    for (int s = 0; !rc && s < t->nsub; s++) {
-        int64_t slots = slot_add(t, s, SLOTS_KEY, 0);
-        if (slots < 0) {
-            rc = (int)slots;
-            break;
-        }
-        for (int64_t off = 0; off < slots * SLOT_BYTES && !rc;
-             off += READ_CHUNK) {
-            int64_t got =
-                gc_fork_rw(t->mkids[s], GFS_READ, off, buf, READ_CHUNK);
-            if (got < 0) {
-                rc = (int)got;
-                break;
-            }
-            for (int64_t k = 0; k + SLOT_BYTES <= got; k += SLOT_BYTES)
-                put_le64(buf + k + 8, 0); /* placed, nothing written */
-            if (got > 0) {
-                int64_t wr = gc_fork_rw(l->mkids[s], GFS_WRITE, off, buf, got);
-                if (wr < 0)
-                    rc = (int)wr;
-            }
-            if (got < READ_CHUNK)
-                break;
-        }
-        if (!rc && slots > 0) {
-            int64_t old = slot_add(l, s, SLOTS_KEY, slots);
-            if (old < 0)
-                rc = (int)old;
-        }
-    }
-    free(buf);
-    gc_striped_close(sid);
-    return rc;
-}
-
-int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
-                      int64_t unit, const char *fork, const char *layout)
-{
-    if (!layout || !*layout || strcmp(layout, "striped") == 0)
-        return gc_create_striped(name, nsubfiles, servers, unit, fork, 1);
-    int tsid = -1, rc = 0;
-    gc_local *t = NULL;
-    if (strncmp(layout, "template:", 9) == 0) {
-        tsid = gc_striped_open(layout + 9);
-        if (tsid < 0)
-            return tsid;
-        rc = gc_striped_local(tsid, &t);
-        if (!rc && !t)
-            rc = GFS_ELAYOUT; /* the template is not a local file */
-        if (rc)
-            goto out_close;
-        nsubfiles = t->nsub;
-        servers = t->servers;
-        unit = (int64_t)t->bsize;
-        if (!fork)
-            fork = t->fork;
-    } else if (strcmp(layout, "local") != 0) {
-        return -EINVAL;
-    }
-    if (!fork)
-        fork = GFS_DEFAULT_STRIPE_FORK;
-    if (unit <= 0)
-        unit = GFS_DEFAULT_STRIPE_UNIT;
-    char mapfork[GFS_FORK_NAME_MAX + 1];
-    rc = gc_check_name(fork, GFS_FORK_NAME_MAX);
-    if (!rc && snprintf(mapfork, sizeof(mapfork), "%s" MAP_SUFFIX, fork) >=
-                   (int)sizeof(mapfork))
-        rc = -ENAMETOOLONG;
-    if (!rc && (strchr(fork, '\n') || unit > (INT64_C(1) << 40)))
-        rc = -EINVAL;
-    if (rc)
-        goto out_close;
-    char attrs[512];
-    snprintf(attrs, sizeof(attrs),
-             "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n"
-             "galley.layout=local\n",
-             unit, fork);
-    rc = gc_create_file(name, nsubfiles, servers, attrs, 1);
-    if (rc)
-        goto out_close;
-    int fid = gc_file_open(name);
-    if (fid < 0) {
-        rc = fid;
-        goto out_delete;
-    }
-    rc = gc_all_create(fid, fork);
-    if (!rc)
-        rc = gc_all_create(fid, mapfork);
-    gc_file_close(fid);
-    if (!rc && t)
-        rc = apply_template(name, t);
-    if (!rc)
-        goto out_close;
-out_delete:
-    gc_file_delete(name);
-out_close:
-    if (tsid >= 0)
-        gc_striped_close(tsid);
-    return rc;
-}
-
-int gfs_striped_local_stat(int sid, gfs_local_stat *st)
-{
-    gc_local *l;
-    int rc = gc_striped_local(sid, &l);
-    if (rc)
-        return rc;
-    if (!l)
-        return -EINVAL; /* open, but striped */
-    return st ? gc_local_stat(l, st) : 0;
 }

@@ -31,7 +31,12 @@
  *
  * The direct transport's descriptors are per fork, not per connection:
  * asked for on a fork's first data request, forgotten when the fork
- * closes (gc_direct_release, below: the one hook outside the table).
+ * closes and all closed at gc_finalize (gc_direct_release and
+ * gc_direct_shutdown, below: the two hooks outside the table; grants
+ * are keyed by fork and held on the direct unit's own grant channels,
+ * not by a connection, so no per-connection op fits them).  Checksummed chunks
+ * bypass io_submit for the stream path every transport has (conn.c
+ * gc_conn_io_submit): no cross-memory copy may go uncovered by a CRC.
  *
  * Threads: dial, probe and start run while conn.c connects (the
  * connection's send_lock held, nothing in flight); io_submit and same_host

@@ -101,7 +101,7 @@ def generate(src):
             out.append("%s = %d" % (name, int(value)))
             errs.append((name, int(value), c_string(msg)))
         out.append("")
-    out.append("# code -> message, as gfs_strerror / ga_strerror give it")
+    out.append("# code -> message, as ga_strerror gives it (gfs_strerror: the -1xxx range)")
     out.append("ERRMSG = {")
     for name, value, msg in errs:
         out.append("    %s: %r," % (name, msg))

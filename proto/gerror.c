@@ -1,17 +1,14 @@
 /*
- * gerror.c -- the one message lookup for project error codes (see
- * gerror.h).  It needs only libc and the two public headers, so the array
- * library compiles it in without linking libgalley.
+ * gerror.c -- the one message lookup for the file system's error codes
+ * (see gerror.h).  It needs only libc and galley.h, so the array library
+ * compiles it in without linking libgalley; the array library's own codes
+ * are its own table's (arrays/ga_error.c), this layer knows nothing above it.
  */
 #include "gerror.h"
 
 #include <string.h>
 
 #include "galley.h"
-#ifndef GA_NO_MPI
-#define GA_NO_MPI /* only the error table: no MPI here */
-#endif
-#include "galley_array.h"
 
 const char *gp_strerror(int err)
 {
@@ -22,7 +19,6 @@ const char *gp_strerror(int err)
     case value:                                                                \
         return msg;
         GFS_ERROR_TABLE(GP_X_MSG)
-        GA_ERROR_TABLE(GP_X_MSG)
 #undef GP_X_MSG
     default:
         break;

@@ -1,12 +1,13 @@
 /*
- * gerror.h -- the one message lookup for every project error code.
+ * gerror.h -- the one message lookup for the file system's error codes.
  *
- * The codes themselves are declared once each, in the public headers that
- * programs include: GFS_ERROR_TABLE in galley.h (-1001..-1099, the client,
- * the server and the wire) and GA_ERROR_TABLE in galley_array.h
- * (-2001..-2099, the array library's own range).  gp_strerror resolves
- * both ranges and negative errno values; gfs_strerror, ga_strerror and the
- * server's log messages all call it, so a code has one message everywhere.
+ * The codes are declared once, in the public header programs include:
+ * GFS_ERROR_TABLE in galley.h (-1001..-1099, the client, the server and
+ * the wire).  gp_strerror resolves them and negative errno values;
+ * gfs_strerror and the server's log messages call it, and so does
+ * ga_strerror for every code outside the array library's own range
+ * (GA_ERROR_TABLE in galley_array.h, -2001..-2099, resolved in
+ * arrays/ga_error.c: the lowest layer knows nothing of the layers above).
  *
  * Threads: any (returns static strings).
  */

@@ -115,7 +115,7 @@ GA_EMPI = -2005
 GA_ESTATE = -2006
 GA_ENOSTEP = -2007
 
-# code -> message, as gfs_strerror / ga_strerror give it
+# code -> message, as ga_strerror gives it (gfs_strerror: the -1xxx range)
 ERRMSG = {
     GFS_ENOTINIT: 'galley client not initialised (call gfs_init)',
     GFS_ENOCLUSTER: 'no cluster file (set GALLEY_CLUSTER)',

@@ -4,6 +4,8 @@
  * offsets, schema and copynum records.  No MPI.  Prints "PASS n checks".
  */
 #include "ga_internal.h"
+#include "galley.h"
+#include "gerror.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -356,8 +358,34 @@ static void test_copynum(void)
           "record in wrong slot");
 }
 
+/* ga_strerror: the array library's own range from its table, every other
+ * code (the file system's, errno values) as the file system says it. */
+typedef struct {
+    int code;
+    const char *msg;
+} code_msg;
+#define X_PAIR(name, value, msg) {value, msg},
+static const code_msg ga[] = {GA_ERROR_TABLE(X_PAIR)};
+static const code_msg gfs[] = {GFS_ERROR_TABLE(X_PAIR)};
+#undef X_PAIR
+
+static void test_messages(void)
+{
+    for (size_t i = 0; i < sizeof(ga) / sizeof(ga[0]); i++)
+        CHECK(strcmp(ga_strerror(ga[i].code), ga[i].msg) == 0, "%d: %s",
+              ga[i].code, ga_strerror(ga[i].code));
+    for (size_t i = 0; i < sizeof(gfs) / sizeof(gfs[0]); i++)
+        CHECK(strcmp(ga_strerror(gfs[i].code), gfs[i].msg) == 0 &&
+                  strcmp(gp_strerror(gfs[i].code), gfs[i].msg) == 0,
+              "%d: %s", gfs[i].code, ga_strerror(gfs[i].code));
+    CHECK(strcmp(ga_strerror(-ENOENT), strerror(ENOENT)) == 0, "errno");
+    CHECK(strcmp(ga_strerror(0), "success") == 0, "success");
+    CHECK(strcmp(ga_strerror(12345), "unknown error") == 0, "unknown");
+}
+
 int main(void)
 {
+    test_messages();
     test_parse();
     test_resolve();
     test_dims();

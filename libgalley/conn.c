@@ -1,7 +1,8 @@
 /*
  * conn.c -- a connection per server over whichever transport it got at
  * connect (transport.h: TCP, the same-host Unix socket with data inline,
- * or with cross-memory attach), framing, and reply dispatch.
+ * with cross-memory attach, or direct: the fork files' own descriptors),
+ * framing, and reply dispatch.
  *
  * Threads and locks
  *   - Any application thread may call gc_submit / gc_wait.  Sending a
@@ -19,8 +20,8 @@
  *     while holding c->lock (reconnect collects fork handles first).
  *
  * Choosing the transport: connect_locked tries transport.c's candidates,
- * best first, among those GALLEY_TRANSPORT allows (auto: all; local: the
- * same-host socket ones; tcp: TCP only), dialling each stream once and
+ * best first, among those GALLEY_TRANSPORT allows (transport.h: auto,
+ * direct, local, tcp), dialling each stream once and
  * running the handshake (authentication, PING) on it before the
  * candidate's probe.  The chosen ops stay until the connection breaks.
  *
@@ -34,6 +35,7 @@
  */
 #include "internal.h"
 #include "gsend.h"
+#include "gspin.h"
 #include "transport.h"
 
 #ifndef IOV_MAX
@@ -318,15 +320,10 @@ static void read_turn(gc_conn *c, int wait_ms)
     pthread_mutex_unlock(&c->lock);
     struct pollfd p = {fd, POLLIN, 0};
     int k = 0;
-    if (wait_ms > 0) {
-        /* Spin briefly before sleeping: a reply that lands while this
-         * thread still runs needs no wake-up of a halted CPU, which costs
-         * more than the whole request on a virtual machine.  sched_yield
-         * hands the CPU over at once when others want it. */
-        uint64_t end = gc_now_ns() + (uint64_t)gc_spin_us() * 1000;
-        while ((k = poll(&p, 1, 0)) == 0 && gc_now_ns() < end)
-            sched_yield();
-    }
+    /* Poll briefly before sleeping, while the host has a CPU to spare
+     * (proto/gspin.h: the policy, and why not when it has none). */
+    if (wait_ms > 0)
+        k = gp_spin_readable(fd, (unsigned)gc_spin_us());
     if (k == 0)
         k = poll(&p, 1, wait_ms);
     int err = 0;

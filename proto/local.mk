@@ -6,6 +6,7 @@ proto_libgproto_la_SOURCES = proto/gproto.c proto/gproto.h \
 	proto/gauth.c proto/gauth.h \
 	proto/gerror.c proto/gerror.h proto/fnv.h proto/gclock.h \
 	proto/crc32c.c proto/crc32c.h proto/gfault.h \
+	proto/gspin.c proto/gspin.h \
 	proto/csfile.c proto/csfile.h
 # the cluster secret's MAC and random numbers come from libsodium
 proto_libgproto_la_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)

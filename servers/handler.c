@@ -30,6 +30,7 @@
  */
 #include "gsrv_internal.h"
 #include "gsend.h"
+#include "gspin.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -253,25 +254,6 @@ static int recv_timed(int fd, void *buf, size_t n, int first_ms, int rest_ms)
         got += (size_t)r;
     }
     return 0;
-}
-
-/* A same-host client usually sends its next request within microseconds:
- * poll for it briefly (yielding the CPU to anyone who wants it) before
- * sleeping in recv, so that it needs no wake-up of a halted CPU -- on a
- * virtual machine that wake-up costs more than the request. */
-static void spin_for_input(int fd)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    uint64_t end = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec +
-                   (uint64_t)gsrv_g.spin_us * 1000;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    while (poll(&p, 1, 0) == 0) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec >= end)
-            return;
-        sched_yield();
-    }
 }
 
 /* Read and drop n bytes. */
@@ -527,8 +509,11 @@ void *gsrv_handler_main(void *arg)
 
     gsrv_log(1, "%s: connected", c->peer);
     for (;;) {
-        if (c->local && gsrv_g.spin_us)
-            spin_for_input(c->fd);
+        /* a same-host client usually sends its next request within
+         * microseconds: poll for it briefly while the host has a CPU to
+         * spare (proto/gspin.h) */
+        if (c->local)
+            gp_spin_readable(c->fd, gsrv_g.spin_us);
         /* between frames a client may idle as long as it likes, once it
          * has authenticated; within a frame it must keep sending */
         int idle_ms = -1;

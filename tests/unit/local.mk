@@ -88,3 +88,10 @@ check_PROGRAMS += tests/unit/test_crc32c
 TESTS += tests/unit/test_crc32c
 tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c tests/unit/utest.h
 tests_unit_test_crc32c_LDADD = proto/libgproto.la
+
+# test_spin    proto/gspin.c, the polling policy of both sides: refused on a
+#              host this test oversubscribes with busy children
+check_PROGRAMS += tests/unit/test_spin
+TESTS += tests/unit/test_spin
+tests_unit_test_spin_SOURCES = tests/unit/test_spin.c tests/unit/utest.h
+tests_unit_test_spin_LDADD = proto/libgproto.la

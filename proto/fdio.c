@@ -159,7 +159,11 @@ int gx_fd_read(int fd, uint64_t base, const gx_ext *e, size_t n, bool *eof)
         uint64_t start = e[i].off, end = gx_end(&e[i]);
         bool adjacent = true; /* every piece starts where the last ended */
         size_t k = i + 1;
-        while (k < n && e[k].off <= end + GX_FD_SIEVE_GAP) {
+        /* a gap is bridged when it and the piece after it fit in
+         * GX_FD_SIEVE_GAP (fdio.h: the copy it costs against a system
+         * call) */
+        while (k < n && (e[k].off <= end ||
+                         e[k].off - end + e[k].len <= GX_FD_SIEVE_GAP)) {
             uint64_t ke = gx_end(&e[k]);
             uint64_t ne = ke > end ? ke : end;
             if (ne - start > GX_FD_SIEVE_MAX)

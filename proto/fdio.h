@@ -19,9 +19,14 @@
 
 #include "extent.h"
 
-/* Pieces whose file gaps are at most this many bytes are read as one span
+/* A read bridges a gap in the file when the gap and the piece after it
+ * are at most this many bytes together: the pieces are read as one span
  * into a bounce buffer and copied out (data sieving, for reads only:
- * reading bytes we were not asked for changes nothing). */
+ * reading bytes we were not asked for changes nothing).  Bridging costs
+ * the gap's copy and the piece's second copy, at most a page, which is
+ * less than the system call it saves; 4 KiB pieces 4 KiB apart read
+ * faster with one preadv each (gbench, bench/README.md issue 24 round 5).
+ * Writes (gx_fd_write_locked) bridge gaps of at most this many bytes. */
 #define GX_FD_SIEVE_GAP 4096u
 #define GX_FD_SIEVE_MAX (4u << 20) /* largest span read at once */
 

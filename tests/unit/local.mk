@@ -95,3 +95,11 @@ check_PROGRAMS += tests/unit/test_spin
 TESTS += tests/unit/test_spin
 tests_unit_test_spin_SOURCES = tests/unit/test_spin.c tests/unit/utest.h
 tests_unit_test_spin_LDADD = proto/libgproto.la
+
+# test_fdio    proto/fdio.c, the direct path's data mover, against a byte
+#              model: gaps bridged by sieved reads or not, overlaps, the
+#              end of the file, plain and locked (sieved) writes
+check_PROGRAMS += tests/unit/test_fdio
+TESTS += tests/unit/test_fdio
+tests_unit_test_fdio_SOURCES = tests/unit/test_fdio.c tests/unit/utest.h
+tests_unit_test_fdio_LDADD = proto/libgproto.la

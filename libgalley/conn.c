@@ -320,8 +320,8 @@ static void read_turn(gc_conn *c, int wait_ms)
     pthread_mutex_unlock(&c->lock);
     struct pollfd p = {fd, POLLIN, 0};
     int k = 0;
-    /* Poll briefly before sleeping, while the host has a CPU to spare
-     * (proto/gspin.h: the policy, and why not when it has none). */
+    /* Poll briefly before sleeping, unless polling is backed off
+     * (proto/gspin.h: the policy, and when it backs off). */
     if (wait_ms > 0)
         k = gp_spin_readable(fd, (unsigned)gc_spin_us());
     if (k == 0)

@@ -3,13 +3,10 @@
  */
 #include "gspin.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
 
 static uint64_t now_ns(void)
 {
@@ -18,62 +15,47 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Runnable threads of the host now, from /proc/loadavg
- * ("0.50 0.40 0.30 R/T LASTPID"); -1 if it cannot be read. */
-static long runnable_now(void)
-{
-    char buf[128];
-    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    char *p = buf;
-    for (int field = 0; field < 3; field++) {
-        while (*p && *p != ' ')
-            p++;
-        while (*p == ' ')
-            p++;
-    }
-    char *end;
-    long r = strtol(p, &end, 10);
-    return end != p && *end == '/' ? r : -1;
-}
-
-static uint64_t next_sample_ns; /* atomics only */
-static int allowed = 1;
+static unsigned history;       /* last poll phases, 1: a slow yield */
+static uint64_t backoff_until; /* no polling before this (ns) */
 
 bool gp_spin_allowed(void)
 {
-    uint64_t now = now_ns();
-    if (now >= __atomic_load_n(&next_sample_ns, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&next_sample_ns,
-                         now + (uint64_t)GP_SPIN_SAMPLE_MS * 1000000ull,
+    return now_ns() >= __atomic_load_n(&backoff_until, __ATOMIC_RELAXED);
+}
+
+/* One poll phase ended; slow: a yield in it came back late. */
+static void phase_end(bool slow, uint64_t now)
+{
+    unsigned h = __atomic_load_n(&history, __ATOMIC_RELAXED);
+    h = ((h << 1) | slow) & 0xfu;
+    if (__builtin_popcount(h) >= 2) {
+        __atomic_store_n(&backoff_until,
+                         now + (uint64_t)GP_SPIN_BACKOFF_MS * 1000000ull,
                          __ATOMIC_RELAXED);
-        static long cpus;
-        if (!__atomic_load_n(&cpus, __ATOMIC_RELAXED)) {
-            long c = sysconf(_SC_NPROCESSORS_ONLN);
-            __atomic_store_n(&cpus, c > 0 ? c : 1, __ATOMIC_RELAXED);
-        }
-        long r = runnable_now();
-        __atomic_store_n(&allowed,
-                         r < 0 || r <= __atomic_load_n(&cpus, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
+        h = 0; /* after the back-off, polling starts with a clean slate */
     }
-    return __atomic_load_n(&allowed, __ATOMIC_RELAXED);
+    __atomic_store_n(&history, h, __ATOMIC_RELAXED);
 }
 
 int gp_spin_readable(int fd, unsigned spin_us)
 {
-    if (!spin_us || !gp_spin_allowed())
+    if (!spin_us)
         return 0;
-    uint64_t end = now_ns() + (uint64_t)spin_us * 1000;
+    uint64_t t = now_ns();
+    if (t < __atomic_load_n(&backoff_until, __ATOMIC_RELAXED))
+        return 0;
+    uint64_t end = t + (uint64_t)spin_us * 1000;
     struct pollfd p = {.fd = fd, .events = POLLIN};
+    bool slow = false;
     int k;
-    while ((k = poll(&p, 1, 0)) == 0 && now_ns() < end)
+    while ((k = poll(&p, 1, 0)) == 0 && t < end && !slow) {
         sched_yield();
+        uint64_t t2 = now_ns();
+        slow = t2 - t >= (uint64_t)GP_SPIN_SLICE_US * 1000;
+        t = t2;
+    }
+    if (k == 0 && slow)
+        k = poll(&p, 1, 0); /* it may have come while we were away */
+    phase_end(slow, t);
     return k;
 }

@@ -3,31 +3,34 @@
  * a request expected within microseconds on a same-host socket.
  *
  * Polling before sleeping saves the wake-up of a halted CPU, which on a
- * virtual machine costs more than the request -- but only while every
- * runnable thread of the host has a CPU.  Once the host is
- * oversubscribed (MPI ranks busy-polling in a barrier, four ranks and
- * their servers on two cores), a poller that yields is put behind every
- * other runnable thread and sees its answer a scheduler round late,
- * where a thread asleep in recv is woken with the scheduler's preference
- * for a sleeper; and a poller that does not yield takes the CPU its peer
- * needs.  Measured (bench/README.md, issue 24 round 5): a null request
- * at load 6 took 362 us polling on both sides and 48 us with neither.
- * So polling is allowed only while the host's runnable threads
- * (/proc/loadavg's fourth field, sampled at most every
- * GP_SPIN_SAMPLE_MS) are no more than its online CPUs.
+ * virtual machine costs more than the request (a Unix-socket ping-pong
+ * between two sleeping processes took 70-88 us on an idle 2-core VM
+ * here, a polled null request 6 us), and the poller yields between polls
+ * so that other pollers -- MPI ranks waiting in a barrier -- get the CPU
+ * at once.  But a yield hands the CPU to a thread that does not poll (a
+ * compiler, a computing rank) for its whole time slice: then the poller
+ * sees its answer milliseconds late, where a thread asleep in recv is
+ * woken at once (a null request with six busy loops on two cores: 168-224
+ * us polling, 38-48 us sleeping; with three MPI ranks in a barrier and
+ * nothing else: 8-21 us polling, 154-159 us sleeping).  So a poll phase
+ * in which a yield came back only after GP_SPIN_SLICE_US counts against
+ * polling; two such phases among the last four stop polling for
+ * GP_SPIN_BACKOFF_MS, after which polling is tried again.  (On an idle
+ * or MPI-only host under one yield in a thousand takes that long; with
+ * threads that do not yield, most do.)
  *
- * Threads: any (the sample is shared through atomics; two threads may
- * both sample, harmlessly).
+ * Threads: any (the history is shared through atomics; a lost update
+ * only delays a decision).
  */
 #ifndef GALLEY_GSPIN_H
 #define GALLEY_GSPIN_H
 
 #include <stdbool.h>
 
-#define GP_SPIN_SAMPLE_MS 5
+#define GP_SPIN_SLICE_US 1000 /* a yield this long: the CPU went elsewhere */
+#define GP_SPIN_BACKOFF_MS 200
 
-/* True when polling may not take a CPU a runnable thread is waiting for
- * (also when /proc/loadavg cannot be read: the policy before sampling). */
+/* True unless polling is backed off (see above). */
 bool gp_spin_allowed(void);
 
 /* Poll fd for input for up to spin_us microseconds (yielding between

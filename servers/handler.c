@@ -510,8 +510,8 @@ void *gsrv_handler_main(void *arg)
     gsrv_log(1, "%s: connected", c->peer);
     for (;;) {
         /* a same-host client usually sends its next request within
-         * microseconds: poll for it briefly while the host has a CPU to
-         * spare (proto/gspin.h) */
+         * microseconds: poll for it briefly unless polling is backed off
+         * (proto/gspin.h) */
         if (c->local)
             gp_spin_readable(c->fd, gsrv_g.spin_us);
         /* between frames a client may idle as long as it likes, once it

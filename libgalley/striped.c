@@ -75,7 +75,7 @@ static bool lazy_on(void)
  * set is kept and the other closed.  Runs on the calling thread (a
  * non-blocking op's worker too): connection calls only, no lock held
  * across them. */
-static int st_forks(int sid, gc_striped *s, const bool *want)
+static int st_forks(int sid, gc_striped *s, const bool *want, bool *failed)
 {
     int n = s->lay.nsubfiles, nn = 0;
     int subs[GFS_MAX_SUBFILES], kids[GFS_MAX_SUBFILES];
@@ -100,8 +100,11 @@ static int st_forks(int sid, gc_striped *s, const bool *want)
     if (!nn)
         return 0;
     int rc = gc_forks_open(s->fid, s->lay.fork, nn, subs, kids);
-    if (rc)
+    if (rc) {
+        for (int j = 0; failed && j < nn; j++)
+            failed[subs[j]] = kids[j] < 0; /* whose open failed */
         return rc;
+    }
     int extra[GFS_MAX_SUBFILES], nextra = 0;
     pthread_mutex_lock(&st_lock);
     t = gc_idtab_at(&st_tab, sid);
@@ -144,7 +147,8 @@ void gc_striped_pin(const char *name)
     for (int j = 0; j < n && f && s; j++)
         if (gc_idtab_get(&st_tab, sids[j], s) == 0 &&
             gc_file_get(s->fid, f) == 0 && strcmp(f->name, name) == 0)
-            st_forks(sids[j], s, NULL); /* (an error: as before, at I/O) */
+            st_forks(sids[j], s, NULL,
+                     NULL); /* (an error: as before, at I/O) */
     free(f);
     free(s);
     free(sids);
@@ -705,7 +709,7 @@ int gc_striped_kid(int sid, int subfile)
         return -EINVAL;
     bool want[GFS_MAX_SUBFILES] = {false};
     want[subfile] = true;
-    rc = st_forks(sid, &s, want);
+    rc = st_forks(sid, &s, want, NULL);
     return rc ? rc : s.kids[subfile];
 }
 
@@ -754,7 +758,7 @@ static int fork_sizes(int sid, gc_striped *s, int64_t *sizes)
         free(f);
         return rc;
     }
-    int rc = st_forks(sid, s, NULL);
+    int rc = st_forks(sid, s, NULL, NULL);
     if (rc)
         return rc;
     gc_fork k[GFS_MAX_SUBFILES];
@@ -951,7 +955,7 @@ int gc_striped_truncate(int sid, int64_t size)
         return -EINVAL;
     if (s.loc)
         return gc_local_truncate(s.loc, sid, s.kids, size);
-    rc = st_forks(sid, &s, NULL);
+    rc = st_forks(sid, &s, NULL, NULL);
     if (rc)
         return rc;
     for (int i = 0; i < s.lay.nsubfiles; i++) {
@@ -970,7 +974,7 @@ int gfs_striped_sync(int sid)
     gc_striped s;
     int rc = st_get(sid, &s);
     if (!rc)
-        rc = st_forks(sid, &s, NULL); /* (other processes' writes too) */
+        rc = st_forks(sid, &s, NULL, NULL); /* (other processes' writes too) */
     if (rc)
         return rc;
     for (int i = 0; i < s.lay.nsubfiles; i++) {
@@ -1097,10 +1101,16 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
      * subfile it does not touch (its server down) fails it no more than
      * it would have failed a call that opened only what it touches */
     int rc = -1;
+    bool failed[GFS_MAX_SUBFILES] = {false};
     if (!(s->asked & (1u << op)))
-        rc = st_forks(sid, s, NULL);
-    if (rc)
-        rc = st_forks(sid, s, want);
+        rc = st_forks(sid, s, NULL, failed);
+    bool touched_failed = false; /* then that is the call's error: asking
+                                  * again would wait out its server's
+                                  * timeout a second time */
+    for (unsigned i = 0; rc && i < ns; i++)
+        touched_failed = touched_failed || (failed[i] && want[i]);
+    if (rc && !touched_failed)
+        rc = st_forks(sid, s, want, NULL);
     if (rc)
         return rc;
     gc_pieces cur;

@@ -84,13 +84,6 @@ struct gc_conn {
 
 static void fail_pending_locked(gc_conn *c, int err);
 
-uint64_t gc_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 gc_conn *gc_conn_new(int server, const char *host, const char *port)
 {
     gc_conn *c = calloc(1, sizeof(*c));
@@ -167,7 +160,7 @@ static int recv_all_iov(gc_conn *c, struct iovec *iov, int cnt)
             continue;
         if (k <= 0)
             return GFS_ESERVERDOWN;
-        __atomic_store_n(&c->last_rx_ns, gc_now_ns(), __ATOMIC_RELAXED);
+        __atomic_store_n(&c->last_rx_ns, g_now_ns(), __ATOMIC_RELAXED);
         while (cnt > 0 && (size_t)k >= iov->iov_len) {
             k -= (ssize_t)iov->iov_len;
             iov++;
@@ -570,7 +563,7 @@ static int connect_locked(gc_conn *c)
     c->ops = ops;
     c->broken = false;
     c->epoch++;
-    c->last_rx_ns = gc_now_ns();
+    c->last_rx_ns = g_now_ns();
     pthread_mutex_unlock(&c->lock);
     rc = ops->start(c);
     if (rc)
@@ -727,7 +720,7 @@ int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
     pthread_mutex_lock(&c->lock);
     req->reqid = c->next_reqid++;
     req->state = GC_REQ_PENDING;
-    req->submit_ns = gc_now_ns();
+    req->submit_ns = g_now_ns();
     req->next = c->pending;
     c->pending = req;
     int fd = c->fd;
@@ -791,7 +784,7 @@ int gc_wait(gc_req *req)
     uint64_t tmo = (uint64_t)gc_timeout_ms() * 1000000ull;
     pthread_mutex_lock(&c->lock);
     while (req->state != GC_REQ_DONE) {
-        uint64_t now = gc_now_ns();
+        uint64_t now = g_now_ns();
         uint64_t last = __atomic_load_n(&c->last_rx_ns, __ATOMIC_RELAXED);
         if (last < req->submit_ns)
             last = req->submit_ns;

@@ -168,7 +168,7 @@ int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
 
     /* Step 3: commit the record; one copy: with a lease on it. */
     bool sent = !rc;
-    int64_t t0 = gc_rcache_now();
+    int64_t t0 = g_now_ms();
     gp_NS_COMMIT_LEASE_rep lease = {0};
     if (sent && rec->repl.ncopy > 1)
         rc = gc_NS_COMMIT_call(srv(meta),
@@ -230,7 +230,7 @@ int gfs_create_file(const char *name, int nsubfiles, const int *servers)
 int gc_lease_lookup(const char *name, gp_record *rec)
 {
     int meta = gc_meta_server(name);
-    int64_t t0 = gc_rcache_now();
+    int64_t t0 = g_now_ms();
     gp_NS_LEASE_rep m = {.rec = rec};
     int rc = gc_NS_LEASE_call(
         srv(meta),

@@ -24,6 +24,7 @@
 
 #include "extent.h"
 #include "galley.h"
+#include "gclock.h"
 #include "gproto.h"
 #include "handle.h"
 
@@ -232,7 +233,6 @@ int gc_timeout_ms(void);
 int gc_spin_us(void);
 /* GALLEY_TRANSPORT: GFS_TRANSPORT_AUTO, _LOCAL or _TCP. */
 int gc_transport(void);
-uint64_t gc_now_ns(void);
 
 /* Metadata server of a name (hash of the name). */
 int gc_meta_server(const char *name);
@@ -472,9 +472,8 @@ void gc_rcache_drop(const char *name);
 /* Stop the lease renewals, forget everything (gfs_finalize). */
 void gc_rcache_clear(void);
 /* Record leases (rcache.c, servers/nameserver.c).  This process's client
- * id for NS_LEASE / NS_COMMIT_LEASE; the time base of `sent`. */
+ * id for NS_LEASE / NS_COMMIT_LEASE (`sent` below is g_now_ms, gclock.h). */
 uint64_t gc_rcache_client(void);
-int64_t gc_rcache_now(void);
 /* Keep rec for name with a lease of lease_ms from `server` (the request
  * sent at `sent`; its start `epoch`), and its size (or -1); lease_ms 0:
  * as gc_rcache_put. */

@@ -78,7 +78,7 @@ typedef struct rc_ent {
     uint64_t *hid;
     char *attrs;
     int lserver;    /* the server of its lease, or -1: only a hint */
-    int64_t until;  /* the lease's own end (ms, gc_rcache_now) */
+    int64_t until;  /* the lease's own end (ms, g_now_ms) */
     uint64_t epoch; /* its server's start when granted (gmsg.h) */
     int64_t size;   /* its size, or -1 */
     int64_t size_at;
@@ -119,13 +119,6 @@ static struct {
     uint64_t seq;    /* entries put so far */
 } rl;
 
-int64_t gc_rcache_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static long env_ms(const char *name, long dflt, long min, long max)
 {
     const char *e = getenv(name);
@@ -162,7 +155,7 @@ static void check_fork(void)
     rl.stop = false;
     uint64_t id = 0;
     if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
-        id = gc_now_ns() ^ ((uint64_t)pid << 32);
+        id = g_now_ns() ^ ((uint64_t)pid << 32);
     rl.client = id ? id : 1;
     rl.pid = pid;
 }
@@ -256,7 +249,7 @@ static void put(const char *name, const gp_record *rec, int server,
         e->until = until;
         e->epoch = epoch;
         e->size = size;
-        e->size_at = gc_rcache_now();
+        e->size_at = g_now_ms();
         rl.srv[server].nheld++;
         rl.srv[server].used = e->size_at;
         if (!rl.running && !rl.stop &&
@@ -314,7 +307,7 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size)
         memcpy(rec->hid, e->hid, e->nsub * sizeof(*e->hid));
         memcpy(rec->attrs, e->attrs, (size_t)e->attrlen + 1);
         rec->repl.ncopy = 0;
-        int64_t now = gc_rcache_now();
+        int64_t now = g_now_ms();
         hit = RC_HINT;
         if (leased(e, now)) {
             hit = RC_LEASED;
@@ -448,7 +441,7 @@ static void pins_of_server(rc_pins *p, int s)
 static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
 {
     rc_pins pins = {0};
-    int64_t sent = gc_rcache_now();
+    int64_t sent = g_now_ms();
     gc_tail t;
     gp_NS_RENEW_rep m;
     *again = false;
@@ -527,7 +520,7 @@ static void let_go(int s, uint64_t client)
     gc_NS_LET_GO_send(gc_server_conn(s), &(gp_NS_LET_GO_req){.client = client},
                       &p);
     pthread_mutex_lock(&rc_lock);
-    rl.srv[s].gone = gc_rcache_now(); /* (requests go in order) */
+    rl.srv[s].gone = g_now_ms(); /* (requests go in order) */
     pthread_mutex_unlock(&rc_lock);
     /* an error (an older server: -ENOSYS): they run out there instead */
     gc_NS_LET_GO_recv(&p, NULL, NULL);
@@ -548,8 +541,7 @@ static void *renewer(void *arg)
         for (int s = 0; s < nserv && !rl.stop; s++) {
             if (!rl.srv[s].nheld)
                 continue;
-            if (idle && gc_rcache_now() - rl.srv[s].used >= idle &&
-                !open_at(s)) {
+            if (idle && g_now_ms() - rl.srv[s].used >= idle && !open_at(s)) {
                 let_go(s, client);
                 continue;
             }

@@ -531,13 +531,6 @@ static void sleep_ms(long ms)
         ;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 int gfs_striped_plock(int sid, const gfs_plock *lk, int flags)
 {
     gc_striped s;
@@ -559,7 +552,7 @@ int gfs_striped_plock(int sid, const gfs_plock *lk, int flags)
      * a pause that grows to 50 ms. */
     long pause = 1;
     for (;;) {
-        int64_t t0 = mono_ms();
+        int64_t t0 = g_now_ms();
         gp_PLOCK_rep m;
         rc = gc_PLOCK_call(gc_server_conn(server),
                            &(gp_PLOCK_req){.hid = hid,
@@ -576,7 +569,7 @@ int gfs_striped_plock(int sid, const gfs_plock *lk, int flags)
         }
         if (rc != -EAGAIN || !(flags & GFS_PLOCK_WAIT))
             return rc;
-        if (mono_ms() - t0 < 20) {
+        if (g_now_ms() - t0 < 20) {
             sleep_ms(pause);
             pause = pause < 50 ? pause * 2 : 50;
         }
@@ -915,7 +908,7 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
         goto out_done;
     }
 ask_sizes:;
-    int64_t t0 = gc_rcache_now();
+    int64_t t0 = g_now_ms();
     uint64_t closes = gc_rcache_closes();
     rc = list_sizes(name, from, lay.fork, NULL, NULL, sizes);
     if (rc)

@@ -18,7 +18,7 @@
  * dst in this process. */
 static int cma_probe(gc_hs_call call, void *arg)
 {
-    volatile uint64_t src = 0x47414c4c4559434dull ^ (uint64_t)gc_now_ns();
+    volatile uint64_t src = 0x47414c4c4559434dull ^ (uint64_t)g_now_ns();
     volatile uint64_t dst = 0;
     gp_wbuf w;
     gp_wbuf_init(&w);

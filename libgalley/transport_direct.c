@@ -375,7 +375,7 @@ static dchan *chan_get_locked(gc_conn *c, int *rc)
         D.nchan = n;
     }
     dchan *ch = &D.chan[server];
-    uint64_t now = gc_now_ns();
+    uint64_t now = g_now_ns();
     if (ch->fd >= 0 && now - ch->checked_ns >= GC_DIRECT_CHECK_NS) {
         /* grants live as long as the channel: a server that restarted
          * knows nothing of ours, so they must be asked for again */

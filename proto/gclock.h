@@ -1,15 +1,33 @@
 /*
- * gclock.h -- absolute deadlines for pthread_cond_timedwait, once for
- * client and server: the lease renewal threads (libgalley/lease.c,
- * rcache.c), the NameServer's lease recalls and the range-lock waits
- * (servers/nameserver.c, rangelock.c).
+ * gclock.h -- the clocks of client and server, once: absolute deadlines
+ * for pthread_cond_timedwait (the lease renewal threads, libgalley/lease.c
+ * and rcache.c; the NameServer's lease recalls and the range-lock waits,
+ * servers/nameserver.c and rangelock.c), and the monotonic clock in
+ * nanoseconds and milliseconds (timeouts, leases, the polling policy).
  *
  * Threads: pure functions.
  */
 #ifndef GALLEY_GCLOCK_H
 #define GALLEY_GCLOCK_H
 
+#include <stdint.h>
 #include <time.h>
+
+/* CLOCK_MONOTONIC now, in nanoseconds. */
+static inline uint64_t g_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC now, in milliseconds. */
+static inline int64_t g_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 /* ts += ms milliseconds, normalised. */
 static inline void g_ts_add_ms(struct timespec *ts, long ms)

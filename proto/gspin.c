@@ -2,25 +2,18 @@
  * gspin.c -- the polling policy of gspin.h.
  */
 #include "gspin.h"
+#include "gclock.h"
 
 #include <poll.h>
 #include <sched.h>
 #include <stdint.h>
-#include <time.h>
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 static unsigned history;       /* last poll phases, 1: a slow yield */
 static uint64_t backoff_until; /* no polling before this (ns) */
 
 bool gp_spin_allowed(void)
 {
-    return now_ns() >= __atomic_load_n(&backoff_until, __ATOMIC_RELAXED);
+    return g_now_ns() >= __atomic_load_n(&backoff_until, __ATOMIC_RELAXED);
 }
 
 /* One poll phase ended; slow: a yield in it came back late. */
@@ -41,7 +34,7 @@ int gp_spin_readable(int fd, unsigned spin_us)
 {
     if (!spin_us)
         return 0;
-    uint64_t t = now_ns();
+    uint64_t t = g_now_ns();
     if (t < __atomic_load_n(&backoff_until, __ATOMIC_RELAXED))
         return 0;
     uint64_t end = t + (uint64_t)spin_us * 1000;
@@ -50,7 +43,7 @@ int gp_spin_readable(int fd, unsigned spin_us)
     int k;
     while ((k = poll(&p, 1, 0)) == 0 && t < end && !slow) {
         sched_yield();
-        uint64_t t2 = now_ns();
+        uint64_t t2 = g_now_ns();
         slow = t2 - t >= (uint64_t)GP_SPIN_SLICE_US * 1000;
         t = t2;
     }

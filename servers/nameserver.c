@@ -312,13 +312,6 @@ static void mark_committed(ns_ent *e, uint64_t id)
  * held one), and a renewal from a client it does not know says so
  * (known 0: the client drops every lease it had here).
  */
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static ns_client *client_find(uint64_t id)
 {
     for (size_t i = 0; i < ns.nclient; i++)
@@ -333,7 +326,7 @@ static ns_client *client_get(uint64_t id)
     if (k)
         return k;
     /* reuse the slot of a client long gone (nothing recalled left) */
-    int64_t now = mono_ms();
+    int64_t now = g_now_ms();
     for (size_t i = 0; i < ns.nclient; i++) {
         k = &ns.client[i];
         if (k->until + 10 * ns.lease_ms < now && !k->nrecall) {
@@ -383,7 +376,7 @@ static uint32_t lease_grant(gsrv_conn *c, ns_ent *e, uint64_t id)
         }
         e->hold[e->nhold++] = (ns_hold){.client = id};
     }
-    k->until = mono_ms() + ns.lease_ms;
+    k->until = g_now_ms() + ns.lease_ms;
     c->md_client = id;
     return (uint32_t)ns.lease_ms;
 }
@@ -399,7 +392,7 @@ static void hold_del(ns_ent *e, uint32_t i)
 static void lease_break(gsrv_conn *c, const char *name, uint64_t h)
 {
     for (;;) {
-        int64_t now = mono_ms();
+        int64_t now = g_now_ms();
         ns_ent *e = find(name, h);
         bool wait = now < ns.grace;
         for (uint32_t i = 0; e && i < e->nhold;) {
@@ -607,9 +600,9 @@ int gsrv_ns_init(void)
     ns.lease_ms = ml ? atol(ml) : 3000;
     if (ns.lease_ms < 0 || ns.lease_ms > 600000)
         ns.lease_ms = 3000;
-    ns.grace = mono_ms() + ns.lease_ms;
+    ns.grace = g_now_ms() + ns.lease_ms;
     if (getrandom(&ns.epoch, sizeof(ns.epoch), 0) != sizeof(ns.epoch))
-        ns.epoch = (uint64_t)mono_ms() ^ ((uint64_t)getpid() << 40);
+        ns.epoch = (uint64_t)g_now_ms() ^ ((uint64_t)getpid() << 40);
     rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
@@ -844,7 +837,7 @@ int gsrv_op_NS_RENEW(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     else
         k = client_get(m.client);
     if (k)
-        k->until = mono_ms() + ns.lease_ms;
+        k->until = g_now_ms() + ns.lease_ms;
     c->md_client = m.client;
     uint32_t n = k ? (uint32_t)k->nrecall : 0;
     gp_NS_RENEW_rep_encode(&rep->w,
@@ -877,7 +870,7 @@ int gsrv_op_NS_LET_GO(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     ns_client *k = client_find(m.client);
     if (k) {
         lease_acked(k, k->seq); /* (wakes the changes waiting) */
-        k->until = mono_ms();   /* the others run out now */
+        k->until = g_now_ms();  /* the others run out now */
     }
     pthread_mutex_unlock(&ns.lock);
     return 0;

@@ -151,19 +151,12 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
            (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* Remove the locks whose holders have sent nothing for the lease, except
  * conn's own (locktab.lock held).  True when some went. */
 static bool expire_locks(uint64_t conn)
 {
     uint64_t lease = (uint64_t)gsrv_g.lock_lease_ms * 1000000ull;
-    uint64_t now = now_ns();
+    uint64_t now = g_now_ns();
     bool any = false;
     rlock **pp = &locktab.head;
     while (*pp) {
@@ -188,7 +181,7 @@ static bool expire_locks(uint64_t conn)
 
 void gsrv_locks_renew(uint64_t conn_id)
 {
-    uint64_t now = now_ns();
+    uint64_t now = g_now_ns();
     pthread_mutex_lock(&locktab.lock);
     for (rlock *l = locktab.head; l; l = l->next)
         if (l->conn == conn_id)
@@ -267,7 +260,7 @@ static int lock(gsrv_conn *c, int space, uint64_t hid, uint64_t off,
     rc = wait_compatible(c, &a, hid, l->start, l->end, l->excl, LOCK_WAIT_MS);
     if (rc)
         goto out_unlock;
-    l->renewed_ns = now_ns();
+    l->renewed_ns = g_now_ns();
     l->next = locktab.head;
     locktab.head = l;
     l = NULL;
@@ -395,7 +388,7 @@ static uint32_t count_posix(uint64_t conn)
 static void plock_apply(const asker *a, uint64_t hid, uint64_t start,
                         uint64_t end, int type, uint32_t pid, rlock **spare)
 {
-    uint64_t now = now_ns();
+    uint64_t now = g_now_ns();
     rlock **pp = &locktab.head;
     while (*pp) {
         rlock *l = *pp;

@@ -25,13 +25,15 @@
  *   Layout under the data directory DIR (no user string ever becomes a path
  *   component; every name below is a number or a fixed word):
  *     DIR/lock                 flock'd while a galleyd serves DIR
- *     DIR/next_hid             u64 counter: subfile header ids never reused
+ *     DIR/next_hid             u64: the end of the block of subfile header
+ *                              ids reserved (ids are never reused)
  *     DIR/wal                  the metadata log (wal.c)
  *     DIR/ns/<id>.rec          one NameServer record (name + gp_record)
  *     DIR/sub/<hid>/header     subfile header: file name, subfile index,
  *                              next fork index, (index, name, deleted) forks
  *     DIR/sub/<hid>/counters   FETCH_ADD counters (rename without fsync)
- *     DIR/sub/<hid>/<idx>.dat  the data of fork <idx> (a Unix file)
+ *     DIR/sub/<hid>/<idx>.dat  the data of fork <idx> (a Unix file, made
+ *                              at the fork's first open; none: empty)
  *
  *   Each file starts with a 4-byte magic and a format version and is
  *   encoded with the wire protocol's writer (explicit little-endian).

@@ -258,7 +258,10 @@ int gsrv_fork_get(uint64_t fkid, gsrv_fork **out)
     if (f->fd < 0) {
         char path[64];
         fork_file(s->hid, f->index, path, sizeof(path));
-        f->fd = openat(gsrv_g.dfd, path, O_RDWR | O_CLOEXEC);
+        /* A live fork's data file is made at its first open (a file
+         * created and removed unused never has one: sub_create). */
+        int create = f->deleted || s->deleted ? 0 : O_CREAT;
+        f->fd = openat(gsrv_g.dfd, path, O_RDWR | O_CLOEXEC | create, 0644);
         if (f->fd < 0) {
             rc = errno == ENOENT ? GFS_ESTALE : -errno;
             goto out_unlock;

@@ -246,7 +246,7 @@ static int scan_stray_dat(gsrv_scan *sc, int dfd, const char *name,
 }
 
 /* The forks a header image v[0..n) names, into s->forks with their sizes;
- * a missing data file is recreated empty.  *dirty: some are marked
+ * a missing data file is an empty fork.  *dirty: some are marked
  * deleted (not loaded: the header must be rewritten without them). */
 static int load_forks(gsrv_sub *s, const hdr_fork *v, uint32_t n, bool *dirty)
 {
@@ -268,12 +268,11 @@ static int load_forks(gsrv_sub *s, const hdr_fork *v, uint32_t n, bool *dirty)
             f->size = (uint64_t)st.st_size;
             continue;
         }
-        /* header says it exists, the file does not: an empty fork */
-        int fd = openat(gsrv_g.dfd, fpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0)
+        if (errno != ENOENT)
             return -errno;
-        close(fd);
-        gsrv_log(0, "%s: data file missing, recreated empty", fpath);
+        /* no data file: an empty fork, never opened since its create (its
+         * file is made at the first open: gsrv_fork_get), or one a
+         * machine crash took the file's entry from before a FORK_SYNC */
     }
     return 0;
 }
@@ -495,6 +494,7 @@ int gsrv_sub_init(void)
         return rc;
     if (subtab.next_hid <= st.maxhid)
         subtab.next_hid = st.maxhid + 1;
+    subtab.hid_limit = subtab.next_hid; /* the next create reserves a block */
     gsrv_log(1, "subfiles: %zu loaded, %zu unreadable, next hid %" PRIu64,
              subtab.tab.n, st.nbad, subtab.next_hid);
     return 0;

@@ -43,7 +43,13 @@ typedef struct gsrv_subtab {
     pthread_mutex_t lock; /* the in-memory table (held briefly) */
     gsrv_htable tab;      /* gsrv_sub by hid */
     uint64_t next_hid;    /* subtab.meta */
+    uint64_t hid_limit;   /* subtab.meta: DIR/next_hid; ids below are ours */
 } gsrv_subtab;
+
+/* Subfile ids are reserved on disk a block at a time (DIR/next_hid holds
+ * the end of the block), so a create does not rewrite the counter: a
+ * restart skips what is left of the block, and no id is ever reused. */
+#define HID_BLOCK 1024
 
 extern gsrv_subtab subtab;
 

@@ -24,11 +24,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A new subfile header for (name, subidx): its hid in *out. */
-static int sub_create(const char *name, uint32_t subidx, uint64_t *out)
+/* A new subfile header for (name, subidx), with its first fork when fork
+ * is not NULL: its hid in *out.  One header write; the fork's data file
+ * is made at its first open (gsrv_fork_get), so a file created and
+ * removed unused costs the file system a directory and a header only.  A
+ * crash before the header leaves a directory without one, which start-up
+ * removes (subfile_disk.c). */
+static int sub_create(const char *name, uint32_t subidx, const char *fork,
+                      uint64_t *out)
 {
     char path[64], hpath[64];
     int rc = 0;
+    gsrv_fork *f = NULL;
     if (subidx >= GFS_MAX_SUBFILES)
         return -EINVAL;
 
@@ -41,6 +48,10 @@ static int sub_create(const char *name, uint32_t subidx, uint64_t *out)
         goto out_free_sub;
     }
     s->subidx = subidx;
+    if (fork && (!(f = fork_new(0, 0, fork)) || forks_reserve(s, 1))) {
+        rc = -ENOMEM;
+        goto out_free_sub;
+    }
 
     pthread_mutex_lock(&subtab.meta);
     uint64_t hid = subtab.next_hid;
@@ -48,21 +59,36 @@ static int sub_create(const char *name, uint32_t subidx, uint64_t *out)
         rc = -ENOSPC;
         goto out_unlock_meta;
     }
-    /* the counter first: a crash later wastes an id, never reuses one */
-    rc = write_next_hid(hid + 1);
-    if (rc)
-        goto out_unlock_meta;
+    /* the counter first: a crash later wastes ids, never reuses one */
+    if (hid >= subtab.hid_limit) {
+        uint64_t limit = hid + HID_BLOCK;
+        rc = write_next_hid(limit);
+        if (rc)
+            goto out_unlock_meta;
+        subtab.hid_limit = limit;
+    }
     subtab.next_hid = hid + 1;
     s->hid = hid;
     sub_dir(hid, path, sizeof(path));
     rc = gsrv_meta_mkdir(path);
     if (rc)
         goto out_unlock_meta;
-    rc = write_header(s, false, 0, NULL, 0);
+    if (f) {
+        f->fkid = gsrv_fkid(hid, 0);
+        hdr_fork v = {.idx = 0, .name = f->name, .deleted = false};
+        rc = write_header(s, false, 1, &v, 1);
+    } else {
+        rc = write_header(s, false, 0, NULL, 0);
+    }
     if (!rc)
         rc = gsrv_meta_sync_dir("sub");
     if (rc)
         goto out_remove_dir;
+    if (f) {
+        s->forks[s->nforks++] = f; /* room reserved above */
+        s->next_fork = 1;
+        f = NULL;
+    }
     pthread_mutex_lock(&subtab.lock);
     tab_insert(s);
     pthread_mutex_unlock(&subtab.lock);
@@ -77,6 +103,7 @@ out_remove_dir:
 out_unlock_meta:
     pthread_mutex_unlock(&subtab.meta);
 out_free_sub:
+    fork_free(f); /* never visible: nothing cached */
     sub_free(s);
     return rc;
 }
@@ -87,7 +114,7 @@ int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint64_t hid;
     int rc = gp_SUB_CREATE_req_decode(req, &m);
     if (!rc)
-        rc = sub_create(m.filename, m.subfile, &hid);
+        rc = sub_create(m.filename, m.subfile, NULL, &hid);
     if (!rc)
         gp_SUB_CREATE_rep_encode(&rep->w, &(gp_SUB_CREATE_rep){.hid = hid});
     return rc;
@@ -276,22 +303,17 @@ int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 }
 
 /* SUB_CREATE and FORK_CREATE in one request (a striped file's subfile and
- * its data fork): one round trip, and one wait for the metadata log.  A
- * fork that cannot be made takes its subfile with it. */
+ * its data fork): one round trip, one header written, and one wait for
+ * the metadata log. */
 int gsrv_op_SUB_CREATE_FORK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_SUB_CREATE_FORK_req m;
     uint64_t hid;
     int rc = gp_SUB_CREATE_FORK_req_decode(req, &m);
     if (!rc)
-        rc = sub_create(m.filename, m.subfile, &hid);
+        rc = sub_create(m.filename, m.subfile, m.fork, &hid);
     if (rc)
         return rc;
-    rc = fork_create(hid, m.fork);
-    if (rc) {
-        sub_delete(hid);
-        return rc;
-    }
     gp_SUB_CREATE_FORK_rep_encode(&rep->w,
                                   &(gp_SUB_CREATE_FORK_rep){.hid = hid});
     return 0;

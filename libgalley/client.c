@@ -168,12 +168,12 @@ int gfs_finalize(void)
     return 0;
 }
 
+/* Every call asks this first: a load, not the lock (refs changes under
+ * gc_g.lock at gfs_init/gfs_finalize only; a call racing its own
+ * process's last gfs_finalize is the caller's error either way). */
 int gc_check_init(void)
 {
-    pthread_mutex_lock(&gc_g.lock);
-    int ok = gc_g.refs > 0;
-    pthread_mutex_unlock(&gc_g.lock);
-    return ok ? 0 : GFS_ENOTINIT;
+    return __atomic_load_n(&gc_g.refs, __ATOMIC_ACQUIRE) > 0 ? 0 : GFS_ENOTINIT;
 }
 
 int gc_num_servers(void)

@@ -66,9 +66,11 @@ struct gc_conn {
     pthread_mutex_t send_lock;
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t cv;
-    int fd;                      /* -1 when not connected */
-    bool broken;                 /* the stream failed; reconnect on next use */
-    uint32_t epoch;              /* connects so far (gc_conn_epoch) */
+    int fd;         /* -1 when not connected */
+    bool broken;    /* the stream failed; reconnect on next use */
+    int ready;      /* atomic: connected, started, not broken: conn_ops may use
+                     * ops without the locks (cleared wherever broken is set) */
+    uint32_t epoch; /* connects so far (gc_conn_epoch) */
     const gc_transport_ops *ops; /* chosen at connect (c->lock); NULL
                                   * until the first connect succeeds */
     gc_req *pending;
@@ -100,9 +102,15 @@ gc_conn *gc_conn_new(int server, const char *host, const char *port)
     return c;
 }
 
+static void set_ready(gc_conn *c, int v)
+{
+    __atomic_store_n(&c->ready, v, __ATOMIC_RELEASE);
+}
+
 /* Stop the reader and close the socket.  Called without c->lock. */
 static void conn_shutdown(gc_conn *c)
 {
+    set_ready(c, 0);
     pthread_mutex_lock(&c->lock);
     bool live = c->reader_live;
     if (c->fd >= 0)
@@ -283,6 +291,7 @@ static int read_frame(gc_conn *c)
 static void fail_pending_locked(gc_conn *c, int err)
 {
     c->broken = true;
+    set_ready(c, 0);
     for (gc_req *r = c->pending; r; r = r->next) {
         r->status = err == GFS_EPROTO ? GFS_EPROTO : GFS_ESERVERDOWN;
         r->state = GC_REQ_DONE;
@@ -568,6 +577,7 @@ static int connect_locked(gc_conn *c)
     rc = ops->start(c);
     if (rc)
         goto out_close;
+    set_ready(c, 1);
     return 0;
 
 out_close:
@@ -593,6 +603,11 @@ static int ensure_connected(gc_conn *c)
  * when it cannot connect. */
 static const gc_transport_ops *conn_ops(gc_conn *c, int *rc)
 {
+    if (__atomic_load_n(&c->ready, __ATOMIC_ACQUIRE)) {
+        *rc = 0; /* (a connection breaking now fails its call, as it
+                  * would one that passed the locks a moment earlier) */
+        return c->ops;
+    }
     pthread_mutex_lock(&c->send_lock);
     *rc = ensure_connected(c);
     const gc_transport_ops *t = *rc ? NULL : c->ops;
@@ -741,6 +756,7 @@ int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
         /* The frame may be half sent: the stream is unusable. */
         pthread_mutex_lock(&c->lock);
         c->broken = true;
+        set_ready(c, 0);
         shutdown(fd, SHUT_RDWR);
         pthread_mutex_unlock(&c->lock);
     }
@@ -796,6 +812,7 @@ int gc_wait(gc_req *req)
              * reader fail every other pending request too; a request the
              * reader is filling is completed (with an error) by it. */
             c->broken = true;
+            set_ready(c, 0);
             if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
             if (req->state == GC_REQ_PENDING) {

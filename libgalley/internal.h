@@ -354,6 +354,7 @@ typedef struct gc_xfer {
     bool csum;        /* gc_fork.csum: IO_CWRITE / IO_CREAD, CRCs checked */
     int rkid;         /* a replicated fork: its id + 1 (repl.c), else 0 */
     bool server_path; /* never the direct path (replicated copies) */
+    int sub;          /* striped ops: the subfile it belongs to */
     const gx_ext *pieces;
     size_t n; /* pieces move in this order; file-adjacent neighbours
                * are merged into one wire extent */
@@ -390,6 +391,9 @@ struct gc_op {
     int64_t total; /* bytes asked for */
     int64_t off;   /* single-range reads: the range, for EOF */
     int sid;       /* striped ops: the striped file */
+    int ns;        /* striped single-range reads: subfiles and stripe */
+    int64_t unit;  /* unit of the file (for EOF without asking again) */
+    bool one;      /* x and store live in o's own allocation */
     /* The result of a successful op, computed by the layer that made it
      * (single-range reads answer the bytes before the end of the fork or
      * file: io.c, striped.c), so io.c never calls up into it; NULL: the
@@ -397,6 +401,9 @@ struct gc_op {
     int64_t (*finish)(gc_op *o);
 };
 
+/* An op with room for nx transfers and nstore pieces, in one allocation
+ * (zeroed but for the pieces); NULL when out of memory. */
+gc_op *gc_op_alloc(size_t nx, size_t nstore);
 /* Run a prepared op and free it; returns bytes or a negative error. */
 int64_t gc_op_run(gc_op *o);
 void gc_op_free(gc_op *o);

@@ -435,12 +435,29 @@ int gc_transfer_plain(int op, gc_xfer *x, size_t nx)
 
 /* ---------------------------------------------------------- ops ------- */
 
+gc_op *gc_op_alloc(size_t nx, size_t nstore)
+{
+    size_t xoff = (sizeof(gc_op) + 15) & ~(size_t)15;
+    size_t soff = xoff + ((nx * sizeof(gc_xfer) + 15) & ~(size_t)15);
+    char *m = malloc(soff + (nstore ? nstore : 1) * sizeof(gx_ext));
+    if (!m)
+        return NULL;
+    memset(m, 0, soff);
+    gc_op *o = (gc_op *)m;
+    o->x = (gc_xfer *)(m + xoff);
+    o->store = (gx_ext *)(m + soff);
+    o->one = true;
+    return o;
+}
+
 void gc_op_free(gc_op *o)
 {
     if (!o)
         return;
-    free(o->x);
-    free(o->store);
+    if (!o->one) {
+        free(o->x);
+        free(o->store);
+    }
     free(o);
 }
 

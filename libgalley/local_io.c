@@ -153,12 +153,8 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, const gc_pieces *p,
     pthread_mutex_lock(&l->lock);
     if (!rc)
         rc = prepare_blocks(l, op, w, nw);
-    gc_op *o = rc ? NULL : calloc(1, sizeof(*o));
-    if (o) {
-        o->x = calloc((size_t)l->nsub, sizeof(gc_xfer));
-        o->store = malloc(sizeof(gx_ext) * (nfr ? nfr : 1));
-    }
-    if (!rc && (!o || !o->x || !o->store))
+    gc_op *o = rc ? NULL : gc_op_alloc((size_t)l->nsub, nfr);
+    if (!rc && !o)
         rc = -ENOMEM;
     int *subof = rc ? NULL : malloc(sizeof(*subof) * (nfr ? nfr : 1));
     if (!rc && !subof)

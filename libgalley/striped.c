@@ -983,6 +983,7 @@ int gfs_striped_sync(int sid)
 /* ------------------------------------------------------ fragmenting ---- */
 
 static int64_t striped_read_result(gc_op *o);
+static int64_t local_read_result(gc_op *o);
 static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
                       const gc_pieces *pc);
 
@@ -996,8 +997,10 @@ int gc_op_striped(gc_op **out, int sid, int op, const gc_pieces *p)
                : striped_op(&s, sid, out, op, p);
     if (!rc && op == GFS_READ && gc_pieces_single(p)) {
         /* a single-range read answers the bytes before the end of file */
-        (*out)->finish = striped_read_result;
+        (*out)->finish = s.loc ? local_read_result : striped_read_result;
         (*out)->off = (int64_t)gc_pieces_first(p);
+        (*out)->ns = s.lay.nsubfiles;
+        (*out)->unit = s.lay.unit;
     }
     return rc;
 }
@@ -1114,15 +1117,9 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         at[i] = nfrag;
         nfrag += cnt[i];
     }
-    gc_op *o = calloc(1, sizeof(*o));
-    if (o) {
-        o->x = calloc(ns, sizeof(gc_xfer));
-        o->store = malloc(sizeof(gx_ext) * (nfrag ? nfrag : 1));
-    }
-    if (!o || !o->x || !o->store) {
-        gc_op_free(o);
+    gc_op *o = gc_op_alloc(ns, nfrag);
+    if (!o)
         return -ENOMEM;
-    }
     cur = *pc;
     while (gc_pieces_next(&cur, &x, &mem, &left)) {
         while (left > 0) {
@@ -1145,7 +1142,8 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         rc = gc_fork_get(s->kids[i], &k);
         if (rc)
             break;
-        o->x[o->nx++] = gc_xfer_of(&k, s->kids[i], p, cnt[i]);
+        o->x[o->nx] = gc_xfer_of(&k, s->kids[i], p, cnt[i]);
+        o->x[o->nx++].sub = (int)i;
         p += cnt[i];
     }
     if (rc) {
@@ -1165,25 +1163,18 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
  * those do not already show the range is inside the file. */
 static int64_t striped_read_result(gc_op *o)
 {
-    gc_striped s;
-    int rc = st_get(o->sid, &s);
-    if (rc)
-        return rc;
-    if (s.loc)
-        return gc_local_read_result(s.loc, o);
-    int ns = s.lay.nsubfiles;
-    int64_t sizes[GFS_MAX_SUBFILES] = {0};
+    gfs_layout lay = {.nsubfiles = o->ns, .unit = o->unit};
+    int64_t sizes[GFS_MAX_SUBFILES];
+    memset(sizes, 0, sizeof(sizes[0]) * (size_t)o->ns);
     for (size_t j = 0; j < o->nx; j++)
-        for (int i = 0; i < ns; i++) {
-            gc_fork k;
-            if (gc_fork_get(s.kids[i], &k) == 0 && k.fkid == o->x[j].fkid &&
-                k.server == o->x[j].server)
-                sizes[i] = (int64_t)o->x[j].fork_size;
-        }
+        sizes[o->x[j].sub] = (int64_t)o->x[j].fork_size;
     int64_t end = o->off + o->total;
-    int64_t lower = logical_size(&s.lay, sizes);
+    int64_t lower = logical_size(&lay, sizes);
     if (lower < end) {
-        rc = fork_sizes(o->sid, &s, sizes);
+        gc_striped s;
+        int rc = st_get(o->sid, &s);
+        if (!rc)
+            rc = fork_sizes(o->sid, &s, sizes);
         if (rc)
             return rc;
         lower = logical_size(&s.lay, sizes);
@@ -1191,6 +1182,14 @@ static int64_t striped_read_result(gc_op *o)
     if (lower <= o->off)
         return 0;
     return lower < end ? lower - o->off : o->total;
+}
+
+/* The same for a file of the locality layout (local_io.c). */
+static int64_t local_read_result(gc_op *o)
+{
+    gc_striped s;
+    int rc = st_get(o->sid, &s);
+    return rc ? rc : gc_local_read_result(s.loc, o);
 }
 
 int64_t gc_striped_listio(int sid, int op, int64_t n,

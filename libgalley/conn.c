@@ -69,7 +69,7 @@ struct gc_conn {
     int fd;         /* -1 when not connected */
     bool broken;    /* the stream failed; reconnect on next use */
     int ready;      /* atomic: connected, started, not broken: conn_ops may use
-                     * ops without the locks (cleared wherever broken is set) */
+                     * ops without the locks (mark_broken_locked clears it) */
     uint32_t epoch; /* connects so far (gc_conn_epoch) */
     const gc_transport_ops *ops; /* chosen at connect (c->lock); NULL
                                   * until the first connect succeeds */
@@ -105,6 +105,13 @@ gc_conn *gc_conn_new(int server, const char *host, const char *port)
 static void set_ready(gc_conn *c, int v)
 {
     __atomic_store_n(&c->ready, v, __ATOMIC_RELEASE);
+}
+
+/* The stream failed: reconnect at the next use (c->lock held). */
+static void mark_broken_locked(gc_conn *c)
+{
+    c->broken = true;
+    set_ready(c, 0);
 }
 
 /* Stop the reader and close the socket.  Called without c->lock. */
@@ -290,8 +297,7 @@ static int read_frame(gc_conn *c)
 /* The connection is gone: fail everyone still waiting.  c->lock held. */
 static void fail_pending_locked(gc_conn *c, int err)
 {
-    c->broken = true;
-    set_ready(c, 0);
+    mark_broken_locked(c);
     for (gc_req *r = c->pending; r; r = r->next) {
         r->status = err == GFS_EPROTO ? GFS_EPROTO : GFS_ESERVERDOWN;
         r->state = GC_REQ_DONE;
@@ -755,8 +761,7 @@ int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
     if (rc) {
         /* The frame may be half sent: the stream is unusable. */
         pthread_mutex_lock(&c->lock);
-        c->broken = true;
-        set_ready(c, 0);
+        mark_broken_locked(c);
         shutdown(fd, SHUT_RDWR);
         pthread_mutex_unlock(&c->lock);
     }
@@ -811,8 +816,7 @@ int gc_wait(gc_req *req)
              * the server as dead.  Shutting the socket down makes the
              * reader fail every other pending request too; a request the
              * reader is filling is completed (with an error) by it. */
-            c->broken = true;
-            set_ready(c, 0);
+            mark_broken_locked(c);
             if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
             if (req->state == GC_REQ_PENDING) {

@@ -268,8 +268,9 @@ static int fork_create(uint64_t hid, const char *name)
     }
     /* New image: the current forks plus this one (indices only grow, so it
      * goes last).  The header names the new data file; should a machine
-     * crash lose the file's entry, start-up makes it again, empty (its
-     * bytes were not promised before FORK_SYNC). */
+     * crash lose the file's entry, start-up finds an empty fork, whose
+     * first open makes the file again (its bytes were not promised
+     * before FORK_SYNC). */
     v[n] = (hdr_fork){.idx = idx, .name = f->name, .deleted = false};
     rc = write_header(s, false, idx + 1, v, n + 1);
     if (rc)

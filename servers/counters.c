@@ -36,6 +36,8 @@ static int write_counters(const gsrv_sub *s, const sub_counter *c, size_t n)
         sub_file(s->hid, "counters", path, sizeof(path));
         /* survives kill -9 (rename is atomic); no fsync per operation */
         rc = gsrv_meta_write(path, w.data, w.len, false);
+        if (rc == -ENOENT && !(rc = sub_dir_make(s->hid))) /* the first file */
+            rc = gsrv_meta_write(path, w.data, w.len, false);
     }
     gp_wbuf_free(&w);
     return rc;

@@ -721,7 +721,9 @@ int main(int argc, char **argv)
         goto out_close_dir;
     }
     /* the log first: the scans see what it replays, then it logs */
-    rc = gsrv_wal_replay();
+    rc = gsrv_tab_load();
+    if (!rc)
+        rc = gsrv_wal_replay();
     if (!rc)
         rc = gsrv_ns_init();
     if (!rc)
@@ -770,6 +772,7 @@ out_free_tables:
     gsrv_wal_close();
     gsrv_sub_fini();
     gsrv_ns_fini();
+    gsrv_tab_fini();
     gsrv_cache_stop();
     gsrv_disk_stop();
 out_close_dir:

@@ -370,12 +370,48 @@ int gsrv_meta_rmdir(const char *rel);
 /* fsync a directory now, whatever the log holds (FORK_SYNC: a data
  * file's entry). */
 int gsrv_dir_fsync(const char *rel);
+/* Replace rel durably (fsync'd file and directory), never logged: the
+ * metadata table's own file (metatab.c). */
+int gsrv_meta_replace(const char *rel, const void *buf, size_t len);
+
+/* ---------------------------------------------------------- metatab.c -- */
+
+/* The metadata table (metatab.c states the scheme): NameServer records
+ * and subfile headers as values named by the path they had as files.
+ * put/del are logged like the files of meta.c (the handler waits). */
+int gsrv_tab_load(void); /* DIR/meta.tab, before the log is replayed */
+int gsrv_tab_put(const char *key, const void *val, size_t len);
+void gsrv_tab_del(const char *key);
+/* A copy of key's value (*val malloc'd): 0, -ENOENT or -ENOMEM. */
+int gsrv_tab_get(const char *key, uint8_t **val, size_t *len);
+bool gsrv_tab_has(const char *key);
+/* fn(key, arg) for every key that starts with prefix, in key order, over
+ * a copy of the keys (fn may change the table); stops at fn's first
+ * non-zero return, which is returned. */
+int gsrv_tab_each(const char *prefix, int (*fn)(const char *key, void *arg),
+                  void *arg);
+/* Start-up: the value of metadata file `path` (a data directory written
+ * before the table), under the key `path`; the file is unlinked once a
+ * table that holds it is saved. */
+int gsrv_tab_import(const char *path);
+/* Write DIR/meta.tab (durable); then unlink the files imported. */
+int gsrv_tab_save(void);
+bool gsrv_tab_dirty(void); /* changed since the last save, while not logging */
+uint64_t gsrv_tab_bytes(void);
+void gsrv_tab_fini(void);
 
 /* ------------------------------------------------------------- wal.c -- */
 
 /* The metadata log (group commit; wal.c states the scheme).  meta.c logs
  * every durable change; the handler waits before it replies. */
-enum { GSRV_WAL_PUT = 1, GSRV_WAL_DEL, GSRV_WAL_MKDIR, GSRV_WAL_RMDIR };
+enum {
+    GSRV_WAL_PUT = 1,
+    GSRV_WAL_DEL,
+    GSRV_WAL_MKDIR,
+    GSRV_WAL_RMDIR,
+    GSRV_WAL_TPUT, /* a metadata table value (metatab.c) */
+    GSRV_WAL_TDEL
+};
 /* Replay DIR/wal into the data directory and empty it (before the
  * start-up scans); then log from gsrv_wal_start on. */
 int gsrv_wal_replay(void);

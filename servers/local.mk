@@ -20,6 +20,7 @@ servers_galleyd_SOURCES = \
 	servers/disk.c \
 	servers/rangelock.c \
 	servers/meta.c \
+	servers/metatab.c \
 	servers/wal.c \
 	servers/cma.c \
 	servers/direct.c \

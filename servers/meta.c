@@ -89,13 +89,12 @@ int gsrv_dir_fsync(const char *rel)
     return rc;
 }
 
-int gsrv_meta_write(const char *rel, const void *buf, size_t len, bool durable)
+/* Replace rel by buf[0..len) through rel.tmp; sync: fsync the file
+ * before the rename and the directory after it. */
+static int replace(const char *rel, const void *buf, size_t len, bool sync)
 {
     char tmp[256], dir[256];
     int rc;
-    bool logged = durable && gsrv_wal_on();
-    if (logged)
-        durable = false; /* the log makes it durable (wal.c) */
 
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", rel) >= (int)sizeof(tmp))
         return -ENAMETOOLONG;
@@ -106,7 +105,7 @@ int gsrv_meta_write(const char *rel, const void *buf, size_t len, bool durable)
     rc = gp_write_all(fd, buf, len);
     if (rc)
         goto out_unlink_tmp;
-    if (durable && fsync(fd) < 0) {
+    if (sync && fsync(fd) < 0) {
         rc = -errno;
         goto out_unlink_tmp;
     }
@@ -120,12 +119,10 @@ int gsrv_meta_write(const char *rel, const void *buf, size_t len, bool durable)
         rc = -errno;
         goto out_unlink_tmp;
     }
-    if (durable) {
+    if (sync) {
         parent_of(rel, dir, sizeof(dir));
-        rc = gsrv_meta_sync_dir(dir);
+        rc = gsrv_dir_fsync(dir);
     }
-    if (logged)
-        gsrv_wal_log(GSRV_WAL_PUT, rel, buf, len);
     return rc;
 
 out_unlink_tmp:
@@ -133,6 +130,23 @@ out_unlink_tmp:
         close(fd);
     unlinkat(gsrv_g.dfd, tmp, 0);
     return rc;
+}
+
+int gsrv_meta_write(const char *rel, const void *buf, size_t len, bool durable)
+{
+    if (durable && gsrv_wal_on()) {
+        /* the log makes it durable (wal.c) */
+        int rc = replace(rel, buf, len, false);
+        if (!rc)
+            gsrv_wal_log(GSRV_WAL_PUT, rel, buf, len);
+        return rc;
+    }
+    return replace(rel, buf, len, durable);
+}
+
+int gsrv_meta_replace(const char *rel, const void *buf, size_t len)
+{
+    return replace(rel, buf, len, true);
 }
 
 int gsrv_meta_read(const char *rel, uint8_t **buf, size_t *len, size_t max)
@@ -190,8 +204,8 @@ out_close:
 
 int gsrv_meta_unlink(const char *rel)
 {
-    if (unlinkat(gsrv_g.dfd, rel, 0) < 0 && errno != ENOENT)
-        return -errno;
+    if (unlinkat(gsrv_g.dfd, rel, 0) < 0)
+        return errno == ENOENT ? 0 : -errno; /* (nothing to log) */
     if (gsrv_wal_on())
         gsrv_wal_log(GSRV_WAL_DEL, rel, NULL, 0);
     return 0;

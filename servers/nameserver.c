@@ -4,7 +4,7 @@
  *
  * Threads: the NS_* ops run on handler threads; gsrv_ns_init/fini on the
  * main thread.  Takes ns.lock (a leaf lock) around every access to the
- * table, including the record writes: they are not fsync'd here (the
+ * table, including the record writes: they are not made durable here (the
  * handler waits for the metadata log, wal.c, after the lock is dropped),
  * and this keeps "check, write, log, publish" atomic.
  *
@@ -12,8 +12,10 @@
  *   reserved   in memory only, owned by the connection that reserved it and
  *              released when that connection drops (a client that dies in
  *              the middle of a create leaves nothing behind);
- *   committed  a record file DIR/ns/<id>.rec (see meta.c), where <id> is a
- *              number chosen here, so names never become path components.
+ *   committed  a record "ns/<id>.rec" in the metadata table (metatab.c),
+ *              where <id> is a number chosen here (a record file of that
+ *              name in a data directory from before the table is
+ *              imported at start-up).
  * NS_COMMIT replaces a reservation (whoever holds it) and fails with
  * -EEXIST only if a committed record exists.
  *
@@ -461,7 +463,8 @@ static void rec_path(uint64_t id, char *out, size_t len)
     snprintf(out, len, "ns/%" PRIu64 ".rec", id);
 }
 
-/* Write record file `id` for (name, rec with attrs). */
+/* Write record `id` for (name, rec with attrs): a value of the metadata
+ * table (metatab.c). */
 static int write_record(uint64_t id, const char *name, const gp_record *rec)
 {
     gp_wbuf w;
@@ -475,7 +478,7 @@ static int write_record(uint64_t id, const char *name, const gp_record *rec)
     int rc = w.err;
     if (!rc) {
         rec_path(id, path, sizeof(path));
-        rc = gsrv_meta_write(path, w.data, w.len, true);
+        rc = gsrv_tab_put(path, w.data, w.len);
     }
     gp_wbuf_free(&w);
     return rc;
@@ -509,23 +512,20 @@ static int remove_record(uint64_t id)
 {
     char path[64];
     rec_path(id, path, sizeof(path));
-    int rc = gsrv_meta_unlink(path);
-    if (!rc)
-        rc = gsrv_meta_sync_dir("ns");
-    return rc;
+    gsrv_tab_del(path);
+    return 0;
 }
 
 /* ------------------------------------------------------------- load ---- */
 
-static int load_one(uint64_t id, const char *fname, gp_record *rec)
+static int load_one(uint64_t id, const char *key, gp_record *rec)
 {
-    char path[300], name[GFS_NAME_MAX + 1];
+    char name[GFS_NAME_MAX + 1];
     uint8_t *buf;
     size_t len;
     gp_rbuf r;
 
-    snprintf(path, sizeof(path), "ns/%s", fname);
-    int rc = gsrv_meta_read(path, &buf, &len, GSRV_MAX_META_FILE);
+    int rc = gsrv_tab_get(key, &buf, &len);
     if (rc)
         return rc;
     gp_rbuf_init(&r, buf, len);
@@ -545,7 +545,7 @@ static int load_one(uint64_t id, const char *fname, gp_record *rec)
     }
     uint64_t h = g_fnv1a(name);
     if (find(name, h)) {
-        gsrv_log(0, "ns/%s: duplicate record for a name, ignored", fname);
+        gsrv_log(0, "%s: duplicate record for a name, ignored", key);
         goto out_free_buf;
     }
     ns_ent *e;
@@ -563,18 +563,18 @@ out_free_buf:
     return rc;
 }
 
-/* gsrv_meta_scan: ns/<id>.rec, a record file. */
+/* gsrv_meta_scan: ns/<id>.rec, a record file of a data directory written
+ * before the metadata table: its value goes into the table. */
 static int scan_record(gsrv_scan *sc, int dfd, const char *n, uint64_t id)
 {
-    /* past every record file, readable or not: never overwrite one */
-    if (id >= ns.next_id)
-        ns.next_id = id + 1;
-    int e = load_one(id, n, sc->arg);
+    char path[300];
+    snprintf(path, sizeof(path), "ns/%s", n);
+    int e = gsrv_tab_import(path);
     if (e == -ENOMEM)
         return e;
     if (e)
-        gsrv_log(0, "ns/%s: %s record, not served (left in place)", n,
-                 e == GFS_EPROTO ? "corrupt" : gsrv_strerror(e));
+        gsrv_log(0, "%s: %s, not served (left in place)", path,
+                 gsrv_strerror(e));
     return 0;
 }
 
@@ -582,6 +582,28 @@ static int scan_record(gsrv_scan *sc, int dfd, const char *n, uint64_t id)
 static int scan_other(gsrv_scan *sc, int dfd, const char *n)
 {
     gsrv_log(0, "ns/%s: not a record file, ignored", n);
+    return 0;
+}
+
+/* gsrv_tab_each over "ns/": "ns/<id>.rec", one record. */
+static int load_key(const char *key, void *arg)
+{
+    uint64_t id;
+    size_t kl = strlen(key);
+    if (kl <= 7 || strcmp(key + kl - 4, ".rec") != 0 ||
+        !gsrv_parse_u64(key + 3, kl - 7, &id)) {
+        gsrv_log(0, "%s: not a record, ignored", key);
+        return 0;
+    }
+    /* past every record, readable or not: never overwrite one */
+    if (id >= ns.next_id)
+        ns.next_id = id + 1;
+    int e = load_one(id, key, arg);
+    if (e == -ENOMEM)
+        return e;
+    if (e)
+        gsrv_log(0, "%s: %s record, not served (left in place)", key,
+                 e == GFS_EPROTO ? "corrupt" : gsrv_strerror(e));
     return 0;
 }
 
@@ -612,7 +634,9 @@ int gsrv_ns_init(void)
                     .numbered = scan_record,
                     .other = scan_other,
                     .arg = rec};
-    rc = gsrv_meta_scan(&sc);
+    rc = gsrv_meta_scan(&sc); /* record files from before the table */
+    if (!rc)
+        rc = gsrv_tab_each("ns/", load_key, rec);
     if (!rc)
         gsrv_log(1, "nameserver: %" PRIu64 " records", ns.ncommitted);
     free(rec);

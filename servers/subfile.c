@@ -29,8 +29,12 @@
  * therefore a handle that stays valid across restarts and can never name a
  * different fork later; a fork that no longer exists gives GFS_ESTALE.
  *
- * Every header change is "build the new image, write it durably (meta.c),
- * then apply it in memory", so memory and disk agree when a write fails.
+ * Every header change is "build the new image, write it durably (a value
+ * of the metadata table, metatab.c), then apply it in memory", so memory
+ * and the table agree when a write fails.  A subfile's directory
+ * DIR/sub/<hid> holds its files (fork data, counters, checksums) and is
+ * made with the first of them (sub_openat): a file created and removed
+ * without data costs the file system nothing.
  *
  * Deletion: FORK_DELETE and SUB_DELETE first mark (durably, a header
  * flag), then remove whatever nobody has open; a fork still open leaves
@@ -72,6 +76,27 @@ void sub_file(uint64_t hid, const char *what, char *out, size_t len)
 void fork_file(uint64_t hid, uint32_t idx, char *out, size_t len)
 {
     snprintf(out, len, "sub/%" PRIu64 "/%" PRIu32 ".dat", hid, idx);
+}
+
+int sub_dir_make(uint64_t hid)
+{
+    char path[64];
+    sub_dir(hid, path, sizeof(path));
+    if (mkdirat(gsrv_g.dfd, path, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+int sub_openat(uint64_t hid, const char *path, int flags, mode_t mode)
+{
+    int fd = openat(gsrv_g.dfd, path, flags, mode);
+    if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
+        int rc = sub_dir_make(hid);
+        if (rc)
+            return rc;
+        fd = openat(gsrv_g.dfd, path, flags, mode);
+    }
+    return fd >= 0 ? fd : -errno;
 }
 
 /* ------------------------------------------------------------ table ---- */
@@ -258,14 +283,16 @@ int gsrv_fork_get(uint64_t fkid, gsrv_fork **out)
     if (f->fd < 0) {
         char path[64];
         fork_file(s->hid, f->index, path, sizeof(path));
-        /* A live fork's data file is made at its first open (a file
-         * created and removed unused never has one: sub_create). */
+        /* A live fork's data file, and the subfile's directory, are made
+         * at its first open (a file created and removed unused never has
+         * them: sub_create). */
         int create = f->deleted || s->deleted ? 0 : O_CREAT;
-        f->fd = openat(gsrv_g.dfd, path, O_RDWR | O_CLOEXEC | create, 0644);
-        if (f->fd < 0) {
-            rc = errno == ENOENT ? GFS_ESTALE : -errno;
+        int fd = sub_openat(s->hid, path, O_RDWR | O_CLOEXEC | create, 0644);
+        if (fd < 0) {
+            rc = fd == -ENOENT ? GFS_ESTALE : fd;
             goto out_unlock;
         }
+        f->fd = fd;
         rc = gsrv_csum_open(f); /* with the data: a checksummed fork? */
         if (rc) {
             close(f->fd);

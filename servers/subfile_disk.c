@@ -1,8 +1,9 @@
 /*
  * subfile_disk.c -- the subfile table on disk: header images and their
- * durable writes, the next-hid counter, removal of marked forks and
- * subfiles, and the start-up recovery scan (gsrv_sub_init) that loads
- * DIR/sub and finishes deletions a crash interrupted.
+ * durable writes (values of the metadata table, metatab.c), the next-hid
+ * counter, removal of marked forks and subfiles, and the start-up
+ * recovery (gsrv_sub_init) that loads the headers, finishes deletions a
+ * crash interrupted and clears DIR/sub of what no header names.
  *
  * Threads: gsrv_sub_init on the main thread before any handler starts; the
  * rest on handler threads with subtab.meta held (see subfile.c).
@@ -58,7 +59,7 @@ int write_header(const gsrv_sub *s, bool deleted, uint32_t next_fork,
     int rc = w.err;
     if (!rc) {
         sub_file(s->hid, "header", path, sizeof(path));
-        rc = gsrv_meta_write(path, w.data, w.len, true);
+        rc = gsrv_tab_put(path, w.data, w.len);
     }
     gp_wbuf_free(&w);
     return rc;
@@ -95,11 +96,7 @@ int sub_destroy(gsrv_sub *s, gsrv_fork **reaplist)
     uint64_t hid = s->hid;
 
     sub_file(hid, "header", path, sizeof(path));
-    int rc = gsrv_meta_unlink(path);
-    if (rc)
-        return rc;
-    sub_dir(hid, path, sizeof(path));
-    gsrv_meta_sync_dir(path);
+    gsrv_tab_del(path);
 
     pthread_mutex_lock(&subtab.lock);
     size_t n = s->nforks;
@@ -111,17 +108,20 @@ int sub_destroy(gsrv_sub *s, gsrv_fork **reaplist)
     tab_remove(s);
     pthread_mutex_unlock(&subtab.lock);
 
-    if (idx) {
-        for (size_t i = 0; i < n; i++)
-            unlink_fork_file(hid, idx[i]);
-        free(idx); /* else startup removes the leftover directory */
-    }
-    sub_file(hid, "counters", path, sizeof(path));
-    gsrv_meta_unlink(path);
+    /* its files, when it has a directory (one made with the first) */
     sub_dir(hid, path, sizeof(path));
-    if (gsrv_meta_rmdir(path) < 0)
-        gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
-    gsrv_meta_sync_dir("sub");
+    if (faccessat(gsrv_g.dfd, path, F_OK, 0) == 0) {
+        if (idx) {
+            for (size_t i = 0; i < n; i++)
+                unlink_fork_file(hid, idx[i]);
+        } /* else startup removes the leftover directory */
+        sub_file(hid, "counters", path, sizeof(path));
+        gsrv_meta_unlink(path);
+        sub_dir(hid, path, sizeof(path));
+        if (gsrv_meta_rmdir(path) < 0)
+            gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
+    }
+    free(idx);
     sub_free(s);
     return 0;
 }
@@ -218,10 +218,13 @@ static int scan_remove_other(gsrv_scan *sc, int dfd, const char *name)
     return scan_sub_other(sc, dfd, name);
 }
 
-/* Remove a subfile directory we own: our files only, then the directory. */
+/* Remove a subfile we own: its header, our files only, then the
+ * directory (if it has one). */
 static void remove_sub_dir(uint64_t hid)
 {
     char path[64];
+    sub_file(hid, "header", path, sizeof(path));
+    gsrv_tab_del(path);
     sub_dir(hid, path, sizeof(path));
     gsrv_scan sc = {.dir = path,
                     .suffix = ".dat",
@@ -229,7 +232,7 @@ static void remove_sub_dir(uint64_t hid)
                     .numbered = scan_remove_dat,
                     .other = scan_remove_other};
     if (gsrv_meta_scan(&sc))
-        return;
+        return; /* (-ENOENT: no directory) */
     if (unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR) < 0)
         gsrv_log(0, "%s: cannot remove: %s", path, strerror(errno));
 }
@@ -313,11 +316,12 @@ static int load_sub_finish(gsrv_sub *s, bool dirty)
                     .numbered = scan_stray_dat,
                     .other = scan_sub_other,
                     .arg = s};
-    return gsrv_meta_scan(&sc);
+    rc = gsrv_meta_scan(&sc);
+    return rc == -ENOENT ? 0 : rc; /* no directory: no file written yet */
 }
 
-/* Load one subfile directory.  Returns 0 (loaded or cleaned up) or an
- * error for a header we cannot read (left alone). */
+/* Load one subfile from its header.  Returns 0 (loaded or cleaned up)
+ * or an error for a header we cannot read (left alone). */
 static int load_sub(uint64_t hid)
 {
     char path[64], name[GFS_NAME_MAX + 1];
@@ -330,15 +334,7 @@ static int load_sub(uint64_t hid)
     uint32_t n = 0;
 
     sub_file(hid, "header", path, sizeof(path));
-    int rc = gsrv_meta_read(path, &buf, &len, GSRV_MAX_META_FILE);
-    if (rc == -ENOENT) {
-        gsrv_log(1,
-                 "sub/%" PRIu64 ": no header (interrupted create or "
-                 "delete), removed",
-                 hid);
-        remove_sub_dir(hid);
-        return 0;
-    }
+    int rc = gsrv_tab_get(path, &buf, &len);
     if (rc)
         return rc;
 
@@ -423,8 +419,10 @@ out_free:
 }
 
 typedef struct sub_scan_state {
-    uint64_t maxhid; /* the largest subfile directory's hid */
+    uint64_t maxhid; /* the largest subfile hid seen */
     size_t nbad;     /* headers we could not read */
+    uint64_t *dirs;  /* the subfile directories found */
+    size_t ndirs, capdirs;
 } sub_scan_state;
 
 /* gsrv_meta_scan of sub/: anything but a subfile directory. */
@@ -434,12 +432,47 @@ static int scan_not_sub(gsrv_scan *sc, int dfd, const char *name)
     return 0;
 }
 
-/* gsrv_meta_scan of sub/: sub/<hid>, one subfile. */
+/* gsrv_meta_scan of sub/: sub/<hid>, one subfile's directory; the header
+ * file of a data directory from before the metadata table goes into the
+ * table. */
 static int scan_sub(gsrv_scan *sc, int dfd, const char *name, uint64_t hid)
 {
     sub_scan_state *st = sc->arg;
+    char path[64];
     if (hid == 0 || hid > GSRV_MAX_HID)
         return scan_not_sub(sc, dfd, name);
+    if (hid > st->maxhid)
+        st->maxhid = hid;
+    if (st->ndirs == st->capdirs) {
+        size_t cap = st->capdirs ? 2 * st->capdirs : 256;
+        uint64_t *v = realloc(st->dirs, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        st->dirs = v;
+        st->capdirs = cap;
+    }
+    st->dirs[st->ndirs++] = hid;
+    sub_file(hid, "header", path, sizeof(path));
+    int e = gsrv_tab_import(path);
+    if (e == -ENOMEM)
+        return e;
+    if (e && e != -ENOENT)
+        gsrv_log(0, "%s: %s (left in place)", path, gsrv_strerror(e));
+    return 0;
+}
+
+/* gsrv_tab_each over "sub/": "sub/<hid>/header", one subfile. */
+static int load_key(const char *key, void *arg)
+{
+    sub_scan_state *st = arg;
+    uint64_t hid;
+    const char *slash = strchr(key + 4, '/');
+    if (!slash || strcmp(slash, "/header") != 0 ||
+        !gsrv_parse_u64(key + 4, (size_t)(slash - key - 4), &hid) || hid == 0 ||
+        hid > GSRV_MAX_HID) {
+        gsrv_log(0, "%s: not a subfile header, ignored", key);
+        return 0;
+    }
     if (hid > st->maxhid)
         st->maxhid = hid;
     int e = load_sub(hid);
@@ -482,6 +515,9 @@ int gsrv_sub_init(void)
     } else if (rc != -ENOENT) {
         return rc;
     }
+    /* the directories (importing old header files), the headers, then
+     * the directories no header names: the remains of an interrupted
+     * create or delete */
     sub_scan_state st = {0};
     gsrv_scan sc = {.dir = "sub",
                     .suffix = "",
@@ -490,6 +526,26 @@ int gsrv_sub_init(void)
                     .other = scan_not_sub,
                     .arg = &st};
     rc = gsrv_meta_scan(&sc);
+    if (!rc)
+        rc = gsrv_tab_each("sub/", load_key, &st);
+    for (size_t i = 0; !rc && i < st.ndirs; i++) {
+        pthread_mutex_lock(&subtab.lock);
+        bool known = sub_find(st.dirs[i]) != NULL;
+        pthread_mutex_unlock(&subtab.lock);
+        char path[64];
+        sub_file(st.dirs[i], "header", path, sizeof(path));
+        if (known || gsrv_tab_has(path))
+            continue; /* (an unreadable header: left in place) */
+        sub_dir(st.dirs[i], path, sizeof(path));
+        if (faccessat(gsrv_g.dfd, path, F_OK, 0) < 0)
+            continue; /* a deletion finished above */
+        gsrv_log(1,
+                 "sub/%" PRIu64 ": no header (interrupted create or "
+                 "delete), removed",
+                 st.dirs[i]);
+        remove_sub_dir(st.dirs[i]);
+    }
+    free(st.dirs);
     if (rc)
         return rc;
     if (subtab.next_hid <= st.maxhid)

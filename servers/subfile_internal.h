@@ -64,6 +64,11 @@ typedef struct hdr_fork {
 void sub_dir(uint64_t hid, char *out, size_t len);
 void sub_file(uint64_t hid, const char *what, char *out, size_t len);
 void fork_file(uint64_t hid, uint32_t idx, char *out, size_t len);
+/* mkdir DIR/sub/<hid> (made with its first file); 0 if it exists. */
+int sub_dir_make(uint64_t hid);
+/* openat(path) of a file of subfile hid; with O_CREAT the subfile's
+ * directory is made first when missing.  A descriptor or -errno. */
+int sub_openat(uint64_t hid, const char *path, int flags, mode_t mode);
 
 /* the table (subfile.c; subtab.lock held unless said otherwise) */
 gsrv_sub *sub_find(uint64_t hid);

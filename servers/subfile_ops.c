@@ -25,15 +25,13 @@
 #include <unistd.h>
 
 /* A new subfile header for (name, subidx), with its first fork when fork
- * is not NULL: its hid in *out.  One header write; the fork's data file
- * is made at its first open (gsrv_fork_get), so a file created and
- * removed unused costs the file system a directory and a header only.  A
- * crash before the header leaves a directory without one, which start-up
- * removes (subfile_disk.c). */
+ * is not NULL: its hid in *out.  One value of the metadata table; the
+ * subfile's directory and the fork's data file are made at its first
+ * open (gsrv_fork_get), so a file created and removed unused costs the
+ * file system nothing. */
 static int sub_create(const char *name, uint32_t subidx, const char *fork,
                       uint64_t *out)
 {
-    char path[64], hpath[64];
     int rc = 0;
     gsrv_fork *f = NULL;
     if (subidx >= GFS_MAX_SUBFILES)
@@ -69,10 +67,6 @@ static int sub_create(const char *name, uint32_t subidx, const char *fork,
     }
     subtab.next_hid = hid + 1;
     s->hid = hid;
-    sub_dir(hid, path, sizeof(path));
-    rc = gsrv_meta_mkdir(path);
-    if (rc)
-        goto out_unlock_meta;
     if (f) {
         f->fkid = gsrv_fkid(hid, 0);
         hdr_fork v = {.idx = 0, .name = f->name, .deleted = false};
@@ -80,10 +74,8 @@ static int sub_create(const char *name, uint32_t subidx, const char *fork,
     } else {
         rc = write_header(s, false, 0, NULL, 0);
     }
-    if (!rc)
-        rc = gsrv_meta_sync_dir("sub");
     if (rc)
-        goto out_remove_dir;
+        goto out_unlock_meta;
     if (f) {
         s->forks[s->nforks++] = f; /* room reserved above */
         s->next_fork = 1;
@@ -96,10 +88,6 @@ static int sub_create(const char *name, uint32_t subidx, const char *fork,
     *out = hid;
     return 0;
 
-out_remove_dir:
-    sub_file(hid, "header", hpath, sizeof(hpath));
-    gsrv_meta_unlink(hpath);
-    gsrv_meta_rmdir(path);
 out_unlock_meta:
     pthread_mutex_unlock(&subtab.meta);
 out_free_sub:
@@ -229,7 +217,6 @@ int gsrv_op_SUB_DELETE_MANY(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 /* A new fork `name` of subfile hid. */
 static int fork_create(uint64_t hid, const char *name)
 {
-    char path[64];
     int rc = 0;
     hdr_fork *v = NULL;
     gsrv_fork *f = NULL;
@@ -259,26 +246,13 @@ static int fork_create(uint64_t hid, const char *name)
         goto out_free_fork;
     }
     v = grown;
-    fork_file(hid, idx, path, sizeof(path));
-    f->fd =
-        openat(gsrv_g.dfd, path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (f->fd < 0) {
-        rc = -errno;
-        goto out_free_fork;
-    }
     /* New image: the current forks plus this one (indices only grow, so it
-     * goes last).  The header names the new data file; should a machine
-     * crash lose the file's entry, start-up finds an empty fork, whose
-     * first open makes the file again (its bytes were not promised
-     * before FORK_SYNC). */
+     * goes last).  Its data file is made at its first open (gsrv_fork_get):
+     * start-up finds an empty fork where there is none. */
     v[n] = (hdr_fork){.idx = idx, .name = f->name, .deleted = false};
     rc = write_header(s, false, idx + 1, v, n + 1);
     if (rc)
-        goto out_unlink_data;
-    /* opened again at its first use (gsrv_fork_get): a server keeps no
-     * descriptor for each fork it only created */
-    close(f->fd);
-    f->fd = -1;
+        goto out_free_fork;
     pthread_mutex_lock(&subtab.lock);
     s->forks[s->nforks++] = f; /* room reserved above */
     s->next_fork = idx + 1;
@@ -286,8 +260,6 @@ static int fork_create(uint64_t hid, const char *name)
     f = NULL;
     goto out_unlock_meta;
 
-out_unlink_data:
-    gsrv_meta_unlink(path);
 out_free_fork:
     fork_free(f); /* never visible: nothing cached */
 out_unlock_meta:
@@ -563,6 +535,9 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         if (rc == -ENOENT)
             rc = 0; /* the subfile went away meanwhile */
     }
+    if (!rc)
+        rc = gsrv_dir_fsync("sub"); /* the subfile's directory (made with
+                                     * its first file: sub_openat) */
     return rc;
 }
 

@@ -95,7 +95,7 @@ void gsrv_wal_log(int op, const char *path, const void *data, size_t len)
     gp_wbuf_init(&body);
     gp_put_u8(&body, (uint8_t)op);
     gp_put_str(&body, path);
-    if (op == GSRV_WAL_PUT)
+    if (op == GSRV_WAL_PUT || op == GSRV_WAL_TPUT)
         gp_put_blob(&body, data, (uint32_t)len);
     pthread_mutex_lock(&wal.lock);
     if (wal.fd >= 0) {
@@ -112,6 +112,9 @@ void gsrv_wal_log(int op, const char *path, const void *data, size_t len)
  * wal.lock not).  0 or the error of syncfs. */
 static int checkpoint(void)
 {
+    int rc = gsrv_tab_save(); /* the table first: the log holds its changes */
+    if (rc)
+        return rc;
     if (syncfs(gsrv_g.dfd) < 0)
         return -errno;
     if (ftruncate(wal.fd, 0) == 0) {
@@ -147,7 +150,7 @@ static int flush_batch(void)
         if (ftruncate(wal.fd, (off_t)before) < 0)
             gsrv_log(0, "wal: cannot cut the log back: %s", strerror(errno));
         rc = checkpoint();
-    } else if (before + blen > WAL_CHECKPOINT) {
+    } else if (before + blen > WAL_CHECKPOINT + gsrv_tab_bytes()) {
         int k = checkpoint();
         if (k)
             gsrv_log(0, "wal: checkpoint: %s", gsrv_strerror(k));
@@ -198,6 +201,11 @@ static int apply(int op, const char *path, const uint8_t *data, uint32_t len)
     case GSRV_WAL_MKDIR:
         return mkdirat(gsrv_g.dfd, path, 0755) < 0 && errno != EEXIST ? -errno
                                                                       : 0;
+    case GSRV_WAL_TPUT:
+        return gsrv_tab_put(path, data, len);
+    case GSRV_WAL_TDEL:
+        gsrv_tab_del(path);
+        return 0;
     case GSRV_WAL_RMDIR:
         /* not empty: the start-up scan removes a directory without header */
         return unlinkat(gsrv_g.dfd, path, AT_REMOVEDIR) < 0 &&
@@ -232,7 +240,7 @@ static int replay(const uint8_t *buf, size_t len, uint64_t *napplied)
         gp_get_str(&body, path, sizeof(path) - 1);
         uint32_t dlen = 0;
         const uint8_t *data = NULL;
-        if (op == GSRV_WAL_PUT)
+        if (op == GSRV_WAL_PUT || op == GSRV_WAL_TPUT)
             data = gp_get_blob(&body, &dlen, GSRV_MAX_META_FILE);
         if (!gp_done(&body) || !path_ok(path)) {
             gsrv_log(0, "wal: malformed record at byte %zu: the log ends there",
@@ -270,12 +278,20 @@ int gsrv_wal_replay(void)
             rc = replay(buf, len, &n);
             free(buf);
         }
+        int saved = rc ? rc : gsrv_tab_save(); /* what went to the table */
         if (!rc && syncfs(gsrv_g.dfd) < 0)
             rc = -errno;
-        if (!rc && ftruncate(fd, 0) < 0)
+        if (!rc && !saved && ftruncate(fd, 0) < 0)
             rc = -errno;
         if (!rc)
             gsrv_log(0, "wal: replayed %" PRIu64 " records", n);
+        if (!rc && saved) {
+            /* (a full disk): the log stays, and is what holds them; the
+             * next records follow it, and the next start replays all */
+            gsrv_log(0, "wal: %s: %s; the log is kept", "meta.tab",
+                     gsrv_strerror(saved));
+            wal.size = (uint64_t)st.st_size;
+        }
     }
     if (rc) {
         close(fd);
@@ -289,8 +305,14 @@ int gsrv_wal_start(void)
 {
     if (wal.replayed_fd < 0)
         return -EBADF;
+    /* what the start-up scans changed in the table (not logged: they
+     * would do it again); a table that cannot be saved now (a full disk)
+     * stays dirty, for the first checkpoint */
+    int rc = gsrv_tab_dirty() ? gsrv_tab_save() : 0;
+    if (rc)
+        gsrv_log(0, "wal: %s: %s; saved at the next checkpoint", "meta.tab",
+                 gsrv_strerror(rc));
     gp_wbuf_init(&wal.batch);
-    wal.size = 0;
     wal.fd = wal.replayed_fd;
     wal.replayed_fd = -1;
     return 0;

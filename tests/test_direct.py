@@ -266,8 +266,12 @@ class Worker:
         self.lines = LineReader(self.p)
 
     def __call__(self, *cmd, timeout=60):
-        self.p.stdin.write(" ".join(map(str, cmd)) + "\n")
-        self.p.stdin.flush()
+        try:
+            self.p.stdin.write(" ".join(map(str, cmd)) + "\n")
+            self.p.stdin.flush()
+        except BrokenPipeError:  # it is gone: say why
+            raise AssertionError((cmd, "worker exited", self.p.wait(10),
+                                  self.err()))
         line = self.lines.next(timeout)
         assert line and line.startswith("ok"), (cmd, line, self.err())
         return line.split()[1:]

@@ -20,7 +20,7 @@
 
 gc_client gc_g = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
-    .files = GC_IDTAB_INIT(&gc_g.lock, gc_file, GC_KIND_FILE, 16),
+    .files = GC_IDTAB_INIT(&gc_g.lock, gc_file *, GC_KIND_FILE, 16),
     .forks = GC_IDTAB_INIT(&gc_g.lock, gc_fork, GC_KIND_FORK, 64),
 };
 
@@ -160,6 +160,8 @@ int gfs_finalize(void)
     gc_auth_unload();
     free(gc_g.conns);
     /* The tables keep their generations: ids from before stay stale. */
+    for (int fid = -1; (fid = gc_idtab_next(&gc_g.files, fid)) >= 0;)
+        free(gc_file_at(fid));
     gc_idtab_clear(&gc_g.files);
     gc_idtab_clear(&gc_g.forks);
     gc_g.conns = NULL;
@@ -247,17 +249,37 @@ int gc_check_name(const char *name, size_t max)
 
 /* Ids are slots of handle.c's tables: a closed id, or one of another
  * kind, is not found there, whatever object its slot holds now. */
+gc_file *gc_file_at(int fid)
+{
+    gc_file **p = gc_idtab_at(&gc_g.files, fid);
+    return p ? *p : NULL;
+}
+
 int gc_file_get(int fid, gc_file *out)
 {
     int rc = GFS_EBADID;
     pthread_mutex_lock(&gc_g.lock);
-    const gc_file *f = gc_idtab_at(&gc_g.files, fid);
+    const gc_file *f = gc_file_at(fid);
     if (gc_g.refs == 0)
         rc = GFS_ENOTINIT;
     else if (f) {
-        *out = *f;
+        memcpy(out->name, f->name, strlen(f->name) + 1);
+        gp_record_copy(&out->rec, &f->rec);
         rc = 0;
     }
+    pthread_mutex_unlock(&gc_g.lock);
+    return rc;
+}
+
+int gc_file_attr(int fid, const char *key, char *out, size_t len)
+{
+    int rc = GFS_EBADID;
+    pthread_mutex_lock(&gc_g.lock);
+    const gc_file *f = gc_file_at(fid);
+    if (gc_g.refs == 0)
+        rc = GFS_ENOTINIT;
+    else if (f)
+        rc = gc_attr_lookup(f->rec.attrs, key, out, len);
     pthread_mutex_unlock(&gc_g.lock);
     return rc;
 }
@@ -283,7 +305,7 @@ int gc_fork_register(const gc_fork *k)
      * record, read in place under the lock the insert takes anyway */
     gc_fork c = *k;
     pthread_mutex_lock(&gc_g.lock);
-    const gc_file *f = gc_idtab_at(&gc_g.files, k->fid);
+    const gc_file *f = gc_file_at(k->fid);
     c.csum = f && gc_rec_checksummed(&f->rec);
     int kid = gc_idtab_add(&gc_g.forks, &c);
     pthread_mutex_unlock(&gc_g.lock);

@@ -258,9 +258,10 @@ int gc_file_register(const char *name, const gp_record *rec)
     if (!f)
         return -ENOMEM;
     snprintf(f->name, sizeof(f->name), "%s", name);
-    f->rec = *rec;
-    int fid = gc_idtab_insert(&gc_g.files, f);
-    free(f);
+    gp_record_copy(&f->rec, rec);
+    int fid = gc_idtab_insert(&gc_g.files, &f); /* (the table owns f) */
+    if (fid < 0)
+        free(f);
     if (fid >= 0)
         gc_rcache_opened(name, 1); /* no cached size while open here */
     return fid;
@@ -289,13 +290,9 @@ int gc_file_close(int fid)
     int rc = gc_check_init();
     if (rc)
         return rc;
-    gc_file *f = malloc(sizeof(*f));
-    if (!f)
-        return -ENOMEM;
-    if (gc_idtab_take(&gc_g.files, fid, f)) {
-        free(f);
+    gc_file *f;
+    if (gc_idtab_take(&gc_g.files, fid, &f))
         return GFS_EBADID;
-    }
     gc_rcache_opened(f->name, -1); /* its writes may have changed the size */
     free(f);
     /* Forks opened through this file id go with it, all at once. */
@@ -758,7 +755,7 @@ static int gc_set_attr(int fid, const char *key, const char *value)
     gc_rcache_drop(f.name);
     if (!rc) {
         pthread_mutex_lock(&gc_g.lock);
-        gc_file *cached = gc_idtab_at(&gc_g.files, fid);
+        gc_file *cached = gc_file_at(fid);
         if (cached) {
             memcpy(cached->rec.attrs, text, tl);
             cached->rec.attrs[tl] = '\0';

@@ -248,6 +248,12 @@ int gc_lookup(int server, const char *name, gp_record *rec);
 
 /* Table helpers (lock held by caller unless noted). */
 int gc_file_get(int fid, gc_file *out); /* copies under the lock */
+/* The file of fid in its table (gc_g.lock held; the table holds pointers:
+ * a record is large), or NULL. */
+gc_file *gc_file_at(int fid);
+/* gc_attr_lookup(key) on fid's record, under the lock: its return, or
+ * GFS_EBADID / GFS_ENOTINIT. */
+int gc_file_attr(int fid, const char *key, char *out, size_t len);
 int gc_fork_get(int kid, gc_fork *out); /* copies under the lock */
 /* A new fork id for *k (returns kid); its csum is set here, from the
  * record of file k->fid, whatever *k says. */

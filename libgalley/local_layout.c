@@ -237,9 +237,7 @@ static int local_rank(void)
 bool gc_is_local_layout(int fid)
 {
     char v[32];
-    gc_file f;
-    return gc_file_get(fid, &f) == 0 &&
-           gc_attr_lookup(f.rec.attrs, "galley.layout", v, sizeof(v)) > 0 &&
+    return gc_file_attr(fid, "galley.layout", v, sizeof(v)) > 0 &&
            strcmp(v, "local") == 0;
 }
 

@@ -279,9 +279,9 @@ static void cache_record(const char *name, const gp_record *rec)
 {
     pthread_mutex_lock(&gc_g.lock);
     for (int fid = -1; (fid = gc_idtab_next(&gc_g.files, fid)) >= 0;) {
-        gc_file *f = gc_idtab_at(&gc_g.files, fid);
+        gc_file *f = gc_file_at(fid);
         if (f && strcmp(f->name, name) == 0 && f->rec.repl.gen < rec->repl.gen)
-            f->rec = *rec;
+            gp_record_copy(&f->rec, rec);
     }
     pthread_mutex_unlock(&gc_g.lock);
 }

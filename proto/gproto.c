@@ -359,6 +359,24 @@ void gp_get_record(gp_rbuf *r, gp_record *rec)
     gp_get_repl(r, rec);
 }
 
+void gp_record_copy(gp_record *dst, const gp_record *src)
+{
+    uint32_t n = src->nsub < GP_MAX_SUBFILES ? src->nsub : GP_MAX_SUBFILES;
+    uint32_t al = src->attrlen < GP_ATTR_MAX ? src->attrlen : GP_ATTR_MAX;
+    dst->nsub = src->nsub;
+    memcpy(dst->server, src->server, n * sizeof(*dst->server));
+    memcpy(dst->hid, src->hid, n * sizeof(*dst->hid));
+    dst->attrlen = src->attrlen;
+    memcpy(dst->attrs, src->attrs, al);
+    dst->attrs[al] = '\0';
+    dst->repl.ncopy = src->repl.ncopy;
+    dst->repl.gen = src->repl.gen;
+    memcpy(dst->repl.server, src->repl.server, n * sizeof(*dst->repl.server));
+    memcpy(dst->repl.hid, src->repl.hid, n * sizeof(*dst->repl.hid));
+    memcpy(dst->repl.dsid, src->repl.dsid, n * sizeof(*dst->repl.dsid));
+    memcpy(dst->repl.state, src->repl.state, n * sizeof(*dst->repl.state));
+}
+
 void gp_repl_single(gp_record *rec)
 {
     gp_repl *p = &rec->repl;

@@ -233,6 +233,10 @@ typedef struct gp_record {
 } gp_record;
 
 void gp_put_record(gp_wbuf *w, const gp_record *rec);
+/* *dst = *src, but only the parts in use (nsub subfiles, attrlen bytes of
+ * attributes): a record is about 24 KB, most of it room for the largest
+ * file; the rest of dst is left as it was. */
+void gp_record_copy(gp_record *dst, const gp_record *src);
 /* Validates nsub (1..GP_MAX_SUBFILES), attr length and content, and the
  * replica part. */
 void gp_get_record(gp_rbuf *r, gp_record *rec);

@@ -28,9 +28,15 @@
  *     DIR/next_hid             u64: the end of the block of subfile header
  *                              ids reserved (ids are never reused)
  *     DIR/wal                  the metadata log (wal.c)
- *     DIR/ns/<id>.rec          one NameServer record (name + gp_record)
- *     DIR/sub/<hid>/header     subfile header: file name, subfile index,
+ *     DIR/meta.tab             the metadata table (metatab.c) as of the
+ *                              last checkpoint; the log holds the rest.
+ *                              Its values, named like the files they
+ *                              were before it (and imported from them):
+ *       ns/<id>.rec            one NameServer record (name + gp_record)
+ *       sub/<hid>/header       subfile header: file name, subfile index,
  *                              next fork index, (index, name, deleted) forks
+ *     DIR/ns/                  empty (record files from before the table)
+ *     DIR/sub/<hid>/           a subfile's files, made with the first:
  *     DIR/sub/<hid>/counters   FETCH_ADD counters (rename without fsync)
  *     DIR/sub/<hid>/<idx>.dat  the data of fork <idx> (a Unix file, made
  *                              at the fork's first open; none: empty)
@@ -41,7 +47,8 @@
  *   to decode is reported and skipped, never deleted; a subfile directory
  *   without a header is the remains of an interrupted create or delete and
  *   is removed; data files not named by their header are removed; forks or
- *   subfiles marked deleted are removed (nobody has them open any more).
+ *   subfiles marked deleted are removed (nobody has them open any more);
+ *   a table file that fails its checksum stops the server (metatab.c).
  */
 #include "gsrv_internal.h"
 #include "gsend.h"

@@ -11,38 +11,47 @@
  * The scheme:
  *
  *   A metadata change (meta.c: a file replaced, a file or directory made
- *   or removed) is done in the file system at once, without any fsync,
- *   and appended as a record to an in-memory batch while the caller still
- *   holds its owner's lock, so the log has the changes of each file in the
- *   order they were made.  The thread remembers the record's number; the
- *   handler calls gsrv_wal_wait before it sends the reply.  The first
- *   waiter whose record is not yet durable becomes the leader: it takes
- *   the whole batch (its own records and those of every thread that
- *   appended meanwhile), writes it to DIR/wal with one write and one
+ *   or removed, done in the file system at once without any fsync; or
+ *   metatab.c: a value of the metadata table set or deleted, in memory) is
+ *   appended as a record to an in-memory batch while the caller still
+ *   holds its owner's lock, so the log has the changes of each file and
+ *   value in the order they were made.  The thread remembers the record's
+ *   number; the handler calls gsrv_wal_wait before it sends the reply.
+ *   The first waiter whose record is not yet durable becomes the leader:
+ *   it takes the whole batch (its own records and those of every thread
+ *   that appended meanwhile), writes it to DIR/wal with one write and one
  *   fdatasync, and wakes the others, whose records were in it.  Many
  *   clients changing metadata at once cost one fsync per batch.
  *
  *   A record is: u32 body length, u64 FNV-1a of the body, and the body:
- *   u8 op (PUT: a file's whole new contents; DEL: unlink; MKDIR; RMDIR),
- *   the path relative to the data directory (a name meta.c made, never a
- *   user's), and for PUT the contents.  Replay (gsrv_wal_replay, before the
- *   start-up scans of nameserver.c and subfile_disk.c, which then see the
- *   replayed state and finish interrupted creates and deletes as before)
- *   applies the records in order up to the first torn or corrupt one,
- *   makes the result durable (syncfs) and empties the log.  Applying a
- *   record again is harmless, so a crash during replay just replays again.
+ *   u8 op (PUT: a file's whole new contents; DEL: unlink; MKDIR; RMDIR;
+ *   TPUT: a table value; TDEL), the path relative to the data directory
+ *   or the table's key (a name meta.c or its caller made, never a
+ *   user's), and for PUT and TPUT the contents.  Replay (gsrv_wal_replay,
+ *   after the table file is loaded and before the start-up scans of
+ *   nameserver.c and subfile_disk.c, which then see the replayed state
+ *   and finish interrupted creates and deletes) applies the records in
+ *   order up to the first torn or corrupt one, saves the table, makes the
+ *   result durable (syncfs) and empties the log.  Applying a record again
+ *   is harmless, so a crash during replay just replays again; a table
+ *   that cannot be saved then (a full disk) keeps the log, which the next
+ *   records follow.
  *
- *   When the log passes WAL_CHECKPOINT bytes the leader makes the data
- *   directory durable (syncfs: every change the log holds is already in
- *   the file system) and empties the log.  When the log cannot be written
- *   (a full disk) the leader cuts it back to where it was and makes the
- *   batch durable by syncfs instead: deleting on a full disk still works.
+ *   When the log passes WAL_CHECKPOINT bytes (plus the table's size, so a
+ *   checkpoint costs at most about what was logged) the leader saves the
+ *   table, makes the data directory durable (syncfs: every other change
+ *   the log holds is already in the file system) and empties the log.
+ *   The log keeps WAL_RESERVE bytes of disk allocated ahead of its end, so
+ *   on a full disk its records still go in (a remove is logged, and then
+ *   frees space); when the log cannot be written at all the leader cuts it
+ *   back to where it was and makes the batch durable by a checkpoint.
  *
  * What a crash can lose (README, "Durability contract"): a kill -9 of
- * galleyd loses nothing, since every change is in the file system before
- * it is logged; a machine crash loses no change that was acknowledged,
- * and at most the batch being written, none of whose requests had been
- * answered.
+ * galleyd loses no change that was acknowledged (the reply follows the
+ * log's write; a table value not yet written is lost with its request,
+ * never answered); a machine crash loses no change that was acknowledged
+ * either, and at most the batch being written, none of whose requests
+ * had been answered.
  */
 #include "gsrv_internal.h"
 #include "fnv.h"
@@ -58,6 +67,7 @@
 
 #define WAL_FILE "wal"
 #define WAL_CHECKPOINT (8u << 20)     /* empty the log past this size */
+#define WAL_RESERVE (8u << 20)        /* disk space the log keeps ahead */
 #define WAL_MAX_REPLAY (256ull << 20) /* a log larger than this is refused */
 
 static struct {
@@ -108,6 +118,18 @@ void gsrv_wal_log(int op, const char *path, const void *data, size_t len)
     gp_wbuf_free(&body);
 }
 
+/* Room for the log's next WAL_RESERVE bytes, taken now (beyond its end:
+ * the file's size does not change), so that its appends need no new
+ * blocks: on a full disk a remove is still logged, and frees its space.
+ * Best effort (a disk that is full already, a file system without
+ * fallocate). */
+static void reserve(int fd)
+{
+    if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, WAL_RESERVE) < 0)
+        gsrv_log(1, "wal: cannot reserve room for the log: %s",
+                 strerror(errno));
+}
+
 /* Make the data directory durable and empty the log (wal.flushing held,
  * wal.lock not).  0 or the error of syncfs. */
 static int checkpoint(void)
@@ -118,6 +140,7 @@ static int checkpoint(void)
     if (syncfs(gsrv_g.dfd) < 0)
         return -errno;
     if (ftruncate(wal.fd, 0) == 0) {
+        reserve(wal.fd); /* (the truncate gave the room back) */
         pthread_mutex_lock(&wal.lock);
         wal.size = 0;
         wal.ncheckpoints++;
@@ -313,6 +336,7 @@ int gsrv_wal_start(void)
         gsrv_log(0, "wal: %s: %s; saved at the next checkpoint", "meta.tab",
                  gsrv_strerror(rc));
     gp_wbuf_init(&wal.batch);
+    reserve(wal.replayed_fd);
     wal.fd = wal.replayed_fd;
     wal.replayed_fd = -1;
     return 0;

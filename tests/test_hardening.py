@@ -546,6 +546,48 @@ def test_full_disk_rm_and_restart(small_disk, make_cluster, tmp_path):
     assert not any(c.alive(i) for i in range(c.n))
 
 
+def test_full_disk_rm_of_a_record_on_it(small_disk, make_cluster, tmp_path):
+    """The disk that is full holds the file's record as well as its data:
+    `galley rm` still works (the metadata log keeps room for its next
+    records, servers/wal.c), frees the space, and the removal survives a
+    kill -9 and restart of that server."""
+    c = make_cluster(n=2, name="cl")
+    src = tmp_path / "big"
+    src.write_bytes(os.urandom(4 * MB))
+    a, b = names_on(c, 1, "fullrec/", 2)
+    for name in (a, b):
+        cp = c.galley("put", src, name)
+        assert cp.returncode == 0, describe(cp)
+        assert sorted(s for s, _ in find_record(c, name)) == [0, 1]
+    # many files without data: their removes log more than the log's
+    # last page holds (~100 B each on server 1)
+    count = 300
+    cp = c.helper("t_mdstorm", "create", "/fullrec/m", count)
+    assert cp.returncode == 0, describe(cp)
+    fill(small_disk)
+    free0 = free_bytes(small_disk)
+    assert free0 < 4096
+    cp = c.helper("t_mdstorm", "remove", "/fullrec/m", count)
+    assert cp.returncode == 0 and cp.stdout.count("ok ") == count, \
+        describe(cp)
+    cp = c.galley("rm", a)
+    assert cp.returncode == 0, describe(cp)
+    cp = c.galley("ls")
+    assert a not in cp.stdout.split() and b in cp.stdout.split(), cp.stdout
+    assert not any(n.startswith("/fullrec/m") or n.startswith("fullrec/m")
+                   for n in cp.stdout.split()), cp.stdout
+    c.kill(1)
+    c.restart(1)
+    cp = c.galley("ls")
+    assert a not in cp.stdout.split() and b in cp.stdout.split(), cp.stdout
+    assert free_bytes(small_disk) >= free0 + MB
+    cp = c.galley("get", b, tmp_path / "b")
+    assert cp.returncode == 0, describe(cp)
+    assert (tmp_path / "b").read_bytes() == src.read_bytes()
+    (small_disk / "filler").unlink()
+    assert c.stop().returncode == 0
+
+
 # ------------------------------------------------------------ live fuzzing ----
 
 def test_fuzz_live_server_while_a_client_works(make_cluster, tmp_path):

@@ -37,6 +37,8 @@
  *   rangelock.c   LOCK / UNLOCK: byte-range locks on a subfile;
  *                 BLOCK_LOCK / BLOCK_UNLOCK: the same over block numbers.
  *   meta.c        crash-safe metadata files (write temp, rename; logged)
+ *   metatab.c     the metadata table: NameServer records and subfile
+ *                 headers, in memory, in DIR/meta.tab and in the log
  *   wal.c         the metadata log: group commit, replay at start-up
  *                 and the start-up recovery scan of their directories.
  *   htable.c      the one hash table (subfiles, NameServer, cache).

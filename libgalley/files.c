@@ -262,7 +262,7 @@ int gc_file_register(const char *name, const gp_record *rec)
     int fid = gc_idtab_insert(&gc_g.files, &f); /* (the table owns f) */
     if (fid < 0)
         free(f);
-    if (fid >= 0)
+    else
         gc_rcache_opened(name, 1); /* no cached size while open here */
     return fid;
 }

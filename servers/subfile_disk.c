@@ -529,13 +529,10 @@ int gsrv_sub_init(void)
     if (!rc)
         rc = gsrv_tab_each("sub/", load_key, &st);
     for (size_t i = 0; !rc && i < st.ndirs; i++) {
-        pthread_mutex_lock(&subtab.lock);
-        bool known = sub_find(st.dirs[i]) != NULL;
-        pthread_mutex_unlock(&subtab.lock);
         char path[64];
         sub_file(st.dirs[i], "header", path, sizeof(path));
-        if (known || gsrv_tab_has(path))
-            continue; /* (an unreadable header: left in place) */
+        if (gsrv_tab_has(path))
+            continue; /* loaded, or an unreadable header left in place */
         sub_dir(st.dirs[i], path, sizeof(path));
         if (faccessat(gsrv_g.dfd, path, F_OK, 0) < 0)
             continue; /* a deletion finished above */

@@ -422,6 +422,38 @@ int gc_fork_sync(int kid)
              : rc;
 }
 
+int gc_forks_sync(const int *kids, int n)
+{
+    /* one FORK_SYNC per fork sent before any is waited for: the servers
+     * fsync in parallel, and a server that does not answer is waited for
+     * once (its other forks' requests on that connection fail with the
+     * first, gc_wait), not once per fork */
+    gc_pending p[GFS_MAX_SUBFILES];
+    bool sent[GFS_MAX_SUBFILES] = {false};
+    int rc = 0;
+    if (n < 0 || n > GFS_MAX_SUBFILES)
+        return -EINVAL;
+    for (int i = 0; i < n; i++) {
+        gc_fork k;
+        int r = gc_fork_get(kids[i], &k);
+        if (!r && k.ncopy <= 1) {
+            gc_FORK_SYNC_send(gc_server_conn(k.server),
+                              &(gp_FORK_SYNC_req){.fkid = k.fkid}, &p[i]);
+            sent[i] = true;
+        }
+        if (r && !rc)
+            rc = r;
+    }
+    for (int i = 0; i < n; i++) {
+        /* a replicated fork's copies in turn (each_copy), after the rest */
+        int r = sent[i] ? gc_FORK_SYNC_recv(&p[i], NULL, NULL)
+                        : gc_fork_sync(kids[i]);
+        if (r && !rc)
+            rc = r;
+    }
+    return rc;
+}
+
 static int gc_fork_scrub(int kid, int64_t *chunks, int64_t *bad,
                          int64_t *first_bad)
 {

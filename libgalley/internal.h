@@ -289,6 +289,8 @@ int gc_fork_close(int kid);
 int gc_fork_delete(int fid, int subfile, const char *name);
 int gc_fork_truncate(int kid, int64_t size);
 int gc_fork_sync(int kid);
+/* FORK_SYNC of n (<= GFS_MAX_SUBFILES) forks at once: the first error. */
+int gc_forks_sync(const int *kids, int n);
 int gc_all_create(int fid, const char *name);
 int gc_all_open(int fid, const char *name, int *kids);
 /* The forks `name` of subfiles subs[0..n-1] of file fid, all at once (one

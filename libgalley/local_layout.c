@@ -505,13 +505,7 @@ int gc_local_truncate(gc_local *l, int sid, const int *kids, int64_t size)
 
 int gc_local_sync(gc_local *l)
 {
-    int rc = 0;
-    for (int s = 0; s < l->nsub; s++) {
-        int k = gc_fork_sync(l->mkids[s]);
-        if (k && !rc)
-            rc = k;
-    }
-    return rc;
+    return gc_forks_sync(l->mkids, l->nsub);
 }
 
 /* ------------------------------------------------------- public API ---- */

@@ -970,11 +970,7 @@ int gfs_striped_sync(int sid)
         rc = st_forks(sid, &s, NULL, NULL); /* (other processes' writes too) */
     if (rc)
         return rc;
-    for (int i = 0; i < s.lay.nsubfiles; i++) {
-        int k = gc_fork_sync(s.kids[i]);
-        if (k && !rc)
-            rc = k;
-    }
+    rc = gc_forks_sync(s.kids, s.lay.nsubfiles);
     if (s.loc && !rc)
         rc = gc_local_sync(s.loc);
     return rc;

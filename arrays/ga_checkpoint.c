@@ -7,7 +7,8 @@
  *   1. rank 0 marks record C "pending" (so no tool shows it as good)
  *   2. every array: MPI_File_write_at_all into PATH.NAME.C
  *   3. every array: MPI_File_sync (collective; durable on return), only
- *      when step 2 succeeded on every process (one allreduce)
+ *      when step 2 succeeded on every process (one allreduce), and each
+ *      only when the syncs before it succeeded on every process
  *   4. rank 0 learns that 2-3 succeeded on every process (one reduce)
  *   5. rank 0 writes record C (seq, step, crc) and syncs PATH.copynum,
  *      then broadcasts the outcome
@@ -45,10 +46,20 @@ int ga_checkpoint(ga_group *g, int64_t step)
     int io = ga_agree(g->comm, ga_io_all(g, c, GA_IO_WRITE, 0, true));
     if (!rc)
         rc = io;
+    ga_crash_point(g, GA_CRASH_PAUSE);
     for (int i = 0; i < g->nmem && !io; i++) {
         int e = MPI_File_sync(g->mem[i].fh[c]); /* collective */
         if (e != MPI_SUCCESS && !rc)
             rc = ga_mpi_fail(e, "sync of checkpoint", g->path);
+        /* once a sync failed anywhere the copy cannot count: the next
+         * array's sync is not tried, so a server that is gone or stopped
+         * is not waited for again (an MPI-IO driver need not agree on
+         * a sync's outcome, so whether one failed is agreed here) */
+        if (i + 1 < g->nmem) {
+            int bad = e != MPI_SUCCESS;
+            MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, g->comm);
+            io = bad;
+        }
     }
     ga_status st = ga_gather_status(g->comm, rc);
     if (g->rank == 0 && st.rc == 0) {

@@ -8,7 +8,7 @@
  * ga_errmsg().  Collective calls are counted (each costs milliseconds when
  * processes outnumber cores): a timestep is one MPI_File_write_at_all per
  * array, a reduce and a broadcast; a checkpoint adds one MPI_File_sync per
- * array.
+ * array, and an allreduce between two arrays' syncs.
  *
  * Threads: the caller's; see galley_array.h.
  */

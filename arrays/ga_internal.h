@@ -321,14 +321,17 @@ GA_HIDDEN MPI_Info ga_record_info(const ga_group *g, const char *fork);
  * Crash points for the crash tests: GALLEY_ARRAY_CRASH=data:N or
  * copynum:N makes rank 0 _exit(99) inside the N-th checkpoint of the run,
  * after the first array's data (GA_CRASH_DATA) or just before the copynum
- * record (GA_CRASH_COPYNUM).  Only in the test build of the library
+ * record (GA_CRASH_COPYNUM); pause:N makes it wait before the syncs until
+ * the file GALLEY_ARRAY_PAUSE names is removed (GA_CRASH_PAUSE).  Only in
+ * the test build of the library
  * (libga, compiled with -DGA_TEST_HOOKS, linked into the programs of
  * _build/arrays/); the installed libgalley_array has no crash points and
  * ignores the variable.
  */
 typedef enum ga_crash_kind {
     GA_CRASH_DATA = 1,
-    GA_CRASH_COPYNUM = 2
+    GA_CRASH_COPYNUM = 2,
+    GA_CRASH_PAUSE = 3
 } ga_crash_kind;
 
 #ifdef GA_TEST_HOOKS

@@ -730,3 +730,59 @@ def test_server_fails_under_checkpoints(built, cluster, name, tmp_path, kind, fa
         t_arrays(built, 4, "read-ts", cluster, path=path, mem="BLOCK,BLOCK",
                  dims="64x48", esize=8, steps=ok)
     print("%s %s: %d calls acknowledged, last error %.3f s after" % (kind, fault, ok, late))
+
+
+def test_server_stopped_in_the_syncs_is_waited_for_once(built, cluster, name,
+                                                        tmp_path):
+    """A checkpoint of two arrays syncs one after the other.  A server
+    holding subfiles of both, stopped (SIGSTOP) just before the first sync
+    of the 3rd checkpoint (the test build's pause point), fails it on
+    every rank within GALLEY_TIMEOUT + 1 s of the stop: once the first
+    array's sync failed the second is not tried (it would reconnect to the
+    stopped server and wait out the timeout a second time).  Continued,
+    the server serves the 2nd checkpoint as the newest complete one."""
+    path = "galley:" + name + "/f"
+    pause = tmp_path / "pause"
+    cmd = [str(MPICH / "bin" / "mpiexec"), "-n", "4", str(built / "t_arrays"),
+           "fault-loop", "path=" + path, "kind=ckpt",
+           "out=%s" % (tmp_path / "result")]
+    extra = {"GALLEY_TIMEOUT": str(STOP_TIMEOUT),
+             "GALLEY_ARRAY_CRASH": "pause:3", "GALLEY_ARRAY_PAUSE": str(pause)}
+    proc = subprocess.Popen(cmd, env=mpi_env(cluster, extra),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    pid = t_fault = None
+    try:
+        end = time.monotonic() + TIMEOUT
+        while not pause.exists() and proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.005)
+        if pause.exists():
+            # the 3rd checkpoint writes copy 0; A is on every server, so a
+            # server of B's copy 0 holds subfiles of both arrays
+            st = cluster.galley("stat", name + "/f.B.0", check=True).stdout
+            victim = int(re.search(r"^subfile 0: server (\d+)", st, re.M).group(1))
+            pid = cluster.pid(victim)
+            os.kill(pid, signal.SIGSTOP)
+            t_fault = time.time()
+            pause.unlink()
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if pid is not None:
+            os.kill(pid, signal.SIGCONT)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    what = "exit %s\nstdout:\n%s\nstderr:\n%s" % (proc.returncode, out[-5000:], err[-5000:])
+    assert t_fault is not None, "the job never paused: " + what
+    lines = "".join(p.read_text() for p in sorted(tmp_path.glob("result.*")))
+    res = {int(m.group(1)): m for m in FAULT_RESULT.finditer(lines)}
+    assert sorted(res) == [0, 1, 2, 3], "not every rank finished: " + what
+    assert {int(m.group(2)) for m in res.values()} == {2}, what
+    assert all(int(m.group(3)) < 0 for m in res.values()), what
+    assert out.count("sync of checkpoint") == 4, what
+    late = max(float(m.group(4)) for m in res.values()) - t_fault
+    assert STOP_TIMEOUT - 0.1 <= late <= STOP_TIMEOUT + 1.0, \
+        "last error %.2f s after the stop: %s" % (late, what)
+    (g,) = array_ls(cluster, path)
+    newest = g["copies"][g["newest"]]
+    assert newest["state"] == "complete" and newest["step"] == 200, g

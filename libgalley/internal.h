@@ -366,6 +366,12 @@ typedef struct gc_xfer {
     const gx_ext *pieces;
     size_t n; /* pieces move in this order; file-adjacent neighbours
                * are merged into one wire extent */
+    /* What the op that cut the pieces learnt of them on the way, so the
+     * transports need not pass over them again (shaped false: not known;
+     * gc_xfer_of).  ordered: sorted by offset and disjoint; bytes in all,
+     * over [lo, hi); every piece non-empty. */
+    bool shaped, ordered;
+    uint64_t bytes, lo, hi;
     /* results */
     int status;
     uint64_t fork_size;
@@ -465,7 +471,47 @@ gc_pieces gc_pieces_ranges(int64_t nr, const gfs_range *r);
 int gc_pieces_check(const gc_pieces *p, int64_t *total);
 /* The next run contiguous in file and memory (never empty); false at the
  * end.  Only after gc_pieces_check. */
-bool gc_pieces_next(gc_pieces *p, uint64_t *off, char **mem, uint64_t *len);
+__attribute__((always_inline)) static inline bool
+gc_pieces_next(gc_pieces *p, uint64_t *off, char **mem, uint64_t *len)
+{
+    if (p->e) {
+        while (p->i < p->nr && p->e[p->i].size == 0)
+            p->i++;
+        if (p->i == p->nr)
+            return false;
+        const gfs_list_entry *e = &p->e[p->i++];
+        *off = (uint64_t)e->file_offset;
+        *mem = p->buf + e->mem_offset;
+        *len = (uint64_t)e->size;
+        return true;
+    }
+    while (p->i < p->nr && (uint64_t)p->r[p->i].size == p->ri) {
+        p->i++;
+        p->ri = 0;
+    }
+    if (p->count_only) { /* ranges only: no memory */
+        if (p->i == p->nr)
+            return false;
+        *off = (uint64_t)p->r[p->i].offset;
+        *mem = NULL;
+        *len = (uint64_t)p->r[p->i++].size;
+        return true;
+    }
+    while (p->j < p->nseg && (uint64_t)p->seg[p->j].size == p->mj) {
+        p->j++;
+        p->mj = 0;
+    }
+    if (p->i == p->nr || p->j == p->nseg)
+        return false;
+    uint64_t rl = (uint64_t)p->r[p->i].size - p->ri;
+    uint64_t ml = (uint64_t)p->seg[p->j].size - p->mj;
+    *off = (uint64_t)p->r[p->i].offset + p->ri;
+    *mem = (char *)p->seg[p->j].addr + p->mj;
+    *len = rl < ml ? rl : ml;
+    p->ri += *len;
+    p->mj += *len;
+    return true;
+}
 /* One range into one piece of memory (a single-range request, whose read
  * answers the bytes before the end). */
 bool gc_pieces_single(const gc_pieces *p);

@@ -66,47 +66,6 @@ int gc_pieces_check(const gc_pieces *p, int64_t *total)
     return 0;
 }
 
-bool gc_pieces_next(gc_pieces *p, uint64_t *off, char **mem, uint64_t *len)
-{
-    if (p->e) {
-        while (p->i < p->nr && p->e[p->i].size == 0)
-            p->i++;
-        if (p->i == p->nr)
-            return false;
-        const gfs_list_entry *e = &p->e[p->i++];
-        *off = (uint64_t)e->file_offset;
-        *mem = p->buf + e->mem_offset;
-        *len = (uint64_t)e->size;
-        return true;
-    }
-    while (p->i < p->nr && (uint64_t)p->r[p->i].size == p->ri) {
-        p->i++;
-        p->ri = 0;
-    }
-    if (p->count_only) { /* ranges only: no memory */
-        if (p->i == p->nr)
-            return false;
-        *off = (uint64_t)p->r[p->i].offset;
-        *mem = NULL;
-        *len = (uint64_t)p->r[p->i++].size;
-        return true;
-    }
-    while (p->j < p->nseg && (uint64_t)p->seg[p->j].size == p->mj) {
-        p->j++;
-        p->mj = 0;
-    }
-    if (p->i == p->nr || p->j == p->nseg)
-        return false;
-    uint64_t rl = (uint64_t)p->r[p->i].size - p->ri;
-    uint64_t ml = (uint64_t)p->seg[p->j].size - p->mj;
-    *off = (uint64_t)p->r[p->i].offset + p->ri;
-    *mem = (char *)p->seg[p->j].addr + p->mj;
-    *len = rl < ml ? rl : ml;
-    p->ri += *len;
-    p->mj += *len;
-    return true;
-}
-
 bool gc_pieces_single(const gc_pieces *p)
 {
     return p->nr == 1 && (p->e || p->nseg == 1);

@@ -1014,12 +1014,13 @@ static void split_count(const gfs_layout *lay, const gc_pieces *pc, size_t *cnt,
     for (unsigned i = 0; i < ns && segs; i++)
         gx_folder_init(&fold[i], NULL, 0);
     gc_pieces cur = *pc;
+    gl_cursor gc = gl_cursor_init(unit, ns);
     uint64_t x, left;
     char *mem;
     while (gc_pieces_next(&cur, &x, &mem, &left)) {
         while (left > 0) {
             uint64_t foff, len;
-            unsigned sub = gl_locate(unit, ns, x, &foff, &len);
+            unsigned sub = gl_cursor_locate(&gc, x, &foff, &len);
             if (len > left)
                 len = left;
             if (segs)
@@ -1116,14 +1117,31 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
     gc_op *o = gc_op_alloc(ns, nfrag);
     if (!o)
         return -ENOMEM;
+    /* each subfile's bytes, range and order, learnt while placing its
+     * pieces (gc_xfer: shaped) */
+    uint64_t bytes[GFS_MAX_SUBFILES] = {0}, lo[GFS_MAX_SUBFILES],
+             hi[GFS_MAX_SUBFILES] = {0};
+    bool ordered[GFS_MAX_SUBFILES];
+    for (unsigned i = 0; i < ns; i++) {
+        lo[i] = UINT64_MAX;
+        ordered[i] = true;
+    }
     cur = *pc;
+    gl_cursor gc = gl_cursor_init(unit, ns);
     while (gc_pieces_next(&cur, &x, &mem, &left)) {
         while (left > 0) {
             uint64_t foff, len;
-            unsigned sub = gl_locate(unit, ns, x, &foff, &len);
+            unsigned sub = gl_cursor_locate(&gc, x, &foff, &len);
             if (len > left)
                 len = left;
             o->store[at[sub]++] = (gx_ext){.off = foff, .len = len, .mem = mem};
+            bytes[sub] += len;
+            if (foff < hi[sub])
+                ordered[sub] = false; /* before the end of one placed */
+            else
+                hi[sub] = foff + len;
+            if (foff < lo[sub])
+                lo[sub] = foff;
             x += len;
             mem += len;
             left -= len;
@@ -1133,13 +1151,26 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
     for (unsigned i = 0; i < ns && !rc; i++) {
         if (cnt[i] == 0)
             continue;
-        gx_order(p, cnt[i], op == GFS_WRITE);
+        if (!ordered[i]) {
+            gx_order(p, cnt[i], op == GFS_WRITE);
+            hi[i] = 0;
+            for (size_t k = 0; k < cnt[i]; k++)
+                if (gx_end(&p[k]) > hi[i])
+                    hi[i] = gx_end(&p[k]);
+        }
         gc_fork k;
         rc = gc_fork_get(s->kids[i], &k);
         if (rc)
             break;
-        o->x[o->nx] = gc_xfer_of(&k, s->kids[i], p, cnt[i]);
-        o->x[o->nx++].sub = (int)i;
+        gc_xfer *t = &o->x[o->nx++];
+        *t = gc_xfer_of(&k, s->kids[i], p, cnt[i]);
+        t->sub = (int)i;
+        t->shaped = true;
+        t->ordered = ordered[i] || gx_disjoint(p, cnt[i]); /* as gx_order left
+                                                            * them */
+        t->bytes = bytes[i];
+        t->lo = lo[i];
+        t->hi = hi[i];
         p += cnt[i];
     }
     if (rc) {

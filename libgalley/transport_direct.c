@@ -709,7 +709,13 @@ static int xfer_need(int op, const gc_xfer *x, uint64_t *bytesp, uint64_t *endp)
 {
     bool write = op == GFS_WRITE;
     uint64_t bytes = 0, end = 0, start = UINT64_MAX, nonempty = 0;
-    for (size_t i = 0; i < x->n; i++)
+    if (x->shaped) { /* learnt when the pieces were cut (gc_xfer) */
+        bytes = x->bytes;
+        end = x->hi;
+        start = x->lo;
+        nonempty = x->n;
+    }
+    for (size_t i = 0; !x->shaped && i < x->n; i++)
         if (x->pieces[i].len) {
             bytes += x->pieces[i].len;
             nonempty++;
@@ -802,7 +808,8 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     const gx_ext *e = x->pieces;
     size_t n = x->n;
     gx_ext small[SMALL_PIECES], *sorted = NULL;
-    if (!gx_sorted(e, n)) {
+    bool ordered = x->shaped && x->ordered; /* sorted and disjoint */
+    if (!ordered && !gx_sorted(e, n)) {
         sorted = n <= SMALL_PIECES ? small : malloc(n * sizeof(*sorted));
         if (sorted) {
             memcpy(sorted, e, n * sizeof(*sorted));
@@ -819,7 +826,8 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     bool eof = !write;
     uint64_t bad;
     if (!rc && g->cs &&
-        (g->base || (write && (!gx_sorted(e, n) || !gx_disjoint(e, n))))) {
+        (g->base ||
+         (write && !ordered && (!gx_sorted(e, n) || !gx_disjoint(e, n))))) {
         rc = GC_DECLINE; /* a layout or an overlap csfile.h does not take */
     } else if (!rc && g->cs) { /* keeping the CRCs (csfile.h) */
         pthread_mutex_lock(&g->xlock);

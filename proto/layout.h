@@ -29,6 +29,36 @@ static inline unsigned gl_locate(uint64_t unit, unsigned nsub, uint64_t x,
     return (unsigned)(blk % nsub);
 }
 
+/* gl_locate for a walk over increasing (or nearby) offsets: the stripe
+ * unit of the last look-up is kept, so offsets inside it cost no
+ * division.  Start with gl_cursor_init. */
+typedef struct gl_cursor {
+    uint64_t unit;
+    unsigned nsub, sub;
+    uint64_t lo, hi; /* the unit's logical range [lo, hi); empty at first */
+    uint64_t fbase;  /* its first byte's fork offset */
+} gl_cursor;
+
+static inline gl_cursor gl_cursor_init(uint64_t unit, unsigned nsub)
+{
+    return (gl_cursor){.unit = unit, .nsub = nsub, .lo = 1, .hi = 0};
+}
+
+static inline unsigned gl_cursor_locate(gl_cursor *c, uint64_t x,
+                                        uint64_t *foff, uint64_t *room)
+{
+    if (x < c->lo || x >= c->hi) {
+        uint64_t r;
+        c->sub = gl_locate(c->unit, c->nsub, x, &c->fbase, &r);
+        c->fbase -= c->unit - r; /* back to the unit's first byte */
+        c->lo = x - (c->unit - r);
+        c->hi = x + r;
+    }
+    *foff = c->fbase + (x - c->lo);
+    *room = c->hi - x;
+    return c->sub;
+}
+
 /* Logical offset of fork offset foff of subfile sub (gl_locate's
  * inverse); the caller keeps it below 2^63. */
 static inline uint64_t gl_logical(uint64_t unit, unsigned nsub, unsigned sub,

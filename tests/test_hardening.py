@@ -831,7 +831,8 @@ def test_lock_leases(tmp_path):
             waiter = locker(0)
             took = wait_locked(waiter, 20)
             assert took is not None and 2 < took < 12, took
-            assert "unlocked 0" in waiter.communicate(timeout=20)[0]
+            out, err = waiter.communicate(timeout=20)
+            assert "unlocked 0" in out, (waiter.returncode, out, err)
         finally:
             holder.kill()
             holder.wait()

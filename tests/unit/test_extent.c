@@ -376,6 +376,43 @@ static void test_layout(void)
     CHECK_EQ(room, 1);
 }
 
+/* gl_cursor answers as gl_locate does, whatever the walk: forward in
+ * small steps, backward, and jumps over and into units. */
+static void test_cursor(void)
+{
+    static const uint64_t units[] = {1, 3, 200, 65536};
+    uint64_t seed = 12345;
+    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+        for (unsigned ns = 1; ns <= 5; ns++) {
+            uint64_t unit = units[u];
+            gl_cursor c = gl_cursor_init(unit, ns);
+            uint64_t x = 0, span = unit * ns * 4 + 11;
+            bool ok = true;
+            for (int step = 0; step < 5000 && ok; step++) {
+                uint64_t foff, room, wf, wr;
+                unsigned sub = gl_cursor_locate(&c, x, &foff, &room);
+                unsigned want = gl_locate(unit, ns, x, &wf, &wr);
+                ok = sub == want && foff == wf && room == wr;
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                uint64_t r = seed >> 33;
+                if (r % 4 == 0) /* anywhere */
+                    x = r % span;
+                else if (r % 4 == 1 && x > 0) /* back a little */
+                    x -= 1 + r % (x < 17 ? x : 17);
+                else /* forward, within or past the unit */
+                    x += 1 + r % (unit + 2);
+            }
+            CHECK_MSG(ok, "cursor: unit %llu nsub %u", (unsigned long long)unit,
+                      ns);
+        }
+    /* a cursor at the far end: no overflow */
+    gl_cursor c = gl_cursor_init(UINT64_C(1) << 40, 256);
+    uint64_t foff, room, wf, wr;
+    unsigned sub = gl_cursor_locate(&c, M - 1, &foff, &room);
+    CHECK(sub == gl_locate(UINT64_C(1) << 40, 256, M - 1, &wf, &wr) &&
+          foff == wf && room == wr);
+}
+
 int main(void)
 {
     test_number();
@@ -387,5 +424,6 @@ int main(void)
     test_fold_cases();
     test_fold_roundtrip();
     test_layout();
+    test_cursor();
     return utest_exit("test_extent");
 }

@@ -84,9 +84,29 @@ int main(void)
     char *mem = malloc((size_t)N * 9000);
     /* piece size, gap: around the bridging budget, both sides of it */
     static const uint32_t cases[][2] = {
-        {16, 16},     {16, 48},     {200, 600},      {4096, 4096},    {4096, 0},
-        {2048, 2048}, {2047, 2049}, {2048, 2049},    {1, 4095},       {1, 4096},
-        {4096, 1},    {100, 10000}, {0, UINT32_MAX}, {0, UINT32_MAX},
+        {16, 16},
+        {16, 48},
+        {200, 600},
+        {4096, 4096},
+        {4096, 0},
+        {2048, 2048},
+        {2047, 2049},
+        {2048, 2049},
+        {1, 4095},
+        {1, 4096},
+        {4096, 1},
+        {100, 10000},
+        {0, UINT32_MAX},
+        {0, UINT32_MAX},
+        /* every length the small-piece copy treats apart: 1-3, 4-7, 8-16 */
+        {2, 7},
+        {3, 5},
+        {5, 11},
+        {7, 9},
+        {8, 8},
+        {12, 4},
+        {15, 17},
+        {17, 15},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         size_t used =

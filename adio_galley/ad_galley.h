@@ -55,6 +55,10 @@ typedef struct ADIOI_GALLEY_Pieces {
     int64_t nr, rcap;
     gfs_memseg *m;              /* memory segments, in access order */
     int64_t nm, mcap;
+    /* room for the first of each, so a contiguous call allocates nothing
+     * (r and m point here until they grow; never copy the struct) */
+    gfs_range r1;
+    gfs_memseg m1;
 } ADIOI_GALLEY_Pieces;
 void ADIOI_GALLEY_Pieces_free(ADIOI_GALLEY_Pieces * pc);
 

@@ -18,19 +18,23 @@
 #include "adio_extern.h"
 
 #include <errno.h>
+#include <string.h>
 
 /* a contiguous file range never ends */
 #define ADIO_OFFSET_MAX_LEFT ((ADIO_Offset) 1 << 62)
 
-/* Grow a list of el-byte items holding n to room for one more. */
-static int grow(void **v, int64_t n, int64_t * cap, size_t el)
+/* Grow a list of el-byte items holding n to room for one more; inl is
+ * its room inside the Pieces (never freed). */
+static int grow(void **v, int64_t n, int64_t * cap, size_t el, void *inl)
 {
     if (n < *cap)
         return 0;
-    int64_t c = *cap ? *cap * 2 : 64;
-    void *nv = ADIOI_Realloc(*v, el * c);
+    int64_t c = *cap > 32 ? *cap * 2 : 64;
+    void *nv = *v == inl ? ADIOI_Malloc(el * c) : ADIOI_Realloc(*v, el * c);
     if (!nv)
         return -ENOMEM;
+    if (*v == inl && n)
+        memcpy(nv, inl, el * n);
     *v = nv;
     *cap = c;
     return 0;
@@ -44,7 +48,7 @@ static int range_add(ADIOI_GALLEY_Pieces * pc, ADIO_Offset off, ADIO_Offset len)
         t->size += len;
         return 0;
     }
-    if (grow((void **) &pc->r, pc->nr, &pc->rcap, sizeof(*pc->r)))
+    if (grow((void **) &pc->r, pc->nr, &pc->rcap, sizeof(*pc->r), &pc->r1))
         return -ENOMEM;
     pc->r[pc->nr++] = (gfs_range) {
     .offset = off,.size = len};
@@ -59,7 +63,7 @@ static int seg_add(ADIOI_GALLEY_Pieces * pc, char *mem, ADIO_Offset len)
         t->size += len;
         return 0;
     }
-    if (grow((void **) &pc->m, pc->nm, &pc->mcap, sizeof(*pc->m)))
+    if (grow((void **) &pc->m, pc->nm, &pc->mcap, sizeof(*pc->m), &pc->m1))
         return -ENOMEM;
     pc->m[pc->nm++] = (gfs_memseg) {
     .addr = mem,.size = len};
@@ -68,9 +72,9 @@ static int seg_add(ADIOI_GALLEY_Pieces * pc, char *mem, ADIO_Offset len)
 
 void ADIOI_GALLEY_Pieces_free(ADIOI_GALLEY_Pieces * pc)
 {
-    if (pc->r)
+    if (pc->r && pc->r != &pc->r1)
         ADIOI_Free(pc->r);
-    if (pc->m)
+    if (pc->m && pc->m != &pc->m1)
         ADIOI_Free(pc->m);
     *pc = (ADIOI_GALLEY_Pieces) {
     0};
@@ -180,6 +184,9 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
     *end = file_ptr_type == ADIO_INDIVIDUAL ? fd->fp_ind : offset;
     if (want == 0)
         return 0;
+    pc->r = &pc->r1;
+    pc->m = &pc->m1;
+    pc->rcap = pc->mcap = 1;
 
     /* file side */
     int ft_contig;
@@ -214,6 +221,48 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
     if (!buf_contig) {
         fb = ADIOI_Flatten_and_find(datatype);
         MPI_Type_get_extent(datatype, &blb, &bext);
+    }
+    if (!fb && fc.flat) {
+        /* Memory contiguous, the view not: one memory segment, and the
+         * file blocks walked straight (the common strided case, where a
+         * call can name millions of small blocks), the ranges' room
+         * reserved once */
+        ADIOI_Flatlist_node *fl = fc.flat;
+        int64_t est = (want / ft_size + 2) * (int64_t) fl->count;
+        if (est > 64 && est < ((int64_t) 1 << 40)) {
+            gfs_range *r = ADIOI_Malloc(sizeof(*pc->r) * est);
+            if (r) {
+                pc->r = r;
+                pc->rcap = est;
+            }
+        }
+        int64_t done = 0;
+        ADIO_Offset last_end = *end;
+        while (done < want && !rc) {
+            ADIO_Offset foff = fc.disp + fc.tile * fc.extent + fl->indices[fc.blk] + fc.boff;
+            ADIO_Offset take = fl->blocklens[fc.blk] - fc.boff;
+            if (take > want - done)
+                take = want - done;
+            rc = range_add(pc, foff, take);
+            done += take;
+            last_end = foff + take;
+            fc.boff = 0;
+            do {        /* the next non-empty block (ft_size > 0: one is) */
+                if (++fc.blk == fl->count) {
+                    fc.blk = 0;
+                    fc.tile++;
+                }
+            } while (fl->blocklens[fc.blk] == 0);
+        }
+        if (!rc)
+            rc = seg_add(pc, (char *) buf, want);
+        if (rc) {
+            ADIOI_GALLEY_Pieces_free(pc);
+            return rc;
+        }
+        *total = want;
+        *end = last_end;
+        return 0;
     }
     int64_t j = 0;              /* instance of datatype */
     MPI_Count k = 0;            /* block within it */

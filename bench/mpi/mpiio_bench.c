@@ -25,7 +25,7 @@
  * worthless).
  *
  * usage: mpiexec -n P mpiio_bench -g galley:/bench -u ufs:/tmp/dir
- *                [-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING]
+ *                [-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING] [-w MS]
  *
  * -p runs only the rows whose "pattern record mode" contains SUBSTRING
  * (e.g. -p "16 B indep"), for profiling one row.
@@ -37,6 +37,12 @@
  * -c creates the -g target's files with hint galley_checksum=crc32c
  * (end-to-end checksums); with -u galley:/OTHER the baseline is the same
  * files without checksums on the same servers, in the same run.
+ * -w MS sleeps MS milliseconds on every rank after each delete of a
+ * repetition's file, before the next timed call: a delete's work (Galley
+ * reclaims a deleted file's subfiles in the background, and the servers'
+ * unlinks then free its cached pages) is then not timed as part of the
+ * next write, as a local unlink's is not (it is done when unlink returns).
+ *
  * -R N creates the -g target's files with hint galley_replicas=N (N
  * copies of every subfile); with -u galley:/OTHER the baseline is one
  * copy on the same servers, in the same run.
@@ -55,6 +61,18 @@ static const char *only;
 static const char *layout, *gal_target; /* -l, and the file it applies to */
 static int checksum;                    /* -c, for the same file */
 static const char *replicas;            /* -R, for the same file */
+static int settle_ms;                   /* -w */
+
+/* After a delete, before the next timed call: -w MS of sleep on every
+ * rank, so a delete's work (Galley reclaims a deleted file's subfiles in
+ * the background; the servers' unlinks then free its cached pages) is not
+ * timed as part of the next call, as a local unlink's is not. */
+static void settle(void)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (settle_ms > 0)
+        usleep((useconds_t)settle_ms * 1000);
+}
 
 /* Hints of a file of this run: galley_cb, and -l for the -g target. */
 static MPI_Info target_info(const char *path, const char *cb)
@@ -113,7 +131,7 @@ static result run(const char *path, int coll, long long rec, view_fn view,
         MPI_File fh;
         if (rank == 0)
             MPI_File_delete(path, MPI_INFO_NULL);
-        MPI_Barrier(MPI_COMM_WORLD);
+        settle();
         CHECK(MPI_File_open(MPI_COMM_WORLD, path,
                             MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh),
               "open");
@@ -158,6 +176,7 @@ static result run(const char *path, int coll, long long rec, view_fn view,
     }
     if (rank == 0)
         MPI_File_delete(path, MPI_INFO_NULL);
+    settle();
     free(wbuf);
     free(rbuf);
     return best;
@@ -249,7 +268,7 @@ static result run_calls(const char *base, int fpp, long long blk,
         MPI_File fh;
         if (fpp || rank == 0)
             MPI_File_delete(path, MPI_INFO_NULL);
-        MPI_Barrier(MPI_COMM_WORLD);
+        settle();
         MPI_Info info = target_info(base, NULL);
         CHECK(MPI_File_open(comm, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info,
                             &fh),
@@ -274,6 +293,7 @@ static result run_calls(const char *base, int fpp, long long blk,
     }
     if (fpp || rank == 0)
         MPI_File_delete(path, MPI_INFO_NULL);
+    settle();
     free(wbuf);
     free(rbuf);
     return best;
@@ -327,7 +347,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     const char *gal = "galley:/bench", *ufs = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "g:u:s:r:p:l:cR:")) != -1) {
+    while ((opt = getopt(argc, argv, "g:u:s:r:p:l:cR:w:")) != -1) {
         switch (opt) {
         case 'g':
             gal = optarg;
@@ -353,12 +373,15 @@ int main(int argc, char **argv)
         case 'R':
             replicas = optarg;
             break;
+        case 'w':
+            settle_ms = atoi(optarg);
+            break;
         default:
             if (rank == 0)
                 fprintf(stderr,
                         "usage: %s -g galley:/NAME -u ufs:/PATH "
                         "[-s BYTES_PER_RANK] [-r REPEATS] [-p SUBSTRING] "
-                        "[-l LAYOUT] [-c] [-R COPIES]\n",
+                        "[-l LAYOUT] [-c] [-R COPIES] [-w MS]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;

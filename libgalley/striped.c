@@ -1086,15 +1086,18 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
     uint64_t unit = (uint64_t)s->lay.unit;
     size_t cnt[GFS_MAX_SUBFILES], at[GFS_MAX_SUBFILES];
     split_count(&s->lay, pc, cnt, NULL);
-    bool want[GFS_MAX_SUBFILES] = {false};
-    for (unsigned i = 0; i < ns; i++)
+    /* arrays of GFS_MAX_SUBFILES, used (so set) for [0, ns) only: a 4 KiB
+     * call must not clear kilobytes of stack */
+    bool want[GFS_MAX_SUBFILES], failed[GFS_MAX_SUBFILES];
+    for (unsigned i = 0; i < ns; i++) {
         want[i] = cnt[i] > 0;
+        failed[i] = false;
+    }
     /* the forks it touches, opened; the first call of an op tries to open
      * every one at once (striped_ask_all then readies them all), but a
      * subfile it does not touch (its server down) fails it no more than
      * it would have failed a call that opened only what it touches */
     int rc = -1;
-    bool failed[GFS_MAX_SUBFILES] = {false};
     if (!(s->asked & (1u << op)))
         rc = st_forks(sid, s, NULL, failed);
     bool touched_failed = false; /* then that is the call's error: asking
@@ -1119,10 +1122,11 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         return -ENOMEM;
     /* each subfile's bytes, range and order, learnt while placing its
      * pieces (gc_xfer: shaped) */
-    uint64_t bytes[GFS_MAX_SUBFILES] = {0}, lo[GFS_MAX_SUBFILES],
-             hi[GFS_MAX_SUBFILES] = {0};
+    uint64_t bytes[GFS_MAX_SUBFILES], lo[GFS_MAX_SUBFILES],
+        hi[GFS_MAX_SUBFILES];
     bool ordered[GFS_MAX_SUBFILES];
     for (unsigned i = 0; i < ns; i++) {
+        bytes[i] = hi[i] = 0;
         lo[i] = UINT64_MAX;
         ordered[i] = true;
     }

@@ -190,7 +190,7 @@ PROGRAMS = {
     "contig": [], "noncontig": ["cases.c"], "views": [], "coll": ["cases.c"],
     "nonblock": ["cases.c"], "sharedfp": [], "atomicity": [], "sizes": [], "hints": [],
     "errors": [], "identity": [], "abi": [], "finalize": [],
-    "sharedfp_open": [], "collfail": [],
+    "sharedfp_open": [], "collfail": [], "sieve": [],
 }
 
 

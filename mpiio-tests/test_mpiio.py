@@ -66,6 +66,12 @@ REPL2 = ["-hint", "galley_replicas=2"]
 RUNS.append(("contig-repl2-np4", "contig", 4, REPL2, 300))
 RUNS.append(("coll-server-repl2-np4", "coll", 4, REPL2 + CB["server"] + SKIP_KNOWN, 900))
 RUNS.append(("noncontig-repl2-np2", "noncontig", 2, REPL2 + SKIP_KNOWN, 900))
+# independent strided reads both ways whatever their pieces' size
+# (ad_galley_read.c: by default only small pieces are sieved)
+RUNS.append(("noncontig-dsread-disable-np4", "noncontig", 4,
+             ["-hint", "romio_ds_read=disable"] + SKIP_KNOWN, 900))
+RUNS.append(("noncontig-dsread-enable-np2", "noncontig", 2,
+             ["-hint", "romio_ds_read=enable"] + SKIP_KNOWN, 900))
 
 
 @pytest.mark.parametrize("prog,n,args,timeout", [r[1:] for r in RUNS],
@@ -90,6 +96,48 @@ def test_close_at_finalize(mpi, progs, cluster, uniq, tmp_path, fs):
         cp = mpi.run(4, [progs["finalize"], "-fname", name, "-mode", mode],
                      mpi.env(cluster.cluster_file), 120)
         assert_no_errors(cp)
+
+
+# ---- independent strided reads: listed or sieved (ad_galley_read.c) -------
+
+def bytes_read(cluster):
+    """Bytes the servers have read for clients (local and remote columns of
+    `galley iostat`; direct clients' bytes arrive when they close)."""
+    cp = cluster.galley("iostat", check=True)
+    rows = [l.split() for l in cp.stdout.splitlines()[1:] if l.strip()]
+    return sum(int(r[4]) + int(r[5]) for r in rows)
+
+
+SPAN = 1 << 20
+
+
+@pytest.mark.parametrize("piece,hint,sieved", [
+    (16, None, True), (16, "disable", False), (16, "enable", True),
+    (4096, None, False), (4096, "enable", True), (200, "automatic", True)],
+    ids=["16B-auto", "16B-disable", "16B-enable", "4KB-auto", "4KB-enable",
+         "200B-automatic"])
+def test_strided_reads_listed_or_sieved(mpi, progs, cluster, uniq, piece, hint, sieved):
+    """Four ranks read interleaved blocks through a view, the whole file
+    and then a file that ends inside the view: every byte and count is
+    checked (sieve.c), whichever way the driver reads.  The way is seen in
+    the servers' read counters: sieving reads each rank's whole span (4x
+    the blocks here), a list only the blocks.  romio_ds_read decides
+    (disable: list, enable: sieve); by default pieces of at most 1 KiB are
+    sieved."""
+    args = ["-piece", piece, "-span", SPAN]
+    if hint:
+        args += ["-hint", "romio_ds_read=" + hint]
+    before = bytes_read(cluster)
+    cp = mpi.run(4, [progs["sieve"], "-fname", "galley:%s/s" % uniq] + args,
+                 mpi.env(cluster.cluster_file), 120)
+    assert_no_errors(cp)
+    read = bytes_read(cluster) - before
+    # listed: the blocks, SPAN then SPAN / 2 in all; sieved: each rank its
+    # span, 4 * SPAN, then at least 4 * SPAN / 2 (before the end of file)
+    if sieved:
+        assert read >= 5 * SPAN, (read, SPAN)
+    else:
+        assert SPAN <= read <= 2.5 * SPAN, (read, SPAN)
 
 
 # ---- baseline: the same programs on ufs: (checks the programs themselves) --

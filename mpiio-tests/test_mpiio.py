@@ -111,20 +111,23 @@ def bytes_read(cluster):
 SPAN = 1 << 20
 
 
-@pytest.mark.parametrize("piece,hint,sieved", [
-    (16, None, True), (16, "disable", False), (16, "enable", True),
-    (4096, None, False), (4096, "enable", True), (200, "automatic", True)],
+@pytest.mark.parametrize("piece,span,hint,sieved", [
+    (16, SPAN, None, True), (16, SPAN, "disable", False), (16, SPAN, "enable", True),
+    (4096, SPAN, None, False), (4096, SPAN, "enable", True),
+    (200, SPAN, "automatic", True), (16, 2048, None, False), (16, 2048, "enable", True)],
     ids=["16B-auto", "16B-disable", "16B-enable", "4KB-auto", "4KB-enable",
-         "200B-automatic"])
-def test_strided_reads_listed_or_sieved(mpi, progs, cluster, uniq, piece, hint, sieved):
+         "200B-automatic", "16B-few-auto", "16B-few-enable"])
+def test_strided_reads_listed_or_sieved(mpi, progs, cluster, uniq, piece, span, hint,
+                                        sieved):
     """Four ranks read interleaved blocks through a view, the whole file
     and then a file that ends inside the view: every byte and count is
     checked (sieve.c), whichever way the driver reads.  The way is seen in
     the servers' read counters: sieving reads each rank's whole span (4x
     the blocks here), a list only the blocks.  romio_ds_read decides
     (disable: list, enable: sieve); by default pieces of at most 1 KiB are
-    sieved."""
-    args = ["-piece", piece, "-span", SPAN]
+    sieved when a call names at least 64 of them (32 per rank here at a
+    span of 2 KiB: listed)."""
+    args = ["-piece", piece, "-span", span]
     if hint:
         args += ["-hint", "romio_ds_read=" + hint]
     before = bytes_read(cluster)
@@ -132,12 +135,12 @@ def test_strided_reads_listed_or_sieved(mpi, progs, cluster, uniq, piece, hint, 
                  mpi.env(cluster.cluster_file), 120)
     assert_no_errors(cp)
     read = bytes_read(cluster) - before
-    # listed: the blocks, SPAN then SPAN / 2 in all; sieved: each rank its
-    # span, 4 * SPAN, then at least 4 * SPAN / 2 (before the end of file)
+    # listed: the blocks, span then span / 2 in all; sieved: each rank its
+    # span, 4 * span, then at least 4 * span / 2 (before the end of file)
     if sieved:
-        assert read >= 5 * SPAN, (read, SPAN)
+        assert read >= 5 * span, (read, span)
     else:
-        assert SPAN <= read <= 2.5 * SPAN, (read, SPAN)
+        assert span <= read <= 2.5 * span, (read, span)
 
 
 # ---- baseline: the same programs on ufs: (checks the programs themselves) --

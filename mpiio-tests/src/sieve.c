@@ -57,7 +57,8 @@ int main(int argc, char **argv)
     char name[MT_NAME_MAX];
     mt_name(name, "sieve");
     MPI_File fh;
-    if (mt_fresh(MPI_COMM_WORLD, name, MPI_MODE_RDWR, MPI_INFO_NULL, &fh) == 0) {
+    if (mt_fresh(MPI_COMM_WORLD, name, MPI_MODE_RDWR, MPI_INFO_NULL, &fh) ==
+        0) {
         mt_begin("whole file");
         unsigned char *all = malloc(span);
         mt_fill_pat(all, span, 7, 0);

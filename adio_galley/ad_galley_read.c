@@ -67,9 +67,8 @@ static int sieved(ADIO_File fd, int count, MPI_Datatype datatype)
         blocks += flat->blocklens[b] > 0;
     if (blocks == 0)
         return 0;
-    MPI_Count mean = size / blocks;     /* 0 for pieces under a byte on average */
-    return mean <= ADIOI_GALLEY_SIEVE_PIECE &&
-        bufsize * count >= ADIOI_GALLEY_SIEVE_CALL * (mean ? mean : 1);
+    MPI_Count mean = size / blocks;     /* >= 1: every block counted has a byte */
+    return mean <= ADIOI_GALLEY_SIEVE_PIECE && bufsize * count >= ADIOI_GALLEY_SIEVE_CALL * mean;
 }
 
 void ADIOI_GALLEY_ReadStrided(ADIO_File fd, void *buf, int count,

@@ -170,4 +170,28 @@ void gc_conn_address(const gc_conn *c, int *server, const char **host,
 void gc_direct_release(int server, uint64_t fkid);
 void gc_direct_shutdown(void);
 
+/* A striped open's reader (transport_direct.c, "readers"): its forks'
+ * descriptors, duplicated from the direct grants this process holds, for
+ * single-range reads that skip the op machinery (striped.c: fast_read).
+ * Built for forks (servers[i], fkids[i]) [0, n) (server -1: none); NULL
+ * when none is held. */
+typedef struct gc_dreader gc_dreader;
+gc_dreader *gc_direct_reader(const int *servers, const uint64_t *fkids,
+                             size_t n);
+/* Exactly len bytes of fork i at off into buf: 0, or GC_DECLINE (not
+ * held, too large, grants forgotten, or fewer bytes there: the op path
+ * reads it).  Between pin and unpin, which the owner's table lock orders
+ * before free. */
+int gc_direct_reader_read(gc_dreader *r, size_t i, uint64_t off, void *buf,
+                          uint64_t len);
+/* Bytes read through fork i, for the server's IO_STATS. */
+void gc_direct_reader_count(gc_dreader *r, size_t i, uint64_t bytes);
+void gc_direct_reader_pin(gc_dreader *r);
+void gc_direct_reader_unpin(gc_dreader *r);
+/* Every fork held, and no grant forgotten since it was built? */
+bool gc_direct_reader_whole(const gc_dreader *r);
+/* Waits for reads in flight; adds its bytes to the grants (before their
+ * forks close: gc_direct_release reports them). */
+void gc_direct_reader_free(gc_dreader *r);
+
 #endif /* GALLEY_TRANSPORT_H */

@@ -83,7 +83,9 @@
 #include "gsend.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -163,13 +165,21 @@ typedef struct dchan {
  * per request would cost a fifth of a 4 KiB pwrite). */
 #define GC_DIRECT_CHECK_NS 1000000ull
 
+struct gc_dreader; /* readers, below */
+
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t idle; /* a grant's inuse dropped to 0 */
     dgrant *grants;
     dchan *chan; /* by server */
     int nchan;
-} D = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0};
+    /* raised (atomically, under lock) whenever a server's grants are
+     * forgotten: a reader built before holds descriptors the server no
+     * longer counts as granted, and stops reading through them */
+    uint64_t epoch;
+    struct gc_dreader *readers; /* every live reader (a child closes
+                                 * its copies of their descriptors) */
+} D = {.lock = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
 
 /* ------------------------------------------------------ grant channel -- */
 
@@ -282,6 +292,7 @@ static int chan_auth_call(void *arg, uint16_t op, const gp_wbuf *w,
  * released them).  Waits for requests still using them. */
 static void forget_server_locked(int server)
 {
+    __atomic_add_fetch(&D.epoch, 1, __ATOMIC_RELEASE);
     for (;;) {
         dgrant *g = D.grants;
         while (g && g->server != server)
@@ -305,6 +316,9 @@ static void forget_server_locked(int server)
         grant_free(g);
     }
 }
+
+/* Readers (below): a child after fork() closes its copies. */
+static void readers_forget_all(void);
 
 /* A child after fork() starts with no grants and no channels: its copies
  * of the descriptors are closed (the parent's stay open), and it never
@@ -346,6 +360,7 @@ static void atfork_child(void)
             close(g->cfd);
         grant_free(g);
     }
+    readers_forget_all();
     chans_close_all();
 }
 
@@ -354,6 +369,24 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void atfork_register(void)
 {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* Is server's grant channel still up?  Looked at once per
+ * GC_DIRECT_CHECK_NS: grants live as long as the channel, and a server
+ * that restarted knows nothing of ours, so they must be asked for again
+ * (the channel closed and its grants forgotten here). */
+static void chan_check_locked(int server, uint64_t now)
+{
+    dchan *ch = server < D.nchan ? &D.chan[server] : NULL;
+    if (!ch || ch->fd < 0 || now - ch->checked_ns < GC_DIRECT_CHECK_NS)
+        return;
+    ch->checked_ns = now;
+    struct pollfd p = {.fd = ch->fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        close(ch->fd);
+        ch->fd = -1;
+        forget_server_locked(server);
+    }
 }
 
 /* Server's grant channel, connected and authenticated; NULL with *rc. */
@@ -375,19 +408,7 @@ static dchan *chan_get_locked(gc_conn *c, int *rc)
         D.nchan = n;
     }
     dchan *ch = &D.chan[server];
-    uint64_t now = g_now_ns();
-    if (ch->fd >= 0 && now - ch->checked_ns >= GC_DIRECT_CHECK_NS) {
-        /* grants live as long as the channel: a server that restarted
-         * knows nothing of ours, so they must be asked for again */
-        ch->checked_ns = now;
-        struct pollfd p = {.fd = ch->fd, .events = POLLRDHUP};
-        if (poll(&p, 1, 0) > 0 &&
-            (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-            close(ch->fd);
-            ch->fd = -1;
-            forget_server_locked(server);
-        }
-    }
+    chan_check_locked(server, g_now_ns());
     if (ch->fd < 0) {
         *rc = gc_dial_local(host, port, &ch->fd);
         if (*rc)
@@ -666,6 +687,192 @@ void gc_direct_shutdown(void)
     }
     chans_close_all();
     pthread_mutex_unlock(&D.lock);
+}
+
+/* ------------------------------------------------------------ readers -- */
+/*
+ * A reader: the descriptors of a striped open's forks, for its
+ * single-range reads (striped.c: fast_read).  A 4 KiB read that goes
+ * through an op -- the pieces placed per subfile, a transfer, its
+ * grant pinned and released under D.lock, the result worked out from
+ * the fork sizes -- costs about as much again as the pread that moves
+ * its bytes (bench/README.md, issue 24 round 9); a reader's read is that
+ * pread and nothing else that takes a lock.
+ *
+ * Its descriptors are this process's own duplicates of its grants' (the
+ * writable one where held: the same file either way), made when the
+ * reader is built and closed when it is freed, so a grant closed or
+ * forgotten meanwhile never leaves a reader with a descriptor number that
+ * now names another file.  The rules that keep it as correct as a
+ * grant's read (direct_xfer):
+ *   - reads only: the server's cache is write-through, so the file holds
+ *     every write it acknowledged (servers/direct.c), and direct writes
+ *     are in the file when they return;
+ *   - a read of exactly the bytes asked for, or it declines (the op path
+ *     then reads again and says where the file ends: a short pread is
+ *     the fork's end, and a striped file's end depends on all of them);
+ *   - not for checksummed forks (their reads check CRCs: csfile.h);
+ *   - the grant channel is looked at as often as direct_xfer looks
+ *     (GC_DIRECT_CHECK_NS), and when any server's grants are forgotten
+ *     (D.epoch) every reader built before declines until rebuilt;
+ *   - its bytes are counted, and added to the grant's at free, so the
+ *     server's IO_STATS get them at the fork's release, as direct_xfer's;
+ *   - a child after fork() closes its copies (atfork_child): its reads
+ *     decline and go the server path, as every child's.
+ */
+typedef struct gc_dreader {
+    struct gc_dreader *next; /* D.readers */
+    uint64_t epoch;          /* D.epoch when built */
+    uint64_t checked_ns;     /* when the channels were last looked at */
+    int inuse;               /* reads in flight (gc_direct_reader_pin) */
+    size_t n;
+    struct dread_fork {
+        int server;
+        uint64_t fkid;
+        int fd; /* -1: none (not granted, checksummed) */
+        uint64_t base;
+        uint64_t bytes; /* read through it, not yet added to the grant */
+    } f[];
+} gc_dreader;
+
+/* Larger reads take the op path (a pread may return less than asked for
+ * over 2 GiB). */
+#define GC_DREAD_MAX (1ull << 30)
+
+gc_dreader *gc_direct_reader(const int *servers, const uint64_t *fkids,
+                             size_t n)
+{
+    gc_dreader *r = calloc(1, sizeof(*r) + n * sizeof(r->f[0]));
+    if (!r)
+        return NULL;
+    size_t held = 0;
+    pthread_mutex_lock(&D.lock);
+    r->epoch = D.epoch;
+    r->checked_ns = g_now_ns();
+    r->n = n;
+    for (size_t i = 0; i < n; i++) {
+        dgrant *g =
+            servers[i] >= 0 ? grant_find_locked(servers[i], fkids[i]) : NULL;
+        int fd = !g || g->cs ? -1 : g->wfd >= 0 ? g->wfd : g->rfd;
+        r->f[i] = (struct dread_fork){
+            .server = servers[i],
+            .fkid = fkids[i],
+            .fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1,
+            .base = g ? g->base : 0};
+        held += r->f[i].fd >= 0;
+    }
+    if (held) {
+        r->next = D.readers;
+        D.readers = r;
+    }
+    pthread_mutex_unlock(&D.lock);
+    if (!held) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* The channels of r's servers looked at (chan_check_locked): is r still
+ * good? */
+static bool reader_check(gc_dreader *r, uint64_t now)
+{
+    pthread_mutex_lock(&D.lock);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->f[i].fd >= 0)
+            chan_check_locked(r->f[i].server, now);
+    __atomic_store_n(&r->checked_ns, now, __ATOMIC_RELAXED);
+    bool ok = D.epoch == r->epoch;
+    pthread_mutex_unlock(&D.lock);
+    return ok;
+}
+
+int gc_direct_reader_read(gc_dreader *r, size_t i, uint64_t off, void *buf,
+                          uint64_t len)
+{
+    const struct dread_fork *f = &r->f[i];
+    if (f->fd < 0 || len > GC_DREAD_MAX || off > GP_MAX_OFFSET ||
+        __atomic_load_n(&D.epoch, __ATOMIC_ACQUIRE) != r->epoch)
+        return GC_DECLINE;
+    uint64_t now = g_now_ns();
+    if (now - __atomic_load_n(&r->checked_ns, __ATOMIC_RELAXED) >=
+            GC_DIRECT_CHECK_NS &&
+        !reader_check(r, now))
+        return GC_DECLINE;
+    ssize_t got = pread(f->fd, buf, (size_t)len, (off_t)(f->base + off));
+    return got == (ssize_t)len ? 0 : GC_DECLINE;
+}
+
+void gc_direct_reader_count(gc_dreader *r, size_t i, uint64_t bytes)
+{
+    __atomic_add_fetch(&r->f[i].bytes, bytes, __ATOMIC_RELAXED);
+}
+
+void gc_direct_reader_pin(gc_dreader *r)
+{
+    __atomic_add_fetch(&r->inuse, 1, __ATOMIC_ACQUIRE);
+}
+
+void gc_direct_reader_unpin(gc_dreader *r)
+{
+    __atomic_sub_fetch(&r->inuse, 1, __ATOMIC_RELEASE);
+}
+
+bool gc_direct_reader_whole(const gc_dreader *r)
+{
+    if (__atomic_load_n(&D.epoch, __ATOMIC_ACQUIRE) != r->epoch)
+        return false;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->f[i].fd < 0)
+            return false;
+    return true;
+}
+
+/* Its descriptors closed, its bytes dropped (D.lock held, or the only
+ * thread: a child after fork). */
+static void readers_forget(gc_dreader *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->f[i].fd >= 0)
+            close(r->f[i].fd);
+        r->f[i].fd = -1;
+        r->f[i].bytes = 0;
+    }
+}
+
+static void readers_forget_all(void)
+{
+    for (gc_dreader *r = D.readers; r; r = r->next) {
+        readers_forget(r);
+        r->inuse = 0; /* the threads that had it pinned are not here */
+    }
+}
+
+void gc_direct_reader_free(gc_dreader *r)
+{
+    if (!r)
+        return;
+    /* unpinned by now, but for a read in flight on another thread (whose
+     * pread ends in microseconds) */
+    while (__atomic_load_n(&r->inuse, __ATOMIC_ACQUIRE))
+        sched_yield();
+    pthread_mutex_lock(&D.lock);
+    gc_dreader **pp = &D.readers;
+    while (*pp && *pp != r)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = r->next;
+    for (size_t i = 0; i < r->n; i++) {
+        dgrant *g = r->f[i].bytes
+                        ? grant_find_locked(r->f[i].server, r->f[i].fkid)
+                        : NULL;
+        if (g)
+            g->read += r->f[i].bytes; /* reported at its release */
+        r->f[i].bytes = 0;
+    }
+    readers_forget(r);
+    pthread_mutex_unlock(&D.lock);
+    free(r);
 }
 
 /* -------------------------------------------------------------- data -- */

@@ -234,6 +234,44 @@ for line in sys.stdin:
         buf = ctypes.create_string_buffer(a[1])
         n = g.gfs_striped_read(sid, a[0], buf, a[1])
         say("ok %d %s" % (n, hashlib.sha1(buf.raw[:max(n, 0)]).hexdigest()))
+    elif cmd == "sreads":  # off len count: count reads of len bytes in
+        # turn from off, each one call: bytes in all and their digest
+        g.gfs_striped_read.restype = ctypes.c_int64
+        g.gfs_striped_read.argtypes = [ctypes.c_int, ctypes.c_int64,
+                                       ctypes.c_void_p, ctypes.c_int64]
+        buf = ctypes.create_string_buffer(a[1])
+        h, total = hashlib.sha1(), 0
+        for i in range(a[2]):
+            n = g.gfs_striped_read(sid, a[0] + i * a[1], buf, a[1])
+            if n < 0:
+                total = n
+                break
+            h.update(buf.raw[:n])
+            total += n
+        say("ok %d %s" % (total, h.hexdigest()))
+    elif cmd == "sforkread":  # off len: read in a child after fork()
+        g.gfs_striped_read.restype = ctypes.c_int64
+        g.gfs_striped_read.argtypes = [ctypes.c_int, ctypes.c_int64,
+                                       ctypes.c_void_p, ctypes.c_int64]
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            buf = ctypes.create_string_buffer(a[1])
+            n = g.gfs_striped_read(sid, a[0], buf, a[1])
+            fds = sum(1 for f in os.listdir("/proc/self/fd")
+                      if "/sub/" in (os.readlink("/proc/self/fd/" + f)
+                                     if os.path.exists("/proc/self/fd/" + f)
+                                     else ""))
+            os.write(w, ("%d %s %d" % (n, hashlib.sha1(
+                buf.raw[:max(n, 0)]).hexdigest(), fds)).encode())
+            os._exit(0)
+        os.close(w)
+        out = os.read(r, 200).decode()
+        os.waitpid(pid, 0)
+        say("ok " + out)
+    elif cmd == "struncate":
+        g.gfs_striped_truncate.argtypes = [ctypes.c_int, ctypes.c_int64]
+        say("ok %d" % g.gfs_striped_truncate(sid, a[0]))
     elif cmd == "sclose":
         say("ok %d" % g.gfs_striped_close(sid))
     elif cmd == "close":
@@ -776,6 +814,62 @@ def rec_bytes(nrec, rs, npr, ph, gen, head=b""):
         r = (i + (gen << 24)).to_bytes(4, "little") * (rs // 4 + 1)
         out[i * rs:(i + 1) * rs] = r[:rs]
     return out
+
+
+def test_striped_single_range_reads_fresh_and_counted(cluster, workers,
+                                                      uniq):
+    """Single-range reads of a striped file whose subfiles a direct client
+    holds are preads on the fork files (striped.c: fast_read, after the
+    first read built the open's reader): they see every write the server
+    acknowledged right after it, a range over two subfiles, the file's end
+    after a truncate (a short count, not stale bytes), holes as zeros;
+    a child after fork() reads through the server with none of the
+    parent's descriptors; and the bytes they moved reach IO_STATS."""
+    import hashlib
+    name = "/%s" % uniq
+    n, unit = cluster.n, 65536
+    d, t = workers("direct"), workers("tcp")
+    t("sopen", name, n)
+    d("sopen", name, n)
+    size = 2 * n * unit
+    t("sw", 0, size, 1)
+    d("sread", 0, 4096)  # the op path: grants, then the reader
+    for k in range(3 * n):  # every subfile, rewritten after each read
+        off = (k * unit + 4096 * (k % 5)) % size
+        assert d("sread", off, 4096) == t("sread", off, 4096)
+        t("sw", off, 4096, 50 + k)
+        got = d("sread", off, 4096)
+        assert got == ["4096", hashlib.sha1(bytes([50 + k]) * 4096)
+                       .hexdigest()], (k, got)
+    # across a stripe unit: the end of subfile 0's unit, subfile 1's start
+    assert d("sread", unit - 100, 200) == t("sread", unit - 100, 200)
+    # the end of the file moves under the reader
+    d("sread", size - 4096, 4096)
+    assert t.int("struncate", size - 1000) == 0
+    assert d("sread", size - 4096, 4096)[0] == "3096"
+    assert d("sread", size, 4096)[0] == "0"
+    t("sw", size + 10000, 10, 9)  # a hole before it: zeros
+    got = d("sread", size - 1000, 11010)
+    want = t("sread", size - 1000, 11010)
+    assert got == want == ["11010", hashlib.sha1(bytes(11000) + bytes([9]) *
+                                                 10).hexdigest()], got
+    # a child after fork(): the server path, none of our descriptors
+    n_fds = d.int("fds")
+    assert n_fds >= n
+    child = d("sforkread", 4096, 4096)
+    assert child[:2] == t("sread", 4096, 4096) and child[2] == "0", child
+    assert d.int("fds") == n_fds
+    # counted: 512 reads of 4 KiB after the reader was built
+    before = iostat(cluster)
+    calls = 512
+    got = d("sreads", 0, 4096, calls)
+    assert got == t("sreads", 0, 4096, calls)
+    d("sclose")
+    assert d.int("fds") == 0
+    after = iostat(cluster)
+    rl = sum(after[s][2] - before[s][2] for s in after)
+    # d's reads (and t's, through the server): at least d's all counted
+    assert rl >= calls * 4096 * 2, (before, after)
 
 
 # ----------------------------------------------------- delete, truncate ----

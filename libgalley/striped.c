@@ -1251,10 +1251,30 @@ static int64_t local_read_result(gc_op *o)
  * forgotten, and freed at close.
  */
 #define GC_FAST_REBUILD_NS 10000000ull
+/* A range over more stripe units than this takes the op, whose direct
+ * read is one preadv per subfile: one process reading a 4-subfile file
+ * in calls of 4 KiB took 0.98 us here against 1.33 through the op (and
+ * 0.83 on ufs:), 47008 B 7.6 against 8.4 us, 256 KiB 32-34 against
+ * 35-37 us; 1 MiB (16 units) 127 us either way; 32 MiB 4.3-5.3 ms here
+ * against 4.1-4.2 ms through the op. */
+#define GC_FAST_UNITS 16
+
+/* GALLEY_FAST_READ=0 sends them all through the op (for measuring) */
+static bool fast_on(void)
+{
+    static int v; /* 0: not read yet, 1 off, 2 on */
+    int m = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (!m) {
+        const char *t = getenv("GALLEY_FAST_READ");
+        m = t && *t == '0' ? 1 : 2;
+        __atomic_store_n(&v, m, __ATOMIC_RELAXED);
+    }
+    return m == 2;
+}
 
 static int fast_read(int sid, int64_t off, void *buf, int64_t len)
 {
-    if (off < 0 || len <= 0 || (uint64_t)off > GP_MAX_OFFSET ||
+    if (!fast_on() || off < 0 || len <= 0 || (uint64_t)off > GP_MAX_OFFSET ||
         (uint64_t)len > GP_MAX_OFFSET - (uint64_t)off)
         return GC_DECLINE;
     pthread_mutex_lock(&st_lock);
@@ -1268,26 +1288,29 @@ static int fast_read(int sid, int64_t off, void *buf, int64_t len)
     pthread_mutex_unlock(&st_lock);
     if (!r)
         return GC_DECLINE;
-    int rc = 0;
-    for (int pass = 0; pass < 2 && !rc; pass++) { /* read, then count */
-        gl_cursor gc =
-            gl_cursor_init((uint64_t)lay.unit, (unsigned)lay.nsubfiles);
-        uint64_t x = (uint64_t)off, left = (uint64_t)len;
-        char *mem = buf;
-        while (left && !rc) {
-            uint64_t foff, n;
-            unsigned sub = gl_cursor_locate(&gc, x, &foff, &n);
-            if (n > left)
-                n = left;
-            if (pass == 0)
-                rc = gc_direct_reader_read(r, sub, foff, mem, n);
-            else
-                gc_direct_reader_count(r, sub, n);
-            x += n;
-            mem += n;
-            left -= n;
-        }
+    uint64_t unit = (uint64_t)lay.unit, first = (uint64_t)off / unit,
+             last = ((uint64_t)off + (uint64_t)len - 1) / unit;
+    int rc = last - first < GC_FAST_UNITS ? 0 : GC_DECLINE;
+    unsigned subs[GC_FAST_UNITS];
+    uint64_t lens[GC_FAST_UNITS];
+    size_t np = 0;
+    gl_cursor gc = gl_cursor_init(unit, (unsigned)lay.nsubfiles);
+    uint64_t x = (uint64_t)off, left = (uint64_t)len;
+    char *mem = buf;
+    while (left && !rc) {
+        uint64_t foff, n;
+        unsigned sub = gl_cursor_locate(&gc, x, &foff, &n);
+        if (n > left)
+            n = left;
+        rc = gc_direct_reader_read(r, sub, foff, mem, n);
+        subs[np] = sub;
+        lens[np++] = n;
+        x += n;
+        mem += n;
+        left -= n;
     }
+    for (size_t i = 0; i < np && !rc; i++) /* all read: counted */
+        gc_direct_reader_count(r, subs[i], lens[i]);
     gc_direct_reader_unpin(r);
     return rc;
 }

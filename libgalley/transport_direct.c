@@ -735,6 +735,16 @@ typedef struct gc_dreader {
     } f[];
 } gc_dreader;
 
+/* A reader's clock: the kernel's tick-grained one, a fraction of the
+ * precise clock's cost on every read (GC_DIRECT_CHECK_NS then means
+ * "at the first tick after"). */
+static uint64_t coarse_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 /* Larger reads take the op path (a pread may return less than asked for
  * over 2 GiB). */
 #define GC_DREAD_MAX (1ull << 30)
@@ -748,7 +758,7 @@ gc_dreader *gc_direct_reader(const int *servers, const uint64_t *fkids,
     size_t held = 0;
     pthread_mutex_lock(&D.lock);
     r->epoch = D.epoch;
-    r->checked_ns = g_now_ns();
+    r->checked_ns = coarse_now_ns();
     r->n = n;
     for (size_t i = 0; i < n; i++) {
         dgrant *g =
@@ -778,9 +788,10 @@ gc_dreader *gc_direct_reader(const int *servers, const uint64_t *fkids,
 static bool reader_check(gc_dreader *r, uint64_t now)
 {
     pthread_mutex_lock(&D.lock);
+    uint64_t precise = g_now_ns(); /* the channels' clock */
     for (size_t i = 0; i < r->n; i++)
         if (r->f[i].fd >= 0)
-            chan_check_locked(r->f[i].server, now);
+            chan_check_locked(r->f[i].server, precise);
     __atomic_store_n(&r->checked_ns, now, __ATOMIC_RELAXED);
     bool ok = D.epoch == r->epoch;
     pthread_mutex_unlock(&D.lock);
@@ -794,7 +805,7 @@ int gc_direct_reader_read(gc_dreader *r, size_t i, uint64_t off, void *buf,
     if (f->fd < 0 || len > GC_DREAD_MAX || off > GP_MAX_OFFSET ||
         __atomic_load_n(&D.epoch, __ATOMIC_ACQUIRE) != r->epoch)
         return GC_DECLINE;
-    uint64_t now = g_now_ns();
+    uint64_t now = coarse_now_ns();
     if (now - __atomic_load_n(&r->checked_ns, __ATOMIC_RELAXED) >=
             GC_DIRECT_CHECK_NS &&
         !reader_check(r, now))

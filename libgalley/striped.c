@@ -1320,7 +1320,7 @@ static int fast_read(int sid, int64_t off, void *buf, int64_t len)
 static void fast_build(int sid)
 {
     gc_striped s;
-    if (st_get(sid, &s) || s.loc)
+    if (!fast_on() || st_get(sid, &s) || s.loc)
         return;
     pthread_mutex_lock(&st_lock); /* rd is freed only after the table
                                    * lets go of it */

@@ -63,6 +63,17 @@ static int env_transport(void)
     return -EINVAL;
 }
 
+bool gc_env_on(int *cache, const char *name)
+{
+    int m = __atomic_load_n(cache, __ATOMIC_RELAXED); /* 1 off, 2 on */
+    if (!m) {
+        const char *t = getenv(name);
+        m = t && *t == '0' ? 1 : 2;
+        __atomic_store_n(cache, m, __ATOMIC_RELAXED);
+    }
+    return m == 2;
+}
+
 static int env_spin_us(void)
 {
     const char *t = getenv("GALLEY_SPIN_US");

@@ -103,9 +103,7 @@ static int group_add(int kid, int op, int64_t offset, void *buf, int64_t size)
     int rc = gc_fork_get(kid, &k);
     if (rc)
         return rc;
-    if (offset < 0 || size < 0 || (size && !buf) ||
-        (uint64_t)offset > GP_MAX_OFFSET ||
-        (uint64_t)size > GP_MAX_OFFSET - (uint64_t)offset)
+    if (!gc_range_ok(offset, size) || (size && !buf))
         return -EINVAL;
     pthread_mutex_lock(&g_lock);
     group_init();

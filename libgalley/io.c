@@ -505,12 +505,6 @@ int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
 
 /* ---------------------------------------------------------- fork I/O --- */
 
-static bool range_ok(int64_t off, int64_t size)
-{
-    return off >= 0 && size >= 0 && (uint64_t)off <= GP_MAX_OFFSET &&
-           (uint64_t)size <= GP_MAX_OFFSET - (uint64_t)off;
-}
-
 /* Prepare list I/O on a fork (shared by gfs_listio and gfs_nb_listio). */
 int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
                    const gfs_list_entry *entries, void *buf)
@@ -525,7 +519,7 @@ int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
     int64_t total = 0;
     for (int64_t i = 0; i < n; i++) {
         const gfs_list_entry *e = &entries[i];
-        if (!range_ok(e->file_offset, e->size) || e->mem_offset < 0 ||
+        if (!gc_range_ok(e->file_offset, e->size) || e->mem_offset < 0 ||
             (e->size && !buf)) {
             free(p);
             return -EINVAL;
@@ -542,7 +536,7 @@ int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
 int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
                int64_t size)
 {
-    if (!range_ok(offset, size) || (size && !buf))
+    if (!gc_range_ok(offset, size) || (size && !buf))
         return -EINVAL;
     gx_ext *p = malloc(sizeof(*p));
     if (!p)
@@ -584,7 +578,7 @@ int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
     for (int i = 0; i < n && !rc; i++) {
         gc_fork k;
         rc = gc_fork_get(kids[i], &k);
-        if (!rc && !range_ok(offs[i], len))
+        if (!rc && !gc_range_ok(offs[i], len))
             rc = -EINVAL;
         p[i] = (gx_ext){
             (uint64_t)offs[i], (uint64_t)len, {buf + (size_t)i * (size_t)len}};

@@ -27,15 +27,6 @@ gc_pieces gc_pieces_ranges(int64_t nr, const gfs_range *r)
     return (gc_pieces){.nr = nr, .r = r, .count_only = true};
 }
 
-/* A file range a request may name: 0 or -EINVAL. */
-static int range_ok(int64_t off, int64_t size)
-{
-    if (off < 0 || size < 0 || (uint64_t)off > GP_MAX_OFFSET ||
-        (uint64_t)size > GP_MAX_OFFSET - (uint64_t)off)
-        return -EINVAL;
-    return 0;
-}
-
 int gc_pieces_check(const gc_pieces *p, int64_t *total)
 {
     int64_t t = 0, m = 0;
@@ -45,7 +36,7 @@ int gc_pieces_check(const gc_pieces *p, int64_t *total)
     for (int64_t i = 0; i < p->nr; i++) {
         int64_t off = p->e ? p->e[i].file_offset : p->r[i].offset;
         int64_t size = p->e ? p->e[i].size : p->r[i].size;
-        if (range_ok(off, size) ||
+        if (!gc_range_ok(off, size) ||
             (p->e && (p->e[i].mem_offset < 0 || (size && !p->buf))))
             return -EINVAL;
         t += size;

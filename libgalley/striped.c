@@ -1262,20 +1262,13 @@ static int64_t local_read_result(gc_op *o)
 /* GALLEY_FAST_READ=0 sends them all through the op (for measuring) */
 static bool fast_on(void)
 {
-    static int v; /* 0: not read yet, 1 off, 2 on */
-    int m = __atomic_load_n(&v, __ATOMIC_RELAXED);
-    if (!m) {
-        const char *t = getenv("GALLEY_FAST_READ");
-        m = t && *t == '0' ? 1 : 2;
-        __atomic_store_n(&v, m, __ATOMIC_RELAXED);
-    }
-    return m == 2;
+    static int v;
+    return gc_env_on(&v, "GALLEY_FAST_READ");
 }
 
 static int fast_read(int sid, int64_t off, void *buf, int64_t len)
 {
-    if (!fast_on() || off < 0 || len <= 0 || (uint64_t)off > GP_MAX_OFFSET ||
-        (uint64_t)len > GP_MAX_OFFSET - (uint64_t)off)
+    if (!fast_on() || len <= 0 || !gc_range_ok(off, len))
         return GC_DECLINE;
     pthread_mutex_lock(&st_lock);
     gc_striped *t = gc_idtab_at(&st_tab, sid);

@@ -116,14 +116,8 @@ static uint64_t write_min(void)
  * (for measuring) */
 static bool sieve_on(void)
 {
-    static int v; /* 0: not read yet, 1 off, 2 on */
-    int m = __atomic_load_n(&v, __ATOMIC_RELAXED);
-    if (!m) {
-        const char *t = getenv("GALLEY_DIRECT_SIEVE");
-        m = t && *t == '0' ? 1 : 2;
-        __atomic_store_n(&v, m, __ATOMIC_RELAXED);
-    }
-    return m == 2;
+    static int v;
+    return gc_env_on(&v, "GALLEY_DIRECT_SIEVE");
 }
 
 /* What a transfer needs of a grant. */
@@ -723,7 +717,9 @@ void gc_direct_shutdown(void)
 typedef struct gc_dreader {
     struct gc_dreader *next; /* D.readers */
     uint64_t epoch;          /* D.epoch when built */
-    uint64_t checked_ns;     /* when the channels were last looked at */
+    uint64_t checked_ns;     /* when the channels were last looked at
+                              * (g_coarse_ns: GC_DIRECT_CHECK_NS then
+                              * means "at the first tick after") */
     int inuse;               /* reads in flight (gc_direct_reader_pin) */
     size_t n;
     struct dread_fork {
@@ -734,16 +730,6 @@ typedef struct gc_dreader {
         uint64_t bytes; /* read through it, not yet added to the grant */
     } f[];
 } gc_dreader;
-
-/* A reader's clock: the kernel's tick-grained one, a fraction of the
- * precise clock's cost on every read (GC_DIRECT_CHECK_NS then means
- * "at the first tick after"). */
-static uint64_t coarse_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* Larger reads take the op path (a pread may return less than asked for
  * over 2 GiB). */
@@ -758,7 +744,7 @@ gc_dreader *gc_direct_reader(const int *servers, const uint64_t *fkids,
     size_t held = 0;
     pthread_mutex_lock(&D.lock);
     r->epoch = D.epoch;
-    r->checked_ns = coarse_now_ns();
+    r->checked_ns = g_coarse_ns();
     r->n = n;
     for (size_t i = 0; i < n; i++) {
         dgrant *g =
@@ -805,7 +791,7 @@ int gc_direct_reader_read(gc_dreader *r, size_t i, uint64_t off, void *buf,
     if (f->fd < 0 || len > GC_DREAD_MAX || off > GP_MAX_OFFSET ||
         __atomic_load_n(&D.epoch, __ATOMIC_ACQUIRE) != r->epoch)
         return GC_DECLINE;
-    uint64_t now = coarse_now_ns();
+    uint64_t now = g_coarse_ns();
     if (now - __atomic_load_n(&r->checked_ns, __ATOMIC_RELAXED) >=
             GC_DIRECT_CHECK_NS &&
         !reader_check(r, now))

@@ -20,7 +20,7 @@ def test_pieces_larger_than_a_cache_block(cluster, uniq):
     assert_helper_ok(cp)
 
 
-@pytest.mark.parametrize("scenario", ["zero", "beyond", "large"])
+@pytest.mark.parametrize("scenario", ["zero", "beyond", "large", "spans"])
 def test_scenario(cluster, uniq, scenario):
     cp = cluster.helper("t_listio", scenario, uniq)
     assert_helper_ok(cp)

@@ -10,6 +10,9 @@
  *   zero NAME      zero-size pieces and empty lists
  *   beyond NAME    reads past the end: short counts, zeros
  *   large NAME     single requests bigger than the server's data limit
+ *   spans NAME [SERVER]  one write list of large pieces overlapping
+ *        across 64 KiB boundaries (a later piece wins) and a read list, on
+ *        a fork of SERVER (0)
  *
  * Threads: single-threaded.
  */
@@ -316,10 +319,59 @@ static void large(const char *name)
     free(got);
 }
 
+/* Large pieces in list order, overlapping across 64 KiB boundaries: each
+ * later piece wins where they overlap, whichever requests carry them. */
+static void spans(const char *name, int server)
+{
+    int kid;
+    int fid = open_fork(name, 1, &server, "s", &kid);
+    if (fid < 0)
+        return;
+    enum { SPAN = 600000, N = 7 };
+    gfs_list_entry e[N] = {
+        {0, 0, SPAN},               /* everything */
+        {100000, SPAN, 150000},     /* over requests 1-3 */
+        {65530, SPAN + 150000, 12}, /* across the first boundary */
+        {200000, SPAN + 150012, 300000},
+        {250000, SPAN + 450012, 1},  /* one byte inside the last */
+        {599990, SPAN + 450013, 30}, /* past the end of the first */
+        {131072, SPAN + 450043, 65536},
+    };
+    size_t dbytes = SPAN + 450043 + 65536;
+    unsigned char *src = t_xmalloc(dbytes), *model = t_xmalloc(SPAN + 64),
+                  *got = t_xmalloc(SPAN + 64);
+    t_fill(src, dbytes, 31);
+    memset(model, 0, SPAN + 64);
+    int64_t total = 0;
+    for (int i = 0; i < N; i++)
+        total += e[i].size;
+    EXPECT_EQ(gfs_listio(kid, GFS_WRITE, N, e, src), total);
+    model_apply(model, e, N, src);
+    EXPECT_EQ(gfs_fork_size(kid), 600020);
+    memset(got, 0xee, SPAN + 64);
+    EXPECT_EQ(gfs_read(kid, 0, got, 600020), 600020);
+    EXPECT_MEM(got, model, 600020, "overlapping spans, one read");
+    /* the same bytes back through a list of pieces out of order */
+    gfs_list_entry r[3] = {
+        {300000, 0, 300020}, {0, 300020, 70000}, {70000, 370020, 230000}};
+    memset(got, 0xee, SPAN + 64);
+    EXPECT_EQ(gfs_listio(kid, GFS_READ, 3, r, got), 600020);
+    EXPECT_MEM(got, model + 300000, 300020, "read list, piece 0");
+    EXPECT_MEM(got + 300020, model, 300000, "read list, pieces 1-2");
+    printf("spans: %d pieces, %lld bytes, read back byte-exact\n", N,
+           (long long)total);
+    EXPECT_EQ(gfs_close_file(fid), 0);
+    free(src);
+    free(model);
+    free(got);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        return t_usage(argv[0], "big|overlap|zero|beyond|large NAME [N [P]]");
+        return t_usage(
+            argv[0],
+            "big|overlap|zero|beyond|large|spans NAME [N [P] | SERVER]");
     t_init();
     if (!strcmp(argv[1], "big"))
         big(argv[2], argc > 3 ? atoll(argv[3]) : 100000,
@@ -332,8 +384,12 @@ int main(int argc, char **argv)
         beyond(argv[2]);
     else if (!strcmp(argv[1], "large"))
         large(argv[2]);
+    else if (!strcmp(argv[1], "spans"))
+        spans(argv[2], argc > 3 ? atoi(argv[3]) : 0);
     else
-        return t_usage(argv[0], "big|overlap|zero|beyond|large NAME [N [P]]");
+        return t_usage(
+            argv[0],
+            "big|overlap|zero|beyond|large|spans NAME [N [P] | SERVER]");
     EXPECT_EQ(gfs_finalize(), 0);
     return t_finish();
 }

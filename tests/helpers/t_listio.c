@@ -10,9 +10,8 @@
  *   zero NAME      zero-size pieces and empty lists
  *   beyond NAME    reads past the end: short counts, zeros
  *   large NAME     single requests bigger than the server's data limit
- *   spans NAME [SERVER]  one write list of large pieces overlapping
- *        across 64 KiB boundaries (a later piece wins) and a read list, on
- *        a fork of SERVER (0)
+ *   spans NAME     one write list of large pieces overlapping across many
+ *        32 KB cache blocks (a later piece wins) and a read list
  *
  * Threads: single-threaded.
  */
@@ -319,19 +318,20 @@ static void large(const char *name)
     free(got);
 }
 
-/* Large pieces in list order, overlapping across 64 KiB boundaries: each
- * later piece wins where they overlap, whichever requests carry them. */
-static void spans(const char *name, int server)
+/* Large pieces in list order, overlapping across many cache blocks (the
+ * server resolves such an extent whole; the direct path writes them in
+ * list order): each later piece wins where they overlap. */
+static void spans(const char *name)
 {
     int kid;
-    int fid = open_fork(name, 1, &server, "s", &kid);
+    int fid = open_fork(name, 1, NULL, "s", &kid);
     if (fid < 0)
         return;
     enum { SPAN = 600000, N = 7 };
     gfs_list_entry e[N] = {
         {0, 0, SPAN},               /* everything */
-        {100000, SPAN, 150000},     /* over requests 1-3 */
-        {65530, SPAN + 150000, 12}, /* across the first boundary */
+        {100000, SPAN, 150000},     /* inside it */
+        {65530, SPAN + 150000, 12}, /* across a block boundary */
         {200000, SPAN + 150012, 300000},
         {250000, SPAN + 450012, 1},  /* one byte inside the last */
         {599990, SPAN + 450013, 30}, /* past the end of the first */
@@ -369,9 +369,8 @@ static void spans(const char *name, int server)
 int main(int argc, char **argv)
 {
     if (argc < 3)
-        return t_usage(
-            argv[0],
-            "big|overlap|zero|beyond|large|spans NAME [N [P] | SERVER]");
+        return t_usage(argv[0],
+                       "big|overlap|zero|beyond|large|spans NAME [N [P]]");
     t_init();
     if (!strcmp(argv[1], "big"))
         big(argv[2], argc > 3 ? atoll(argv[3]) : 100000,
@@ -385,11 +384,10 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "large"))
         large(argv[2]);
     else if (!strcmp(argv[1], "spans"))
-        spans(argv[2], argc > 3 ? atoi(argv[3]) : 0);
+        spans(argv[2]);
     else
-        return t_usage(
-            argv[0],
-            "big|overlap|zero|beyond|large|spans NAME [N [P] | SERVER]");
+        return t_usage(argv[0],
+                       "big|overlap|zero|beyond|large|spans NAME [N [P]]");
     EXPECT_EQ(gfs_finalize(), 0);
     return t_finish();
 }

@@ -12,7 +12,8 @@
  * -k CMD (write): rank 0 runs the shell command CMD once /contig2d is
  * written (between two barriers), e.g. to kill an I/O server; then every
  * rank rewrites its part of /contig2d collectively, prints what H5Dwrite
- * returned, and the job aborts (see fault()).
+ * returned (rank 0 prints every rank's result, and writes it into FILE
+ * with -r FILE), and the job aborts (see fault()).
  *
  * -i passes an MPI-IO hint (e.g. striping_factor=3) through the fapl.
  * `read` may run with a different number of ranks than `write`: every
@@ -272,13 +273,17 @@ static void write_misc(hid_t grp)
     H5Pclose(xc);
 }
 
-static const char *fault_cmd; /* -k */
+static const char *fault_cmd;    /* -k */
+static const char *fault_report; /* -r */
 
 /* -k: rank 0 runs fault_cmd (a server goes), then every rank rewrites its
- * rows of /contig2d collectively and reports what H5Dwrite returned
- * ("FAULT rank R: collective H5Dwrite returned N"), and the job ends with
- * MPI_Abort(3).  Not H5Fclose: after a failed write HDF5 1.10.8's ranks
- * take different collective calls on their way out (rank 0 MPI_Barrier,
+ * rows of /contig2d collectively, rank 0 gathers what each rank's H5Dwrite
+ * returned and prints it ("FAULT rank R: collective H5Dwrite returned N"),
+ * also into the file named by -r, and the job ends with MPI_Abort(3).  The
+ * -r file is what a test reads: what a rank printed just before MPI_Abort
+ * may never reach mpiexec's stdout (Hydra's proxies are killed with data
+ * still in their pipes).  Not H5Fclose: after a failed write HDF5 1.10.8's
+ * ranks take different collective calls on their way out (rank 0 MPI_Barrier,
  * the others MPI_Bcast) and never return, whatever the file system
  * says. */
 static void fault(hid_t f)
@@ -298,8 +303,23 @@ static void fault(hid_t f)
             buf[i * ct[1] + j] = v_c2(st[0] + i, j);
     fsp = slab(d, 2, st, ct, &msp);
     herr_t rc = H5Dwrite(d, H5T_NATIVE_INT, msp, fsp, xc, buf);
-    printf("FAULT rank %d: collective H5Dwrite returned %d\n", rank, (int)rc);
-    fflush(stdout);
+    int mine = (int)rc, *all = xmalloc(nprocs * sizeof(int));
+    MPI_Gather(&mine, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        FILE *rep = fault_report ? fopen(fault_report, "w") : NULL;
+        if (fault_report && !rep)
+            perror(fault_report);
+        for (int r = 0; r < nprocs; r++) {
+            printf("FAULT rank %d: collective H5Dwrite returned %d\n", r,
+                   all[r]);
+            if (rep)
+                fprintf(rep, "FAULT rank %d: collective H5Dwrite returned %d\n",
+                        r, all[r]);
+        }
+        fflush(stdout);
+        if (rep && fclose(rep) != 0)
+            perror(fault_report);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Abort(MPI_COMM_WORLD, 3);
 }
@@ -631,7 +651,7 @@ static void usage(void)
     if (rank == 0)
         fprintf(stderr,
                 "usage: h5par_check write|read|rw FILE [-i KEY=VALUE]... "
-                "[-k CMD]\n");
+                "[-k CMD [-r FILE]]\n");
     MPI_Finalize();
     exit(2);
 }
@@ -655,6 +675,10 @@ int main(int argc, char **argv)
         char *eq;
         if (!strcmp(argv[i], "-k") && i + 1 < argc) {
             fault_cmd = argv[++i];
+            continue;
+        }
+        if (!strcmp(argv[i], "-r") && i + 1 < argc) {
+            fault_report = argv[++i];
             continue;
         }
         if (strcmp(argv[i], "-i") || i + 1 >= argc ||

@@ -170,6 +170,58 @@ static void one(const char *tag, const char *hints, int create, int want_factor,
     MT_OK(MPI_File_close(&fh));
 }
 
+/* The default layout of a new file with no striping hint: one subfile
+ * when one process creates it (opened on MPI_COMM_SELF: file per
+ * process), every server when a communicator of more creates it; a
+ * striping_factor hint wins in both. */
+static void default_factor(void)
+{
+    char name[MT_NAME_MAX], tag[32], f[MPI_MAX_INFO_VAL + 1];
+    if (!is_galley || !wanted("default"))
+        return;
+    mt_begin("default striping_factor: 1 on MPI_COMM_SELF, every server on "
+             "more ranks");
+    struct {
+        MPI_Comm comm;
+        const char *factor; /* hint, or NULL */
+        int want;
+    } c[] = {{MPI_COMM_SELF, NULL, 1},
+             {MPI_COMM_SELF, "3", 3},
+             {MPI_COMM_WORLD, NULL, mt_nprocs > 1 ? nservers : 1}};
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        MPI_File fh;
+        MPI_Info info, used;
+        int self = c[i].comm == MPI_COMM_SELF;
+        snprintf(tag, sizeof(tag), "default%zu.%d", i, self ? mt_rank : 0);
+        mt_name(name, tag);
+        MPI_Info_create(&info);
+        if (c[i].factor)
+            MPI_Info_set(info, "striping_factor", (char *)c[i].factor);
+        if (mt_fresh(c[i].comm, name, MPI_MODE_RDWR, info, &fh)) {
+            MPI_Info_free(&info);
+            return;
+        }
+        MPI_Info_free(&info);
+        int x = 7 + mt_rank, y = -1;
+        MPI_Status st;
+        MT_OK(MPI_File_write_at(fh, 4 * (self ? 0 : mt_rank), &x, 1, MPI_INT,
+                                &st));
+        MT_OK(MPI_File_read_at(fh, 4 * (self ? 0 : mt_rank), &y, 1, MPI_INT,
+                               &st));
+        if (y != x)
+            mt_fail("%s: read back %d, expected %d", tag, y, x);
+        MT_OK(MPI_File_get_info(fh, &used));
+        if (!get_hint(used, "striping_factor", f) || atoi(f) != c[i].want)
+            mt_fail("%s (%s, striping_factor hint %s): striping_factor "
+                    "reported '%s', expected %d",
+                    tag, self ? "MPI_COMM_SELF" : "MPI_COMM_WORLD",
+                    c[i].factor ? c[i].factor : "none", f, c[i].want);
+        MPI_Info_free(&used);
+        MT_OK(MPI_File_close(&fh));
+        mt_remove(c[i].comm, name);
+    }
+}
+
 static void runtime_info(void)
 {
     char name[MT_NAME_MAX], v[MPI_MAX_INFO_VAL + 1];
@@ -281,6 +333,7 @@ int main(int argc, char **argv)
         "aaaaaaaaaaa",
         1, 0, 0, NULL);
 
+    default_factor();
     runtime_info();
     return mt_finish();
 }

@@ -309,13 +309,12 @@ static void fault(hid_t f)
         FILE *rep = fault_report ? fopen(fault_report, "w") : NULL;
         if (fault_report && !rep)
             perror(fault_report);
-        for (int r = 0; r < nprocs; r++) {
-            printf("FAULT rank %d: collective H5Dwrite returned %d\n", r,
-                   all[r]);
-            if (rep)
-                fprintf(rep, "FAULT rank %d: collective H5Dwrite returned %d\n",
-                        r, all[r]);
-        }
+        FILE *out[2] = {stdout, rep};
+        for (int o = 0; o < 2; o++)
+            for (int r = 0; out[o] && r < nprocs; r++)
+                fprintf(out[o],
+                        "FAULT rank %d: collective H5Dwrite returned %d\n", r,
+                        all[r]);
         fflush(stdout);
         if (rep && fclose(rep) != 0)
             perror(fault_report);

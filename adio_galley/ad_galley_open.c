@@ -45,18 +45,9 @@ static int open_here(ADIO_File fd, ADIOI_GALLEY_fs * fs)
     if (amode & ADIO_CREATE) {
         int nserv = gfs_num_servers(), nprocs;
         MPI_Comm_size(fd->comm, &nprocs);
-        /* The default: every server, except for a file that one process
-         * creates (file per process) with no striping asked for: one
-         * subfile, on the server its name hashes to, as Lustre's default
-         * stripe count is 1.  Such a file's 1 MiB calls then touch one
-         * data file, not four on the same disks, and its first write
-         * opens one fork (bench/README.md, round 11). */
-        bool one = nprocs == 1 && fs->replicas <= 1 &&
+        bool alone = nprocs == 1 && fs->replicas <= 1 &&
             (!fs->new_layout[0] || !strcmp(fs->new_layout, "striped"));
-        int nsub = fs->nservers > 0 ? fs->nservers
-            : fd->hints->striping_factor > 0 ? fd->hints->striping_factor : one ? 1 : nserv;
-        if (nsub > nserv)
-            nsub = nserv;       /* as ROMIO does for impossible striping: clamp */
+        int nsub = galley_new_nsub(nserv, fs->nservers, fd->hints->striping_factor, alone);
         int64_t unit = fd->hints->striping_unit > 0 ? fd->hints->striping_unit : 0;
         if (fs->replicas > 1 && fs->new_layout[0] && strcmp(fs->new_layout, "striped"))
             rc = -EINVAL;       /* replicated files are striped */

@@ -106,6 +106,22 @@ static inline int galley_hint_striping_factor(const char *v)
     return n > 0 && n <= GFS_MAX_SUBFILES ? n : 0;
 }
 
+/* The subfile count of a new file: the galley_servers hint's count
+ * (nlisted), else striping_factor (factor), else the default: every
+ * server, except for a file that one process creates alone (file per
+ * process, MPI_COMM_SELF; one copy, striped layout): one subfile, on the
+ * server its name hashes to, as Lustre's default stripe count is 1.  Such
+ * a file's 1 MiB calls then touch one data file, not one per server on the
+ * same disks, and its first write opens one fork (bench/README.md, round
+ * 11).  Clamped to the nserv servers, as ROMIO does for impossible
+ * striping.  Both MPI drivers choose through here. */
+static inline int galley_new_nsub(int nserv, int nlisted, int factor,
+                                  bool alone)
+{
+    int n = nlisted > 0 ? nlisted : factor > 0 ? factor : alone ? 1 : nserv;
+    return n < nserv ? n : nserv;
+}
+
 /* striping_unit: a stripe unit in bytes (any size > 0), else 0. */
 static inline int64_t galley_hint_striping_unit(const char *v)
 {

@@ -101,16 +101,14 @@ static void publish_layout(ompio_file_t *fh, const gfs_layout *l, int sid)
 /* ------------------------------------------------------------- open ---- */
 
 /* Create (if asked) and open on this process.  Returns 0 or a gfs error. */
-static int open_here(const char *name, int amode, opal_info_t *info,
+static int open_here(const char *name, int amode, opal_info_t *info, int nprocs,
                      ompio_galley_file *gf)
 {
     struct galley_hints h;
     read_hints(info, &h);
     if (amode & MPI_MODE_CREATE) {
-        int nserv = gfs_num_servers();
-        int nsub = h.nservers > 0 ? h.nservers : h.nsub > 0 ? h.nsub : nserv;
-        if (nsub > nserv)
-            nsub = nserv; /* as ROMIO does for impossible striping */
+        int nsub = galley_new_nsub(gfs_num_servers(), h.nservers, h.nsub,
+                                   nprocs == 1 && h.replicas <= 1);
         int rc = gfs_create_striped_replicas(
             name, nsub, h.nservers > 0 ? h.servers : NULL, h.unit, h.fork,
             h.replicas > 0 ? h.replicas : 1);
@@ -144,7 +142,7 @@ static int fs_galley_open(struct ompi_communicator_t *comm,
         gf->sid = -1;
     if (fh->f_rank == OMPIO_ROOT) {
         if (!rc)
-            rc = open_here(name, amode, info, gf);
+            rc = open_here(name, amode, info, fh->f_size, gf);
         if (!rc) {
             /* a fresh open starts the shared file pointer at zero: one
              * atomic request, so concurrent opens cannot drive it below */

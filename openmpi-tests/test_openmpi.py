@@ -210,6 +210,30 @@ def test_layout_hints(ompi, cluster, uniq, tmp_path, hints, factor, unit, fork, 
         assert got == servers, st.stdout
 
 
+@pytest.mark.parametrize("hints,factor,replicas", [
+    ([], 1, 1),
+    (["striping_factor=3"], 3, 1),
+    (["galley_replicas=2"], 4, 2),
+], ids=["default", "factor3", "replicas2"])
+def test_layout_one_process(ompi, cluster, uniq, tmp_path, hints, factor, replicas):
+    """A file that one process creates (file per process) with no striping
+    hint gets one subfile, as under the ROMIO driver (one shared choice in
+    galley_mpi_common.h); a striping_factor hint wins, and a replicated
+    file keeps every server."""
+    exe = compile_c(ompi.mpicc, [HERE / "src" / "layout_info.c"], tmp_path / "layout_info",
+                    ompi.env(), ["-Wall", "-Wextra"])
+    name = "%s/one" % uniq
+    cp = ompi.run(1, [exe, "galley:" + name] + hints, ompi.env(cluster.cluster_file), 300)
+    assert cp.returncode == 0, describe(cp)
+    want = "INFO striping_factor=%d striping_unit=65536 galley_fork=data galley_replicas=%d" % (
+        factor, replicas)
+    assert cp.stdout.split("\n")[:2] == [want, want], describe(cp)
+    st = cluster.galley("stat", name)
+    assert st.returncode == 0, st.stdout + st.stderr
+    assert re.search(r"^subfiles:\s+%d$" % factor, st.stdout, re.M), st.stdout
+    assert "size:      100000 bytes" in st.stdout, st.stdout
+
+
 # ---- bad input ---------------------------------------------------------------
 
 def test_unreachable_servers(ompi, oprogs, tmp_path):

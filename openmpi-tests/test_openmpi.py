@@ -174,24 +174,32 @@ def test_galley_put_read(ompi, oprogs, cluster, uniq, tmp_path):
     assert_no_errors(cp)
 
 
-@pytest.mark.parametrize("hints,factor,unit,fork,servers,replicas", [
-    ([], 4, 65536, "data", None, 1),
-    (["striping_factor=3", "striping_unit=4096", "galley_fork=alt"], 3, 4096, "alt", None,
-     1),
-    (["galley_servers=3,1", "striping_unit=1000"], 2, 1000, "data", [3, 1], 1),
-    (["striping_factor=abc", "striping_unit=-5", "galley_replicas=7"], 4, 65536, "data",
+@pytest.mark.parametrize("nprocs,hints,factor,unit,fork,servers,replicas", [
+    (3, [], 4, 65536, "data", None, 1),
+    (3, ["striping_factor=3", "striping_unit=4096", "galley_fork=alt"], 3, 4096, "alt",
      None, 1),
-    (["striping_factor=2", "galley_replicas=2"], 2, 65536, "data", None, 2),
-], ids=["default", "3x4096-alt", "servers31", "bad-values", "replicas2"])
-def test_layout_hints(ompi, cluster, uniq, tmp_path, hints, factor, unit, fork, servers,
-                      replicas):
+    (3, ["galley_servers=3,1", "striping_unit=1000"], 2, 1000, "data", [3, 1], 1),
+    (3, ["striping_factor=abc", "striping_unit=-5", "galley_replicas=7"], 4, 65536, "data",
+     None, 1),
+    (3, ["striping_factor=2", "galley_replicas=2"], 2, 65536, "data", None, 2),
+    (1, [], 1, 65536, "data", None, 1),
+    (1, ["striping_factor=3"], 3, 65536, "data", None, 1),
+    (1, ["galley_replicas=2"], 4, 65536, "data", None, 2),
+], ids=["default", "3x4096-alt", "servers31", "bad-values", "replicas2", "one-default",
+        "one-factor3", "one-replicas2"])
+def test_layout_hints(ompi, cluster, uniq, tmp_path, nprocs, hints, factor, unit, fork,
+                      servers, replicas):
     """The hints choose a new file's layout (values that do not parse are
     ignored); MPI_File_get_info reports the layout in force on every rank,
-    also after a reopen with other hints, and `galley stat` agrees."""
+    also after a reopen with other hints, and `galley stat` agrees.  A
+    file that one process creates (file per process) gets one subfile
+    unless a hint says otherwise, as under the ROMIO driver (one choice in
+    galley_mpi_common.h); a replicated one keeps every server."""
     exe = compile_c(ompi.mpicc, [HERE / "src" / "layout_info.c"], tmp_path / "layout_info",
                     ompi.env(), ["-Wall", "-Wextra"])
     name = "%s/h" % uniq
-    cp = ompi.run(3, [exe, "galley:" + name] + hints, ompi.env(cluster.cluster_file), 300)
+    cp = ompi.run(nprocs, [exe, "galley:" + name] + hints, ompi.env(cluster.cluster_file),
+                  300)
     assert cp.returncode == 0, describe(cp)
     want = "INFO striping_factor=%d striping_unit=%d galley_fork=%s galley_replicas=%d" % (
         factor, unit, fork, replicas)
@@ -208,30 +216,6 @@ def test_layout_hints(ompi, cluster, uniq, tmp_path, hints, factor, unit, fork, 
     if servers:
         got = [int(x) for x in re.findall(r"^subfile \d+: server (\d+)", st.stdout, re.M)]
         assert got == servers, st.stdout
-
-
-@pytest.mark.parametrize("hints,factor,replicas", [
-    ([], 1, 1),
-    (["striping_factor=3"], 3, 1),
-    (["galley_replicas=2"], 4, 2),
-], ids=["default", "factor3", "replicas2"])
-def test_layout_one_process(ompi, cluster, uniq, tmp_path, hints, factor, replicas):
-    """A file that one process creates (file per process) with no striping
-    hint gets one subfile, as under the ROMIO driver (one shared choice in
-    galley_mpi_common.h); a striping_factor hint wins, and a replicated
-    file keeps every server."""
-    exe = compile_c(ompi.mpicc, [HERE / "src" / "layout_info.c"], tmp_path / "layout_info",
-                    ompi.env(), ["-Wall", "-Wextra"])
-    name = "%s/one" % uniq
-    cp = ompi.run(1, [exe, "galley:" + name] + hints, ompi.env(cluster.cluster_file), 300)
-    assert cp.returncode == 0, describe(cp)
-    want = "INFO striping_factor=%d striping_unit=65536 galley_fork=data galley_replicas=%d" % (
-        factor, replicas)
-    assert cp.stdout.split("\n")[:2] == [want, want], describe(cp)
-    st = cluster.galley("stat", name)
-    assert st.returncode == 0, st.stdout + st.stderr
-    assert re.search(r"^subfiles:\s+%d$" % factor, st.stdout, re.M), st.stdout
-    assert "size:      100000 bytes" in st.stdout, st.stdout
 
 
 # ---- bad input ---------------------------------------------------------------

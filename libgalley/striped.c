@@ -1286,12 +1286,10 @@ static int fast_read(int sid, int64_t off, void *buf, int64_t len)
      * pread: a 1 MiB call on such a file is one system call, not 16 */
     unsigned subs[GC_FAST_UNITS];
     uint64_t foffs[GC_FAST_UNITS], lens[GC_FAST_UNITS];
-    char *mems[GC_FAST_UNITS];
     size_t np = 0;
     int rc = 0;
     gl_cursor gc = gl_cursor_init((uint64_t)lay.unit, (unsigned)lay.nsubfiles);
     uint64_t x = (uint64_t)off, left = (uint64_t)len;
-    char *mem = buf;
     while (left && !rc) {
         uint64_t foff, n;
         unsigned sub = gl_cursor_locate(&gc, x, &foff, &n);
@@ -1304,15 +1302,14 @@ static int fast_read(int sid, int64_t off, void *buf, int64_t len)
         else {
             subs[np] = sub;
             foffs[np] = foff;
-            mems[np] = mem;
             lens[np++] = n;
         }
         x += n;
-        mem += n;
         left -= n;
     }
-    for (size_t i = 0; i < np && !rc; i++)
-        rc = gc_direct_reader_read(r, subs[i], foffs[i], mems[i], lens[i]);
+    char *mem = buf; /* the pieces lie end to end in buf, in range order */
+    for (size_t i = 0; i < np && !rc; mem += lens[i++])
+        rc = gc_direct_reader_read(r, subs[i], foffs[i], mem, lens[i]);
     for (size_t i = 0; i < np && !rc; i++) /* all read: counted */
         gc_direct_reader_count(r, subs[i], lens[i]);
     gc_direct_reader_unpin(r);

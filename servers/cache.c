@@ -466,6 +466,20 @@ void gsrv_cache_trim(uint64_t fkid, uint64_t size, uint64_t oldsize)
     pthread_mutex_unlock(&cache.lock);
 }
 
+void gsrv_cache_forget(uint64_t fkid, uint64_t off, uint64_t end)
+{
+    if (end <= off)
+        return;
+    uint64_t first = off / GSRV_BLOCK_SIZE, last = (end - 1) / GSRV_BLOCK_SIZE;
+    pthread_mutex_lock(&cache.lock);
+    for (uint64_t bno = first; bno <= last; bno++) {
+        gsrv_block *b = lookup(fkid, bno);
+        if (b)
+            evict(b);
+    }
+    pthread_mutex_unlock(&cache.lock);
+}
+
 void gsrv_cache_stats(uint64_t *hits, uint64_t *misses)
 {
     pthread_mutex_lock(&cache.lock);

@@ -175,9 +175,16 @@ typedef struct gsrv_conn {
     /* forks opened by this connection, sorted by fkid (handler thread only) */
     gsrv_open *opens;
     size_t nopens, capopens;
-    /* receive buffer */
+    /* receive buffer, and the frame being received (handler.c, gsrv_rx_*):
+     * its payload length, the bytes read from the socket so far, and how
+     * many of those are in buf (the rest went where io.c put them) */
     uint8_t *buf;
     size_t bufcap;
+    size_t rx_len, rx_pos, rx_have;
+    int rx_err;     /* the socket failed mid-frame: close, no reply */
+    int rx_pipe[2]; /* gsrv_rx_to_file's pipe, when rx_piped > 0 */
+    int rx_piped;   /* 0: not made yet; 1: made; -1: cannot be */
+    size_t rx_pipe_sz;
     /* local writes: the data copied in from the client (io.c); NULL or
      * GSRV_STAGE_KEEP bytes */
     uint8_t *stage;
@@ -219,6 +226,35 @@ int gsrv_conn_drop_open(gsrv_conn *c, uint64_t fkid);
 
 /* True when the peer has closed or reset the connection (non-blocking). */
 bool gsrv_conn_hung_up(const gsrv_conn *c);
+
+/* Receiving while handling (handler.c).  A large IO_WRITE is handed to io.c
+ * once its first bytes have arrived (GSRV_RX_PREFIX), so that its data can
+ * go from the socket straight into the cache blocks, window by window,
+ * while the client is still sending the rest: io.c's write-through of one
+ * window overlaps the network's delivery of the next.  Every other frame
+ * arrives whole before it is handled.
+ *   gsrv_rx_partial: has part of the frame not been read yet?
+ *   gsrv_rx_fill:    make buf hold the frame's bytes [0, upto) (only while
+ *                    no bytes have gone elsewhere);
+ *   gsrv_rx_into:    the frame's bytes [pos, pos + n) into dst: those
+ *                    already in buf are copied, the rest must be the next
+ *                    bytes on the socket.
+ * Both return 0 or a negative error; after an error the connection closes
+ * without a reply (c->rx_err). */
+#define GSRV_RX_PREFIX 4096u
+#define GSRV_RX_STREAM_MIN (256u << 10) /* smaller writes arrive whole */
+static inline bool gsrv_rx_partial(const gsrv_conn *c)
+{
+    return c->rx_pos < c->rx_len;
+}
+int gsrv_rx_fill(gsrv_conn *c, size_t upto);
+int gsrv_rx_into(gsrv_conn *c, size_t pos, void *dst, size_t n);
+/* The frame's bytes [pos, pos + n) into file fd at offset off, moved by
+ * the kernel (splice through a pipe: the socket's pages are not copied
+ * into the server's memory, only into the file's page cache).  0, or a
+ * negative error: a receive error (c->rx_err set) or the file's (e.g.
+ * -ENOSPC; the bytes are still taken off the socket). */
+int gsrv_rx_to_file(gsrv_conn *c, size_t pos, int fd, uint64_t off, size_t n);
 
 /* Connection registry (galleyd.c): every live connection, so that a clean
  * exit can shut their sockets down. */
@@ -299,6 +335,10 @@ typedef struct gsrv_out {
 void gsrv_out_add(gsrv_out *o, const void *p, size_t len);
 /* Send everything queued; returns 0 or -errno (also kept in o->err). */
 int gsrv_out_flush(gsrv_out *o);
+/* Queue len bytes of file fd from offset off, sent by the kernel from the
+ * page cache (sendfile: not copied through the server's memory); bytes
+ * past the file's end go as zeros.  Not for a reply into client memory. */
+void gsrv_out_file(gsrv_out *o, int fd, uint64_t off, size_t len);
 
 typedef struct gsrv_reply {
     gp_wbuf w;
@@ -646,6 +686,10 @@ void gsrv_cache_drop_fork(uint64_t fkid);
 /* The fork shrank or rolled back to `size`: drop blocks past it and zero
  * the tail of the block containing it.  Caller holds fork->rw exclusively. */
 void gsrv_cache_trim(uint64_t fkid, uint64_t size, uint64_t oldsize);
+/* Take the blocks of fork fkid that hold any byte of [off, end) out of the
+ * cache: the caller writes those bytes to the file without it (io.c),
+ * holding the fork's lock exclusively. */
+void gsrv_cache_forget(uint64_t fkid, uint64_t off, uint64_t end);
 void gsrv_cache_stats(uint64_t *hits, uint64_t *misses);
 /* Most blocks one request should hold at once. */
 size_t gsrv_cache_window(void);

@@ -9,7 +9,8 @@
  * every fork the connection had open, releases its name reservations and
  * byte-range locks, and frees the connection.
  *
- * Framing defences (never a crash, never a partial request applied):
+ * Framing defences (never a crash, never a partial request applied but
+ * the one named below):
  *   - bad magic: the stream cannot be trusted, the connection is closed;
  *   - other protocol version: GFS_EVERSION reply, then close;
  *   - payload longer than the frame limit (twice the data limit plus
@@ -21,7 +22,9 @@
  *     request but AUTH / AUTH_PROVE gets GFS_EAUTH, a frame over
  *     GP_FRAME_SLACK bytes GFS_EAUTH and a close; a wrong proof: close;
  *   - a connection past --max-conns: GFS_ECONNLIMIT, then close;
- *   - a truncated frame (peer gone mid-frame): close;
+ *   - a truncated frame (peer gone mid-frame): close, no reply; a large
+ *     IO_WRITE is handled while it arrives (gsrv_rx_*, io.c rule 4), and
+ *     if it is cut off in its data, the windows already written stay;
  *   - non-zero status in a request, malformed payload, trailing bytes:
  *     GFS_EPROTO (or the decoder's code, e.g. -ENAMETOOLONG);
  *   - unknown opcode: -ENOSYS.
@@ -33,10 +36,13 @@
 #include "gspin.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -48,7 +54,8 @@
 #define KEEP_BUF ((1u << 20) + GP_FRAME_SLACK)
 #define LINGER_MS 1000 /* at most this long draining a closing peer */
 #define LINGER_BYTES (4u << 20)
-#define SLOW_MS 2000 /* requests slower than this are logged */
+#define SLOW_MS 2000            /* requests slower than this are logged */
+#define RX_PIPE_BYTES (1 << 20) /* gsrv_rx_to_file's pipe, when allowed */
 
 /* The dispatch table, from the one list of opcodes. */
 static const struct {
@@ -223,6 +230,37 @@ static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
     return gsrv_out_flush(o);
 }
 
+void gsrv_out_file(gsrv_out *o, int fd, uint64_t off, size_t len)
+{
+    static const uint8_t zeros[4096];
+    if (o->err || len == 0)
+        return;
+    if (o->rmem) {
+        o->err = -EINVAL;
+        return;
+    }
+    if (gsrv_out_flush(o)) /* what was queued goes first */
+        return;
+    while (len) {
+        off_t p = (off_t)off;
+        ssize_t w = sendfile(o->fd, fd, &p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            o->err = -errno;
+            return;
+        }
+        if (w == 0) /* past the file's end */
+            break;
+        off += (uint64_t)w;
+        len -= (size_t)w;
+    }
+    for (size_t k; len; len -= k) {
+        k = len < sizeof(zeros) ? len : sizeof(zeros);
+        gsrv_out_add(o, zeros, k);
+    }
+}
+
 /* ---------------------------------------------------------- receiving ---- */
 
 /* Read exactly n bytes, waiting at most first_ms for the first byte and
@@ -235,15 +273,15 @@ static int recv_timed(int fd, void *buf, size_t n, int first_ms, int rest_ms)
     size_t got = 0;
     while (got < n) {
         int ms = got ? rest_ms : first_ms;
-        if (ms >= 0) {
+        /* with a time limit: take what has arrived, poll only when
+         * nothing has (a poll per recv doubles the calls of a large frame) */
+        ssize_t r = recv(fd, p + got, n - got, ms >= 0 ? MSG_DONTWAIT : 0);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && ms >= 0) {
             struct pollfd pf = {.fd = fd, .events = POLLIN};
-            int k = poll(&pf, 1, ms);
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k == 0)
+            if (poll(&pf, 1, ms) == 0)
                 return -ETIMEDOUT;
+            continue;
         }
-        ssize_t r = recv(fd, p + got, n - got, 0);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -254,6 +292,56 @@ static int recv_timed(int fd, void *buf, size_t n, int first_ms, int rest_ms)
         got += (size_t)r;
     }
     return 0;
+}
+
+/* The rest of a frame being received: at most the frame timeout per wait;
+ * the end of the stream is an error here. */
+static int rx_recv(gsrv_conn *c, void *dst, size_t n)
+{
+    if (c->rx_err)
+        return c->rx_err;
+    int rc = recv_timed(c->fd, dst, n, gsrv_g.frame_timeout_ms,
+                        gsrv_g.frame_timeout_ms);
+    if (rc) {
+        c->rx_err = rc < 0 ? rc : -ECONNRESET;
+        if (rc == -ETIMEDOUT)
+            gsrv_log(1, "%s: half a frame for %d ms, closing", c->peer,
+                     gsrv_g.frame_timeout_ms);
+        return c->rx_err;
+    }
+    c->rx_pos += n;
+    return 0;
+}
+
+int gsrv_rx_fill(gsrv_conn *c, size_t upto)
+{
+    if (upto > c->rx_len || c->rx_have != c->rx_pos)
+        return -EPROTO; /* a caller's mistake: bytes went elsewhere */
+    if (upto <= c->rx_have)
+        return 0;
+    int rc = rx_recv(c, c->buf + c->rx_have, upto - c->rx_have);
+    if (!rc)
+        c->rx_have = upto;
+    return rc;
+}
+
+int gsrv_rx_into(gsrv_conn *c, size_t pos, void *dst, size_t n)
+{
+    if (pos + n > c->rx_len)
+        return -EPROTO;
+    uint8_t *d = dst;
+    if (pos < c->rx_have) { /* arrived with the prefix */
+        size_t k = c->rx_have - pos < n ? c->rx_have - pos : n;
+        memcpy(d, c->buf + pos, k);
+        d += k;
+        pos += k;
+        n -= k;
+    }
+    if (n == 0)
+        return 0;
+    if (pos != c->rx_pos)
+        return -EPROTO; /* out of order: a caller's mistake */
+    return rx_recv(c, d, n);
 }
 
 /* Read and drop n bytes. */
@@ -269,6 +357,129 @@ static int drain(int fd, uint64_t n)
         n -= k;
     }
     return 0;
+}
+
+/* Write n bytes at off; 0 or -errno. */
+static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
+{
+    while (n) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        if (w == 0)
+            return -EIO;
+        p += w;
+        off += (uint64_t)w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The connection's pipe for gsrv_rx_to_file, made at its first use and
+ * widened to the largest size allowed; false when there can be none. */
+static bool rx_pipe(gsrv_conn *c)
+{
+    if (c->rx_piped == 0) {
+        c->rx_piped = -1;
+        if (pipe2(c->rx_pipe, O_CLOEXEC) == 0) {
+            (void)fcntl(c->rx_pipe[1], F_SETPIPE_SZ, RX_PIPE_BYTES);
+            int sz = fcntl(c->rx_pipe[1], F_GETPIPE_SZ);
+            c->rx_pipe_sz = sz > 0 ? (size_t)sz : 65536;
+            c->rx_piped = 1;
+        }
+    }
+    return c->rx_piped > 0;
+}
+
+/* Bytes waiting on the socket, after waiting at most the frame timeout
+ * for one: > 0, or a negative error (the peer gone: -ECONNRESET). */
+static ssize_t rx_wait(gsrv_conn *c)
+{
+    for (;;) {
+        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+        int k = poll(&pf, 1, gsrv_g.frame_timeout_ms);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k == 0) {
+            gsrv_log(1, "%s: half a frame for %d ms, closing", c->peer,
+                     gsrv_g.frame_timeout_ms);
+            return -ETIMEDOUT;
+        }
+        int avail = 0;
+        if (k < 0 || ioctl(c->fd, FIONREAD, &avail) < 0)
+            return -errno;
+        return avail > 0 ? avail : -ECONNRESET; /* readable, empty: closed */
+    }
+}
+
+int gsrv_rx_to_file(gsrv_conn *c, size_t pos, int fd, uint64_t off, size_t n)
+{
+    if (pos + n > c->rx_len)
+        return -EPROTO;
+    int ferr = 0;           /* the file's first error; the bytes still leave */
+    if (pos < c->rx_have) { /* arrived with the prefix */
+        size_t k = c->rx_have - pos < n ? c->rx_have - pos : n;
+        ferr = pwrite_all(fd, c->buf + pos, k, off);
+        pos += k;
+        off += k;
+        n -= k;
+    }
+    if (n && pos != c->rx_pos)
+        return -EPROTO;     /* out of order: a caller's mistake */
+    if (n && !rx_pipe(c)) { /* no pipe: through the buffer */
+        int rc = rx_recv(c, c->buf + pos, n);
+        if (rc)
+            return rc;
+        return ferr ? ferr : pwrite_all(fd, c->buf + pos, n, off);
+    }
+    while (n) {
+        if (c->rx_err)
+            return c->rx_err;
+        ssize_t avail = rx_wait(c);
+        if (avail < 0)
+            return c->rx_err = (int)avail;
+        size_t want = n < (size_t)avail ? n : (size_t)avail;
+        if (want > c->rx_pipe_sz)
+            want = c->rx_pipe_sz;
+        /* no more than has arrived: the splice cannot block */
+        ssize_t got =
+            splice(c->fd, NULL, c->rx_pipe[1], NULL, want, SPLICE_F_MOVE);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return c->rx_err = got < 0 ? -errno : -ECONNRESET;
+        c->rx_pos += (size_t)got;
+        size_t left = (size_t)got;
+        while (left && !ferr) {
+            loff_t o = (loff_t)off;
+            ssize_t w =
+                splice(c->rx_pipe[0], NULL, fd, &o, left, SPLICE_F_MOVE);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                ferr = w < 0 ? -errno : -EIO;
+                break;
+            }
+            off += (uint64_t)w;
+            left -= (size_t)w;
+        }
+        if (left) { /* the file failed: empty the pipe (the bytes' own
+                     * place in buf is free) */
+            for (size_t k = 0; k < left;) {
+                ssize_t r = read(c->rx_pipe[0], c->buf + pos + k, left - k);
+                if (r < 0 && errno == EINTR)
+                    continue;
+                if (r <= 0)
+                    return c->rx_err = -EIO; /* cannot go on */
+                k += (size_t)r;
+            }
+        }
+        pos += (size_t)got;
+        n -= (size_t)got;
+    }
+    return ferr;
 }
 
 /* ---------------------------------------------------------- helpers ---- */
@@ -428,6 +639,21 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
         status = -ENOSYS;
     else
         status = optab[h->opcode].fn(c, &r, &rep);
+    /* a frame the op did not read to its end: the rest, then the reply
+     * (after a failed receive: no reply, the connection closes) */
+    if (!c->rx_err && gsrv_rx_partial(c))
+        rx_recv(c, c->buf + c->rx_pos, c->rx_len - c->rx_pos);
+    if (c->rx_err) {
+        gsrv_log(1, "%s: %s: frame cut off after %zu of %zu bytes: %s", c->peer,
+                 optab_name(h->opcode), c->rx_pos, c->rx_len,
+                 gsrv_strerror(c->rx_err));
+        if (rep.cleanup)
+            rep.cleanup(rep.arg);
+        if (rep.pass_fd >= 0)
+            close(rep.pass_fd);
+        gp_wbuf_free(&rep.w);
+        return c->rx_err;
+    }
     /* the metadata this request changed is durable before the reply */
     int durable = gsrv_wal_wait();
     if (status == 0 && durable)
@@ -496,6 +722,10 @@ static void conn_end(gsrv_conn *c)
     if (c->pidfd >= 0)
         close(c->pidfd);
     free(c->opens);
+    if (c->rx_piped > 0) {
+        close(c->rx_pipe[0]);
+        close(c->rx_pipe[1]);
+    }
     free(c->buf);
     free(c->stage);
     free(c->out);
@@ -563,14 +793,17 @@ void *gsrv_handler_main(void *arg)
             }
             c->bufcap = h.length;
         }
-        if (h.length &&
-            (rc = recv_timed(c->fd, c->buf, h.length, gsrv_g.frame_timeout_ms,
-                             gsrv_g.frame_timeout_ms))) {
-            if (rc == -ETIMEDOUT)
-                gsrv_log(1, "%s: half a frame for %d ms, closing", c->peer,
-                         gsrv_g.frame_timeout_ms);
+        /* a large write is handled from its first bytes (gsrv_rx_*) */
+        size_t now = h.length;
+        if (h.opcode == GP_OP_IO_WRITE && h.status == 0 &&
+            h.length >= GSRV_RX_STREAM_MIN && !c->over_cap &&
+            gsrv_auth_allows(c, h.opcode))
+            now = GSRV_RX_PREFIX;
+        c->rx_len = h.length;
+        c->rx_pos = c->rx_have = 0;
+        c->rx_err = 0;
+        if (gsrv_rx_fill(c, now))
             break; /* truncated or stalled payload */
-        }
         if (c->holds_locks)
             gsrv_locks_renew(c->id); /* any request is a sign of life */
         if (handle(c, &h))

@@ -34,7 +34,18 @@
  *    the touched byte range of every block is written through by the
  *    DiskManager before the next window -- and before the reply.  A
  *    failure acknowledges nothing: the file is cut back to the old size,
- *    the cache is trimmed to it and the fork size is unchanged.
+ *    the cache is trimmed to it and the fork size is unchanged.  An
+ *    IO_WRITE of GSRV_RX_STREAM_MIN bytes or more is handled while its
+ *    frame is still arriving (handler.c, gsrv_rx_*): once its description
+ *    is here, and when its pieces in offset order are also its data's
+ *    order (disjoint, not bypassed), its data goes from the socket
+ *    straight into the blocks, STREAM_WINDOW blocks at a time, so one
+ *    window is written through while the client still sends the next and
+ *    the data is copied once less.  Any other write receives the whole
+ *    frame first.  A frame cut off mid-data fails like a failed disk
+ *    write: nothing acknowledged, the window in hand dropped, the file cut
+ *    back to the old size; the windows written before it stay written, as
+ *    the bytes of a local write() interrupted by a crash may.
  * 5. Reads reply u64 fork size, then every piece's bytes in the original
  *    list order, zeros past the end of the fork.  When all blocks fit in
  *    one window the reply is sent straight from the cache buffers with
@@ -84,17 +95,28 @@
 #define BS ((uint64_t)GSRV_BLOCK_SIZE)
 #define SEG_MIN_BYTES 17 /* smallest encoded segment: u8 + 2 x u64 */
 #define IO_RESOLVED (UINT64_C(1) << 63) /* src flag: data in q->resolved */
+/* blocks per window of a write whose data is still arriving: one window is
+ * written through while the next arrives */
+#define STREAM_WINDOW 8
+/* ... and the mean piece size from which such a write's data is spliced
+ * from the socket to the file instead (fewer system calls per byte below
+ * it: the copy through the blocks is cheaper) */
+#define STREAM_SPLICE_MIN (64u << 10)
 
 typedef struct io_req {
     gsrv_fork *f;
     bool locked;
     bool write;
-    bool cma;        /* IO_READV / IO_WRITEV: data in client memory */
-    bool cwire;      /* IO_CREAD / IO_CWRITE: the data's CRC travels too */
-    uint32_t crc;    /* IO_CWRITE: the CRC the client sent */
-    gsrv_rmem rmem;  /* cma: where the data stream lives */
-    bool direct;     /* cma: copied straight between the blocks and
-                      * the client's memory */
+    bool cma;       /* IO_READV / IO_WRITEV: data in client memory */
+    bool cwire;     /* IO_CREAD / IO_CWRITE: the data's CRC travels too */
+    uint32_t crc;   /* IO_CWRITE: the CRC the client sent */
+    gsrv_rmem rmem; /* cma: where the data stream lives */
+    bool direct;    /* cma: copied straight between the blocks and
+                     * the client's memory */
+    gsrv_conn *conn;
+    bool stream;     /* write: the data is received from the socket into
+                      * the blocks as the windows need it (gsrv_rx_into) */
+    size_t dpos;     /* stream: where the data starts in the frame */
     uint8_t *pulled; /* cma write: the data, copied in (malloc'd) */
     gx_ext *it;      /* the pieces, numbered (gx_number) */
     size_t n;
@@ -284,6 +306,8 @@ static int alloc_window(io_req *q)
     }
     if (need < W)
         W = need ? need : 1;
+    if (q->stream && W > STREAM_WINDOW)
+        W = STREAM_WINDOW;
     q->W = W;
     q->bno = malloc(W * sizeof(*q->bno));
     q->miss = malloc(W);
@@ -450,7 +474,13 @@ static int copy_window(io_req *q)
             if (q->direct)
                 gsrv_rmem_copy_at(&q->rmem, it->src + (pos - it->off),
                                   q->blk[k]->data + in, c);
-            else if (q->write)
+            else if (q->stream) {
+                int rc =
+                    gsrv_rx_into(q->conn, q->dpos + it->src + (pos - it->off),
+                                 q->blk[k]->data + in, c);
+                if (rc)
+                    return rc;
+            } else if (q->write)
                 memcpy(q->blk[k]->data + in, item_data(q, it) + (pos - it->off),
                        c);
             else
@@ -500,6 +530,7 @@ static io_req *io_new(gsrv_conn *c, bool write, bool cma, bool cwire, int *rc)
         return NULL;
     }
     q->write = write;
+    q->conn = c;
     q->cma = cma;
     q->cwire = cwire;
     if (cma)
@@ -573,6 +604,37 @@ static int pull_data(gsrv_conn *c, io_req *q)
     return rc;
 }
 
+/* A write whose frame is still arriving (gsrv_rx_*): has its description
+ * -- everything before the data -- arrived whole? */
+static bool head_arrived(const gsrv_conn *c, const gp_rbuf *req, io_req *q)
+{
+    gp_rbuf r = *req;
+    r.len = c->rx_have;
+    uint64_t fkid;
+    if (decode_head(&r, q, &fkid))
+        return false;
+    uint32_t nseg = gp_get_u32(&r);
+    for (uint32_t i = 0; i < nseg && !r.err; i++) {
+        gp_seg s;
+        gp_get_seg(&r, &s);
+    }
+    return !r.err;
+}
+
+/* Are the pieces, sorted by offset, also in list order, their data end to
+ * end?  Then the data can be received in the order the blocks are
+ * written. */
+static bool in_list_order(const io_req *q)
+{
+    uint64_t src = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        if (q->it[i].src != src)
+            return false;
+        src += q->it[i].len;
+    }
+    return true;
+}
+
 static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
                     bool cwire)
 {
@@ -581,7 +643,11 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     if (!q)
         return rc;
     uint64_t fkid;
-    rc = decode_head(req, q, &fkid);
+    /* a frame still arriving: decoded once its description is here */
+    if (gsrv_rx_partial(c) && !head_arrived(c, req, q))
+        rc = gsrv_rx_fill(c, req->len);
+    if (!rc)
+        rc = decode_head(req, q, &fkid);
     if (!rc)
         rc = decode(req, q);
     /* the data as the client computed it, or nothing is written */
@@ -614,6 +680,14 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     if (rc)
         goto out_free;
     bool bypass = gsrv_fork_direct(q->f); /* direct.c, rule 2 */
+    if (gsrv_rx_partial(c)) {
+        /* data still arriving: received into the blocks window by window
+         * (rule 4) when nothing needs it all first */
+        q->stream = !bypass && gx_disjoint(q->it, q->n) && in_list_order(q);
+        q->dpos = (size_t)(q->data - req->data);
+        if (!q->stream && (rc = gsrv_rx_fill(c, req->len)))
+            goto out_free;
+    }
     if (cma && !q->data) {
         /* large pieces: straight from the client into the cache blocks */
         if (bypass || !gx_disjoint(q->it, q->n))
@@ -643,13 +717,23 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
         q->size = gsrv_fork_size(q->f);
         goto out_reply;
     }
-    if (!rc)
-        rc = alloc_window(q);
-    if (rc)
-        goto out_free;
     /* after resolving, pieces are disjoint and sorted: the last ends last */
-    uint64_t end = gx_end(&q->it[q->n - 1]);
-    rc = write_windows(q);
+    uint64_t end = q->n ? gx_end(&q->it[q->n - 1]) : 0;
+    if (!rc && q->stream && q->f->cfd < 0 &&
+        q->bytes / q->n >= STREAM_SPLICE_MIN) {
+        /* large pieces still arriving: from the socket to the file by
+         * the kernel, no block in between (none may keep older bytes) */
+        for (size_t i = 0; i < q->n && !rc; i++) {
+            gsrv_cache_forget(fkid, q->it[i].off, gx_end(&q->it[i]));
+            rc = gsrv_rx_to_file(c, q->dpos + q->it[i].src, q->f->fd,
+                                 q->it[i].off, q->it[i].len);
+        }
+    } else {
+        if (!rc)
+            rc = alloc_window(q);
+        if (!rc)
+            rc = write_windows(q);
+    }
     if (rc) {
         /* acknowledge nothing: back to the old size, cache included */
         if (end > q->size) {
@@ -716,6 +800,23 @@ static void send_from_cache(gsrv_out *o, void *arg)
                 c = q->size - pos;
             gsrv_out_add(o, q->blk[k]->data + in, c);
             pos += c;
+        }
+    }
+}
+
+/* Large pieces: from the file by the kernel (gsrv_out_file), in list
+ * order, zeros past the fork's end. */
+static void send_from_file(gsrv_out *o, void *arg)
+{
+    io_req *q = arg;
+    for (size_t i = 0; i < q->n && !o->err; i++) {
+        const gx_ext *it = &q->it[i];
+        uint64_t e = gx_end(it) < q->size ? gx_end(it) : q->size;
+        uint64_t in = e > it->off ? e - it->off : 0;
+        gsrv_out_file(o, q->f->fd, it->off, (size_t)in);
+        for (uint64_t k; in < it->len; in += k) {
+            k = it->len - in < sizeof(zeros) ? it->len - in : sizeof(zeros);
+            gsrv_out_add(o, zeros, (size_t)k);
         }
     }
 }
@@ -841,6 +942,18 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     if (gsrv_fork_direct(q->f)) /* direct.c, rule 2: from the file */
         return read_bypass(c, q, rep);
 
+    if (!cma && !cwire && q->f->cfd < 0 &&
+        q->bytes / q->n >= STREAM_SPLICE_MIN) {
+        /* large pieces over a socket: sent from the file, which holds
+         * every acknowledged byte (the cache writes through), the lock
+         * held until they have left */
+        rep->datalen = q->bytes;
+        rep->send = send_from_file;
+        rep->cleanup = io_free;
+        rep->arg = q;
+        gsrv_iostat_count(c, false, q->bytes);
+        return 0;
+    }
     bool in_order = gx_sorted(q->it, q->n);
     rc = in_order ? 0 : gx_sort(q->it, q->n);
     if (!rc)

@@ -486,3 +486,119 @@ def test_random_frames(make_cluster):
     assert ping(addr) == pid
     cp = c.galley("ping")
     assert cp.returncode == 0, describe(cp)
+
+
+# Large writes are handled while they arrive (servers/handler.c, gsrv_rx_*;
+# servers/io.c rule 4): from GSRV_RX_STREAM_MIN payload bytes an IO_WRITE's
+# data goes from the socket into the cache blocks window by window, or for
+# pieces of 64 KiB or more on average from the socket into the file
+# (splice); large read pieces leave from the file (sendfile).  Each case is
+# a list of (offset, length) pieces in list order; the data is sent in
+# slow chunks so that the server really sees the frame arrive in parts.
+STREAM_MIN = 256 << 10
+STREAMED = {
+    "one 1 MiB extent (spliced)": [(4096, 1 << 20)],
+    "sixteen 64 KiB pieces with gaps (spliced)": [
+        (k * 100000 + 7, 65536) for k in range(16)],
+    "128 pieces of 4 KiB (into the blocks)": [
+        (k * 12288 + 5, 4096) for k in range(128)],
+    "pieces in descending order (whole frame first)": [
+        ((7 - k) * 200000, 65536) for k in range(8)],
+    "overlapping pieces, the later wins (whole frame first)": [
+        (0, 200000), (100000, 200000), (50000, 10)],
+}
+
+
+def send_slowly(c, data, parts=8, pause=0.02):
+    step = -(-len(data) // parts)
+    for i in range(0, len(data), step):
+        c.send(data[i:i + step])
+        time.sleep(pause)
+
+
+@pytest.mark.parametrize("case", sorted(STREAMED))
+def test_large_write_handled_while_it_arrives(cluster, open_fork, case):
+    """Bytes read back as a model says, through the cache (small reads) and
+    from the file (one large read); blocks cached before the write never
+    serve the bytes it replaced."""
+    state, fkid, addr, reopen, server = open_fork
+    c = state["c"]
+    rng = random.Random(case)
+    pieces = STREAMED[case]
+    end = max(o + n for o, n in pieces)
+    model = bytearray(rng.randbytes(end + 5000))
+    # old bytes everywhere, and blocks of them in the cache
+    status, p = c.call(OP["IO_WRITE"], u64(fkid) + u32(1) +
+                       extent(0, len(model)) + bytes(model))
+    assert status == 0, status
+    probes = [(o + n // 2, 16) for o, n in pieces] + [(0, 64), (end - 8, 64)]
+    status, p = c.call(OP["IO_READ"], u64(fkid) + u32(len(probes)) +
+                       b"".join(extent(o, n) for o, n in probes))
+    assert status == 0, status
+    data = b""
+    for o, n in pieces:
+        d = rng.randbytes(n)
+        model[o:o + n] = d
+        data += d
+    payload = (u64(fkid) + u32(len(pieces)) +
+               b"".join(extent(o, n) for o, n in pieces) + data)
+    assert len(payload) >= STREAM_MIN
+    send_slowly(c, frame(OP["IO_WRITE"], payload, reqid=9))
+    h, p = c.reply()
+    assert h[3] == 9 and h[4] == 0, h
+    assert struct.unpack("<Q", p[:8])[0] == len(model)
+    status, p = c.call(OP["IO_READ"], u64(fkid) + u32(len(probes)) +
+                       b"".join(extent(o, n) for o, n in probes))
+    assert status == 0, status
+    assert p[8:] == b"".join(bytes(model[o:o + n]) for o, n in probes)
+    # one large read past the end: the file's bytes, then zeros
+    status, p = c.call(OP["IO_READ"], u64(fkid) + u32(1) +
+                       extent(0, len(model) + 70000))
+    assert status == 0, status
+    assert p[8:] == bytes(model) + bytes(70000)
+    assert cluster.alive(server)
+
+
+def test_large_write_cut_off_in_its_data(cluster, open_fork):
+    """A client gone halfway through a large write's data: the server
+    closes that connection, acknowledges nothing, leaves the fork's size
+    as it was and serves the next client."""
+    state, fkid, addr, reopen, server = open_fork
+    c = state["c"]
+    status, p = c.call(OP["IO_WRITE"], u64(fkid) + u32(1) + extent(0, 1000) +
+                       b"a" * 1000)
+    assert status == 0, status
+    for pieces in ([(0, 1 << 20)], [(k * 8192, 4096) for k in range(128)]):
+        payload = (u64(fkid) + u32(len(pieces)) +
+                   b"".join(extent(o, n) for o, n in pieces) +
+                   b"b" * sum(n for _, n in pieces))
+        c.send(frame(OP["IO_WRITE"], payload)[:len(payload) // 2])
+        time.sleep(0.2)
+        c.close()
+        c, fkid = reopen()
+        deadline = time.monotonic() + 10
+        while True:  # the cut-off write holds the fork until it is undone
+            status, p = c.call(OP["IO_READ"], u64(fkid) + u32(1) +
+                               extent(0, 1 << 20))
+            assert status == 0, status
+            if struct.unpack("<Q", p[:8])[0] == 1000 or \
+                    time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert struct.unpack("<Q", p[:8])[0] == 1000
+        assert cluster.alive(server)
+        # the file was cut back too: growing the fork shows zeros, not the
+        # bytes of the write that was never acknowledged
+        status, p = c.call(OP["IO_WRITE"], u64(fkid) + u32(1) +
+                           extent(1 << 21, 1) + b"z")
+        assert status == 0, status
+        status, p = c.call(OP["IO_READ"], u64(fkid) + u32(1) +
+                           extent(1000, (1 << 21) - 1000))
+        assert status == 0, status
+        assert p[8:] == bytes((1 << 21) - 1000)
+        status, p = c.call(OP["FORK_TRUNCATE"], u64(fkid) + u64(1000))
+        assert status == 0, status
+    status, p = c.call(OP["IO_WRITE"], u64(fkid) + u32(1) + extent(0, 3) +
+                       b"xyz")
+    assert status == 0, status
+    assert ping(addr) == cluster.pid(server)

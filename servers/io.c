@@ -41,15 +41,23 @@
  *    order (disjoint, not bypassed), its data goes from the socket
  *    straight into the blocks, STREAM_WINDOW blocks at a time, so one
  *    window is written through while the client still sends the next and
- *    the data is copied once less.  Any other write receives the whole
- *    frame first.  A frame cut off mid-data fails like a failed disk
- *    write: nothing acknowledged, the window in hand dropped, the file cut
- *    back to the old size; the windows written before it stay written, as
- *    the bytes of a local write() interrupted by a crash may.
+ *    the data is copied once less; with pieces of STREAM_SPLICE_MIN bytes
+ *    or more on average (and no checksums) it goes from the socket to the
+ *    file by the kernel (gsrv_rx_to_file: splice, one copy, into the page
+ *    cache), and the blocks that held any of those bytes are taken out of
+ *    the cache first.  Any other write receives the whole frame first.  A frame
+ * cut off mid-data fails like a failed disk write: nothing acknowledged, the
+ * window in hand dropped, the file cut back to the old size; the windows
+ * written before it stay written, as the bytes of a local write() interrupted
+ * by a crash may.
  * 5. Reads reply u64 fork size, then every piece's bytes in the original
- *    list order, zeros past the end of the fork.  When all blocks fit in
- *    one window the reply is sent straight from the cache buffers with
- *    writev (no staging copy); otherwise window by window into a staging
+ *    list order, zeros past the end of the fork.  Pieces of
+ *    STREAM_SPLICE_MIN bytes or more on average (not IO_READV, not
+ *    checksummed) are sent from the file by the kernel (sendfile): the
+ *    cache writes through, so the file holds every acknowledged byte, and
+ *    the shared lock keeps writers out until the bytes have left.  When all
+ * blocks fit in one window the reply is sent straight from the cache buffers
+ * with writev (no staging copy); otherwise window by window into a staging
  *    buffer (bounded by the data limit).
  * 6. IO_READV / IO_WRITEV (same-host clients, gproto.h) name the data in
  *    the client's memory instead (cma.c).  Writes of pieces of 512 bytes

@@ -32,6 +32,7 @@
  * handled in arrival order; replies echo the opcode and request id.
  */
 #include "gsrv_internal.h"
+#include "fdio.h"
 #include "gsend.h"
 #include "gspin.h"
 
@@ -359,22 +360,11 @@ static int drain(int fd, uint64_t n)
     return 0;
 }
 
-/* Write n bytes at off; 0 or -errno. */
+/* Write n bytes at off (fdio.h); 0 or -errno. */
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 {
-    while (n) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        if (w == 0)
-            return -EIO;
-        p += w;
-        off += (uint64_t)w;
-        n -= (size_t)w;
-    }
-    return 0;
+    gx_ext e = {.off = off, .len = n, .mem = (char *)p};
+    return gx_fd_write(fd, 0, &e, 1);
 }
 
 /* The connection's pipe for gsrv_rx_to_file, made at its first use and

@@ -434,6 +434,26 @@ void gsrv_cache_drop_fork(uint64_t fkid)
     pthread_mutex_unlock(&cache.lock);
 }
 
+/* Evict fork fkid's blocks first..last: block by block, or for a range
+ * longer than the table, by one walk of the table.  cache.lock held. */
+static void evict_range(uint64_t fkid, uint64_t first, uint64_t last)
+{
+    if (last - first < cache.tab.nbuckets) {
+        for (uint64_t bno = first; bno <= last; bno++) {
+            gsrv_block *b = lookup(fkid, bno);
+            if (b)
+                evict(b);
+        }
+        return;
+    }
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; (l = gsrv_ht_next(&cache.tab, &it));) {
+        gsrv_block *b = GSRV_HT_ENTRY(l, gsrv_block, hlink);
+        if (b->fkid == fkid && b->bno >= first && b->bno <= last)
+            evict(b);
+    }
+}
+
 void gsrv_cache_trim(uint64_t fkid, uint64_t size, uint64_t oldsize)
 {
     uint64_t first = size / GSRV_BLOCK_SIZE; /* block holding `size` */
@@ -447,22 +467,9 @@ void gsrv_cache_trim(uint64_t fkid, uint64_t size, uint64_t oldsize)
             memset(b->data + keep, 0, GSRV_BLOCK_SIZE - keep);
         first++;
     }
-    if (oldsize <= size || first > last) {
-        /* nothing cached can lie past the new end */
-    } else if (last - first < cache.tab.nbuckets) {
-        for (uint64_t bno = first; bno <= last; bno++) {
-            gsrv_block *b = lookup(fkid, bno);
-            if (b)
-                evict(b);
-        }
-    } else {
-        gsrv_ht_iter it = {0};
-        for (gsrv_hlink *l; (l = gsrv_ht_next(&cache.tab, &it));) {
-            gsrv_block *b = GSRV_HT_ENTRY(l, gsrv_block, hlink);
-            if (b->fkid == fkid && b->bno >= first)
-                evict(b);
-        }
-    }
+    /* nothing cached can lie past the new end when it did not shrink */
+    if (oldsize > size && first <= last)
+        evict_range(fkid, first, last);
     pthread_mutex_unlock(&cache.lock);
 }
 
@@ -470,13 +477,8 @@ void gsrv_cache_forget(uint64_t fkid, uint64_t off, uint64_t end)
 {
     if (end <= off)
         return;
-    uint64_t first = off / GSRV_BLOCK_SIZE, last = (end - 1) / GSRV_BLOCK_SIZE;
     pthread_mutex_lock(&cache.lock);
-    for (uint64_t bno = first; bno <= last; bno++) {
-        gsrv_block *b = lookup(fkid, bno);
-        if (b)
-            evict(b);
-    }
+    evict_range(fkid, off / GSRV_BLOCK_SIZE, (end - 1) / GSRV_BLOCK_SIZE);
     pthread_mutex_unlock(&cache.lock);
 }
 

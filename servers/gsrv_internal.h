@@ -336,9 +336,10 @@ void gsrv_out_add(gsrv_out *o, const void *p, size_t len);
 /* Send everything queued; returns 0 or -errno (also kept in o->err). */
 int gsrv_out_flush(gsrv_out *o);
 /* Queue len bytes of file fd from offset off, sent by the kernel from the
- * page cache (sendfile: not copied through the server's memory); bytes
- * past the file's end go as zeros.  Not for a reply into client memory. */
-void gsrv_out_file(gsrv_out *o, int fd, uint64_t off, size_t len);
+ * page cache (sendfile: not copied through the server's memory); bytes at
+ * or past end, or past the file's end, go as zeros.  Not for a reply into
+ * client memory. */
+void gsrv_out_file(gsrv_out *o, int fd, uint64_t off, size_t len, uint64_t end);
 
 typedef struct gsrv_reply {
     gp_wbuf w;

@@ -231,7 +231,7 @@ static int send_reply(gsrv_conn *c, const gp_hdr *req, int status,
     return gsrv_out_flush(o);
 }
 
-void gsrv_out_file(gsrv_out *o, int fd, uint64_t off, size_t len)
+void gsrv_out_file(gsrv_out *o, int fd, uint64_t off, size_t len, uint64_t end)
 {
     static const uint8_t zeros[4096];
     if (o->err || len == 0)
@@ -240,11 +240,12 @@ void gsrv_out_file(gsrv_out *o, int fd, uint64_t off, size_t len)
         o->err = -EINVAL;
         return;
     }
-    if (gsrv_out_flush(o)) /* what was queued goes first */
+    size_t in = off >= end ? 0 : end - off < len ? (size_t)(end - off) : len;
+    if (in && gsrv_out_flush(o)) /* what was queued goes first */
         return;
-    while (len) {
+    while (in) {
         off_t p = (off_t)off;
-        ssize_t w = sendfile(o->fd, fd, &p, len);
+        ssize_t w = sendfile(o->fd, fd, &p, in);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0) {
@@ -254,6 +255,7 @@ void gsrv_out_file(gsrv_out *o, int fd, uint64_t off, size_t len)
         if (w == 0) /* past the file's end */
             break;
         off += (uint64_t)w;
+        in -= (size_t)w;
         len -= (size_t)w;
     }
     for (size_t k; len; len -= k) {
@@ -295,6 +297,17 @@ static int recv_timed(int fd, void *buf, size_t n, int first_ms, int rest_ms)
     return 0;
 }
 
+/* The frame being received failed (a negative error, or 1: the end of
+ * the stream): remembered, so the connection closes without a reply. */
+static int rx_fail(gsrv_conn *c, int rc)
+{
+    c->rx_err = rc < 0 ? rc : -ECONNRESET;
+    if (rc == -ETIMEDOUT)
+        gsrv_log(1, "%s: half a frame for %d ms, closing", c->peer,
+                 gsrv_g.frame_timeout_ms);
+    return c->rx_err;
+}
+
 /* The rest of a frame being received: at most the frame timeout per wait;
  * the end of the stream is an error here. */
 static int rx_recv(gsrv_conn *c, void *dst, size_t n)
@@ -303,13 +316,8 @@ static int rx_recv(gsrv_conn *c, void *dst, size_t n)
         return c->rx_err;
     int rc = recv_timed(c->fd, dst, n, gsrv_g.frame_timeout_ms,
                         gsrv_g.frame_timeout_ms);
-    if (rc) {
-        c->rx_err = rc < 0 ? rc : -ECONNRESET;
-        if (rc == -ETIMEDOUT)
-            gsrv_log(1, "%s: half a frame for %d ms, closing", c->peer,
-                     gsrv_g.frame_timeout_ms);
-        return c->rx_err;
-    }
+    if (rc)
+        return rx_fail(c, rc);
     c->rx_pos += n;
     return 0;
 }
@@ -392,11 +400,8 @@ static ssize_t rx_wait(gsrv_conn *c)
         int k = poll(&pf, 1, gsrv_g.frame_timeout_ms);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k == 0) {
-            gsrv_log(1, "%s: half a frame for %d ms, closing", c->peer,
-                     gsrv_g.frame_timeout_ms);
+        if (k == 0)
             return -ETIMEDOUT;
-        }
         int avail = 0;
         if (k < 0 || ioctl(c->fd, FIONREAD, &avail) < 0)
             return -errno;
@@ -429,7 +434,7 @@ int gsrv_rx_to_file(gsrv_conn *c, size_t pos, int fd, uint64_t off, size_t n)
             return c->rx_err;
         ssize_t avail = rx_wait(c);
         if (avail < 0)
-            return c->rx_err = (int)avail;
+            return rx_fail(c, (int)avail);
         size_t want = n < (size_t)avail ? n : (size_t)avail;
         if (want > c->rx_pipe_sz)
             want = c->rx_pipe_sz;
@@ -439,7 +444,7 @@ int gsrv_rx_to_file(gsrv_conn *c, size_t pos, int fd, uint64_t off, size_t n)
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
-            return c->rx_err = got < 0 ? -errno : -ECONNRESET;
+            return rx_fail(c, got < 0 ? -errno : 1);
         c->rx_pos += (size_t)got;
         size_t left = (size_t)got;
         while (left && !ferr) {
@@ -462,7 +467,7 @@ int gsrv_rx_to_file(gsrv_conn *c, size_t pos, int fd, uint64_t off, size_t n)
                 if (r < 0 && errno == EINTR)
                     continue;
                 if (r <= 0)
-                    return c->rx_err = -EIO; /* cannot go on */
+                    return rx_fail(c, -EIO); /* cannot go on */
                 k += (size_t)r;
             }
         }
@@ -633,32 +638,29 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
      * (after a failed receive: no reply, the connection closes) */
     if (!c->rx_err && gsrv_rx_partial(c))
         rx_recv(c, c->buf + c->rx_pos, c->rx_len - c->rx_pos);
+    int rc;
     if (c->rx_err) {
         gsrv_log(1, "%s: %s: frame cut off after %zu of %zu bytes: %s", c->peer,
                  optab_name(h->opcode), c->rx_pos, c->rx_len,
                  gsrv_strerror(c->rx_err));
-        if (rep.cleanup)
-            rep.cleanup(rep.arg);
-        if (rep.pass_fd >= 0)
-            close(rep.pass_fd);
-        gp_wbuf_free(&rep.w);
-        return c->rx_err;
-    }
-    /* the metadata this request changed is durable before the reply */
-    int durable = gsrv_wal_wait();
-    if (status == 0 && durable)
-        status = durable;
+        rc = status = c->rx_err; /* no reply: the connection closes */
+    } else {
+        /* the metadata this request changed is durable before the reply */
+        int durable = gsrv_wal_wait();
+        if (status == 0 && durable)
+            status = durable;
 
-    if (status == 0 && rep.w.err)
-        status = rep.w.err == -E2BIG ? GFS_ETOOBIG : rep.w.err;
-    if (status == 0 && rep.rmem && rep.send)
-        status = push_data(c, &rep);
-    if (status == 0 && rep.w.len + rep.datalen > GP_MAX_PAYLOAD)
-        status = GFS_ETOOBIG;
-    if (status && gsrv_g.verbose > 1)
-        gsrv_log(2, "%s: %s -> %s", c->peer, optab_name(h->opcode),
-                 gsrv_strerror(status));
-    int rc = send_reply(c, h, status, &rep);
+        if (status == 0 && rep.w.err)
+            status = rep.w.err == -E2BIG ? GFS_ETOOBIG : rep.w.err;
+        if (status == 0 && rep.rmem && rep.send)
+            status = push_data(c, &rep);
+        if (status == 0 && rep.w.len + rep.datalen > GP_MAX_PAYLOAD)
+            status = GFS_ETOOBIG;
+        if (status && gsrv_g.verbose > 1)
+            gsrv_log(2, "%s: %s -> %s", c->peer, optab_name(h->opcode),
+                     gsrv_strerror(status));
+        rc = send_reply(c, h, status, &rep);
+    }
     if (rep.cleanup)
         rep.cleanup(rep.arg);
     if (rep.pass_fd >= 0) /* the client has its own copy now (or none) */

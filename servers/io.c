@@ -629,20 +629,6 @@ static bool head_arrived(const gsrv_conn *c, const gp_rbuf *req, io_req *q)
     return !r.err;
 }
 
-/* Are the pieces, sorted by offset, also in list order, their data end to
- * end?  Then the data can be received in the order the blocks are
- * written. */
-static bool in_list_order(const io_req *q)
-{
-    uint64_t src = 0;
-    for (size_t i = 0; i < q->n; i++) {
-        if (q->it[i].src != src)
-            return false;
-        src += q->it[i].len;
-    }
-    return true;
-}
-
 static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
                     bool cwire)
 {
@@ -684,14 +670,17 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     if (q->n == 0)
         goto out_reply;
 
-    rc = gx_sort(q->it, q->n);
+    /* pieces in offset order as listed: their data arrives in the order
+     * the blocks are written */
+    bool in_order = gx_sorted(q->it, q->n);
+    rc = in_order ? 0 : gx_sort(q->it, q->n);
     if (rc)
         goto out_free;
     bool bypass = gsrv_fork_direct(q->f); /* direct.c, rule 2 */
     if (gsrv_rx_partial(c)) {
         /* data still arriving: received into the blocks window by window
          * (rule 4) when nothing needs it all first */
-        q->stream = !bypass && gx_disjoint(q->it, q->n) && in_list_order(q);
+        q->stream = !bypass && in_order && gx_disjoint(q->it, q->n);
         q->dpos = (size_t)(q->data - req->data);
         if (!q->stream && (rc = gsrv_rx_fill(c, req->len)))
             goto out_free;
@@ -817,16 +806,8 @@ static void send_from_cache(gsrv_out *o, void *arg)
 static void send_from_file(gsrv_out *o, void *arg)
 {
     io_req *q = arg;
-    for (size_t i = 0; i < q->n && !o->err; i++) {
-        const gx_ext *it = &q->it[i];
-        uint64_t e = gx_end(it) < q->size ? gx_end(it) : q->size;
-        uint64_t in = e > it->off ? e - it->off : 0;
-        gsrv_out_file(o, q->f->fd, it->off, (size_t)in);
-        for (uint64_t k; in < it->len; in += k) {
-            k = it->len - in < sizeof(zeros) ? it->len - in : sizeof(zeros);
-            gsrv_out_add(o, zeros, (size_t)k);
-        }
-    }
+    for (size_t i = 0; i < q->n && !o->err; i++)
+        gsrv_out_file(o, q->f->fd, q->it[i].off, q->it[i].len, q->size);
 }
 
 static void send_staged(gsrv_out *o, void *arg)

@@ -9,11 +9,17 @@
  *     MPI-IO driver gets for the same string) or a descriptor in our table.
  *     Anything else goes straight to the next definition (dlsym RTLD_NEXT),
  *     so programs that never name a galley: file see libc unchanged.
- *   - A Galley descriptor is a real descriptor: open() opens /dev/null with
- *     the caller's O_CLOEXEC and keeps the number it got, so numbers never
- *     clash with the program's own files or those of libraries that bypass
- *     us (select, poll and close of it are harmless).  The table maps the
- *     number to a px_file: the striped id, access mode, and the file offset,
+ *   - A Galley descriptor is a real descriptor: open() opens an O_PATH
+ *     descriptor of /dev/null with the caller's O_CLOEXEC and keeps the
+ *     number it got, so numbers never clash with the program's own files
+ *     or those of libraries that bypass us.  Every data call the kernel
+ *     sees on an O_PATH descriptor (read, write, mmap, splice, ioctl, ...)
+ *     fails with EBADF: a call this library misses, or one a library makes
+ *     through glibc's internal symbols, fails loudly instead of moving
+ *     nothing (px_copy.c and px_data.c serve every descriptor call of
+ *     glibc's that moves data; posix-tests/test_entry_points.py checks
+ *     them all against glibc's symbol table).  The table maps the number
+ *     to a px_file: the striped id, access mode, and the file offset,
  *     shared by dup'ed descriptors as POSIX requires.
  *   - Data moves with gfs_striped_read/write (one transfer per server, no
  *     client cache), so after write() returns the bytes are visible to the
@@ -49,7 +55,8 @@
  * Files: this one (the next definitions, the descriptor table, starting
  * the client, errors); px_path.c (which paths are ours); px_open.c (open,
  * close, dup, fcntl); px_lock.c (fcntl locks, lockf, flock); px_data.c (read,
- * write, seek, truncate, sync); px_names.c (stat, access, unlink, rename,
+ * write, seek, truncate, sync); px_copy.c (copy_file_range, sendfile,
+ * splice, fallocate); px_names.c (stat, access, unlink, rename,
  * xattr); px_dir.c (opendir, readdir); px_stdio.c (fopen, fdopen, fileno).
  * px_internal.h declares what they share.
  */
@@ -98,6 +105,11 @@ static void px_after_fork_child(void)
 static void px_register_atfork(void)
 {
     pthread_atfork(NULL, NULL, px_after_fork_child);
+}
+
+int px_placeholder(int flags)
+{
+    return REAL(open)("/dev/null", O_PATH | (flags & O_CLOEXEC));
 }
 
 /* gfs error -> errno. */

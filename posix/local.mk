@@ -3,7 +3,8 @@
 # loaded with LD_PRELOAD, never linked against.
 lib_LTLIBRARIES += posix/libgalley-posix.la
 posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/px_path.c \
-	posix/px_open.c posix/px_lock.c posix/px_data.c posix/px_names.c posix/px_dir.c \
+	posix/px_open.c posix/px_lock.c posix/px_data.c posix/px_copy.c \
+	posix/px_names.c posix/px_dir.c \
 	posix/px_stdio.c posix/px_internal.h posix/px_rename.c \
 	posix/px_rename.h
 posix_libgalley_posix_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
@@ -14,10 +15,15 @@ posix_libgalley_posix_la_LDFLAGS = -module -avoid-version -shared
 # program: it does not link libgalley).
 noinst_PROGRAMS += posix-tests/helpers/t_posix
 posix_tests_helpers_t_posix_SOURCES = posix-tests/helpers/t_posix.c
+# Every descriptor call of glibc's that moves data, on a Galley descriptor
+# (posix-tests/test_entry_points.py).
+noinst_PROGRAMS += posix-tests/helpers/t_entry
+posix_tests_helpers_t_entry_SOURCES = posix-tests/helpers/t_entry.c
 # Lock semantics as a transcript, compared between libc and the preload.
 noinst_PROGRAMS += posix-tests/helpers/t_locks
 posix_tests_helpers_t_locks_SOURCES = posix-tests/helpers/t_locks.c
 EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
-	posix-tests/test_locks.py posix-tests/helpers/mpi_records.c \
+	posix-tests/test_locks.py posix-tests/test_entry_points.py \
+	posix-tests/helpers/mpi_records.c \
 	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
 	posix-tests/README.md

@@ -106,7 +106,7 @@ static DIR *px_opendir(const char *name)
     if (!rc)
         rc = gfs_list_files(prefix, px_list_cb, &l);
     if (rc == 0) {
-        g->fd = REAL(open)("/dev/null", O_RDONLY | O_CLOEXEC);
+        g->fd = px_placeholder(O_CLOEXEC);
         rc = g->fd < 0 ? -errno : -EMFILE;
         pthread_mutex_lock(&px_dir_lock);
         for (int i = 0; g->fd >= 0 && i < PX_NDIRS; i++)

@@ -11,6 +11,7 @@
  *   px_open.c       open family, close, dup family, fcntl
  *   px_lock.c       locks: fcntl F_SETLK/F_GETLK/F_OFD_*, lockf, flock
  *   px_data.c       read/write family, lseek, truncate, sync, POSIX AIO
+ *   px_copy.c       copy_file_range, sendfile, splice, fallocate
  *   px_names.c      stat family, access, unlink, rename, xattr
  *   px_dir.c        opendir/readdir of galley: directories
  *   px_stdio.c      fopen/fdopen/fileno over fopencookie
@@ -103,6 +104,19 @@
     X(copy_file_range, ssize_t,                                                \
       (int, off64_t *, int, off64_t *, size_t, unsigned))                      \
     X(sendfile, ssize_t, (int, int, off_t *, size_t))                          \
+    X(preadv, ssize_t, (int, const struct iovec *, int, off_t))                \
+    X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))               \
+    X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))          \
+    X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))         \
+    X(sync_file_range, int, (int, off64_t, off64_t, unsigned))                 \
+    X(syncfs, int, (int))                                                      \
+    X(readahead, ssize_t, (int, off64_t, size_t))                              \
+    X(posix_fadvise, int, (int, off_t, off_t, int))                            \
+    X(lio_listio, int, (int, struct aiocb *const[], int, struct sigevent *))   \
+    X(splice, ssize_t, (int, off64_t *, int, off64_t *, size_t, unsigned))     \
+    X(tee, ssize_t, (int, int, size_t, unsigned))                              \
+    X(fallocate, int, (int, int, off_t, off_t))                                \
+    X(posix_fallocate, int, (int, off_t, off_t))                               \
     X(fopen, FILE *, (const char *, const char *))                             \
     X(fdopen, FILE *, (int, const char *))                                     \
     X(fileno, int, (FILE *))                                                   \
@@ -147,6 +161,18 @@ typedef struct px_file {
 extern px_file *px_fds[PX_NFD];
 extern bool px_forked; /* child of a parent whose client was running */
 
+/* Is fd ours right now?  (A hint without a reference: px_get for use.) */
+static inline bool px_fds_has(int fd)
+{
+    return fd >= 0 && fd < PX_NFD &&
+           __atomic_load_n(&px_fds[fd], __ATOMIC_ACQUIRE) != NULL;
+}
+
+/* The descriptor number a Galley file or directory holds: an O_PATH
+ * descriptor, on which every data call the kernel sees (one this library
+ * does not serve) fails with EBADF instead of moving nothing. */
+int px_placeholder(int flags);
+
 int px_errno(int64_t rc);
 int px_fail(int64_t rc);
 int px_start(void);
@@ -168,6 +194,14 @@ const char *px_name(const char *path);
  * ------------------------------------------------------------------------ */
 
 int px_open(const char *name, int flags, mode_t mode);
+
+/* Data (px_data.c): px_pread/px_pwrite at off on our file (bytes or a
+ * gfs error); px_io, one read or write on any descriptor (off -1: at its
+ * offset; bytes or -1 with errno); px_seek, lseek on any descriptor. */
+int64_t px_pread(px_file *f, void *buf, size_t n, int64_t off);
+int64_t px_pwrite(px_file *f, const void *buf, size_t n, int64_t off);
+ssize_t px_io(int fd, void *buf, size_t n, int64_t off, bool wr);
+off_t px_seek(int fd, off_t off, int whence);
 
 /* Locks (px_lock.c).  px_lock_fcntl: an fcntl lock command on our file
  * (-1 with errno on failure).  px_lock_closing: a descriptor of f is being

@@ -1,6 +1,6 @@
 /*
  * px_open.c -- descriptors of libgalley-posix.so (see galley_posix.c):
- * opening a Galley file (a /dev/null descriptor that our table maps to the
+ * opening a Galley file (an O_PATH descriptor that our table maps to the
  * striped file), the interposed open family, close, dup family and fcntl
  * (whose lock commands px_lock.c serves).
  *
@@ -80,7 +80,7 @@ int px_open(const char *name, int flags, mode_t mode)
     f->owner = px_lock_new_owner();
     snprintf(f->name, sizeof(f->name), "%s", name);
     pthread_mutex_init(&f->lock, NULL);
-    int fd = REAL(open)("/dev/null", O_RDWR | (flags & O_CLOEXEC));
+    int fd = px_placeholder(flags);
     if (fd < 0 || fd >= PX_NFD) {
         int e = fd < 0 ? errno : EMFILE;
         if (fd >= 0)

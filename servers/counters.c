@@ -18,6 +18,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Rewrite the counters file path in place with buf[0..len), when it has
+ * exactly len bytes: its blocks are allocated already, so this needs no
+ * free space.  Used on a full disk only; like a replace, it survives
+ * kill -9 (one pwrite) and is not fsync'd. */
+static int overwrite_counters(const char *path, const void *buf, size_t len,
+                              int why)
+{
+    int fd = openat(gsrv_g.dfd, path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return why;
+    struct stat st;
+    int rc = why; /* a different length needs the space it could not get */
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == len) {
+        ssize_t n = pwrite(fd, buf, len, 0);
+        rc = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+    }
+    close(fd);
+    return rc;
+}
+
 static int write_counters(const gsrv_sub *s, const sub_counter *c, size_t n)
 {
     gp_wbuf w;
@@ -38,6 +58,8 @@ static int write_counters(const gsrv_sub *s, const sub_counter *c, size_t n)
         rc = gsrv_meta_write(path, w.data, w.len, false);
         if (rc == -ENOENT && !(rc = sub_dir_make(s->hid))) /* the first file */
             rc = gsrv_meta_write(path, w.data, w.len, false);
+        if (rc == -ENOSPC || rc == -EDQUOT) /* a value changed, no key added */
+            rc = overwrite_counters(path, w.data, w.len, rc);
     }
     gp_wbuf_free(&w);
     return rc;
@@ -74,7 +96,7 @@ static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
         return rc;
 
     /* Counters are touched only under subtab.meta (here, load, destroy). */
-    uint64_t old = 0;
+    uint64_t old = 0, value = 0;
     pthread_mutex_lock(&subtab.meta);
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find_live(hid);
@@ -87,8 +109,27 @@ static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
     for (i = 0; i < s->nctr; i++)
         if (strcmp(s->ctr[i].key, key) == 0)
             break;
+    old = i < s->nctr ? s->ctr[i].value : 0; /* a new key starts at 0 */
+    if (set) {
+        value = delta;
+    } else {
+        /* stay within 0 .. INT64_MAX (a value from an older server past
+         * it is left alone: only adds that bring it back are taken) */
+        int64_t d = (int64_t)delta;
+        if (d < 0 ? old < (uint64_t) - (d + 1) + 1
+                  : old > (uint64_t)INT64_MAX - (uint64_t)d) {
+            rc = -ERANGE;
+            goto out_unlock_meta;
+        }
+        value = old + delta; /* in range: no wrap */
+    }
+    /* Nothing changes (an MPI open setting the shared file pointer to the
+     * 0 it holds, an add of 0): nothing is written, so this needs no disk
+     * space; a new key is not kept either, 0 being what an absent key
+     * means. */
+    if (value == old)
+        goto out_unlock_meta;
     if (i == s->nctr) {
-        /* a new key starts at 0 */
         if (s->nctr >= GSRV_MAX_COUNTERS) {
             rc = -ENOSPC;
             goto out_unlock_meta;
@@ -107,20 +148,7 @@ static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
         s->ctr[i].value = 0;
         s->nctr++;
     }
-    old = s->ctr[i].value;
-    if (set) {
-        s->ctr[i].value = delta;
-    } else {
-        /* stay within 0 .. INT64_MAX (a value from an older server past
-         * it is left alone: only adds that bring it back are taken) */
-        int64_t d = (int64_t)delta;
-        if (d < 0 ? old < (uint64_t) - (d + 1) + 1
-                  : old > (uint64_t)INT64_MAX - (uint64_t)d) {
-            rc = -ERANGE;
-            goto out_unlock_meta;
-        }
-        s->ctr[i].value = old + delta; /* in range: no wrap */
-    }
+    s->ctr[i].value = value;
     rc = write_counters(s, s->ctr, s->nctr);
     if (rc)
         s->ctr[i].value = old; /* a new key stays at 0: same meaning */

@@ -11,6 +11,8 @@
   * cross-reads: written through Open MPI, read byte for byte through our
     MPICH and `galley get`, and the other way round;
   * bad input: missing file, EXCL on an existing file, unreachable servers;
+  * Open MPI's own POSIX path (its pwritev) on a directory that
+    `galley exec -m` maps to Galley;
   * Debian's parallel HDF5 for Open MPI runs hdf5-tests' h5par_check.
 """
 
@@ -19,6 +21,7 @@ import os
 import re
 import shlex
 import socket
+import struct
 import sys
 from pathlib import Path
 
@@ -277,6 +280,31 @@ def test_lost_write_is_sticky(ompi, tmp_path):
         c.check_alive()
     finally:
         gt._teardown(c)
+
+
+# ---- Open MPI's own POSIX path under `galley exec` -------------------------------
+
+def test_posix_path_under_galley_exec(ompi, cluster, uniq, tmp_path):
+    """Unmodified Open MPI on a local path mapped by `galley exec -m`: OMPIO's
+    own POSIX path (ufs fs, posix fbtl) writes a memory-noncontiguous
+    buffer with one pwritev per rank, which the preload carries to Galley:
+    every rank reads back every int (src/vector_write.c), `galley get`
+    copies out exactly those bytes, and nothing is left in the local
+    directory."""
+    exe = compile_c(ompi.mpicc, [HERE / "src" / "vector_write.c"], tmp_path / "vector_write",
+                    ompi.env(), ["-Wall", "-Wextra"])
+    d = tmp_path / "pw"
+    d.mkdir()
+    cmd = [gt.galley_path(), "-c", str(cluster.cluster_file), "exec", "-m",
+           "%s=%s" % (d, uniq), "--", str(ompi.mpiexec), "-n", "2", str(exe), str(d / "f")]
+    cp = gt.run(cmd, env=ompi.env(cluster.cluster_file), timeout=300)
+    assert_no_errors(cp)
+    got = tmp_path / "got"
+    g = cluster.galley("get", uniq + "/f", got)
+    want = b"".join(struct.pack("<512i", *(r * 1000000 + i for i in range(512)))
+                    for r in range(2))
+    assert g.returncode == 0 and got.read_bytes() == want, g.stderr
+    assert list(d.iterdir()) == []
 
 
 # ---- HDF5 (Debian's libhdf5-openmpi-dev) ----------------------------------------

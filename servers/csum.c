@@ -392,7 +392,7 @@ int gsrv_op_SCRUB(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (rc)
         return rc;
     gsrv_fork *f;
-    rc = gsrv_fork_get(m.fkid, &f);
+    rc = gsrv_fork_get(m.fkid, GSRV_FORK_READ, &f);
     if (rc)
         return rc;
     gp_SCRUB_rep out = {.first_bad = UINT64_MAX};

@@ -76,10 +76,14 @@
  * bytes as read under the lock with its own pieces in them.
  *
  * Read-only grants change nothing here: with write-through, the file
- * always holds every write the server acknowledged.  A truncate is an
- * ftruncate of the shared file; a delete of an open fork unlinks it at its
- * last close while descriptors keep working -- both as for two local
- * processes sharing a file.
+ * always holds every write the server acknowledged.  A fork never written
+ * has no file yet (subfile.c); a grant makes it, since the descriptor must
+ * be of the file later writes go to, and a read-only grant that finds no
+ * room for it is refused (GFS_EDIRECT): the server path reads the fork as
+ * empty and makes nothing.  A truncate is an ftruncate of the shared
+ * file; a delete of an open fork unlinks it at its last close while
+ * descriptors keep working -- both as for two local processes sharing a
+ * file.
  *
  * IO_STATS: the holder counts the bytes it moves and reports them in
  * DIRECT_CLOSE (at fork close and gfs_finalize); they are added as
@@ -124,6 +128,14 @@ uint64_t gsrv_fork_file_size(const gsrv_fork *f)
 static bool fork_direct_ok(const gsrv_fork *f)
 {
     return f->cfd < 0; /* checksummed: DIRECT_COPEN only */
+}
+
+/* A reference to fork fkid for a grant, its data file made if it has
+ * none (see the header: refused read-only on a full disk). */
+static int grant_fork(uint64_t fkid, bool write, gsrv_fork **f)
+{
+    int rc = gsrv_fork_get(fkid, GSRV_FORK_WRITE, f);
+    return !write && (rc == -ENOSPC || rc == -EDQUOT) ? GFS_EDIRECT : rc;
 }
 
 /* May this connection have descriptors? */
@@ -194,7 +206,7 @@ static int grant(gsrv_conn *c, uint64_t fkid, bool write, bool may_lock,
     if (rc)
         return rc;
     gsrv_fork *f;
-    rc = gsrv_fork_get(fkid, &f);
+    rc = grant_fork(fkid, write, &f);
     if (rc)
         return rc;
     if (!fork_direct_ok(f)) {
@@ -315,7 +327,7 @@ int gsrv_op_DIRECT_COPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (rc)
         return rc;
     gsrv_fork *f;
-    rc = gsrv_fork_get(m.fkid, &f);
+    rc = grant_fork(m.fkid, write, &f);
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&f->rw); /* rule 1 */

@@ -485,7 +485,9 @@ typedef struct gsrv_fork gsrv_fork;
 struct gsrv_fork {
     uint64_t fkid;
     pthread_rwlock_t rw; /* see the locking order above */
-    int fd;              /* data file, opened on first use; -1 until then */
+    int fd;              /* data file, opened on first use; -1 until then,
+                          * and while it has none (never written: empty);
+                          * set once, under subtab.lock */
     int cfd;             /* its checksums (csum.c), opened with fd; -1: not
                           * a checksummed fork; set under rw exclusive */
     uint64_t size;       /* authoritative; read/written with __atomic ops,
@@ -511,9 +513,14 @@ int gsrv_sub_init(void); /* load DIR/sub, finish deferred deletions */
 void gsrv_sub_fini(void);
 
 /* Look up a fork by handle (live or marked deleted) and take a reference;
- * opens its data file if needed.  GFS_ESTALE if it does not exist.
- * Undo with gsrv_fork_put. */
-int gsrv_fork_get(uint64_t fkid, gsrv_fork **out);
+ * opens its data file if needed.  A live fork's data file is made for
+ * GSRV_FORK_WRITE; for GSRV_FORK_READ a fork without one (never written)
+ * keeps f->fd at -1 and its size at 0, so a read-only use makes nothing
+ * and needs no disk space (the fork's rwlock orders it with a writer that
+ * makes the file: a size above 0 read under it comes with f->fd).
+ * GFS_ESTALE if it does not exist.  Undo with gsrv_fork_put. */
+enum { GSRV_FORK_READ, GSRV_FORK_WRITE };
+int gsrv_fork_get(uint64_t fkid, int use, gsrv_fork **out);
 void gsrv_fork_put(gsrv_fork *f); /* NULL-safe */
 
 /* Close `count` opens of fkid (connection drop or FORK_CLOSE); removes a

@@ -655,7 +655,7 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
         rc = pull_data(c, q);
     if (rc)
         goto out_free;
-    rc = gsrv_fork_get(fkid, &q->f);
+    rc = gsrv_fork_get(fkid, GSRV_FORK_WRITE, &q->f);
     if (rc)
         goto out_free;
     pthread_rwlock_wrlock(&q->f->rw);
@@ -908,7 +908,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
         rc = decode(req, q);
     if (rc)
         goto out_free;
-    rc = gsrv_fork_get(fkid, &q->f);
+    rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &q->f); /* none: all zeros */
     if (rc)
         goto out_free;
     /* counted once the reply is ready, like a write: a failed read moved

@@ -39,7 +39,7 @@
  *     DIR/sub/<hid>/           a subfile's files, made with the first:
  *     DIR/sub/<hid>/counters   FETCH_ADD counters (rename without fsync)
  *     DIR/sub/<hid>/<idx>.dat  the data of fork <idx> (a Unix file, made
- *                              at the fork's first open; none: empty)
+ *                              at the fork's first write; none: empty)
  *
  *   Each file starts with a 4-byte magic and a format version and is
  *   encoded with the wire protocol's writer (explicit little-endian).

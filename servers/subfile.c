@@ -268,7 +268,7 @@ void fork_detach(gsrv_sub *s, size_t pos, gsrv_fork **reaplist)
 
 /* ------------------------------------------------------- public API ---- */
 
-int gsrv_fork_get(uint64_t fkid, gsrv_fork **out)
+int gsrv_fork_get(uint64_t fkid, int use, gsrv_fork **out)
 {
     int rc = 0;
     *out = NULL;
@@ -284,10 +284,14 @@ int gsrv_fork_get(uint64_t fkid, gsrv_fork **out)
         char path[64];
         fork_file(s->hid, f->index, path, sizeof(path));
         /* A live fork's data file, and the subfile's directory, are made
-         * at its first open (a file created and removed unused never has
-         * them: sub_create). */
-        int create = f->deleted || s->deleted ? 0 : O_CREAT;
+         * at its first use that writes (a file created and removed unused
+         * never has them: sub_create).  Until then the fork is empty, and
+         * a read needs no file -- nor disk space: f->fd stays -1. */
+        bool live = !f->deleted && !s->deleted;
+        int create = live && use == GSRV_FORK_WRITE ? O_CREAT : 0;
         int fd = sub_openat(s->hid, path, O_RDWR | O_CLOEXEC | create, 0644);
+        if (fd == -ENOENT && live && use == GSRV_FORK_READ)
+            goto out_ref;
         if (fd < 0) {
             rc = fd == -ENOENT ? GFS_ESTALE : fd;
             goto out_unlock;
@@ -300,6 +304,7 @@ int gsrv_fork_get(uint64_t fkid, gsrv_fork **out)
             goto out_unlock;
         }
     }
+out_ref:
     f->refs++;
     *out = f;
 out_unlock:

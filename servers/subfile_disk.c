@@ -273,8 +273,8 @@ static int load_forks(gsrv_sub *s, const hdr_fork *v, uint32_t n, bool *dirty)
         }
         if (errno != ENOENT)
             return -errno;
-        /* no data file: an empty fork, never opened since its create (its
-         * file is made at the first open: gsrv_fork_get), or one a
+        /* no data file: an empty fork, never written since its create
+         * (its file is made at the first write: gsrv_fork_get), or one a
          * machine crash took the file's entry from before a FORK_SYNC */
     }
     return 0;

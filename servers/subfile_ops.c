@@ -27,8 +27,8 @@
 /* A new subfile header for (name, subidx), with its first fork when fork
  * is not NULL: its hid in *out.  One value of the metadata table; the
  * subfile's directory and the fork's data file are made at its first
- * open (gsrv_fork_get), so a file created and removed unused costs the
- * file system nothing. */
+ * write (gsrv_fork_get), so a file created and removed unused, or only
+ * read, costs the file system nothing. */
 static int sub_create(const char *name, uint32_t subidx, const char *fork,
                       uint64_t *out)
 {
@@ -247,8 +247,8 @@ static int fork_create(uint64_t hid, const char *name)
     }
     v = grown;
     /* New image: the current forks plus this one (indices only grow, so it
-     * goes last).  Its data file is made at its first open (gsrv_fork_get):
-     * start-up finds an empty fork where there is none. */
+     * goes last).  Its data file is made at its first write
+     * (gsrv_fork_get): start-up finds an empty fork where there is none. */
     v[n] = (hdr_fork){.idx = idx, .name = f->name, .deleted = false};
     rc = write_header(s, false, idx + 1, v, n + 1);
     if (rc)
@@ -473,7 +473,7 @@ int gsrv_op_FORK_SIZE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (rc)
         return rc;
     gsrv_fork *f;
-    rc = gsrv_fork_get(fkid, &f);
+    rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
     if (rc)
         return rc;
     gp_FORK_SIZE_rep_encode(&rep->w,
@@ -492,7 +492,7 @@ int gsrv_op_FORK_TRUNCATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (size > GP_MAX_OFFSET)
         return -EFBIG;
     gsrv_fork *f;
-    rc = gsrv_fork_get(fkid, &f);
+    rc = gsrv_fork_get(fkid, GSRV_FORK_WRITE, &f);
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&f->rw);
@@ -521,12 +521,13 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     if (rc)
         return rc;
     gsrv_fork *f;
-    rc = gsrv_fork_get(fkid, &f);
+    rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
     if (rc)
         return rc;
     /* Acknowledged writes are already in the kernel (write-through), and
-     * headers are fsync'd when they change; make both durable. */
-    if (fsync(f->fd) < 0)
+     * headers are fsync'd when they change; make both durable.  No data
+     * file: nothing was written to the fork. */
+    if (f->fd >= 0 && fsync(f->fd) < 0)
         rc = -errno;
     gsrv_fork_put(f);
     sub_dir(gsrv_fkid_hid(fkid), path, sizeof(path));

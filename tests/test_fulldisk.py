@@ -3,7 +3,9 @@ ext4) filled to the last block by writes, which fail loudly (ENOSPC).
 Every file whose writes were acknowledged before then still opens
 read-only, reads back whole, stats and closes -- through the C API,
 `galley get` and MPI-IO -- since opens, reads, stats and closes need no
-free space on any server.
+free space on any server.  So do files with nothing stored on the full
+server (empty ones, and a sparse one whose part there is a hole): the
+server has no data file for that part, and reading it makes none.
 
 Needs root (it mounts); the MPI-IO part needs our MPICH and is skipped
 without it unless GALLEY_REQUIRE_MPI is set (mpiio-tests/mpiio_support.py).
@@ -70,6 +72,27 @@ class Full:
         self.failures.append(cp)
         return False
 
+    def create(self, *layout):
+        """galley create of a new empty file: its name and local copy."""
+        name = "/fd/%s/f%03d" % (self.kind, self.n)
+        local = self.tmp / ("f%03d" % self.n)
+        self.n += 1
+        cp = self.c.galley("create", name, *layout)
+        assert cp.returncode == 0, describe(cp)
+        local.write_bytes(b"")
+        self.files[name] = local
+        return name, local
+
+    def sparse(self, units):
+        """A file over servers 0-3 in 64 KiB stripe units, `units` long,
+        whose units on server 1 are holes (never written)."""
+        name, local = self.create("-n", "4", "-s", "0,1,2,3", "-u", "64K")
+        # over TCP: a same-host writer takes a writable descriptor of
+        # every fork of the file, which makes server 1's data file too
+        assert_helper_ok(self.c.helper("t_fulldisk", "sparse", name, 1,
+                                       units, local,
+                                       env={"GALLEY_TRANSPORT": "tcp"}))
+
     def fill(self, size):
         """Files of `size` bytes on server 1 alone until one fails."""
         for _ in range(200):
@@ -102,6 +125,12 @@ def full(request, tmp_path_factory):
         for name in list(f.files)[:2]:
             assert_helper_ok(c.helper("t_fulldisk", "setctr", name,
                                       "mpi.shared_fp", 7))
+        # nothing stored on server 1: empty files (put, and one created on
+        # server 1 alone and never written: no data file there) and a
+        # sparse file whose stripe units there are holes (nor any file)
+        assert f.put(0)
+        f.create("-n", "1", "-s", "1")
+        f.sparse(8)
         # then fill server 1's disk: large writes, then ever smaller ones
         for size in (2 * MiB, 64 * 1024, 4096, 100):
             f.fill(size)
@@ -126,11 +155,15 @@ def test_writes_fail_loudly(full):
     assert cp.returncode != 0 and ENOSPC_TEXT in cp.stderr, describe(cp)
 
 
-def test_c_api(full):
+@pytest.mark.parametrize("transport", ["auto", "direct", "tcp"])
+def test_c_api(full, transport):
+    """Also with same-host descriptors forced: one of a fork that has no
+    data file on the full server is refused, and the server reads it."""
     args = []
     for name, local in full.files.items():
         args += [name, local]
-    assert_helper_ok(full.c.helper("t_fulldisk", "read", *args))
+    assert_helper_ok(full.c.helper("t_fulldisk", "read", *args,
+                                   env={"GALLEY_TRANSPORT": transport}))
     full.c.check_alive()
 
 

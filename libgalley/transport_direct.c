@@ -646,19 +646,20 @@ static void grant_close_locked(dgrant *g)
     }
 }
 
+/* Release (server, fkid)'s grant once no request uses it.  Other threads
+ * may release, forget or ask for it again while we wait (two opens of a
+ * fork share its grant), so it is looked up afresh after every wait: no
+ * pointer into the table is kept across one. */
 void gc_direct_release(int server, uint64_t fkid)
 {
     pthread_mutex_lock(&D.lock);
-    dgrant **pp = &D.grants;
-    while (*pp && ((*pp)->server != server || (*pp)->fkid != fkid))
-        pp = &(*pp)->next;
-    dgrant *g = *pp;
+    dgrant *g;
+    while ((g = grant_find_locked(server, fkid)) && g->inuse)
+        pthread_cond_wait(&D.idle, &D.lock);
     if (g) {
-        while (g->inuse)
-            pthread_cond_wait(&D.idle, &D.lock);
-        /* the list may have changed while we waited */
-        for (pp = &D.grants; *pp != g; pp = &(*pp)->next)
-            ;
+        dgrant **pp = &D.grants;
+        while (*pp != g)
+            pp = &(*pp)->next;
         *pp = g->next;
         grant_close_locked(g);
         grant_free(g);
@@ -671,10 +672,10 @@ void gc_direct_shutdown(void)
     pthread_mutex_lock(&D.lock);
     while (D.grants) {
         dgrant *g = D.grants;
-        while (g->inuse)
+        if (g->inuse) { /* the table may change meanwhile: look again */
             pthread_cond_wait(&D.idle, &D.lock);
-        if (g != D.grants)
             continue;
+        }
         D.grants = g->next;
         grant_close_locked(g);
         grant_free(g);

@@ -138,6 +138,8 @@ typedef struct dgrant {
     pthread_mutex_t xlock;
     uint64_t base;  /* the fork's byte 0 in the file */
     int inuse;      /* requests moving data through it now */
+    bool gone;      /* out of the table (forgotten) while in use: dropped
+                     * by its last grant_put */
     uint64_t wrote; /* bytes moved, reported at release */
     uint64_t read;
     struct dgrant *next;
@@ -282,32 +284,36 @@ static int chan_auth_call(void *arg, uint16_t op, const gp_wbuf *w,
     return chan_call_fd(arg, op, w, out, outmax, outlen, NULL);
 }
 
+/* Close a grant's descriptors (no word to the server) and free it. */
+static void grant_drop(dgrant *g)
+{
+    if (g->rfd >= 0)
+        close(g->rfd);
+    if (g->wfd >= 0)
+        close(g->wfd);
+    if (g->cfd >= 0)
+        close(g->cfd);
+    grant_free(g);
+}
+
 /* Drop every grant on server (its channel is gone: the server has
- * released them).  Waits for requests still using them. */
+ * released them).  Never waits (its callers keep pointers into D.chan and
+ * requests in flight on other channels): a grant still in use leaves the
+ * table now, void, and its last grant_put drops it. */
 static void forget_server_locked(int server)
 {
     __atomic_add_fetch(&D.epoch, 1, __ATOMIC_RELEASE);
-    for (;;) {
-        dgrant *g = D.grants;
-        while (g && g->server != server)
-            g = g->next;
-        if (!g)
-            return;
-        if (g->inuse) { /* the list may change while we wait: look again */
-            pthread_cond_wait(&D.idle, &D.lock);
+    for (dgrant **pp = &D.grants; *pp;) {
+        dgrant *g = *pp;
+        if (g->server != server) {
+            pp = &g->next;
             continue;
         }
-        dgrant **pp = &D.grants;
-        while (*pp != g)
-            pp = &(*pp)->next;
         *pp = g->next;
-        if (g->rfd >= 0)
-            close(g->rfd);
-        if (g->wfd >= 0)
-            close(g->wfd);
-        if (g->cfd >= 0)
-            close(g->cfd);
-        grant_free(g);
+        if (g->inuse)
+            g->gone = true;
+        else
+            grant_drop(g);
     }
 }
 
@@ -346,13 +352,7 @@ static void atfork_child(void)
     while (D.grants) {
         dgrant *g = D.grants;
         D.grants = g->next;
-        if (g->rfd >= 0)
-            close(g->rfd);
-        if (g->wfd >= 0)
-            close(g->wfd);
-        if (g->cfd >= 0)
-            close(g->cfd);
-        grant_free(g);
+        grant_drop(g);
     }
     readers_forget_all();
     chans_close_all();
@@ -607,7 +607,9 @@ static void grant_put(dgrant *g, bool write, uint64_t bytes)
         g->wrote += bytes;
     else
         g->read += bytes;
-    if (--g->inuse == 0)
+    if (--g->inuse == 0 && g->gone)
+        grant_drop(g);
+    else if (!g->inuse)
         pthread_cond_broadcast(&D.idle);
     pthread_mutex_unlock(&D.lock);
 }

@@ -136,7 +136,7 @@ typedef struct dgrant {
      * other processes out of a sieved span.  This process's threads share
      * those descriptions, so the locks never shut them out of each other. */
     pthread_mutex_t xlock;
-    uint64_t base;  /* the fork's byte 0 in the file */
+    uint64_t base;  /* the fork's byte 0 in the file (never changes) */
     int inuse;      /* requests moving data through it now */
     bool gone;      /* out of the table (forgotten) while in use: dropped
                      * by its last grant_put */
@@ -510,12 +510,12 @@ static int grant_take_locked(dchan *ch, uint64_t id, int server, uint64_t fkid,
                       .rfd = -1,
                       .wfd = -1,
                       .cfd = -1,
-                      .cs = cs};
+                      .cs = cs,
+                      .base = m.base};
         pthread_mutex_init(&g->xlock, NULL);
         g->next = D.grants;
         D.grants = g;
     }
-    g->base = m.base;
     if (write) {
         g->wfd = fd;
         g->locked = m.locked != 0;
@@ -568,9 +568,11 @@ static int grant_sidecar_locked(dchan *ch, dgrant *g, int need)
 /* Pin a descriptor of fork fkid on c's server for `need` (G_READ,
  * G_WRITE, G_SIEVE: writable and in locked mode), of a checksummed fork
  * (cs, DIRECT_COPEN: with its sidecar) or not: asked for if we have none.
- * 0 with *gp (release with grant_put), or an error (GFS_EDIRECT:
- * refused). */
-static int grant_get(gc_conn *c, uint64_t fkid, int need, bool cs, dgrant **gp)
+ * 0 with *gp (release with grant_put) and the descriptor to use in *fdp
+ * (read here: another thread may make a read-only grant writable while
+ * this one's transfer runs), or an error (GFS_EDIRECT: refused). */
+static int grant_get(gc_conn *c, uint64_t fkid, int need, bool cs, dgrant **gp,
+                     int *fdp)
 {
     int server;
     const char *host, *port;
@@ -594,6 +596,7 @@ static int grant_get(gc_conn *c, uint64_t fkid, int need, bool cs, dgrant **gp)
     if (!rc) {
         g->inuse++;
         *gp = g;
+        *fdp = need != G_READ || g->wfd >= 0 ? g->wfd : g->rfd;
     }
 out_unlock:
     pthread_mutex_unlock(&D.lock);
@@ -1000,7 +1003,8 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     if (need == -2)
         return GC_DECLINE;
     dgrant *g = NULL;
-    int rc = grant_get(c, x->fkid, need, x->csum, &g);
+    int fd = -1;
+    int rc = grant_get(c, x->fkid, need, x->csum, &g, &fd);
     /* refused for this fork (servers/direct.c: fork_direct_ok), in every
      * mode: the server path serves it; other failures too unless direct
      * access is forced */
@@ -1028,7 +1032,6 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
         if (!write && e == x->pieces)
             rc = -ENOMEM;
     }
-    int fd = write ? g->wfd : g->wfd >= 0 ? g->wfd : g->rfd;
     uint64_t size = end; /* at least; only reads need it */
     bool eof = !write;
     uint64_t bad;

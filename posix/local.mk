@@ -20,4 +20,5 @@ posix_tests_helpers_t_locks_SOURCES = posix-tests/helpers/t_locks.c
 EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
 	posix-tests/test_locks.py posix-tests/helpers/mpi_records.c \
 	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
-	posix-tests/README.md
+	posix-tests/README.md posix-tests/test_threads.py \
+	posix-tests/helpers/fio-stress.sh

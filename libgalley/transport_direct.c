@@ -138,8 +138,8 @@ typedef struct dgrant {
     pthread_mutex_t xlock;
     uint64_t base;  /* the fork's byte 0 in the file (never changes) */
     int inuse;      /* requests moving data through it now */
-    bool gone;      /* out of the table (forgotten) while in use: dropped
-                     * by its last grant_put */
+    bool gone;      /* forgotten while in use: on D.gone, dropped by its
+                     * last grant_put */
     uint64_t wrote; /* bytes moved, reported at release */
     uint64_t read;
     struct dgrant *next;
@@ -167,7 +167,8 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t idle; /* a grant's inuse dropped to 0 */
     dgrant *grants;
-    dchan *chan; /* by server */
+    dgrant *gone; /* forgotten, still in use (forget_server_locked) */
+    dchan *chan;  /* by server */
     int nchan;
     /* raised (atomically, under lock) whenever a server's grants are
      * forgotten: a reader built before holds descriptors the server no
@@ -310,9 +311,11 @@ static void forget_server_locked(int server)
             continue;
         }
         *pp = g->next;
-        if (g->inuse)
+        if (g->inuse) {
             g->gone = true;
-        else
+            g->next = D.gone;
+            D.gone = g;
+        } else
             grant_drop(g);
     }
 }
@@ -349,11 +352,14 @@ static void atfork_child(void)
 {
     pthread_mutex_unlock(&D.lock); /* taken by this thread in prepare */
     pthread_cond_init(&D.idle, NULL);
-    while (D.grants) {
-        dgrant *g = D.grants;
-        D.grants = g->next;
-        grant_drop(g);
-    }
+    dgrant *lists[] = {D.grants, D.gone}; /* the gone: their copies too */
+    for (int k = 0; k < 2; k++)
+        while (lists[k]) {
+            dgrant *g = lists[k];
+            lists[k] = g->next;
+            grant_drop(g);
+        }
+    D.grants = D.gone = NULL;
     readers_forget_all();
     chans_close_all();
 }
@@ -610,9 +616,13 @@ static void grant_put(dgrant *g, bool write, uint64_t bytes)
         g->wrote += bytes;
     else
         g->read += bytes;
-    if (--g->inuse == 0 && g->gone)
+    if (--g->inuse == 0 && g->gone) {
+        dgrant **pp = &D.gone;
+        while (*pp != g)
+            pp = &(*pp)->next;
+        *pp = g->next;
         grant_drop(g);
-    else if (!g->inuse)
+    } else if (!g->inuse)
         pthread_cond_broadcast(&D.idle);
     pthread_mutex_unlock(&D.lock);
 }

@@ -410,6 +410,10 @@ static dchan *chan_get_locked(gc_conn *c, int *rc)
     dchan *ch = &D.chan[server];
     chan_check_locked(server, g_now_ns());
     if (ch->fd < 0) {
+        /* a channel that served before was closed by a failed call: the
+         * grants and readers it left are void too */
+        if (ch->reqid)
+            forget_server_locked(server);
         *rc = gc_dial_local(host, port, &ch->fd);
         if (*rc)
             return NULL;

@@ -30,7 +30,7 @@ def fio_job(cluster, gdir, size, jobs):
             "--numjobs=%d" % jobs, "--offset_increment=" + size,
             "--pre_read=1", "--filename=/gfio/x", "--ioengine=psync",
             "--thread", "--invalidate=0", "--verify=crc32c",
-            "--do_verify=1", "--fallocate=none"]
+            "--do_verify=1", "--fallocate=none", "--verify_state_save=0"]
     env = dict(cluster.env, GALLEY_TRANSPORT="direct")
     return gt.run(args, env=env, timeout=120)
 

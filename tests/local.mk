@@ -30,6 +30,7 @@ tests_helpers_t_repl_SOURCES = tests/helpers/t_repl.c tests/helpers/thelp.h
 tests_helpers_t_repl_LDADD = libgalley/libgalley.la -lpthread
 tests_helpers_t_dstress_SOURCES = tests/helpers/t_dstress.c tests/helpers/thelp.h
 tests_helpers_t_dstress_LDADD = libgalley/libgalley.la -lpthread
+EXTRA_DIST += tests/helpers/tsan-dstress.sh
 
 # t_ids: closed and wrong-kind ids of every kind (tests/test_ids.py); it
 # reads the id format of libgalley/handle.h to know when a slot is reused.

@@ -70,7 +70,11 @@
  *
  * Threads: any.  One mutex (D.lock) guards the grant table and channels
  * and is held across a channel's round trip (rare: once per fork); the
- * data itself moves with no lock held, the grant pinned by its use count.
+ * data itself moves with no lock held, the grant pinned by its use count
+ * and its descriptor picked under the lock.  Only a release (and
+ * shutdown) waits for a grant's use to end, and it looks the grant up
+ * again after every wait: threads closing opens of one fork share its
+ * grant.  A grant forgotten while in use is dropped by its last user.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* POLLRDHUP, MSG_CMSG_CLOEXEC */

@@ -70,7 +70,11 @@
  *
  * Threads: any.  One mutex (D.lock) guards the grant table and channels
  * and is held across a channel's round trip (rare: once per fork); the
- * data itself moves with no lock held, the grant pinned by its use count.
+ * data itself moves with no lock held, the grant pinned by its use count
+ * and its descriptor picked under the lock.  Only a release (and
+ * shutdown) waits for a grant's use to end, and it looks the grant up
+ * again after every wait: threads closing opens of one fork share its
+ * grant.  A grant forgotten while in use is dropped by its last user.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* POLLRDHUP, MSG_CMSG_CLOEXEC */
@@ -136,8 +140,10 @@ typedef struct dgrant {
      * other processes out of a sieved span.  This process's threads share
      * those descriptions, so the locks never shut them out of each other. */
     pthread_mutex_t xlock;
-    uint64_t base;  /* the fork's byte 0 in the file */
+    uint64_t base;  /* the fork's byte 0 in the file (never changes) */
     int inuse;      /* requests moving data through it now */
+    bool gone;      /* forgotten while in use: on D.gone, dropped by its
+                     * last grant_put */
     uint64_t wrote; /* bytes moved, reported at release */
     uint64_t read;
     struct dgrant *next;
@@ -165,7 +171,8 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t idle; /* a grant's inuse dropped to 0 */
     dgrant *grants;
-    dchan *chan; /* by server */
+    dgrant *gone; /* forgotten, still in use (forget_server_locked) */
+    dchan *chan;  /* by server */
     int nchan;
     /* raised (atomically, under lock) whenever a server's grants are
      * forgotten: a reader built before holds descriptors the server no
@@ -282,32 +289,38 @@ static int chan_auth_call(void *arg, uint16_t op, const gp_wbuf *w,
     return chan_call_fd(arg, op, w, out, outmax, outlen, NULL);
 }
 
+/* Close a grant's descriptors (no word to the server) and free it. */
+static void grant_drop(dgrant *g)
+{
+    if (g->rfd >= 0)
+        close(g->rfd);
+    if (g->wfd >= 0)
+        close(g->wfd);
+    if (g->cfd >= 0)
+        close(g->cfd);
+    grant_free(g);
+}
+
 /* Drop every grant on server (its channel is gone: the server has
- * released them).  Waits for requests still using them. */
+ * released them).  Never waits (its callers keep pointers into D.chan and
+ * requests in flight on other channels): a grant still in use leaves the
+ * table now, void, and its last grant_put drops it. */
 static void forget_server_locked(int server)
 {
     __atomic_add_fetch(&D.epoch, 1, __ATOMIC_RELEASE);
-    for (;;) {
-        dgrant *g = D.grants;
-        while (g && g->server != server)
-            g = g->next;
-        if (!g)
-            return;
-        if (g->inuse) { /* the list may change while we wait: look again */
-            pthread_cond_wait(&D.idle, &D.lock);
+    for (dgrant **pp = &D.grants; *pp;) {
+        dgrant *g = *pp;
+        if (g->server != server) {
+            pp = &g->next;
             continue;
         }
-        dgrant **pp = &D.grants;
-        while (*pp != g)
-            pp = &(*pp)->next;
         *pp = g->next;
-        if (g->rfd >= 0)
-            close(g->rfd);
-        if (g->wfd >= 0)
-            close(g->wfd);
-        if (g->cfd >= 0)
-            close(g->cfd);
-        grant_free(g);
+        if (g->inuse) {
+            g->gone = true;
+            g->next = D.gone;
+            D.gone = g;
+        } else
+            grant_drop(g);
     }
 }
 
@@ -343,17 +356,14 @@ static void atfork_child(void)
 {
     pthread_mutex_unlock(&D.lock); /* taken by this thread in prepare */
     pthread_cond_init(&D.idle, NULL);
-    while (D.grants) {
-        dgrant *g = D.grants;
-        D.grants = g->next;
-        if (g->rfd >= 0)
-            close(g->rfd);
-        if (g->wfd >= 0)
-            close(g->wfd);
-        if (g->cfd >= 0)
-            close(g->cfd);
-        grant_free(g);
-    }
+    dgrant *lists[] = {D.grants, D.gone}; /* the gone: their copies too */
+    for (int k = 0; k < 2; k++)
+        while (lists[k]) {
+            dgrant *g = lists[k];
+            lists[k] = g->next;
+            grant_drop(g);
+        }
+    D.grants = D.gone = NULL;
     readers_forget_all();
     chans_close_all();
 }
@@ -404,6 +414,10 @@ static dchan *chan_get_locked(gc_conn *c, int *rc)
     dchan *ch = &D.chan[server];
     chan_check_locked(server, g_now_ns());
     if (ch->fd < 0) {
+        /* a channel that served before was closed by a failed call: the
+         * grants and readers it left are void too */
+        if (ch->reqid)
+            forget_server_locked(server);
         *rc = gc_dial_local(host, port, &ch->fd);
         if (*rc)
             return NULL;
@@ -510,12 +524,12 @@ static int grant_take_locked(dchan *ch, uint64_t id, int server, uint64_t fkid,
                       .rfd = -1,
                       .wfd = -1,
                       .cfd = -1,
-                      .cs = cs};
+                      .cs = cs,
+                      .base = m.base};
         pthread_mutex_init(&g->xlock, NULL);
         g->next = D.grants;
         D.grants = g;
     }
-    g->base = m.base;
     if (write) {
         g->wfd = fd;
         g->locked = m.locked != 0;
@@ -568,9 +582,11 @@ static int grant_sidecar_locked(dchan *ch, dgrant *g, int need)
 /* Pin a descriptor of fork fkid on c's server for `need` (G_READ,
  * G_WRITE, G_SIEVE: writable and in locked mode), of a checksummed fork
  * (cs, DIRECT_COPEN: with its sidecar) or not: asked for if we have none.
- * 0 with *gp (release with grant_put), or an error (GFS_EDIRECT:
- * refused). */
-static int grant_get(gc_conn *c, uint64_t fkid, int need, bool cs, dgrant **gp)
+ * 0 with *gp (release with grant_put) and the descriptor to use in *fdp
+ * (read here: another thread may make a read-only grant writable while
+ * this one's transfer runs), or an error (GFS_EDIRECT: refused). */
+static int grant_get(gc_conn *c, uint64_t fkid, int need, bool cs, dgrant **gp,
+                     int *fdp)
 {
     int server;
     const char *host, *port;
@@ -594,6 +610,7 @@ static int grant_get(gc_conn *c, uint64_t fkid, int need, bool cs, dgrant **gp)
     if (!rc) {
         g->inuse++;
         *gp = g;
+        *fdp = need != G_READ || g->wfd >= 0 ? g->wfd : g->rfd;
     }
 out_unlock:
     pthread_mutex_unlock(&D.lock);
@@ -607,7 +624,13 @@ static void grant_put(dgrant *g, bool write, uint64_t bytes)
         g->wrote += bytes;
     else
         g->read += bytes;
-    if (--g->inuse == 0)
+    if (--g->inuse == 0 && g->gone) {
+        dgrant **pp = &D.gone;
+        while (*pp != g)
+            pp = &(*pp)->next;
+        *pp = g->next;
+        grant_drop(g);
+    } else if (!g->inuse)
         pthread_cond_broadcast(&D.idle);
     pthread_mutex_unlock(&D.lock);
 }
@@ -646,19 +669,20 @@ static void grant_close_locked(dgrant *g)
     }
 }
 
+/* Release (server, fkid)'s grant once no request uses it.  Other threads
+ * may release, forget or ask for it again while we wait (two opens of a
+ * fork share its grant), so it is looked up afresh after every wait: no
+ * pointer into the table is kept across one. */
 void gc_direct_release(int server, uint64_t fkid)
 {
     pthread_mutex_lock(&D.lock);
-    dgrant **pp = &D.grants;
-    while (*pp && ((*pp)->server != server || (*pp)->fkid != fkid))
-        pp = &(*pp)->next;
-    dgrant *g = *pp;
+    dgrant *g;
+    while ((g = grant_find_locked(server, fkid)) && g->inuse)
+        pthread_cond_wait(&D.idle, &D.lock);
     if (g) {
-        while (g->inuse)
-            pthread_cond_wait(&D.idle, &D.lock);
-        /* the list may have changed while we waited */
-        for (pp = &D.grants; *pp != g; pp = &(*pp)->next)
-            ;
+        dgrant **pp = &D.grants;
+        while (*pp != g)
+            pp = &(*pp)->next;
         *pp = g->next;
         grant_close_locked(g);
         grant_free(g);
@@ -671,10 +695,10 @@ void gc_direct_shutdown(void)
     pthread_mutex_lock(&D.lock);
     while (D.grants) {
         dgrant *g = D.grants;
-        while (g->inuse)
+        if (g->inuse) { /* the table may change meanwhile: look again */
             pthread_cond_wait(&D.idle, &D.lock);
-        if (g != D.grants)
             continue;
+        }
         D.grants = g->next;
         grant_close_locked(g);
         grant_free(g);
@@ -997,7 +1021,8 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     if (need == -2)
         return GC_DECLINE;
     dgrant *g = NULL;
-    int rc = grant_get(c, x->fkid, need, x->csum, &g);
+    int fd = -1;
+    int rc = grant_get(c, x->fkid, need, x->csum, &g, &fd);
     /* refused for this fork (servers/direct.c: fork_direct_ok), in every
      * mode: the server path serves it; other failures too unless direct
      * access is forced */
@@ -1025,7 +1050,6 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
         if (!write && e == x->pieces)
             rc = -ENOMEM;
     }
-    int fd = write ? g->wfd : g->wfd >= 0 ? g->wfd : g->rfd;
     uint64_t size = end; /* at least; only reads need it */
     bool eof = !write;
     uint64_t bad;

@@ -5,7 +5,8 @@
 TEST_HELPERS = tests/helpers/t_filemodel tests/helpers/t_listio \
 	tests/helpers/t_errors tests/helpers/t_striped tests/helpers/t_failover \
 	tests/helpers/t_structured tests/helpers/t_local tests/helpers/t_checksum \
-	tests/helpers/t_mdstorm tests/helpers/t_repl tests/helpers/t_fulldisk
+	tests/helpers/t_mdstorm tests/helpers/t_repl tests/helpers/t_fulldisk \
+	tests/helpers/t_dstress
 noinst_PROGRAMS += $(TEST_HELPERS)
 
 tests_helpers_t_filemodel_SOURCES = tests/helpers/t_filemodel.c tests/helpers/thelp.h
@@ -30,6 +31,9 @@ tests_helpers_t_repl_SOURCES = tests/helpers/t_repl.c tests/helpers/thelp.h
 tests_helpers_t_repl_LDADD = libgalley/libgalley.la -lpthread
 tests_helpers_t_fulldisk_SOURCES = tests/helpers/t_fulldisk.c tests/helpers/thelp.h
 tests_helpers_t_fulldisk_LDADD = libgalley/libgalley.la
+tests_helpers_t_dstress_SOURCES = tests/helpers/t_dstress.c tests/helpers/thelp.h
+tests_helpers_t_dstress_LDADD = libgalley/libgalley.la -lpthread
+EXTRA_DIST += tests/helpers/tsan-dstress.sh
 
 # t_ids: closed and wrong-kind ids of every kind (tests/test_ids.py); it
 # reads the id format of libgalley/handle.h to know when a slot is reused.

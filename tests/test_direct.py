@@ -13,9 +13,12 @@ servers and real processes (driven through libgalley by ctypes):
 - a fork deleted or truncated under a direct client behaves as a file two
   local processes share;
 - a direct writer killed with -9 loses no acknowledged byte;
-- the server's IO_STATS counts the bytes direct clients moved."""
+- the server's IO_STATS counts the bytes direct clients moved;
+- threads of one client opening, moving and closing one file at once
+  (releasing the grants each other use) lose no byte and never crash."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,7 +27,8 @@ import time
 
 import pytest
 
-from conftest import LineReader, base_env, describe, galley_path, run
+from conftest import (LineReader, assert_helper_ok, base_env, describe,
+                      galley_path, run)
 from gproto_const import OP
 import struct
 
@@ -994,3 +998,25 @@ def test_iostat_counts_direct_bytes(cluster, workers, uniq):
     wl = sum(after[s][0] - before[s][0] for s in after)
     rl = sum(after[s][2] - before[s][2] for s in after)
     assert wl >= 1 << 20 and rl >= 1 << 20, (before, after)
+
+
+def test_threads_open_move_and_close_one_file(cluster, uniq):
+    """Six threads of one direct client, each open / a few reads and
+    writes of its own region / close of one striped file, over and over
+    for a few seconds: a close releases the fork grants the other threads'
+    transfers and closes are using at that moment.  Every byte read is
+    the thread's own last write, the whole file reads back, the process
+    exits 0 (no crash), and the servers counted the bytes moved."""
+    before = iostat(cluster)
+    cp = cluster.helper("t_dstress", "/%s" % uniq, 6, 4,
+                        env={"GALLEY_TRANSPORT": "direct"}, timeout=120)
+    assert_helper_ok(cp)
+    m = re.search(r"^STRESS threads 6 opens (\d+) writes (\d+) reads (\d+)$",
+                  cp.stdout, re.M)
+    assert m, describe(cp)
+    opens, writes, reads = (int(x) for x in m.groups())
+    assert opens >= 60 and writes >= 60 and reads >= 60, describe(cp)
+    after = iostat(cluster)
+    wl = sum(after[s][0] - before[s][0] for s in after)
+    rl = sum(after[s][2] - before[s][2] for s in after)
+    assert wl > 0 and rl > 0, (before, after)

@@ -19,11 +19,16 @@ posix_tests_helpers_t_posix_SOURCES = posix-tests/helpers/t_posix.c
 # (posix-tests/test_entry_points.py).
 noinst_PROGRAMS += posix-tests/helpers/t_entry
 posix_tests_helpers_t_entry_SOURCES = posix-tests/helpers/t_entry.c
+# Random operations checked against a model of the file, fsx-style
+# (posix-tests/test_fsx.py).
+noinst_PROGRAMS += posix-tests/helpers/t_fsx
+posix_tests_helpers_t_fsx_SOURCES = posix-tests/helpers/t_fsx.c
 # Lock semantics as a transcript, compared between libc and the preload.
 noinst_PROGRAMS += posix-tests/helpers/t_locks
 posix_tests_helpers_t_locks_SOURCES = posix-tests/helpers/t_locks.c
 EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
 	posix-tests/test_locks.py posix-tests/test_entry_points.py \
+	posix-tests/test_fsx.py \
 	posix-tests/helpers/mpi_records.c \
 	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
 	posix-tests/README.md posix-tests/test_threads.py \

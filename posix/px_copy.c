@@ -6,8 +6,9 @@
  *                               descriptors, through a buffer (the kernel
  *                               cannot copy what it does not hold)
  *   splice                      between a Galley descriptor and a pipe,
- *                               one buffer's worth per call, as the kernel
- *                               returns what one pipe's worth moved
+ *                               one buffer's worth per call, and into a
+ *                               pipe no more than it has room for, as
+ *                               the kernel's splice moves
  *   tee                         pipes only: EINVAL on a Galley descriptor
  *   fallocate, posix_fallocate  mode 0: the bytes past the file's end up
  *                               to off + len are written as zeros, so the
@@ -22,6 +23,8 @@
  */
 #define _GNU_SOURCE
 #include "px_internal.h"
+
+#include <sys/ioctl.h>
 
 /* Bytes moved per read-write pair. */
 #define PX_COPY_CHUNK (1u << 20)
@@ -133,6 +136,20 @@ static bool px_is_pipe(int fd)
     return REAL(fstat)(fd, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
+/* Bytes a splice into pipe fd may move: what the pipe has room for now,
+ * as the kernel's splice moves no more than fits (a blocking write of more
+ * would wait for a reader, and the caller is often that reader).  A full
+ * pipe (or one whose room cannot be told) gets PIPE_BUF: the write then
+ * waits for room, as the kernel's splice does. */
+static size_t px_pipe_room(int fd, size_t n)
+{
+    int cap = REAL(fcntl)(fd, F_GETPIPE_SZ), queued = 0;
+    size_t room = PIPE_BUF;
+    if (cap > 0 && ioctl(fd, FIONREAD, &queued) == 0 && queued < cap)
+        room = (size_t)(cap - queued);
+    return n < room ? n : room;
+}
+
 PX_EXPORT ssize_t splice(int in, off64_t *inoff, int out, off64_t *outoff,
                          size_t n, unsigned flags)
 {
@@ -151,6 +168,8 @@ PX_EXPORT ssize_t splice(int in, off64_t *inoff, int out, off64_t *outoff,
         errno = EINVAL;
         return -1;
     }
+    if (a) /* into the pipe */
+        n = px_pipe_room(out, n);
     return px_copy(in, inoff, out, outoff, n, true);
 }
 

@@ -107,3 +107,24 @@ def test_every_data_call(cluster, uniq, tmp_path):
     assert list(d.iterdir()) == []
     ls = cluster.galley("ls", "/" + uniq)
     assert "e-" not in ls.stdout, describe(ls)
+
+
+# System calls made through syscall() past their libc wrappers (fsx calls
+# copy_file_range that way), and ioctl requests (posix/px_sys.c).
+RAW = {
+    "SYS_pwritev": "served", "SYS_pwritev2": "served", "SYS_preadv2": "served",
+    "SYS_pread64": "served", "SYS_copy_file_range": "served",
+    "SYS_fallocate": "served", "SYS_ftruncate": "served", "SYS_fsync": "served",
+    "SYS_close": "served", "ioctl_FIONBIO": "served",
+    "ioctl_FICLONERANGE": "refused EOPNOTSUPP", "ioctl_FIONREAD": "refused ENOTTY",
+}
+
+
+def test_raw_system_calls_and_ioctl(cluster, uniq, tmp_path):
+    d = tmp_path / "g"
+    d.mkdir()
+    cp = galley_exec(cluster, helper("t_entry"), d, *sorted(RAW),
+                     mounts=["%s=/%s" % (d, uniq)], timeout=120)
+    got = dict(l.partition(" ")[::2] for l in cp.stdout.splitlines())
+    assert got == RAW, describe(cp)
+    assert cp.returncode == 0 and list(d.iterdir()) == [], describe(cp)

@@ -56,9 +56,9 @@
  * the client, errors); px_path.c (which paths are ours); px_open.c (open,
  * close, dup, fcntl); px_lock.c (fcntl locks, lockf, flock); px_data.c (read,
  * write, seek, truncate, sync); px_copy.c (copy_file_range, sendfile,
- * splice, fallocate); px_names.c (stat, access, unlink, rename,
- * xattr); px_dir.c (opendir, readdir); px_stdio.c (fopen, fdopen, fileno).
- * px_internal.h declares what they share.
+ * splice, fallocate); px_sys.c (syscall(), ioctl); px_names.c (stat, access,
+ * unlink, rename, xattr); px_dir.c (opendir, readdir); px_stdio.c (fopen,
+ * fdopen, fileno). px_internal.h declares what they share.
  */
 #define _GNU_SOURCE
 #include "px_internal.h"

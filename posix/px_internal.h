@@ -12,6 +12,7 @@
  *   px_lock.c       locks: fcntl F_SETLK/F_GETLK/F_OFD_*, lockf, flock
  *   px_data.c       read/write family, lseek, truncate, sync, POSIX AIO
  *   px_copy.c       copy_file_range, sendfile, splice, fallocate
+ *   px_sys.c        syscall() and ioctl on Galley descriptors
  *   px_names.c      stat family, access, unlink, rename, xattr
  *   px_dir.c        opendir/readdir of galley: directories
  *   px_stdio.c      fopen/fdopen/fileno over fopencookie
@@ -117,6 +118,8 @@
     X(tee, ssize_t, (int, int, size_t, unsigned))                              \
     X(fallocate, int, (int, int, off_t, off_t))                                \
     X(posix_fallocate, int, (int, off_t, off_t))                               \
+    X(syscall, long, (long, ...))                                              \
+    X(ioctl, int, (int, unsigned long, ...))                                   \
     X(fopen, FILE *, (const char *, const char *))                             \
     X(fdopen, FILE *, (int, const char *))                                     \
     X(fileno, int, (FILE *))                                                   \

@@ -19,6 +19,9 @@
  *   NAME other           not a call on a file descriptor (sockets'
  *                        buffers, memory, directories, message queues)
  *
+ * Names SYS_x make system call x through syscall(), past its libc
+ * wrapper; names ioctl_REQ make that ioctl request.
+ *
  * An ordinary program: it does not link libgalley.
  */
 #define _GNU_SOURCE
@@ -31,9 +34,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <termios.h>
 #include <unistd.h>
@@ -482,6 +488,84 @@ static outcome probe_refuse(const char *name, int fd)
     return FAILED(errno);
 }
 
+/* ----------------------------- the back doors: syscall() and ioctl -- */
+
+/* SYS_x: the system call made through syscall(), past its libc wrapper. */
+static outcome probe_sys(const char *name, int fd)
+{
+    long rc;
+    fill_src(7);
+    struct iovec v[2] = {{src, 2000}, {src + 2000, LEN - 2000}};
+    if (!strcmp(name, "SYS_pwritev") || !strcmp(name, "SYS_pwritev2")) {
+        rc = strcmp(name, "SYS_pwritev")
+                 ? syscall(SYS_pwritev2, fd, v, 2, (long)AT, 0L, 0L)
+                 : syscall(SYS_pwritev, fd, v, 2, (long)AT, 0L);
+        if (rc < 0)
+            return FAILED(errno);
+        if (rc != LEN)
+            return BAD("short write");
+        put(AT, src, LEN);
+        return OK;
+    }
+    if (!strcmp(name, "SYS_preadv2") || !strcmp(name, "SYS_pread64")) {
+        memset(buf, 0, LEN);
+        struct iovec r[2] = {{buf, 100}, {buf + 100, LEN - 100}};
+        rc = strcmp(name, "SYS_preadv2")
+                 ? syscall(SYS_pread64, fd, buf, (long)LEN, (long)AT)
+                 : syscall(SYS_preadv2, fd, r, 2, (long)AT, 0L, 0L);
+        return got_read(rc);
+    }
+    if (!strcmp(name, "SYS_copy_file_range")) {
+        off64_t in = AT, out = PATTERN_LEN;
+        rc = syscall(SYS_copy_file_range, fd, &in, fd, &out, (long)LEN, 0L);
+        if (rc < 0)
+            return FAILED(errno);
+        if (rc != LEN || in != AT + LEN || out != PATTERN_LEN + LEN)
+            return BAD("short copy or offsets wrong");
+        put(PATTERN_LEN, want + AT, LEN);
+        return OK;
+    }
+    if (!strcmp(name, "SYS_fallocate")) {
+        rc = syscall(SYS_fallocate, fd, 0L, (long)PATTERN_LEN, 1000L);
+        if (rc < 0)
+            return FAILED(errno);
+        memset(want + want_len, 0, 1000);
+        want_len += 1000;
+        return OK;
+    }
+    if (!strcmp(name, "SYS_ftruncate")) {
+        if (syscall(SYS_ftruncate, fd, 10000L) < 0)
+            return FAILED(errno);
+        want_len = 10000;
+        return OK;
+    }
+    if (!strcmp(name, "SYS_fsync"))
+        return syscall(SYS_fsync, fd) < 0 ? FAILED(errno) : OK;
+    if (!strcmp(name, "SYS_close")) {
+        /* the descriptor goes from the preload's table too: the number,
+         * reused by a local file, reads that file */
+        if (syscall(SYS_close, fd) < 0)
+            return FAILED(errno);
+        int l = local_src();
+        memset(buf, 0, LEN);
+        bool same =
+            l >= 0 && pread(l, buf, LEN, 0) == LEN && !memcmp(buf, src, LEN);
+        if (l >= 0)
+            close(l);
+        return same ? OK : BAD("closed descriptor still Galley's");
+    }
+    /* ioctl_REQ */
+    struct file_clone_range cr = {.src_fd = fd, .dest_offset = PATTERN_LEN};
+    int one = 1;
+    if (!strcmp(name, "ioctl_FICLONERANGE"))
+        rc = ioctl(fd, FICLONERANGE, &cr);
+    else if (!strcmp(name, "ioctl_FIONBIO"))
+        rc = ioctl(fd, FIONBIO, &one);
+    else
+        rc = ioctl(fd, FIONREAD, &one);
+    return rc < 0 ? FAILED(errno) : OK;
+}
+
 /* ---------------------------------------------------------- table -- */
 
 typedef enum {
@@ -496,6 +580,7 @@ typedef enum {
     P_AIO,
     P_LIO,
     P_REFUSE,
+    P_SYS,
     P_OTHER
 } kind;
 
@@ -576,6 +661,19 @@ static const struct {
     {"sendmsg", P_REFUSE},
     {"sendmmsg", P_REFUSE},
     {"__sendmmsg", P_REFUSE},
+    /* past the libc wrappers (posix/px_sys.c) */
+    {"SYS_pwritev", P_SYS},
+    {"SYS_pwritev2", P_SYS},
+    {"SYS_preadv2", P_SYS},
+    {"SYS_pread64", P_SYS},
+    {"SYS_copy_file_range", P_SYS},
+    {"SYS_fallocate", P_SYS},
+    {"SYS_ftruncate", P_SYS},
+    {"SYS_fsync", P_SYS},
+    {"SYS_close", P_SYS},
+    {"ioctl_FICLONERANGE", P_SYS},
+    {"ioctl_FIONBIO", P_SYS},
+    {"ioctl_FIONREAD", P_SYS},
     /* not calls on a file descriptor */
     {"sync", P_OTHER},            /* every file system, no descriptor */
     {"msync", P_OTHER},           /* a mapping (mmap is refused) */
@@ -632,7 +730,7 @@ static int probe(const char *name)
         printf("%s other\n", name);
         return 0;
     }
-    if (!sym(name)) {
+    if (k != P_SYS && !sym(name)) {
         printf("%s WRONG not found by dlsym\n", name);
         return 1;
     }
@@ -673,10 +771,14 @@ static int probe(const char *name)
     case P_LIO:
         o = probe_lio(name, fd);
         break;
+    case P_SYS:
+        o = probe_sys(name, fd);
+        break;
     default:
         o = probe_refuse(name, fd);
     }
-    close(fd);
+    if (strcmp(name, "SYS_close"))
+        close(fd);
     const char *bad = o.bad ? o.bad : check_file();
     unlink(path);
     if (bad) {

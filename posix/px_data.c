@@ -382,12 +382,7 @@ PX_EXPORT ssize_t __pwrite64(int fd, const void *buf, size_t n, off64_t off)
 
 PX_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
-    px_file *f = px_get(fd);
-    if (!f)
-        return REAL(lseek)(fd, off, whence);
-    off_t r = px_lseek(f, off, whence);
-    px_put(f);
-    return r;
+    return px_seek(fd, off, whence);
 }
 
 PX_EXPORT off64_t lseek64(int fd, off64_t off, int whence)

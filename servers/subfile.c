@@ -286,11 +286,14 @@ int gsrv_fork_get(uint64_t fkid, int use, gsrv_fork **out)
         /* A live fork's data file, and the subfile's directory, are made
          * at its first use that writes (a file created and removed unused
          * never has them: sub_create).  Until then the fork is empty, and
-         * a read needs no file -- nor disk space: f->fd stays -1. */
+         * a read needs no file -- nor disk space: f->fd stays -1.  So is a
+         * fork removed while open (it is in the table until its last
+         * close collects it, data file and all): without a file it was
+         * never written. */
         bool live = !f->deleted && !s->deleted;
         int create = live && use == GSRV_FORK_WRITE ? O_CREAT : 0;
         int fd = sub_openat(s->hid, path, O_RDWR | O_CLOEXEC | create, 0644);
-        if (fd == -ENOENT && live && use == GSRV_FORK_READ)
+        if (fd == -ENOENT && use == GSRV_FORK_READ)
             goto out_ref;
         if (fd < 0) {
             rc = fd == -ENOENT ? GFS_ESTALE : fd;

@@ -67,6 +67,17 @@ static ssize_t px_rw(px_file *f, void *buf, size_t n, bool wr, bool append)
     return k < 0 ? px_fail(k) : (ssize_t)k;
 }
 
+/* One read or write of our file at off, or (off -1) at the shared offset
+ * as read()/write() do; bytes moved, or -1 with errno. */
+static ssize_t px_at(px_file *f, void *buf, size_t n, int64_t off, bool wr,
+                     bool append)
+{
+    if (off == -1)
+        return px_rw(f, buf, n, wr, append);
+    int64_t r = wr ? px_pwrite(f, buf, n, off) : px_pread(f, buf, n, off);
+    return r < 0 ? px_fail(r) : (ssize_t)r;
+}
+
 /* Gather iov into one buffer (so the request is one transfer per
  * server); NULL with errno.  *total gets the bytes. */
 static char *px_gather(const struct iovec *iov, int cnt, bool wr, size_t *total)
@@ -109,14 +120,7 @@ static ssize_t px_rwv(px_file *f, const struct iovec *iov, int cnt, int64_t off,
     char *buf = px_gather(iov, cnt, wr, &total);
     if (!buf)
         return -1;
-    ssize_t k;
-    if (off == -1)
-        k = px_rw(f, buf, total, wr, append);
-    else {
-        int64_t r =
-            wr ? px_pwrite(f, buf, total, off) : px_pread(f, buf, total, off);
-        k = r < 0 ? px_fail(r) : (ssize_t)r;
-    }
+    ssize_t k = px_at(f, buf, total, off, wr, append);
     if (!wr && k > 0)
         px_scatter(iov, cnt, buf, (size_t)k);
     free(buf);
@@ -515,13 +519,7 @@ ssize_t px_io(int fd, void *buf, size_t n, int64_t off, bool wr)
         return wr ? REAL(pwrite)(fd, buf, n, off)
                   : REAL(pread)(fd, buf, n, off);
     }
-    ssize_t k;
-    if (off == -1)
-        k = px_rw(f, buf, n, wr, false);
-    else {
-        int64_t r = wr ? px_pwrite(f, buf, n, off) : px_pread(f, buf, n, off);
-        k = r < 0 ? px_fail(r) : (ssize_t)r;
-    }
+    ssize_t k = px_at(f, buf, n, off, wr, false);
     px_put(f);
     return k;
 }

@@ -289,6 +289,14 @@ static int chan_auth_call(void *arg, uint16_t op, const gp_wbuf *w,
     return chan_call_fd(arg, op, w, out, outmax, outlen, NULL);
 }
 
+/* Take g, which is on the list at *head, off it. */
+static void grant_unlink(dgrant **head, dgrant *g)
+{
+    while (*head != g)
+        head = &(*head)->next;
+    *head = g->next;
+}
+
 /* Close a grant's descriptors (no word to the server) and free it. */
 static void grant_drop(dgrant *g)
 {
@@ -625,10 +633,7 @@ static void grant_put(dgrant *g, bool write, uint64_t bytes)
     else
         g->read += bytes;
     if (--g->inuse == 0 && g->gone) {
-        dgrant **pp = &D.gone;
-        while (*pp != g)
-            pp = &(*pp)->next;
-        *pp = g->next;
+        grant_unlink(&D.gone, g);
         grant_drop(g);
     } else if (!g->inuse)
         pthread_cond_broadcast(&D.idle);
@@ -680,10 +685,7 @@ void gc_direct_release(int server, uint64_t fkid)
     while ((g = grant_find_locked(server, fkid)) && g->inuse)
         pthread_cond_wait(&D.idle, &D.lock);
     if (g) {
-        dgrant **pp = &D.grants;
-        while (*pp != g)
-            pp = &(*pp)->next;
-        *pp = g->next;
+        grant_unlink(&D.grants, g);
         grant_close_locked(g);
         grant_free(g);
     }

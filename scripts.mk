@@ -3,3 +3,6 @@
 # galleyd servers; galley-hosts runs them on network-namespace hosts.
 dist_bin_SCRIPTS += tools/galley-cluster
 dist_bin_SCRIPTS += tools/galley-hosts
+# galley-cluster's shared and launcher-mode modules, imported from beside
+# it or from share/galley
+dist_pkgdata_DATA = tools/galley_cluster_common.py tools/galley_cluster_launch.py

@@ -3,3 +3,4 @@
 # galleyd servers; galley-hosts runs them on network-namespace hosts.
 dist_bin_SCRIPTS += tools/galley-cluster
 dist_bin_SCRIPTS += tools/galley-hosts
+dist_bin_SCRIPTS += tools/galley-stage

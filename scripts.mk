@@ -4,3 +4,5 @@
 dist_bin_SCRIPTS += tools/galley-cluster
 dist_bin_SCRIPTS += tools/galley-hosts
 dist_bin_SCRIPTS += tools/galley-stage
+# its planner, imported from beside it or from share/galley
+dist_pkgdata_DATA = tools/galley_stage_plan.py

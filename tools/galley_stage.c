@@ -12,30 +12,30 @@
  *       the whole file to stdout (the planner reads array records).
  *   galley-stage-worker [-c CLUSTER] prepare PLAN
  *       stage-in: create every destination file of the plan with its
- *       layout (an existing one is replaced) at its final size.
+ *       layout (an existing one is replaced) at its final size; prints
+ *       "IDX servers" of each (the planner places chunks by them).
  *   galley-stage-worker [-c CLUSTER] run PLAN OUT
- *       carry out this worker's tasks of the plan, appending one line a
- *       task to OUT.RANK.  Rank and count: GALLEY_STAGE_RANK and
- *       GALLEY_STAGE_SIZE (the local launcher), else SLURM_PROCID and
- *       SLURM_NTASKS.
+ *       carry out this worker's tasks of the plan (see my_slot for which
+ *       are its), appending one line a task to OUT.SLOT.
  *
- * The plan (written by tools/galley-stage; tab-separated):
+ * The plan (written by tools/galley_stage_plan.py; tab-separated):
  *   galley-stage-plan 1
  *   dir in|out
+ *   node PER_NODE NODENAME      (srun: one a node, in slot order)
  *   file IDX SIZE NSUB UNIT KIND CSUM FORK SRC DST
- *   task RANK FILE OFFSET LENGTH copy|verify CRC
+ *   task SLOT FILE OFFSET LENGTH copy|verify CRC
  * A copy task reads [OFFSET, OFFSET+LENGTH) of the source, takes its
  * CRC32C, writes it to the destination at the same offset, reads the
  * destination range back and takes its CRC32C: the line it appends is
  *   copied FILE OFFSET LENGTH SRC_CRC DST_CRC
- * (the planner compares them and combines each file's in order).  A
+ * (galley-stage compares them and combines each file's in order).  A
  * verify task (a chunk a stopped stage-out already copied) only reads the
  * destination back: "verified FILE OFFSET LENGTH CRC DST_CRC" with the
  * CRC the journal holds.  A failure: "error FILE OFFSET LENGTH MESSAGE";
  * the rest of that file's tasks are skipped, the other files go on.
  *
  * A line is appended (one write) only after the task's destination bytes
- * are written and read back, so a line in OUT.RANK is a finished chunk:
+ * are written and read back, so a line in OUT.SLOT is a finished chunk:
  * the stage-out journal is these files.  SIGTERM or SIGINT stop the
  * worker after its current task (exit 3); exit 1 when a task failed.
  *
@@ -80,9 +80,9 @@ typedef struct stask {
 } stask;
 
 typedef struct plan {
-    bool in; /* local -> Galley */
-    int per_node;    /* workers a node (srun), 0: not given */
-    char **nodes;    /* the node of each group of per_node ranks */
+    bool in;      /* local -> Galley */
+    int per_node; /* workers a node (srun), 0: not given */
+    char **nodes; /* the node of each group of per_node ranks */
     int nnodes, nfiles, ntasks;
     sfile *files;
     stask *tasks;
@@ -155,9 +155,8 @@ static int plan_read(const char *path, plan *p)
             if (!num(fl[1], p->nfiles, p->nfiles, &v[0]) ||
                 !num(fl[2], 0, INT64_MAX, &v[1]) ||
                 !num(fl[3], 1, GFS_MAX_SUBFILES, &v[2]) ||
-                !num(fl[4], 1, INT64_MAX, &v[3]) ||
-                !num(fl[6], 0, 1, &v[4]) || strlen(fl[5]) >= 16 ||
-                strlen(fl[7]) > GFS_FORK_NAME_MAX)
+                !num(fl[4], 1, INT64_MAX, &v[3]) || !num(fl[6], 0, 1, &v[4]) ||
+                strlen(fl[5]) >= 16 || strlen(fl[7]) > GFS_FORK_NAME_MAX)
                 goto bad;
             if (p->nfiles == capf) {
                 capf = capf ? 2 * capf : 64;
@@ -396,8 +395,8 @@ static int pwrite_full(int fd, const void *buf, size_t n, off_t off)
 {
     size_t done = 0;
     while (done < n) {
-        ssize_t w = pwrite(fd, (const char *)buf + done, n - done,
-                           off + (off_t)done);
+        ssize_t w =
+            pwrite(fd, (const char *)buf + done, n - done, off + (off_t)done);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
@@ -627,8 +626,9 @@ int main(int argc, char **argv)
         i += 2;
     }
     if (i >= argc) {
-        fprintf(stderr, "usage: %s [-c CLUSTER] list PREFIX | cat NAME | "
-                        "prepare PLAN | run PLAN OUT\n",
+        fprintf(stderr,
+                "usage: %s [-c CLUSTER] list PREFIX | cat NAME | "
+                "prepare PLAN | run PLAN OUT\n",
                 prog);
         return EXIT_USAGE;
     }

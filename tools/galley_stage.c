@@ -39,12 +39,17 @@
  * the stage-out journal is these files.  SIGTERM or SIGINT stop the
  * worker after its current task (exit 3); exit 1 when a task failed.
  *
- * Threads: single-threaded.
+ * Threads: list and prepare run a pool of threads over the files (the
+ * client library is thread-safe; each item writes only its own output
+ * slot); run is single-threaded.
  */
+#define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,48 +223,149 @@ oom:
  * list, cat, prepare
  * ------------------------------------------------------------------------ */
 
-static int list_one(const char *name, void *arg)
+/* ------------------------------------------------------------------------
+ * A pool of threads for the metadata of many files (list, prepare): each
+ * file costs a few round trips, mostly waiting, so they overlap.  Item i's
+ * output line is kept and printed in order once all are done.
+ * ------------------------------------------------------------------------ */
+
+#define POOL_THREADS 16
+
+typedef struct pool {
+    int n;
+    int next; /* the next item to take (atomic) */
+    char **out;
+    int (*fn)(struct pool *, int i);
+    void *arg;
+} pool;
+
+static void *pool_main(void *arg)
 {
-    (void)arg;
-    int sid = gfs_striped_open(name);
-    if (sid < 0) {
-        printf("E\t%s\t%s\n", gfs_strerror(sid), name);
-        return 0;
+    pool *pl = arg;
+    for (;;) {
+        int i = __atomic_fetch_add(&pl->next, 1, __ATOMIC_RELAXED);
+        if (i >= pl->n)
+            return NULL;
+        pl->fn(pl, i);
     }
-    gfs_layout lay;
-    int64_t size = gfs_striped_size(sid);
-    int rc = size < 0 ? (int)size : gfs_striped_layout(sid, &lay);
-    gfs_file_stat *st = rc ? NULL : calloc(1, sizeof(*st));
-    int csum = rc ? 0 : gfs_striped_checksum(sid);
-    int fid = rc ? -1 : gfs_open_file(name);
-    if (!rc)
-        rc = !st ? -ENOMEM : fid < 0 ? fid : gfs_stat_file(fid, st);
-    if (rc < 0) {
-        printf("E\t%s\t%s\n", gfs_strerror(rc), name);
-    } else {
-        printf("F\t%" PRId64 "\t%d\t%" PRId64 "\t%s\t%d\t%s\t", size,
-               lay.nsubfiles, lay.unit,
-               lay.kind == GFS_LAYOUT_LOCAL ? "local" : "striped",
-               csum > 0 ? 1 : 0, lay.fork);
-        for (int i = 0; i < st->nsubfiles; i++)
-            printf("%s%d", i ? "," : "", st->servers[i]);
-        printf("\t%s\n", name);
+}
+
+/* Run fn over items 0..n-1; 0, or -ENOMEM (the items' own errors are in
+ * their output). */
+static int pool_run(pool *pl)
+{
+    pl->out = calloc(pl->n ? pl->n : 1, sizeof(*pl->out));
+    if (!pl->out)
+        return -ENOMEM;
+    pthread_t th[POOL_THREADS];
+    int nth = 0;
+    for (; nth < POOL_THREADS && nth < pl->n; nth++)
+        if (pthread_create(&th[nth], NULL, pool_main, pl))
+            break;
+    pool_main(pl); /* no thread at all still finishes */
+    for (int t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
+    return 0;
+}
+
+static void pool_put(pool *pl, int i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void pool_put(pool *pl, int i, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&pl->out[i], fmt, ap) < 0)
+        pl->out[i] = NULL;
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------------------
+ * list, cat, prepare
+ * ------------------------------------------------------------------------ */
+
+typedef struct names {
+    int n, cap;
+    char **v;
+} names;
+
+static int add_name(const char *name, void *arg)
+{
+    names *nm = arg;
+    if (nm->n == nm->cap) {
+        int cap = nm->cap ? 2 * nm->cap : 256;
+        char **v = realloc(nm->v, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        nm->v = v;
+        nm->cap = cap;
     }
+    return (nm->v[nm->n++] = strdup(name)) ? 0 : -ENOMEM;
+}
+
+/* The servers of file `name`, comma-separated, into buf. */
+static int servers_of(const char *name, char *buf, size_t len)
+{
+    gfs_file_stat *st = malloc(sizeof(*st));
+    int fid = st ? gfs_open_file(name) : -ENOMEM;
+    int rc = fid < 0 ? fid : gfs_stat_file(fid, st);
     if (fid >= 0)
         gfs_close_file(fid);
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; !rc && i < st->nsubfiles && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%d", i ? "," : "",
+                              st->servers[i]);
     free(st);
-    gfs_striped_close(sid);
+    return rc;
+}
+
+static int list_one(pool *pl, int i)
+{
+    const char *name = ((names *)pl->arg)->v[i];
+    int64_t size;
+    gfs_layout lay;
+    char srv[GFS_MAX_SUBFILES * 4 + 1];
+    int rc = gfs_striped_stat(name, &size, &lay);
+    if (!rc)
+        rc = servers_of(name, srv, sizeof(srv));
+    if (rc < 0)
+        pool_put(pl, i, "E\t%s\t%s\n", gfs_strerror(rc), name);
+    else
+        pool_put(pl, i, "F\t%" PRId64 "\t%d\t%" PRId64 "\t%s\t0\t%s\t%s\t%s\n",
+                 size, lay.nsubfiles, lay.unit,
+                 lay.kind == GFS_LAYOUT_LOCAL ? "local" : "striped", lay.fork,
+                 srv, name);
     return 0;
+}
+
+/* Print each line of pl in order; EXIT_OK or EXIT_FAIL. */
+static int pool_print(pool *pl)
+{
+    int ret = EXIT_OK;
+    for (int i = 0; i < pl->n; i++) {
+        if (!pl->out[i] || fputs(pl->out[i], stdout) < 0)
+            ret = EXIT_FAIL;
+        free(pl->out[i]);
+    }
+    free(pl->out);
+    return fflush(stdout) ? EXIT_FAIL : ret;
 }
 
 static int cmd_list(const char *prefix)
 {
-    int rc = gfs_list_files(prefix, list_one, NULL);
+    names nm = {0, 0, NULL};
+    int rc = gfs_list_files(prefix, add_name, &nm);
+    pool pl = {nm.n, 0, NULL, list_one, &nm};
+    if (!rc)
+        rc = pool_run(&pl);
     if (rc < 0) {
         fprintf(stderr, "%s: cannot list files: %s\n", prog, gfs_strerror(rc));
         return EXIT_FAIL;
     }
-    return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+    for (int i = 0; i < nm.n; i++)
+        free(nm.v[i]);
+    free(nm.v);
+    return pool_print(&pl);
 }
 
 static int cmd_cat(const char *name)
@@ -316,20 +422,19 @@ static int prepare_one(const sfile *s)
     return rc;
 }
 
-/* "IDX servers" of a created file, for the planner's placement. */
-static int print_servers(int idx, const char *name)
+/* Create item i and say its servers ("IDX servers"), or why not. */
+static int prepare_item(pool *pl, int i)
 {
-    gfs_file_stat st;
-    int fid = gfs_open_file(name);
-    int rc = fid < 0 ? fid : gfs_stat_file(fid, &st);
-    if (fid >= 0)
-        gfs_close_file(fid);
+    const sfile *s = &((plan *)pl->arg)->files[i];
+    char srv[GFS_MAX_SUBFILES * 4 + 1];
+    int rc = prepare_one(s);
+    if (!rc)
+        rc = servers_of(s->dst, srv, sizeof(srv));
     if (rc < 0)
-        return rc;
-    printf("%d\t", idx);
-    for (int i = 0; i < st.nsubfiles; i++)
-        printf("%s%d", i ? "," : "", st.servers[i]);
-    printf("\n");
+        pool_put(pl, i, "E\t%d\tcannot create 'galley:%s': %s\n", i, s->dst,
+                 gfs_strerror(rc));
+    else
+        pool_put(pl, i, "%d\t%s\n", i, srv);
     return 0;
 }
 
@@ -342,18 +447,20 @@ static int cmd_prepare(const char *path)
         fprintf(stderr, "%s: prepare is for a stage-in plan\n", prog);
         return EXIT_USAGE;
     }
-    int ret = EXIT_OK;
-    for (int i = 0; i < p.nfiles; i++) {
-        int rc = prepare_one(&p.files[i]);
-        if (!rc)
-            rc = print_servers(i, p.files[i].dst);
-        if (rc < 0) {
-            fprintf(stderr, "%s: cannot create 'galley:%s': %s\n", prog,
-                    p.files[i].dst, gfs_strerror(rc));
-            ret = EXIT_FAIL;
-        }
+    pool pl = {p.nfiles, 0, NULL, prepare_item, &p};
+    if (pool_run(&pl) < 0) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return EXIT_FAIL;
     }
-    return fflush(stdout) ? EXIT_FAIL : ret;
+    int ret = EXIT_OK;
+    for (int i = 0; i < pl.n; i++)
+        if (pl.out[i] && pl.out[i][0] == 'E') {
+            fprintf(stderr, "%s: %s", prog, strchr(pl.out[i] + 2, '\t') + 1);
+            ret = EXIT_FAIL;
+            pl.out[i][0] = '\0';
+        }
+    int pr = pool_print(&pl);
+    return ret ? ret : pr;
 }
 
 /* ------------------------------------------------------------------------

@@ -19,4 +19,4 @@ tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libgalley \
 bin_PROGRAMS += tools/galley-stage-worker
 tools_galley_stage_worker_SOURCES = tools/galley_stage.c
 tools_galley_stage_worker_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto
-tools_galley_stage_worker_LDADD = libgalley/libgalley.la proto/libgproto.la
+tools_galley_stage_worker_LDADD = libgalley/libgalley.la proto/libgproto.la -lpthread

@@ -7,9 +7,10 @@ What is checked: trees and manifests copied both ways byte for byte; the
 per-file CRC32C reported equals the file's; an unreadable source, a
 destination changed behind the journal and bad names fail naming the
 file; a stage-out stopped by SIGTERM resumes copying only what is
-missing; an array-library checkpoint is staged out as its newest
+missing, a stopped stage-in leaves no partial copy; an array-library checkpoint is staged out as its newest
 complete copy only, staged back in, and the heat solver restarted from it
-ends bit-identical to an uninterrupted run.
+ends bit-identical to an uninterrupted run; the srun launcher's step
+(with srun stood in) shares the allocation and places workers by node.
 """
 
 import os
@@ -206,6 +207,30 @@ def big_file(cluster, tmp_path_factory):
     cluster.galley("put", local, name, check=True)
     local.unlink()
     return name, data
+
+
+def test_stage_in_stopped_leaves_no_partial_copy(cluster, uniq, tmp_path):
+    """A stage-in does not resume: a SIGTERM stops it (exit 3) and the
+    files it had not finished are removed from Galley."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "big").write_bytes(os.urandom(64 << 20))
+    work = tmp_path / "work"
+    proc = subprocess.Popen(
+        [sys.executable, str(STAGE), "-c", str(cluster.cluster_file), "in",
+         "-j", "2", "--chunk", "256K", "--work-dir", str(work), str(src),
+         "galley:/%s" % uniq], env=stage_env(cluster),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 60
+    while time.monotonic() < end and proc.poll() is None:
+        if work.is_dir() and journal_lines(work) >= 2:
+            break
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, "exit %s\n%s%s" % (proc.returncode, out, err)
+    assert "removed the 1 partial copy" in err, err
+    assert cluster.galley("ls", "/" + uniq).stdout.strip() == ""
 
 
 def copied_bytes(cp):

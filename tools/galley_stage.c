@@ -14,6 +14,9 @@
  *       stage-in: create every destination file of the plan with its
  *       layout (an existing one is replaced) at its final size; prints
  *       "IDX servers" of each (the planner places chunks by them).
+ *   galley-stage-worker [-c CLUSTER] rm NAME...
+ *       delete the files (a stage-in's partial copies); exit 1 if one
+ *       could not be (a missing one is no error).
  *   galley-stage-worker [-c CLUSTER] run PLAN OUT
  *       carry out this worker's tasks of the plan (see my_slot for which
  *       are its), appending one line a task to OUT.SLOT.
@@ -758,6 +761,20 @@ static int cmd_run(const char *path, const char *out)
     return ret;
 }
 
+static int cmd_rm(int n, char **names)
+{
+    int ret = EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        int rc = gfs_delete_file(names[i]);
+        if (rc < 0 && rc != -ENOENT) {
+            fprintf(stderr, "%s: cannot delete 'galley:%s': %s\n", prog,
+                    names[i], gfs_strerror(rc));
+            ret = EXIT_FAIL;
+        }
+    }
+    return ret;
+}
+
 /* ------------------------------------------------------------------------
  * main
  * ------------------------------------------------------------------------ */
@@ -773,13 +790,13 @@ int main(int argc, char **argv)
     if (i >= argc) {
         fprintf(stderr,
                 "usage: %s [-c CLUSTER] list PREFIX | cat NAME | "
-                "prepare PLAN | run PLAN OUT\n",
+                "prepare PLAN | rm NAME... | run PLAN OUT\n",
                 prog);
         return EXIT_USAGE;
     }
     const char *cmd = argv[i++];
     int want = !strcmp(cmd, "run") ? 2 : 1;
-    if (argc - i != want) {
+    if (!strcmp(cmd, "rm") ? argc - i < 1 : argc - i != want) {
         fprintf(stderr, "%s: wrong number of arguments for '%s'\n", prog, cmd);
         return EXIT_USAGE;
     }
@@ -798,6 +815,8 @@ int main(int argc, char **argv)
         ret = cmd_prepare(argv[i]);
     else if (!strcmp(cmd, "run"))
         ret = cmd_run(argv[i], argv[i + 1]);
+    else if (!strcmp(cmd, "rm"))
+        ret = cmd_rm(argc - i, argv + i);
     else {
         fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
         ret = EXIT_USAGE;

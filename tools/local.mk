@@ -17,6 +17,7 @@ tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libgalley \
 # galley-stage-worker: the data path of galley-stage (tools/galley-stage,
 # the driver that plans, launches and verifies); the CRC32C of proto/.
 bin_PROGRAMS += tools/galley-stage-worker
-tools_galley_stage_worker_SOURCES = tools/galley_stage.c
+tools_galley_stage_worker_SOURCES = tools/galley_stage.c \
+	tools/galley_stage_meta.c tools/galley_stage.h
 tools_galley_stage_worker_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto
 tools_galley_stage_worker_LDADD = libgalley/libgalley.la proto/libgproto.la -lpthread

@@ -200,6 +200,13 @@ def newest_copy(data):
     return best[0], best[1]
 
 
+def record(g, f):
+    """The bytes of a small Galley file: as listed, else read."""
+    if f.get("data") is not None:
+        return f["data"]
+    return g.call("cat", f["src"], binary=True)
+
+
 def checkpoint_rule_out(g, files, args):
     """Leave out every checkpoint copy but the newest complete one; the
     copynum files to write instead of copying: [(entry, bytes)]."""
@@ -209,10 +216,10 @@ def checkpoint_rule_out(g, files, args):
         if not n.endswith(".schema") or n[:-7] + ".copynum" not in names:
             continue
         group = n[:-7]
-        parsed = parse_schema(g.call("cat", n))
+        parsed = parse_schema(record(g, names[n]).decode(errors="replace"))
         if not parsed or parsed[0] != "checkpoint":
             continue
-        data = g.call("cat", group + ".copynum", binary=True)
+        data = record(g, names[group + ".copynum"])
         copy, rec = newest_copy(data)
         if copy is None:
             say("warning: galley:%s holds no complete checkpoint: "
@@ -375,7 +382,7 @@ def build(args, g, nservers):
     pairs = read_manifest(args.manifest) if args.manifest else \
         [(args.src, args.dst)]
     files, rewritten = [], []
-    keys = ("nsub", "unit", "kind", "csum", "fork", "servers")
+    keys = ("nsub", "unit", "kind", "csum", "fork", "servers", "data")
     for s, d in pairs:
         if args.direction == "in":
             for p, n, size in plan_in_pair(s, d, args):

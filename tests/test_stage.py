@@ -111,6 +111,13 @@ def test_tree_in_and_out(cluster, uniq, tmp_path):
     for rel in files:  # the same file CRCs both ways, however chunked
         assert out[str(back / rel)] == lines["galley:/%s/%s" % (uniq, rel)]
     assert not Path(str(back) + ".galley-stage").exists()
+    # staged in again over itself: replaced, as cp does (a shorter file)
+    (src / "a" / "odd.bin").write_bytes(b"shorter now")
+    stage(cluster, "in", src / "a" / "odd.bin",
+          "galley:/%s/a/odd.bin" % uniq, check=0)
+    cluster.galley("get", "/%s/a/odd.bin" % uniq, tmp_path / "odd2",
+                   check=True)
+    assert (tmp_path / "odd2").read_bytes() == b"shorter now"
 
 
 def test_manifest(cluster, uniq, tmp_path):

@@ -13,8 +13,10 @@
  *       the whole file to stdout (the planner reads array records).
  *   galley-stage-worker [-c CLUSTER] prepare PLAN
  *       stage-in: create every destination file of the plan with its
- *       layout (an existing one is replaced) at its final size; prints
- *       "IDX servers" of each (the planner places chunks by them).
+ *       layout (an existing one is replaced); prints "IDX servers" of
+ *       each (the planner places chunks by them).  A file gets its size
+ *       from its chunks' writes (every byte is written); one whose copy
+ *       fails is removed by the driver.
  *   galley-stage-worker [-c CLUSTER] rm NAME...
  *       delete the files (a stage-in's partial copies); exit 1 if one
  *       could not be (a missing one is no error).

@@ -229,30 +229,24 @@ int cmd_cat(const char *name)
     return ret;
 }
 
-/* Create one destination of a stage-in at its final size. */
+/* Create one destination of a stage-in, with its layout. */
 static int prepare_one(const sfile *s)
 {
-    int rc = gfs_delete_file(s->dst);
-    if (rc < 0 && rc != -ENOENT)
-        return rc;
     int nserv = gfs_num_servers();
     int nsub = s->nsub > nserv ? nserv : s->nsub;
-    rc = gfs_create_layout(s->dst, nsub, NULL, s->unit, s->fork, s->kind);
-    if (rc < 0)
-        return rc;
-    if (s->csum) {
-        int fid = gfs_open_file(s->dst);
-        rc = fid < 0 ? fid : gfs_set_checksum(fid, "crc32c");
-        if (fid >= 0)
-            gfs_close_file(fid);
-        if (rc < 0)
+    int rc = gfs_create_layout(s->dst, nsub, NULL, s->unit, s->fork, s->kind);
+    if (rc == -EEXIST) { /* replaced, as cp does (asked only then) */
+        rc = gfs_delete_file(s->dst);
+        if (rc < 0 && rc != -ENOENT)
             return rc;
+        rc = gfs_create_layout(s->dst, nsub, NULL, s->unit, s->fork, s->kind);
     }
-    int sid = gfs_striped_open(s->dst);
-    if (sid < 0)
-        return sid;
-    rc = gfs_striped_truncate(sid, s->size);
-    gfs_striped_close(sid);
+    if (rc < 0 || !s->csum)
+        return rc;
+    int fid = gfs_open_file(s->dst);
+    rc = fid < 0 ? fid : gfs_set_checksum(fid, "crc32c");
+    if (fid >= 0)
+        gfs_close_file(fid);
     return rc;
 }
 

@@ -6,6 +6,7 @@ file's CRC from its chunks'.  Pure Python; the Galley side is asked
 through the object `g` (galley-stage's Galley: list, cat).
 """
 
+import math
 import os
 import re
 import shlex
@@ -272,9 +273,15 @@ def layouts_in(files, args, nservers):
                         fork="data" if kind == "timestep" else "data0_%d" % i)
 
 
+PAGE = 4096  # chunk boundaries are multiples of it (see chunks_of)
+
+
 def chunks_of(f, chunk):
     """[(offset, length, server or None)]: the file's chunks, each with
-    the one server that holds it whole (None: it spans several)."""
+    the one server that holds it whole (None: it spans several).  Every
+    boundary but the file's end is a multiple of PAGE, so workers on
+    several clients of one shared destination (NFS) never write parts of
+    one page; chunk is a multiple of PAGE."""
     size, unit, nsub = f["size"], f["unit"], f["nsub"]
     servers = f.get("servers") or None
     out = []
@@ -283,7 +290,7 @@ def chunks_of(f, chunk):
     if f["kind"] == "striped" and nsub == 1:  # one server holds it all
         srv = servers[0] if servers else None
         return [(o, min(chunk, size - o), srv) for o in range(0, size, chunk)]
-    if f["kind"] == "striped" and unit * 2 >= chunk:
+    if f["kind"] == "striped" and unit * 2 >= chunk and unit % PAGE == 0:
         # large units: chunks inside a unit, each on the unit's server
         for u in range((size + unit - 1) // unit):
             end = min((u + 1) * unit, size)
@@ -291,9 +298,9 @@ def chunks_of(f, chunk):
             for off in range(u * unit, end, chunk):
                 out.append((off, min(chunk, end - off), srv))
         return out
-    row = unit * nsub
-    step = max(1, chunk // row) * row if f["kind"] == "striped" else \
-        max(1, chunk // unit) * unit
+    # whole rows of stripe units (whole units of a local file), page-sized
+    row = math.lcm(unit * nsub if f["kind"] == "striped" else unit, PAGE)
+    step = max(1, chunk // row) * row
     return [(o, min(step, size - o), None) for o in range(0, size, step)]
 
 

@@ -175,6 +175,18 @@ def test_bad_input(cluster, uniq, tmp_path):
     stage(cluster, "in", "only-one", check=2)
     cp = stage(cluster, "in", "--manifest", tmp_path / "nope", check=1)
     assert "cannot read manifest" in cp.stderr
+    # a name Galley refuses (too long): said, and nothing else left made
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "fine").write_bytes(b"x")
+    (src / ("n" * 250)).write_bytes(b"y")
+    cp = stage(cluster, "in", src, "galley:/%s/long" % uniq, check=1)
+    assert "n" * 250 in cp.stderr, describe(cp)
+    assert cluster.galley("ls", "/" + uniq).stdout.strip() == ""
+    (tmp_path / "d").mkdir()
+    os.symlink(src, tmp_path / "d" / "link")
+    cp = stage(cluster, "in", tmp_path / "d", "galley:/%s/d" % uniq, check=1)
+    assert "d/link" in cp.stderr and "symbolic link" in cp.stderr
     assert not (tmp_path / "x").exists()
 
 

@@ -97,6 +97,11 @@ def plan_in_pair(src, dst, args):
     if os.path.isdir(src):
         base = name.rstrip("/")
         for root, dirs, files in os.walk(src):
+            for d in dirs:
+                if os.path.islink(os.path.join(root, d)):
+                    raise Failure("cannot stage in '%s': a symbolic link to "
+                                  "a directory (not followed; name its "
+                                  "target)" % os.path.join(root, d))
             dirs.sort()
             for f in sorted(files):
                 p = os.path.join(root, f)

@@ -26,3 +26,4 @@ EXTRA_DIST += bench/run-mdbench
 noinst_PROGRAMS += bench/csumbench
 bench_csumbench_SOURCES = bench/csumbench.c bench/bench_stats.h
 bench_csumbench_LDADD = libgalley/libgalley.la
+EXTRA_DIST += bench/stage/run-stage-bench bench/stage/README.md

@@ -49,3 +49,4 @@ EXTRA_DIST += tests/conftest.py tests/test_cluster_script.py \
 	tests/test_protocol.py tests/test_structured.py tests/test_hardening.py \
 	tests/test_local_layout.py tests/test_checksum.py \
 	tests/test_metadata.py tests/test_repl.py tests/test_fulldisk.py
+EXTRA_DIST += tests/test_stage.py

@@ -13,3 +13,11 @@ tools_galley_SOURCES += tools/galley_exec.c tools/galley_exec.h \
 tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libgalley \
 	-DGALLEY_LIBDIR='"$(libdir)"' \
 	-DGALLEY_BINDIR='"$(bindir)"' -DGALLEY_HAVE_FUSE=$(GALLEY_HAVE_FUSE)
+
+# galley-stage-worker: the data path of galley-stage (tools/galley-stage,
+# the driver that plans, launches and verifies); the CRC32C of proto/.
+bin_PROGRAMS += tools/galley-stage-worker
+tools_galley_stage_worker_SOURCES = tools/galley_stage.c \
+	tools/galley_stage_meta.c tools/galley_stage.h
+tools_galley_stage_worker_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto
+tools_galley_stage_worker_LDADD = libgalley/libgalley.la proto/libgproto.la -lpthread

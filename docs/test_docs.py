@@ -48,9 +48,16 @@ def _load_gen_cli():
 
 
 gen_cli = _load_gen_cli()
-_run_help = functools.lru_cache(maxsize=None)(lambda argv: gen_cli.run_help_uncached(list(argv)))
-gen_cli.run_help_uncached = gen_cli.run_help
-gen_cli.run_help = lambda argv: _run_help(tuple(argv))  # each program's help once
+_uncached_help = gen_cli.run_help
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_help(argv):
+    return _uncached_help(list(argv))
+
+
+# Each program's help is run once per session, for every test and gen-cli.
+gen_cli.run_help = lambda argv: _cached_help(tuple(argv))
 BINDIR = gen_cli.default_bindir()
 
 

@@ -244,9 +244,9 @@ int ADIOI_GALLEY_Build_list(ADIO_File fd, const void *buf, int count,
          * file blocks walked straight (the common strided case, where a
          * call can name millions of small blocks), the ranges' room
          * reserved once.  The general loop below does the same with
-         * fcur_peek/fcur_take; folded into it, this walk measured 5-10 %
-         * slower on 200-byte strided writes (bench/README.md, issue 24
-         * round 8), so it stays a loop of its own. */
+         * fcur_peek/fcur_take; folded into it, this walk is 5-10 %
+         * slower on 200-byte strided writes (mpiio_bench), so it stays a
+         * loop of its own. */
         ADIOI_Flatlist_node *fl = fc.flat;
         int64_t est = (want / ft_size + 2) * (int64_t) fl->count;
         if (est > 64 && est < ((int64_t) 1 << 40)) {

@@ -22,9 +22,9 @@ void ADIOI_GALLEY_ReadContig(ADIO_File fd, void *buf, int count,
  *
  * A list carries each piece through the driver's ranges, libgalley's
  * placement and the sieved read's copy; below about a kilobyte per piece
- * those passes cost more than the window's extra bytes.  Measured
- * (bench/README.md, issue 24 round 8; 4 ranks, 4 servers, records
- * interleaved by rank, galley/ufs): reads of 16 B records 0.69x listed,
+ * those passes cost more than the window's extra bytes.  Measured with
+ * mpiio_bench (4 ranks, 4 servers, records interleaved by rank,
+ * galley/ufs): reads of 16 B records 0.69x listed,
  * 0.97-1.06x sieved; 200 B 0.77-0.81x / 0.96-1.05x; 1 KB 0.73-0.78x /
  * 0.83-0.87x; 2 KB 1.19-1.20x / 0.81-0.84x; 4 KB 1.76-2.00x / 0.76-0.77x.
  *

@@ -112,8 +112,7 @@ static inline int galley_hint_striping_factor(const char *v)
  * process, MPI_COMM_SELF; one copy, striped layout): one subfile, on the
  * server its name hashes to, as Lustre's default stripe count is 1.  Such
  * a file's 1 MiB calls then touch one data file, not one per server on the
- * same disks, and its first write opens one fork (bench/README.md, round
- * 11).  Clamped to the nserv servers, as ROMIO does for impossible
+ * same disks, and its first write opens one fork.  Clamped to the nserv servers, as ROMIO does for impossible
  * striping.  Both MPI drivers choose through here. */
 static inline int galley_new_nsub(int nserv, int nlisted, int factor,
                                   bool alone)

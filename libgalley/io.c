@@ -390,9 +390,9 @@ gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gx_ext *pieces, size_t n)
  * Processes that write one striped file in step (MPI ranks) would
  * otherwise all write subfile 0's file, then all subfile 1's, ...: a
  * buffered write holds its file's inode lock, so on a busy machine they
- * queue behind a holder the scheduler has preempted (measured:
- * bench/README.md, issue 24 round 4).  The transfers are independent
- * (one fork each), so their order changes nothing but who waits. */
+ * queue behind a holder the scheduler has preempted.  The transfers are
+ * independent (one fork each), so their order changes nothing but who
+ * waits. */
 static size_t start_of(size_t nx)
 {
     static __thread unsigned t_start; /* 0: not known yet */

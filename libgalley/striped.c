@@ -1241,9 +1241,9 @@ static int64_t local_read_result(gc_op *o)
  * (transport_direct.c: readers, which says why that is as correct as an
  * op's direct read).  Anything else -- a piece not held, a short read
  * (the end of a fork: the op path works out the file's end), a grant
- * forgotten -- declines, and the op path reads the whole range.  Measured
- * (bench/README.md, issue 24 round 9): the op around a 4 KiB pread cost
- * about 0.8 us, the pread about 1 us.
+ * forgotten -- declines, and the op path reads the whole range.  The op
+ * around a 4 KiB pread costs nearly as much as the pread itself
+ * (bench/latency).
  *
  * The reader is built after a single-range read took the op path (so its
  * grants exist: the op asked for them), at most once per

@@ -716,7 +716,7 @@ void gc_direct_shutdown(void)
  * through an op -- the pieces placed per subfile, a transfer, its
  * grant pinned and released under D.lock, the result worked out from
  * the fork sizes -- costs about as much again as the pread that moves
- * its bytes (bench/README.md, issue 24 round 9); a reader's read is that
+ * its bytes (bench/latency); a reader's read is that
  * pread and nothing else that takes a lock.
  *
  * Its descriptors are this process's own duplicates of its grants' (the

@@ -25,7 +25,7 @@
  * reading bytes we were not asked for changes nothing).  Bridging costs
  * the gap's copy and the piece's second copy, at most a page, which is
  * less than the system call it saves; 4 KiB pieces 4 KiB apart read
- * faster with one preadv each (gbench, bench/README.md issue 24 round 5).
+ * faster with one preadv each (gbench).
  * Writes (gx_fd_write_locked) bridge gaps of at most this many bytes. */
 #define GX_FD_SIEVE_GAP 4096u
 #define GX_FD_SIEVE_MAX (4u << 20) /* largest span read at once */

@@ -13,9 +13,9 @@
  * leader (wal.c checkpoint) at any time.  tab.lock is a leaf lock.
  *
  * Why.  A file or directory costs the file system an inode to make and
- * another to free, and on this project's reference machines ext4's inode
- * allocator was the bound of create and remove (bench/README.md, issue 26
- * rounds 5 and 6).  A value here costs a log record.
+ * another to free, and ext4's inode allocator bounds create and remove
+ * when each one makes or frees a file (bench/mdbench).  A value here
+ * costs a log record.
  *
  * The scheme.  A key is the relative path the value had as a file
  * ("ns/<id>.rec", "sub/<hid>/header"), so log lines and messages name

@@ -46,7 +46,7 @@
  *   frees space); when the log cannot be written at all the leader cuts it
  *   back to where it was and makes the batch durable by a checkpoint.
  *
- * What a crash can lose (README, "Durability contract"): a kill -9 of
+ * What a crash can lose (docs/durability.md): a kill -9 of
  * galleyd loses no change that was acknowledged (the reply follows the
  * log's write; a table value not yet written is lost with its request,
  * never answered); a machine crash loses no change that was acknowledged

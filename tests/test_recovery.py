@@ -109,7 +109,7 @@ def test_restart_cleans_leftovers_and_keeps_files(make_cluster, tmp_path):
 def test_created_unused_costs_no_file(make_cluster):
     """A file created and removed without data makes no file or directory
     in the servers' data directories (the cost create and remove were
-    bound by, issue 26), and its records and headers are still durable:
+    bound by on ext4), and its records and headers are still durable:
     they survive a kill -9."""
     c = make_cluster(n=2)
     names = ["empty/%d" % i for i in range(20)]

@@ -89,6 +89,12 @@ def test_job_script_sbatch_twice_equals_salloc_once(slurm):
     slurm.wait_idle()
 
 
+def states(text):
+    """The state column of galley-cluster's server lines."""
+    return re.findall(r"^  server \d+ .*  (alive|stopped|dead.*)$", text,
+                      re.M)
+
+
 def alloc_script(slurm, work, body):
     """A batch script on the bed: Galley started as the README says, then
     BODY; its output goes to work/out."""
@@ -115,18 +121,18 @@ def test_stop_from_the_login_node(slurm):
         assert time.monotonic() < end, (w / "out").read_text()
         time.sleep(0.2)
     st = slurm.on("node2", ["galley-cluster", "status", "--dir", w / "galley"])
-    assert st.returncode == 0 and st.stdout.count("alive") == 3, \
+    assert st.returncode == 0 and states(st.stdout) == ["alive"] * 3, \
         ms.describe(st)
     g = slurm.on("node1", ["galley", "-c", w / "galley" / "cluster", "ping"])
     assert g.returncode == 0, ms.describe(g)
     # stop from a host that did not start it (and is not in the job)
     cp = slurm.on("login", ["galley-cluster", "stop", "--dir", w / "galley"])
     assert cp.returncode == 0, ms.describe(cp)
-    assert cp.stdout.count("stopped") >= 3, cp.stdout
+    assert states(cp.stdout) == ["stopped"] * 3, cp.stdout
     assert set(wal_sizes(w).values()) == {0}, wal_sizes(w)
     assert slurm.galleyds() == []
     st = slurm.on("login", ["galley-cluster", "status", "--dir", w / "galley"])
-    assert st.returncode == 1 and st.stdout.count("stopped") == 3, \
+    assert st.returncode == 1 and states(st.stdout) == ["stopped"] * 3, \
         ms.describe(st)
     slurm.on("login", ["scancel", job], check=True)
     slurm.wait_idle()
@@ -134,7 +140,7 @@ def test_stop_from_the_login_node(slurm):
 
 def make_tree(root):
     """Files of many sizes, nested: what a job's input looks like."""
-    sizes = [0, 1, 4095, 4096, 65537, 3 << 20, (17 << 20) + 5]
+    sizes = [0, 1, 4095, 4096, 65537, 3 << 20, (96 << 20) + 5]
     for i, n in enumerate(sizes):
         p = root / ("d%d" % (i % 3)) / ("sub%d" % (i % 2)) / ("f%d" % i)
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -156,12 +162,16 @@ def test_stage_in_and_out_over_the_nodes(slurm):
     body = """
 galley-stage --chunk 4M in %(w)s/input galley:/in/
 galley-stage --chunk 4M out galley:/in/ %(w)s/output/
-# a stage-out stopped by SIGTERM, then resumed
-(galley-stage --chunk 1M -j 1 out galley:/in/ %(w)s/output2/ > %(w)s/first.log 2>&1; echo $? > %(w)s/first.rc) &
-sleep 1.5
-pkill -TERM -f 'galley-stage --chunk 1M -j 1 out' || true
-wait
-galley-stage --chunk 1M -j 1 out galley:/in/ %(w)s/output2/ > %(w)s/second.log 2>&1
+# a stage-out stopped by SIGTERM once some chunks are journaled, resumed
+galley-stage --chunk 256K -j 1 out galley:/in/ %(w)s/output2/ > %(w)s/first.log 2>&1 &
+pid=$!
+for i in $(seq 600); do
+    [ "$(cat %(w)s/output2.galley-stage/run.*.* 2>/dev/null | wc -l)" -ge 4 ] && break
+    sleep 0.05
+done
+kill -TERM $pid
+rc=0; wait $pid || rc=$?; echo $rc > %(w)s/first.rc
+galley-stage --chunk 256K -j 1 out galley:/in/ %(w)s/output2/ > %(w)s/second.log 2>&1
 galley-cluster stop --dir $gdir
 """ % {"w": w}
     script = alloc_script(slurm, w, body)
@@ -174,9 +184,10 @@ galley-cluster stop --dir $gdir
     same_tree(src, w / "output2")
     first = (w / "first.rc").read_text().strip()
     second = (w / "second.log").read_text(errors="replace")
-    assert first in ("0", "3"), (w / "first.log").read_text()
-    if first == "3":  # it was stopped: the rerun resumed, copying less
-        assert "resum" in second.lower(), second
+    # stopped (exit 3); the rerun took the journaled chunks as done
+    assert first == "3", (w / "first.log").read_text()
+    m = re.search(r"([\d.]+ \w*B) verified from the journal", second)
+    assert m and not m.group(1).startswith("0 "), second
     assert set(wal_sizes(w).values()) == {0}, wal_sizes(w)
     slurm.wait_idle()
 
@@ -191,7 +202,7 @@ sleep 2
 set +e
 GALLEY_TIMEOUT=5 timeout 60 galley get /x %(w)s/x.back
 echo "get-rc=$?"
-GALLEY_TIMEOUT=5 timeout 60 mpiexec -n 2 %(heat)s --path galley:/after --steps 2
+GALLEY_TIMEOUT=5 timeout 60 mpiexec -n 2 %(heat)s --path galley:/after --steps 4 --ckpt-every 2
 echo "mpi-rc=$?"
 galley-cluster status --dir $gdir
 echo "status-rc=$?"
@@ -208,7 +219,8 @@ echo "stop-rc=$?"
     # errors, within the timeout (124 would be `timeout` killing a hang)
     assert rc["get"] not in ("0", "124"), out
     assert rc["mpi"] not in ("0", "124"), out
-    assert rc["status"] == "1" and out.count("dead") >= 3, out
+    assert rc["status"] == "1" and len(re.findall(
+        r"^  server \d .*  dead", out, re.M)) >= 3, out
     assert rc["stop"] == "1", out        # says the servers did not stop clean
     assert slurm.galleyds() == []
     assert time.monotonic() - t0 < 200

@@ -121,11 +121,13 @@ def launch_cmd(a, d, new, n):
         # task i on hosts[i]; --overlap: the servers' step shares the
         # allocation's CPUs with the job's own steps instead of holding
         # them; one CPU and a little memory per server, so it keeps off
-        # what the job's steps ask for (srun(1): steps never share memory)
+        # what the job's steps ask for (srun(1): steps never share memory);
+        # --overcommit: N servers whatever CPUs the job holds
         hf = os.path.join(d, "srun.hosts")
         write_atomic(hf, "".join(h + "\n" for h in hosts))
         env["SLURM_HOSTFILE"] = hf
-        cmd = ["srun", "--overlap", "--distribution=arbitrary",
+        cmd = ["srun", "--overlap", "--overcommit",
+               "--distribution=arbitrary",
                "--nodes=%d" % len(set(hosts)), "--ntasks=%d" % n,
                "--cpus-per-task=1", "--mem-per-cpu=%dM" % a.step_mem,
                "--kill-on-bad-exit=0", "--job-name=galley-servers",
@@ -280,6 +282,18 @@ def read_step(d, n):
     return None
 
 
+def step_running(step):
+    """Whether Slurm still runs step JOB.STEP (unknown: assume it does)."""
+    try:
+        p = subprocess.run(["squeue", "-h", "-s", "-o", "%i",
+                            "-j", step.split(".")[0]],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return True
+    return p.returncode != 0 or step in p.stdout.split()
+
+
 # ------------------------------------------------------------ status ----
 
 def status_line(d, meta, i, addr):
@@ -345,6 +359,15 @@ def stop(a, d, meta):
     while left and time.monotonic() < end:
         time.sleep(0.1)
         left = [i for i in left if tcp_ok(addrs[i], 0.5)]
+    # each rank records its galleyd's exit status once it has gone (a rank
+    # killed with its step records none: the step's end says so)
+    def unrecorded():
+        return [i for i in range(n) if not read_text(
+            os.path.join(server_dir(d, i), "exit"))]
+    while unrecorded() and time.monotonic() < end:
+        if step and not step_running(step):
+            break
+        time.sleep(0.2)
     # the launcher itself ends once its ranks have
     if lp_txt and lp_txt[1:2] == [socket.gethostname()]:
         wait_dead([int(lp_txt[0])], max(1, end - time.monotonic()))
@@ -353,7 +376,7 @@ def stop(a, d, meta):
         line, up = status_line(d, meta, i, addrs[i] if i < len(addrs)
                                else "-")
         say("  " + line)
-        if up or "dead (exit" in line:
+        if not line.endswith("  stopped"):
             bad.append(i)
     if step and any(i in bad for i in left):
         warn("servers %s did not stop in %gs; cancelling step %s"

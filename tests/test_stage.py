@@ -9,8 +9,8 @@ destination changed behind the journal and bad names fail naming the
 file; a stage-out stopped by SIGTERM resumes copying only what is
 missing, a stopped stage-in leaves no partial copy; an array-library checkpoint is staged out as its newest
 complete copy only, staged back in, and the heat solver restarted from it
-ends bit-identical to an uninterrupted run; the srun launcher's step
-(with srun stood in) shares the allocation and places workers by node.
+ends bit-identical to an uninterrupted run.  The srun launcher runs on a
+real Slurm cluster in slurm-tests/.
 """
 
 import os
@@ -376,54 +376,3 @@ def test_checkpoint_newest_copy_out_and_restart(cluster, uniq, tmp_path):
     assert "restart found at step 20 (copy 1)" in cp.stdout, cp.stdout
     assert (tmp_path / "restart.raw").read_bytes() == \
         (tmp_path / "ref.raw").read_bytes()
-
-
-# ----------------------------------------------- the srun launcher ---
-
-FAKE_SRUN = r'''#!/usr/bin/env python3
-# Stands in for srun in a job of nodes n1,n2: records its arguments and
-# runs --ntasks-per-node tasks for every node of -w, with the variables
-# srun sets (block distribution), here on this host.
-import os, subprocess, sys
-a = sys.argv[1:]
-open(os.environ["FAKE_SRUN_LOG"], "a").write(" ".join(a) + "\n")
-nodes = a[a.index("-w") + 1].split(",")
-k = int(next(x for x in a if x.startswith("--ntasks-per-node=")).split("=")[1])
-cmd = a[next(i for i, x in enumerate(a) if "galley-stage-worker" in x):]
-procs = []
-for n, node in enumerate(nodes):
-    for l in range(k):
-        env = dict(os.environ, SLURM_PROCID=str(n * k + l),
-                   SLURM_NTASKS=str(len(nodes) * k), SLURM_LOCALID=str(l),
-                   SLURMD_NODENAME=node, SLURM_STEP_ID="7")
-        procs.append(subprocess.Popen(cmd, env=env))
-sys.exit(max(p.wait() for p in procs))
-'''
-
-
-def test_srun_launcher_command_and_slots(cluster, uniq, tmp_path):
-    """Inside a job (SLURM_JOB_ID set) the workers are one srun step that
-    shares the allocation (--overlap), on the job's nodes, K a node; each
-    worker takes its slot from its node and node-local id.  srun itself
-    is a stand-in here: Slurm runs it for real in the Slurm suite."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "srun").write_text(FAKE_SRUN)
-    (bindir / "scontrol").write_text("#!/bin/sh\necho n1; echo n2\n")
-    for p in bindir.iterdir():
-        p.chmod(0o755)
-    src = tmp_path / "src"
-    files = make_tree(src)
-    env = stage_env(cluster)
-    env.update(PATH="%s:%s" % (bindir, env["PATH"]), SLURM_JOB_ID="42",
-               SLURM_JOB_NODELIST="n[1-2]", FAKE_SRUN_LOG=str(tmp_path / "log"))
-    cp = run([sys.executable, STAGE, "-c", cluster.cluster_file, "-j", 3,
-              "--chunk", "1M", "in", src, "galley:/%s" % uniq], env=env)
-    assert cp.returncode == 0, describe(cp)
-    assert "6 workers (srun)" in cp.stdout, cp.stdout
-    log = (tmp_path / "log").read_text()
-    assert log.startswith("--overlap -N 2 -w n1,n2 --ntasks-per-node=3 "), log
-    cp = run([sys.executable, STAGE, "-c", cluster.cluster_file, "-j", 2,
-              "out", "galley:/%s" % uniq, tmp_path / "back"], env=env)
-    assert cp.returncode == 0, describe(cp)
-    same_tree(src, tmp_path / "back", files)

@@ -173,7 +173,10 @@ def write_conf(meta, cpus):
         "JobCompType=jobcomp/none",
         "SchedulerType=sched/builtin",
         "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core",
+        # cores and memory are both consumable, as at most sites: a step
+        # asking for the job's whole memory has to fit beside the others
+        "SelectTypeParameters=CR_Core_Memory",
+        "DefMemPerCPU=400",
         "MpiDefault=none",
         "ReturnToService=2",
         "SlurmctldPort=%d" % meta["ctld_port"],

@@ -120,8 +120,9 @@ def launch_cmd(a, d, new, n):
     if a.launcher == "srun":
         # task i on hosts[i]; --overlap: the servers' step shares the
         # allocation's CPUs with the job's own steps instead of holding
-        # them; one CPU and a little memory per server, so it keeps off
-        # what the job's steps ask for (srun(1): steps never share memory);
+        # them; one CPU and the memory a galleyd uses (its block cache and
+        # about 128 MiB) per server, rather than the job's whole memory,
+        # which a step asks by default where memory is a consumable;
         # --overcommit: N servers whatever CPUs the job holds
         hf = os.path.join(d, "srun.hosts")
         write_atomic(hf, "".join(h + "\n" for h in hosts))
@@ -129,7 +130,8 @@ def launch_cmd(a, d, new, n):
         cmd = ["srun", "--overlap", "--overcommit",
                "--distribution=arbitrary",
                "--nodes=%d" % len(set(hosts)), "--ntasks=%d" % n,
-               "--cpus-per-task=1", "--mem-per-cpu=%dM" % a.step_mem,
+               "--cpus-per-task=1", "--mem-per-cpu=%dM" % (
+                   a.step_mem or (a.cache_mb or 64) + 128),
                "--kill-on-bad-exit=0", "--job-name=galley-servers",
                "--nodelist=" + ",".join(dict.fromkeys(hosts))]
     elif a.launcher == "mpiexec":

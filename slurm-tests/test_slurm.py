@@ -10,6 +10,8 @@ slurmd with 2 CPUs each, munged; every host a network namespace).
 - stop from another host (the login node) than the one that started it;
 - a tree staged in and out by workers on every node (galley-stage as an
   srun step), byte-checked; a stage-out stopped by SIGTERM and resumed;
+  the servers started by mpiexec (Hydra's Slurm launcher) this time, with
+  per-node advertised names (%h-ib);
 - the servers' step cancelled (scancel, SIGKILL): a client gets an error
   within its timeout, not a hang.
 """
@@ -95,18 +97,17 @@ def states(text):
                       re.M)
 
 
-def alloc_script(slurm, work, body):
+def alloc_script(slurm, work, body, start_args="--launcher srun"):
     """A batch script on the bed: Galley started as the README says, then
-    BODY; its output goes to work/out."""
+    BODY."""
     work.mkdir(exist_ok=True)
     script = work / "job.sh"
     script.write_text(
         "#!/bin/bash\nset -euo pipefail\n"
         "gdir=%s/galley\n"
-        "galley-cluster start --launcher srun --dir $gdir --data-root "
-        "'%s/%%h'\n"
-        "export GALLEY_CLUSTER=$gdir/cluster\n%s\n" % (work, data_root(work),
-                                                       body))
+        "galley-cluster start %s --dir $gdir --data-root '%s/%%h'\n"
+        "export GALLEY_CLUSTER=$gdir/cluster\n%s\n" % (
+            work, start_args, data_root(work), body))
     return script
 
 
@@ -174,12 +175,17 @@ rc=0; wait $pid || rc=$?; echo $rc > %(w)s/first.rc
 galley-stage --chunk 256K -j 1 out galley:/in/ %(w)s/output2/ > %(w)s/second.log 2>&1
 galley-cluster stop --dir $gdir
 """ % {"w": w}
-    script = alloc_script(slurm, w, body)
+    # the servers through Hydra this time (its proxies an srun step too),
+    # each publishing its node's fast-network name
+    script = alloc_script(slurm, w, body, "--launcher mpiexec "
+                          "--advertise %h-ib")
     cp = slurm.on("login", ["sbatch", "--wait", "-N", 3, "-o", w / "out",
                             script], timeout=400)
     out = (w / "out").read_text(errors="replace")
     assert cp.returncode == 0, "%s\n%s" % (ms.describe(cp), out)
-    # workers ran on every node, as one step
+    names = [l.rsplit(":", 1)[0] for l in
+             (w / "galley" / "cluster").read_text().split()]
+    assert names == ["node0-ib", "node1-ib", "node2-ib"], names
     same_tree(src, w / "output")
     same_tree(src, w / "output2")
     first = (w / "first.rc").read_text().strip()

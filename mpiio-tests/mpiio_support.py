@@ -175,13 +175,21 @@ def compile_c(cc, sources, out, env, extra=()):
         fresh = False
     if fresh:
         return out
-    cmd = [str(cc), "-O1", "-g", "-o", str(out)] + [str(s) for s in sources] + list(extra)
+    # Built under a name of its own and renamed into place: a suite running
+    # beside this one (./quickstart test runs suites side by side) that
+    # builds the same program never runs a half-written file.
+    tmp = out.with_name(".%s.%d" % (out.name, os.getpid()))
+    cmd = [str(cc), "-O1", "-g", "-o", str(tmp)] + [str(s) for s in sources] + list(extra)
     cp = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT, text=True, env=env, timeout=300)
     if cp.returncode != 0:
+        tmp.unlink(missing_ok=True)
         pytest.fail("compiling %s failed:\n%s\n%s" % (out.name, " ".join(cmd), cp.stdout),
                     pytrace=False)
-    stamp.write_text(ident)
+    os.replace(tmp, out)
+    stamp_tmp = stamp.with_name(".%s.%d" % (stamp.name, os.getpid()))
+    stamp_tmp.write_text(ident)
+    os.replace(stamp_tmp, stamp)
     return out
 
 

@@ -184,15 +184,30 @@ def split_addr(addr):
 
 # ------------------------------------------------------------ processes ----
 
+def proc_stat(pid):
+    """The fields of /proc/PID/stat after the command name (the state is
+    [0], the start time [19]); OSError or ValueError if there is none."""
+    with open("/proc/%d/stat" % pid) as f:
+        stat = f.read()
+    return stat[stat.rindex(")") + 2:].split()
+
+
+def proc_start_time(pid):
+    """The start time of pid (clock ticks since boot), which tells it from
+    a later process given the same pid; "0" if it has none."""
+    try:
+        return proc_stat(pid)[19]
+    except (OSError, ValueError, IndexError):
+        return "0"
+
+
 def proc_alive(pid, must_contain=None):
     """True if pid runs (not a zombie) and its command line contains
     must_contain (guards against a recycled pid)."""
     if not pid or pid <= 0:
         return False
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
-        state = stat[stat.rindex(")") + 2:].split()[0]
+        state = proc_stat(pid)[0]
         if state in ("Z", "X"):
             return False
         if must_contain:

@@ -264,17 +264,6 @@ def start(a, d, n, meta, status_lines):
     return 0
 
 
-def proc_start_time(pid):
-    """The start time of pid (clock ticks since boot), which tells it from
-    a later process given the same pid."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
-        return stat[stat.rindex(")") + 2:].split()[19]
-    except (OSError, ValueError, IndexError):
-        return "0"
-
-
 def read_step(d, n):
     """JOBID.STEPID of the servers' Slurm step, as its ranks recorded it."""
     for i in range(n):
@@ -327,7 +316,7 @@ def stop(a, d, meta):
     step = read_step(d, n)
     sent = False
     lp_txt = (read_text(os.path.join(d, "launcher.pid")) or "").split()
-    if step and meta.get("launcher") in ("srun", None):
+    if step and meta["launcher"] == "srun":
         p = subprocess.run(["scancel", "--signal=TERM", step],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)

@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "fdio.h"
 #include "galley.h"
 
 #include "galley_stage.h"
@@ -231,21 +232,6 @@ static ssize_t pread_full(int fd, void *buf, size_t n, off_t off)
     return (ssize_t)got;
 }
 
-static int pwrite_full(int fd, const void *buf, size_t n, off_t off)
-{
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w =
-            pwrite(fd, (const char *)buf + done, n - done, off + (off_t)done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        done += (size_t)w;
-    }
-    return 0;
-}
-
 /* Read [off, off+len) of the file's Galley side (src of a stage-out, dst
  * of a stage-in) or local side into buf: 0 or a message in err. */
 static int read_side(const cur *c, bool galley, int64_t off, int64_t len,
@@ -354,7 +340,11 @@ static int do_task(const plan *p, const stask *t, cur *c, char *buf, char *back,
             return -1;
         }
     } else {
-        int rc = pwrite_full(c->fd, buf, (size_t)t->len, (off_t)t->off);
+        int rc = gx_fd_write(c->fd, 0,
+                             &(gx_ext){.off = (uint64_t)t->off,
+                                       .len = (uint64_t)t->len,
+                                       .mem = buf},
+                             1);
         if (rc < 0) {
             snprintf(err, errlen, "write to local side failed: %s",
                      strerror(-rc));

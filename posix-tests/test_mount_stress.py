@@ -22,7 +22,7 @@ NAMES = ("a", "b", "c")
 DEPTH = 3
 OPS = 300
 
-pytestmark = pytest.mark.skipif(not fuse_ok(), reason="no galley-fuse")
+pytestmark = pytest.mark.skipif(not fuse_ok(), reason="no galley-fuse or /dev/fuse")
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@
  * What it shows
  *   - Every striped file whose name starts with '/' as a regular file of
  *     its linear bytes at that path; the components of names containing
- *     '/' as directories ("implied": a directory exists while some file is
- *     under it, or after mkdir until rmdir or unmount).
+ *     '/' as directories, and the directories made with mkdir (gf_dir.c
+ *     says when a directory exists, and the name limits).
  *   - A plain (non-striped) file as a read-only directory holding
  *     subfile<i>/<fork> for each of its subfiles and forks.
  *   - read/write/create (default layout: every server, 64 KiB unit;
@@ -27,16 +27,15 @@
  * one transfer per server.
  *
  * Threads: libfuse's multithreaded loop calls the operations from its
- * worker threads; the client library is thread-safe; the mkdir set has its
- * own lock (dir_lock).  The client starts in init(), after libfuse has
- * daemonised (a fork would lose libgalley's threads); main() checks the
- * cluster first so that a bad cluster file fails `galley mount` itself.
+ * worker threads; the client library is thread-safe; the directories the
+ * daemon keeps have their own lock (gf_dir.c).  The client starts in
+ * init(), after libfuse has daemonised (a fork would lose libgalley's
+ * threads); main() checks the cluster first so that a bad cluster file
+ * fails `galley mount` itself.
  */
 #define _GNU_SOURCE
-#define FUSE_USE_VERSION 31
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -48,9 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "galley.h"
 #include "cluster_file.h"
-#include "px_rename.h"
+#include "gf_internal.h"
 
 static struct {
     const char *cluster; /* -c, or NULL for the library default */
@@ -60,7 +58,7 @@ static struct {
 } gf;
 
 /* gfs error -> negative errno for FUSE. */
-static int gf_err(int64_t rc)
+int gf_err(int64_t rc)
 {
     if (rc >= 0)
         return 0;
@@ -78,174 +76,6 @@ static int gf_err(int64_t rc)
     default:
         return -EIO;
     }
-}
-
-/* ------------------------------------------------------------------------
- * Directories made with mkdir that no file implies yet
- * ------------------------------------------------------------------------ */
-
-static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
-static char **dirs;
-static int ndirs;
-
-static int dir_find(const char *p)
-{
-    for (int i = 0; i < ndirs; i++)
-        if (strcmp(dirs[i], p) == 0)
-            return i;
-    return -1;
-}
-
-/* Remember directory p (no-op if already known); 0 or -ENOMEM. */
-static int dir_add(const char *p)
-{
-    int rc = 0;
-    pthread_mutex_lock(&dir_lock);
-    if (dir_find(p) < 0) {
-        char **nd = realloc(dirs, (size_t)(ndirs + 1) * sizeof(*dirs));
-        char *copy = nd ? strdup(p) : NULL;
-        if (nd)
-            dirs = nd;
-        if (copy)
-            dirs[ndirs++] = copy;
-        else
-            rc = -ENOMEM;
-    }
-    pthread_mutex_unlock(&dir_lock);
-    return rc;
-}
-
-static bool dir_made(const char *p)
-{
-    pthread_mutex_lock(&dir_lock);
-    bool r = dir_find(p) >= 0;
-    pthread_mutex_unlock(&dir_lock);
-    return r;
-}
-
-/* ------------------------------------------------------------------------
- * What a path is
- * ------------------------------------------------------------------------ */
-
-enum kind { K_NONE, K_ROOT, K_FILE, K_DIR, K_PLAIN, K_SUBFILE, K_FORK };
-
-typedef struct what {
-    enum kind kind;
-    int64_t size;
-    int64_t unit;
-    char file[GFS_NAME_MAX + 1]; /* plain file of a subfile or fork */
-    int subfile;
-    char fork[GFS_FORK_NAME_MAX + 1];
-} what;
-
-static int any_cb(const char *name, void *arg)
-{
-    return 1;
-}
-
-/* 1 if some file's name starts with p + "/". */
-static int implied_dir(const char *p)
-{
-    char prefix[GFS_NAME_MAX + 2];
-    if (snprintf(prefix, sizeof(prefix), "%s/", p) >= (int)sizeof(prefix))
-        return 0;
-    int rc = gfs_list_files(prefix, any_cb, NULL);
-    return rc < 0 ? rc : rc == 1;
-}
-
-typedef struct fork_find {
-    const char *name;
-    int64_t size;
-    bool found;
-} fork_find;
-
-static int fork_cb(const char *name, uint64_t size, void *arg)
-{
-    fork_find *f = arg;
-    if (strcmp(name, f->name) == 0) {
-        f->found = true;
-        f->size = (int64_t)size;
-        return 1;
-    }
-    return 0;
-}
-
-/* Inside a plain file: "<plain>/subfile<i>" or "<plain>/subfile<i>/<fork>". */
-static int classify_plain(const char *p, what *w)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", p);
-    char *last = strrchr(buf, '/'), *fork = NULL;
-    if (!last || last == buf)
-        return -ENOENT;
-    if (strncmp(last + 1, "subfile", 7) != 0) {
-        fork = last + 1;
-        *last = '\0';
-        last = strrchr(buf, '/');
-        if (!last || last == buf || strncmp(last + 1, "subfile", 7) != 0)
-            return -ENOENT;
-    }
-    char *end;
-    long sub = strtol(last + 8, &end, 10);
-    if (*end || end == last + 8 || sub < 0)
-        return -ENOENT;
-    *last = '\0';
-    if (strlen(buf) > GFS_NAME_MAX)
-        return -ENOENT;
-    int fid = gfs_open_file(buf);
-    if (fid < 0)
-        return fid == -ENOENT ? -ENOENT : gf_err(fid);
-    gfs_file_stat st;
-    int rc = gfs_stat_file(fid, &st);
-    if (!rc && sub >= st.nsubfiles)
-        rc = -ENOENT;
-    if (!rc && fork) {
-        fork_find ff = {fork, 0, false};
-        rc = gfs_list_forks(fid, (int)sub, fork_cb, &ff);
-        if (rc >= 0)
-            rc = ff.found ? 0 : -ENOENT;
-        w->size = ff.size;
-        snprintf(w->fork, sizeof(w->fork), "%s", fork);
-    }
-    gfs_close_file(fid);
-    if (rc)
-        return gf_err(rc);
-    w->kind = fork ? K_FORK : K_SUBFILE;
-    w->subfile = (int)sub;
-    memcpy(w->file, buf, strlen(buf) + 1);
-    return 0;
-}
-
-static int classify(const char *p, what *w)
-{
-    memset(w, 0, sizeof(*w));
-    if (strcmp(p, "/") == 0) {
-        w->kind = K_ROOT;
-        return 0;
-    }
-    gfs_layout lay;
-    int64_t size;
-    int sid = gfs_striped_stat(p, &size, &lay); /* without opening it */
-    if (sid >= 0) {
-        w->size = size;
-        w->unit = lay.unit;
-        w->kind = K_FILE;
-        return 0;
-    }
-    if (sid == GFS_ELAYOUT) {
-        w->kind = K_PLAIN;
-        return 0;
-    }
-    if (sid != -ENOENT && sid != -ENAMETOOLONG && sid != -EINVAL)
-        return gf_err(sid);
-    int rc = implied_dir(p);
-    if (rc < 0)
-        return gf_err(rc);
-    if (rc || dir_made(p)) {
-        w->kind = K_DIR;
-        return 0;
-    }
-    return classify_plain(p, w);
 }
 
 /* ------------------------------------------------------------------------
@@ -276,7 +106,7 @@ static void gf_destroy(void *data)
 static int gf_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
 {
     what w;
-    int rc = classify(p, &w);
+    int rc = gf_classify(p, &w);
     if (rc)
         return rc;
     memset(st, 0, sizeof(*st));
@@ -306,95 +136,6 @@ static int gf_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
         st->st_mode = S_IFDIR | 0755;
         st->st_nlink = 2;
     }
-    return 0;
-}
-
-/* readdir of an implied directory: the next component of every name
- * under it, once each (names are listed sorted, so repeats are adjacent). */
-typedef struct lister {
-    const char *prefix; /* "<dir>/" */
-    size_t plen;
-    void *buf;
-    fuse_fill_dir_t fill;
-    char last[GFS_NAME_MAX + 1];
-} lister;
-
-static int list_cb(const char *name, void *arg)
-{
-    lister *l = arg;
-    const char *rest = name + l->plen;
-    size_t n = strcspn(rest, "/");
-    if (n == 0 || n > GFS_NAME_MAX)
-        return 0;
-    if (strlen(l->last) == n && strncmp(l->last, rest, n) == 0)
-        return 0;
-    memcpy(l->last, rest, n);
-    l->last[n] = '\0';
-    l->fill(l->buf, l->last, NULL, 0, 0);
-    return 0;
-}
-
-static int fork_list_cb(const char *name, uint64_t size, void *arg)
-{
-    lister *l = arg;
-    l->fill(l->buf, name, NULL, 0, 0);
-    return 0;
-}
-
-static int gf_readdir(const char *p, void *buf, fuse_fill_dir_t fill, off_t off,
-                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
-{
-    what w;
-    int rc = classify(p, &w);
-    if (rc)
-        return rc;
-    fill(buf, ".", NULL, 0, 0);
-    fill(buf, "..", NULL, 0, 0);
-    lister l = {NULL, 0, buf, fill, ""};
-    if (w.kind == K_PLAIN || w.kind == K_SUBFILE) {
-        int fid = gfs_open_file(w.kind == K_PLAIN ? p : w.file);
-        if (fid < 0)
-            return gf_err(fid);
-        if (w.kind == K_PLAIN) {
-            gfs_file_stat st;
-            rc = gfs_stat_file(fid, &st);
-            for (int i = 0; !rc && i < st.nsubfiles; i++) {
-                char name[32];
-                snprintf(name, sizeof(name), "subfile%d", i);
-                fill(buf, name, NULL, 0, 0);
-            }
-        } else {
-            rc = gfs_list_forks(fid, w.subfile, fork_list_cb, &l);
-        }
-        gfs_close_file(fid);
-        return gf_err(rc);
-    }
-    if (w.kind != K_ROOT && w.kind != K_DIR)
-        return -ENOTDIR;
-    char prefix[GFS_NAME_MAX + 2];
-    snprintf(prefix, sizeof(prefix), "%s/", w.kind == K_ROOT ? "" : p);
-    l.prefix = prefix;
-    l.plen = strlen(prefix);
-    rc = gfs_list_files(prefix, list_cb, &l);
-    if (rc < 0)
-        return gf_err(rc);
-    /* mkdir'ed directories directly under p that no name implies (the
-     * others were listed above); checked outside dir_lock */
-    char **mine = NULL;
-    int nmine = 0;
-    pthread_mutex_lock(&dir_lock);
-    mine = ndirs ? calloc((size_t)ndirs, sizeof(*mine)) : NULL;
-    for (int i = 0; mine && i < ndirs; i++)
-        if (strncmp(dirs[i], prefix, l.plen) == 0 &&
-            !strchr(dirs[i] + l.plen, '/'))
-            mine[nmine++] = strdup(dirs[i]);
-    pthread_mutex_unlock(&dir_lock);
-    for (int i = 0; i < nmine; i++) {
-        if (mine[i] && implied_dir(mine[i]) == 0)
-            fill(buf, mine[i] + l.plen, NULL, 0, 0);
-        free(mine[i]);
-    }
-    free(mine);
     return 0;
 }
 
@@ -437,7 +178,7 @@ static int gf_open(const char *p, struct fuse_file_info *fi)
         }
     } else {
         what w;
-        int rc = sid == GFS_ELAYOUT ? -EISDIR : classify(p, &w);
+        int rc = sid == GFS_ELAYOUT ? -EISDIR : gf_classify(p, &w);
         if (!rc && w.kind != K_FORK)
             rc = w.kind == K_NONE ? -ENOENT : -EISDIR;
         if (!rc && (fi->flags & O_ACCMODE) != O_RDONLY)
@@ -609,142 +350,6 @@ static int gf_fsync(const char *p, int datasync, struct fuse_file_info *fi)
     return gf_err(h->sid >= 0 ? gfs_striped_sync(h->sid) : 0);
 }
 
-static int implied_dir(const char *p);
-
-/* After p's last file went away, its directory stays until rmdir (as on
- * any file system), though no Galley name implies it any more. */
-static void keep_parent(const char *p)
-{
-    char parent[GFS_NAME_MAX + 1];
-    const char *slash = strrchr(p, '/');
-    size_t n = slash ? (size_t)(slash - p) : 0;
-    if (n == 0 || n > GFS_NAME_MAX)
-        return;
-    memcpy(parent, p, n);
-    parent[n] = '\0';
-    if (implied_dir(parent) == 0)
-        dir_add(parent);
-}
-
-static int gf_unlink(const char *p)
-{
-    what w;
-    int rc = classify(p, &w);
-    if (rc)
-        return rc;
-    if (w.kind != K_FILE)
-        return w.kind == K_FORK ? -EACCES : -EISDIR;
-    rc = gfs_delete_file(p);
-    if (!rc)
-        keep_parent(p);
-    return gf_err(rc);
-}
-
-static int gf_mkdir(const char *p, mode_t mode)
-{
-    what w;
-    int rc = classify(p, &w);
-    if (rc == 0)
-        return -EEXIST;
-    if (rc != -ENOENT)
-        return rc;
-    return dir_add(p);
-}
-
-static int gf_rmdir(const char *p)
-{
-    what w;
-    int rc = classify(p, &w);
-    if (rc)
-        return rc;
-    if (w.kind == K_FILE || w.kind == K_FORK)
-        return -ENOTDIR;
-    if (w.kind != K_DIR)
-        return w.kind == K_ROOT ? -EBUSY : -EACCES;
-    rc = implied_dir(p);
-    if (rc)
-        return rc < 0 ? gf_err(rc) : -ENOTEMPTY;
-    pthread_mutex_lock(&dir_lock);
-    int i = dir_find(p);
-    if (i >= 0) {
-        free(dirs[i]);
-        dirs[i] = dirs[--ndirs];
-    }
-    pthread_mutex_unlock(&dir_lock);
-    return 0;
-}
-
-typedef struct mover {
-    const char *from, *to;
-    size_t flen;
-    char **names;
-    int n, cap;
-} mover;
-
-static int collect_cb(const char *name, void *arg)
-{
-    mover *m = arg;
-    if (m->n == m->cap) {
-        int cap = m->cap ? 2 * m->cap : 16;
-        char **nn = realloc(m->names, (size_t)cap * sizeof(*nn));
-        if (!nn)
-            return -ENOMEM;
-        m->names = nn;
-        m->cap = cap;
-    }
-    m->names[m->n] = strdup(name);
-    return m->names[m->n++] ? 0 : -ENOMEM;
-}
-
-static int gf_rename(const char *from, const char *to, unsigned flags)
-{
-    if (flags & ~RENAME_NOREPLACE)
-        return -EINVAL;
-    what w, wt;
-    int rc = classify(from, &w);
-    if (rc)
-        return rc;
-    int trc = classify(to, &wt);
-    if (trc && trc != -ENOENT)
-        return trc;
-    if (!trc && (flags & RENAME_NOREPLACE))
-        return -EEXIST;
-    if (w.kind == K_FILE) {
-        if (!trc && wt.kind != K_FILE)
-            return -EISDIR;
-        rc = px_rename_file(from, to);
-        if (!rc)
-            keep_parent(from);
-        return gf_err(rc);
-    }
-    if (w.kind != K_DIR)
-        return -EACCES;
-    if (!trc && (wt.kind != K_DIR || implied_dir(to)))
-        return wt.kind == K_DIR ? -ENOTEMPTY : -ENOTDIR;
-    /* a directory: move every file under it */
-    char prefix[GFS_NAME_MAX + 2];
-    snprintf(prefix, sizeof(prefix), "%s/", from);
-    mover m = {from, to, strlen(from), NULL, 0, 0};
-    rc = gfs_list_files(prefix, collect_cb, &m);
-    for (int i = 0; rc >= 0 && i < m.n; i++) {
-        char dst[GFS_NAME_MAX + 2];
-        if (snprintf(dst, sizeof(dst), "%s%s", to, m.names[i] + m.flen) >
-            GFS_NAME_MAX)
-            rc = -ENAMETOOLONG;
-        else
-            rc = px_rename_file(m.names[i], dst);
-    }
-    for (int i = 0; i < m.n; i++)
-        free(m.names[i]);
-    free(m.names);
-    if (rc >= 0) {
-        gf_rmdir(from);
-        if (dir_made(from) || !m.n)
-            gf_mkdir(to, 0755);
-    }
-    return gf_err(rc < 0 ? rc : 0);
-}
-
 static int gf_statfs(const char *p, struct statvfs *sv)
 {
     memset(sv, 0, sizeof(*sv));
@@ -771,20 +376,20 @@ static int gf_utimens(const char *p, const struct timespec tv[2],
                       struct fuse_file_info *fi)
 {
     what w;
-    return classify(p, &w);
+    return gf_classify(p, &w);
 }
 
 static int gf_chmod(const char *p, mode_t mode, struct fuse_file_info *fi)
 {
     what w;
-    return classify(p, &w);
+    return gf_classify(p, &w);
 }
 
 static int gf_chown(const char *p, uid_t uid, gid_t gid,
                     struct fuse_file_info *fi)
 {
     what w;
-    return classify(p, &w);
+    return gf_classify(p, &w);
 }
 
 static const struct fuse_operations gf_ops = {

@@ -150,3 +150,117 @@ def test_bad_cluster_fails_mount(tmp_path):
                 env=gt.base_env())
     assert cp.returncode != 0 and "cluster" in cp.stderr and \
         not mounted(d), describe(cp)
+
+
+def oserr(fn, *args):
+    """The errno fn(*args) fails with (0 if it works)."""
+    try:
+        fn(*args)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def test_rename_moves_empty_directories(cluster, mnt, uniq):
+    """rename of a directory moves its empty subdirectories, nested ones
+    too, with its files; the old name is gone and the parent stays."""
+    d = mnt.dir / uniq
+    (d / "d1" / "e").mkdir(parents=True)
+    (d / "d1" / "g" / "h" / "i").mkdir(parents=True)
+    (d / "d1" / "g" / "f.txt").write_bytes(b"in g")
+    os.rename(d / "d1", d / "d1r")
+    assert (d / "d1r" / "e").is_dir() and os.listdir(d / "d1r" / "e") == []
+    assert sorted(os.listdir(d / "d1r")) == ["e", "g"]
+    assert sorted(os.listdir(d / "d1r" / "g")) == ["f.txt", "h"]
+    assert os.listdir(d / "d1r" / "g" / "h") == ["i"]
+    assert (d / "d1r" / "g" / "f.txt").read_bytes() == b"in g"
+    assert oserr(os.stat, d / "d1") == errno.ENOENT
+    assert oserr(os.stat, d / "d1" / "e") == errno.ENOENT
+    assert os.listdir(d) == ["d1r"]
+    names = cluster.galley("ls", "/" + uniq, check=True).stdout.split()
+    assert names == ["/%s/d1r/g/f.txt" % uniq], names
+    # a tree of empty directories only, moved under another directory
+    (d / "x" / "y" / "z").mkdir(parents=True)
+    os.rename(d / "x", d / "d1r" / "e" / "x2")
+    assert (d / "d1r" / "e" / "x2" / "y" / "z").is_dir()
+    assert sorted(os.listdir(d)) == ["d1r"]
+    # the tree comes apart bottom up, and only so
+    for p in ("d1r/e/x2/y/z", "d1r/e/x2/y", "d1r/e/x2", "d1r/e",
+              "d1r/g/h/i", "d1r/g/h"):
+        os.rmdir(d / p)
+    os.unlink(d / "d1r" / "g" / "f.txt")
+    os.rmdir(d / "d1r" / "g")
+    os.rmdir(d / "d1r")
+    assert os.listdir(d) == []
+
+
+def test_directory_holding_empty_directory_is_not_empty(mnt, uniq):
+    """rmdir and rename over a directory whose only entry is an empty
+    subdirectory fail with ENOTEMPTY and change nothing."""
+    d = mnt.dir / uniq
+    (d / "p" / "e").mkdir(parents=True)
+    (d / "q").mkdir()
+    assert oserr(os.rmdir, d / "p") == errno.ENOTEMPTY
+    assert oserr(os.rename, d / "q", d / "p") == errno.ENOTEMPTY
+    assert sorted(os.listdir(d)) == ["p", "q"] and os.listdir(d / "p") == ["e"]
+    (d / "p" / "e" / "deeper").mkdir()
+    assert oserr(os.rmdir, d / "p" / "e") == errno.ENOTEMPTY
+    assert oserr(os.rename, d / "q", d / "p" / "e") == errno.ENOTEMPTY
+    assert oserr(os.rmdir, d / "p") == errno.ENOTEMPTY
+    os.rmdir(d / "p" / "e" / "deeper")
+    os.rmdir(d / "p" / "e")
+    assert os.listdir(d / "p") == []
+    os.rename(d / "q", d / "p")  # over an empty directory: allowed
+    assert os.listdir(d) == ["p"] and os.listdir(d / "p") == []
+
+
+def test_name_limits(cluster, mnt, uniq):
+    """A component over 255 bytes answers ENAMETOOLONG to every call;
+    Galley names are at most 255 bytes in all (the mount path, leading
+    '/' included): exactly that works, one more is ENAMETOOLONG too, so
+    nothing is created that a later call cannot find."""
+    d = mnt.dir / uniq
+    d.mkdir(parents=True)
+    (d / "f").write_bytes(b"f")
+    (d / "sub").mkdir()
+    assert os.statvfs(d).f_namemax == 255
+
+    def all_fail(p):
+        assert oserr(os.mkdir, p) == errno.ENAMETOOLONG
+        assert oserr(os.open, p, os.O_CREAT | os.O_WRONLY) == \
+            errno.ENAMETOOLONG
+        assert oserr(os.open, p, os.O_RDONLY) == errno.ENAMETOOLONG
+        assert oserr(os.stat, p) == errno.ENAMETOOLONG
+        assert oserr(os.unlink, p) == errno.ENAMETOOLONG
+        assert oserr(os.rmdir, p) == errno.ENAMETOOLONG
+        assert oserr(os.rename, d / "f", p) == errno.ENAMETOOLONG
+        assert oserr(os.rename, d / "sub", p) == errno.ENAMETOOLONG
+        assert oserr(os.rename, p, d / "g") == errno.ENAMETOOLONG
+
+    all_fail(d / ("c" * 256))  # a component over NAME_MAX
+    all_fail(mnt.dir / ("c" * 256))
+    base = "/%s/" % uniq  # the Galley name of d, plus '/'
+    fit = "n" * (255 - len(base))
+    all_fail(d / (fit + "x"))  # 256 bytes in all, components shorter
+    all_fail(mnt.dir / ("r" * 255))  # "/" + 255: one over
+    # exactly 255 bytes in all: a file and a directory work
+    (d / fit).write_bytes(b"longest")
+    assert (d / fit).read_bytes() == b"longest"
+    assert (d / fit).stat().st_size == 7 and fit in os.listdir(d)
+    names = cluster.galley("ls", "/" + uniq, check=True).stdout.split()
+    assert base + fit in names, names
+    os.unlink(d / fit)
+    os.mkdir(d / fit)
+    assert (d / fit).is_dir()
+    os.rmdir(d / fit)
+    assert oserr(os.stat, d / fit) == errno.ENOENT
+    # a directory rename that would make a name too long moves nothing
+    short = "s" * (255 - len(base) - 2)
+    (d / "t").mkdir()
+    (d / "t" / short).write_bytes(b"kept")  # 255 bytes in all
+    assert oserr(os.rename, d / "t", d / "tt") == errno.ENAMETOOLONG
+    assert (d / "t" / short).read_bytes() == b"kept"
+    assert oserr(os.stat, d / "tt") == errno.ENOENT
+    (d / "u" / short).mkdir(parents=True)  # a kept directory at the limit
+    assert oserr(os.rename, d / "u", d / "uu") == errno.ENAMETOOLONG
+    assert (d / "u" / short).is_dir() and not (d / "uu").exists()

@@ -26,6 +26,7 @@ romio_other_sources +=                  \
     adio/ad_galley/ad_galley_read.c     \
     adio/ad_galley/ad_galley_resize.c   \
     adio/ad_galley/ad_galley_sharedfp.c \
-    adio/ad_galley/ad_galley_write.c
+    adio/ad_galley/ad_galley_write.c    \
+    adio/ad_galley/galley_mpi_common.c
 
 endif BUILD_AD_GALLEY

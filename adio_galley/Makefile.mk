@@ -14,6 +14,7 @@ romio_other_sources +=                  \
     adio/ad_galley/ad_galley_aio.c      \
     adio/ad_galley/ad_galley_close.c    \
     adio/ad_galley/ad_galley_coll.c     \
+    adio/ad_galley/ad_galley_collerr.c  \
     adio/ad_galley/ad_galley_common.c   \
     adio/ad_galley/ad_galley_delete.c   \
     adio/ad_galley/ad_galley_fcntl.c    \

@@ -97,8 +97,10 @@ void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
                          ADIO_Offset offset, int contig_call,
                          ADIO_Status * status, int *error_code);
 
-/* ad_galley_coll.c: collective error agreement.  Record this rank's
- * failure in the collective call under way (the first one is kept). */
+/* ad_galley_collerr.c: the collective error record, below both the data
+ * paths (ad_galley_io.c) and the collective ones (ad_galley_coll.c).
+ * Record this rank's failure in the collective call under way (the first
+ * one is kept). */
 void ADIOI_GALLEY_Coll_record(ADIOI_GALLEY_fs * fs, int error_code, int gfs_err);
 /* This rank's part of the next collective data call failed before the call
  * (ROMIO's ordered calls, when the shared file pointer could not be
@@ -111,6 +113,15 @@ void ADIOI_GALLEY_Coll_failed(ADIO_File fd, int error_code);
  * its cause) if another rank failed, else stays as it is.  Clears the
  * call's state. */
 void ADIOI_GALLEY_Coll_agree(ADIO_File fd, const char *myname, int line, int *error_code);
+/* This rank's failure as one int64 that MPI_MAX reduces to the failure
+ * every rank reports: 0 if none; else its cause in the high half (a gfs
+ * error beats an error without one) over its rank (the lowest wins). */
+int64_t ADIOI_GALLEY_Coll_fail_key(const ADIOI_GALLEY_fs * fs, int rank);
+/* End the call once every rank knows key (the MPI_MAX of the ranks'
+ * ADIOI_GALLEY_Coll_fail_key), as ADIOI_GALLEY_Coll_agree does after its
+ * allreduce. */
+void ADIOI_GALLEY_Coll_finish(ADIO_File fd, const char *myname, int line, int64_t key,
+                              int *error_code);
 
 /* one file per ADIO operation */
 void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code);

@@ -74,6 +74,19 @@ static int open_here(ADIO_File fd, ADIOI_GALLEY_fs * fs)
     return 0;
 }
 
+/* The file is open on this process: its hints, an appending open's
+ * pointers at the end, and one more file for the lifecycle to count. */
+static void opened(ADIO_File fd, ADIOI_GALLEY_fs * fs)
+{
+    publish_layout(fd, fs);
+    if (fd->access_mode & ADIO_APPEND) {
+        int64_t size = gfs_striped_size(fs->sid);
+        if (size > 0)
+            fd->fp_ind = fd->fp_sys_posn = size;
+    }
+    galley_mpi_opened();
+}
+
 void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_OPEN";
@@ -83,13 +96,7 @@ void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code)
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
         return;
     }
-    publish_layout(fd, fs);
-    if (fd->access_mode & ADIO_APPEND) {
-        int64_t size = gfs_striped_size(fs->sid);
-        if (size > 0)
-            fd->fp_ind = fd->fp_sys_posn = size;
-    }
-    galley_mpi_opened();
+    opened(fd, fs);
     *error_code = MPI_SUCCESS;
 }
 
@@ -142,13 +149,7 @@ void ADIOI_GALLEY_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_c
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
         return;
     }
-    publish_layout(fd, fs);
-    if (fd->access_mode & ADIO_APPEND) {
-        int64_t size = gfs_striped_size(fs->sid);
-        if (size > 0)
-            fd->fp_ind = fd->fp_sys_posn = size;
-    }
+    opened(fd, fs);
     fd->is_open = 1;
-    galley_mpi_opened();
     *error_code = MPI_SUCCESS;
 }

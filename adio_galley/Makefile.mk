@@ -14,6 +14,7 @@ romio_other_sources +=                  \
     adio/ad_galley/ad_galley_aio.c      \
     adio/ad_galley/ad_galley_close.c    \
     adio/ad_galley/ad_galley_coll.c     \
+    adio/ad_galley/ad_galley_collerr.c  \
     adio/ad_galley/ad_galley_common.c   \
     adio/ad_galley/ad_galley_delete.c   \
     adio/ad_galley/ad_galley_fcntl.c    \
@@ -26,6 +27,7 @@ romio_other_sources +=                  \
     adio/ad_galley/ad_galley_read.c     \
     adio/ad_galley/ad_galley_resize.c   \
     adio/ad_galley/ad_galley_sharedfp.c \
-    adio/ad_galley/ad_galley_write.c
+    adio/ad_galley/ad_galley_write.c    \
+    adio/ad_galley/galley_mpi_common.c
 
 endif BUILD_AD_GALLEY

@@ -19,6 +19,7 @@
 
 #include "adio.h"
 #include "galley.h"
+#include "galley_mpi_common.h"
 
 /* Collective algorithms (hint galley_cb). */
 enum { ADIOI_GALLEY_CB_AUTO = 0, ADIOI_GALLEY_CB_SERVER = 1, ADIOI_GALLEY_CB_TWO_PHASE = 2 };
@@ -28,15 +29,12 @@ enum { ADIOI_GALLEY_CB_AUTO = 0, ADIOI_GALLEY_CB_SERVER = 1, ADIOI_GALLEY_CB_TWO
 typedef struct ADIOI_GALLEY_fs_s {
     int sid;            /* libgalley striped-file id, -1 when not open */
     gfs_layout layout;  /* subfiles, stripe unit, fork */
-    /* driver hints */
-    int nservers;       /* galley_servers entries, 0 = library picks */
-    int servers[GFS_MAX_SUBFILES];
-    char fork[GFS_FORK_NAME_MAX + 1];   /* galley_fork */
+    /* driver hints: the layout of a new file (galley_servers, galley_fork,
+     * galley_layout, galley_checksum, galley_replicas; striping_factor and
+     * striping_unit are ROMIO's own, in fd->hints), then the collective's */
+    galley_mpi_hints hint;
     int cb;             /* galley_cb: ADIOI_GALLEY_CB_* */
     int cb_nodes;       /* cb_nodes as the user gave it, 0 = not given */
-    char new_layout[GFS_NAME_MAX + 16]; /* galley_layout of a new file, "" = striped */
-    char new_checksum[16];      /* galley_checksum of a new file, "" = none */
-    int replicas;       /* galley_replicas of a new file, 0 = 1 */
     int local;          /* the open file has the locality layout */
     /* this rank's part of the collective call under way (ad_galley_coll.c) */
     int coll_active;    /* Read/WriteStridedColl is running */
@@ -62,12 +60,9 @@ typedef struct ADIOI_GALLEY_Pieces {
 } ADIOI_GALLEY_Pieces;
 void ADIOI_GALLEY_Pieces_free(ADIOI_GALLEY_Pieces * pc);
 
-/* ad_galley_common.c */
-int ADIOI_GALLEY_Init(void);
-/* Count the galley: files open in this process (Open/OpenColl success,
- * Close): MPI_Finalize finishes libgalley only after the last close. */
-void ADIOI_GALLEY_Opened(void);
-void ADIOI_GALLEY_Closed(void);
+/* ad_galley_common.c (the client's lifecycle, list I/O under atomic mode's
+ * lock and the hint reader are the MPI-driver core's, galley_mpi_common.h,
+ * shared with the Open MPI plug-ins) */
 int ADIOI_GALLEY_Err(const char *myname, int line, int gfs_err);
 /* fd->fs_ptr, created with defaults on first use (NULL if out of memory). */
 ADIOI_GALLEY_fs *ADIOI_GALLEY_State(ADIO_File fd);
@@ -102,8 +97,10 @@ void ADIOI_GALLEY_Access(ADIO_File fd, int op, void *buf, int count,
                          ADIO_Offset offset, int contig_call,
                          ADIO_Status * status, int *error_code);
 
-/* ad_galley_coll.c: collective error agreement.  Record this rank's
- * failure in the collective call under way (the first one is kept). */
+/* ad_galley_collerr.c: the collective error record, below both the data
+ * paths (ad_galley_io.c) and the collective ones (ad_galley_coll.c).
+ * Record this rank's failure in the collective call under way (the first
+ * one is kept). */
 void ADIOI_GALLEY_Coll_record(ADIOI_GALLEY_fs * fs, int error_code, int gfs_err);
 /* This rank's part of the next collective data call failed before the call
  * (ROMIO's ordered calls, when the shared file pointer could not be
@@ -116,6 +113,15 @@ void ADIOI_GALLEY_Coll_failed(ADIO_File fd, int error_code);
  * its cause) if another rank failed, else stays as it is.  Clears the
  * call's state. */
 void ADIOI_GALLEY_Coll_agree(ADIO_File fd, const char *myname, int line, int *error_code);
+/* This rank's failure as one int64 that MPI_MAX reduces to the failure
+ * every rank reports: 0 if none; else its cause in the high half (a gfs
+ * error beats an error without one) over its rank (the lowest wins). */
+int64_t ADIOI_GALLEY_Coll_fail_key(const ADIOI_GALLEY_fs * fs, int rank);
+/* End the call once every rank knows key (the MPI_MAX of the ranks'
+ * ADIOI_GALLEY_Coll_fail_key), as ADIOI_GALLEY_Coll_agree does after its
+ * allreduce. */
+void ADIOI_GALLEY_Coll_finish(ADIO_File fd, const char *myname, int line, int64_t key,
+                              int *error_code);
 
 /* one file per ADIO operation */
 void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code);

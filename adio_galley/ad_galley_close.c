@@ -11,7 +11,7 @@ void ADIOI_GALLEY_Close(ADIO_File fd, int *error_code)
     int rc = 0;
     if (fs && fs->sid >= 0) {
         rc = gfs_striped_close(fs->sid);
-        ADIOI_GALLEY_Closed();
+        galley_mpi_closed();
     }
     ADIOI_Free(fs);
     fd->fs_ptr = NULL;

@@ -31,7 +31,8 @@
  *
  * Errors: a collective call fails on every rank when any rank's part
  * failed, whichever way it went, as ROMIO's own collective write does.
- * Every path ends in one agreement over fd->comm (ADIOI_GALLEY_Coll_agree:
+ * Every path ends in one agreement over fd->comm (ADIOI_GALLEY_Coll_agree,
+ * ad_galley_collerr.c:
  * one MPI_Allreduce of an int64; the aggregating path's already did one
  * at its end, the agreement replaces it) or learns of an earlier failure
  * from an exchange it makes anyway (the allgather that decides, the
@@ -50,74 +51,8 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdio.h>
 
 #define AUTO_BYTES_PER_SEG 16384
-
-/* ---------------------------------------------------- agreement ---- */
-
-/* This rank's failure as one int64 that MPI_MAX reduces to the failure
- * every rank reports: 0 if none; else its cause in the high half (a gfs
- * error beats an error without one) over its rank (the lowest wins). */
-static int64_t fail_key(const ADIOI_GALLEY_fs * fs, int rank)
-{
-    if (fs->coll_err == MPI_SUCCESS)
-        return 0;
-    int64_t cause = fs->coll_gfs < 0 ? 1 - (int64_t) fs->coll_gfs : 1;
-    return (int64_t) ((uint64_t) cause << 32 | (uint32_t) (INT_MAX - rank));
-}
-
-/* The error of a rank whose own part went well when key (!= 0) failed. */
-static int fail_error(const char *myname, int line, int64_t key)
-{
-    int rank = INT_MAX - (int) (uint32_t) (key & 0xffffffff);
-    int gfs = (int) (1 - (key >> 32));
-    char msg[256];
-    if (gfs < 0)
-        snprintf(msg, sizeof(msg), "collective I/O call failed on rank %d: %s", rank,
-                 gfs_strerror(gfs));
-    else
-        snprintf(msg, sizeof(msg), "collective I/O call failed on rank %d", rank);
-    return MPIO_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, myname, line, MPI_ERR_IO,
-                                "**io", "**io %s", msg);
-}
-
-/* The call's outcome once every rank knows key (the MPI_MAX of fail_key). */
-static void coll_finish(ADIO_File fd, const char *myname, int line, int64_t key,
-                        int *error_code)
-{
-    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
-    if (fs->coll_err != MPI_SUCCESS)
-        *error_code = fs->coll_err;
-    else if (key)
-        *error_code = fail_error(myname, line, key);
-    fs->coll_active = 0;
-    fs->coll_err = MPI_SUCCESS;
-    fs->coll_gfs = 0;
-}
-
-void ADIOI_GALLEY_Coll_record(ADIOI_GALLEY_fs * fs, int error_code, int gfs_err)
-{
-    if (fs->coll_err != MPI_SUCCESS || error_code == MPI_SUCCESS)
-        return;
-    fs->coll_err = error_code;
-    fs->coll_gfs = gfs_err < 0 ? gfs_err : 0;
-}
-
-void ADIOI_GALLEY_Coll_failed(ADIO_File fd, int error_code)
-{
-    ADIOI_GALLEY_fs *fs = fd->fs_ptr;
-    ADIOI_GALLEY_Coll_record(fs, error_code, fs->shfp_gfs);
-}
-
-void ADIOI_GALLEY_Coll_agree(ADIO_File fd, const char *myname, int line, int *error_code)
-{
-    int rank;
-    MPI_Comm_rank(fd->comm, &rank);
-    int64_t mine = fail_key(fd->fs_ptr, rank), key;
-    MPI_Allreduce(&mine, &key, 1, MPI_INT64_T, MPI_MAX, fd->comm);
-    coll_finish(fd, myname, line, key, error_code);
-}
 
 /* ---------------------------------------------------- the decision ---- */
 
@@ -129,10 +64,21 @@ static void independent(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
                         error_code);
 }
 
+/* The auto decision (galley_cb=auto), from what every rank told: whether
+ * every rank moves its own pieces (1) rather than aggregating (0).
+ * Aggregation pays only when the ranks' file ranges interleave AND their
+ * pieces are small and irregular: fewer than AUTO_BYTES_PER_SEG bytes per
+ * wire segment over all ranks (segs: the segments the ranks' pieces fold
+ * into, bytes: what they move).  No segments: nothing to gather. */
+static int auto_independent(int interleaved, int64_t segs, int64_t bytes)
+{
+    return !interleaved || segs == 0 || bytes >= AUTO_BYTES_PER_SEG * segs;
+}
+
 /* Whether independent I/O serves this call better, decided together from
- * every rank's bytes, folded segments and range.  The same allgather
- * tells every rank whether any rank's part failed already: *failed is
- * the MPI_MAX of fail_key. */
+ * every rank's bytes, folded segments and range (auto_independent).  The
+ * same allgather tells every rank whether any rank's part failed already:
+ * *failed is the MPI_MAX of ADIOI_GALLEY_Coll_fail_key. */
 static int independent_is_better(ADIO_File fd, const ADIOI_GALLEY_Pieces * pc,
                                  int64_t * failed)
 {
@@ -140,7 +86,7 @@ static int independent_is_better(ADIO_File fd, const ADIOI_GALLEY_Pieces * pc,
     MPI_Comm_size(fd->comm, &nprocs);
     MPI_Comm_rank(fd->comm, &rank);
     /* decide together: bytes, segments, [start, end) of every rank */
-    int64_t me[5] = { fail_key(fd->fs_ptr, rank), 0, 0, INT64_MAX, 0 };
+    int64_t me[5] = { ADIOI_GALLEY_Coll_fail_key(fd->fs_ptr, rank), 0, 0, INT64_MAX, 0 };
     for (int64_t i = 0; i < pc->nr; i++) {
         const gfs_range *r = &pc->r[i];
         if (r->size == 0)
@@ -170,7 +116,31 @@ static int independent_is_better(ADIO_File fd, const ADIOI_GALLEY_Pieces * pc,
                 all[5 * r + 3] < all[5 * q + 4] && all[5 * q + 3] < all[5 * r + 4];
     }
     ADIOI_Free(all);
-    return !interleaved || segs == 0 || bytes >= AUTO_BYTES_PER_SEG * segs;
+    return auto_independent(interleaved, segs, bytes);
+}
+
+/* galley_cb=auto's turn, for a call whose pieces are pc: decide together.
+ * Returns 1 if the call ended here -- a rank had failed already (nobody
+ * moves any data) or independent I/O won (every rank moved its own
+ * pieces; agreed) -- and 0 if it aggregates. */
+static int auto_ended(ADIO_File fd, int op, const ADIOI_GALLEY_Pieces * pc, int64_t total,
+                      ADIO_Offset end, MPI_Datatype datatype, int file_ptr_type,
+                      ADIO_Status * status, int *error_code)
+{
+    static char myname[] = "ADIOI_GALLEY_COLL";
+    int64_t failed;
+    int indep = independent_is_better(fd, pc, &failed);
+    if (failed) {
+        /* a rank failed before any data moved: nobody moves any */
+        ADIOI_GALLEY_Coll_finish(fd, myname, __LINE__, failed, error_code);
+    } else if (indep) {
+        int rc = ADIOI_GALLEY_Access_list(fd, op, pc, total, end, datatype,
+                                          file_ptr_type, status, error_code);
+        if (rc)
+            ADIOI_GALLEY_Coll_record(fd->fs_ptr, *error_code, rc);
+        ADIOI_GALLEY_Coll_agree(fd, myname, __LINE__, error_code);
+    }
+    return failed || indep;
 }
 
 /* ------------------------------------------------- aggregation ---- */
@@ -278,6 +248,98 @@ static int64_t exchange(ADIO_File fd, int op, const gfs_memseg * m, const gfs_ra
     return got < 0 ? got : 0;
 }
 
+/* Aggregators: cb_nodes if the user set it, else one per subfile; at most
+ * the number of subfiles and of ranks, at least one. */
+static int aggregators(const ADIOI_GALLEY_fs * fs, int nprocs)
+{
+    int nsub = fs->layout.nsubfiles;
+    int naggr = fs->cb_nodes > 0 ? fs->cb_nodes : nsub;
+    if (naggr > nsub)
+        naggr = nsub;
+    if (naggr > nprocs)
+        naggr = nprocs;
+    if (naggr < 1)
+        naggr = 1;
+    return naggr;
+}
+
+/* The fragments of one call: its file ranges cut at stripe boundaries, in
+ * order (fr), the rank each goes to (dest), and per rank the fragments
+ * and bytes it is sent (scnt[2 r], scnt[2 r + 1]). */
+typedef struct frags {
+    gfs_range *fr;
+    int *dest;
+    int64_t *scnt;
+    int64_t n;
+} frags;
+
+static void frags_free(frags * f)
+{
+    ADIOI_Free(f->scnt);
+    ADIOI_Free(f->dest);
+    ADIOI_Free(f->fr);
+}
+
+/* Cut pc's file ranges into stripe fragments, each sent to the aggregator
+ * of its subfile (aggregator a owns subfiles s with s % naggr == a).  Out
+ * of memory is recorded for the call's agreement. */
+static void cut_fragments(ADIOI_GALLEY_fs * fs, const ADIOI_GALLEY_Pieces * pc, int naggr,
+                          int nprocs, frags * f)
+{
+    static char myname[] = "ADIOI_GALLEY_COLL";
+    int nsub = fs->layout.nsubfiles;
+    int64_t unit = fs->layout.unit;
+    const gfs_range *p = pc->r;
+    int64_t nfrag = 0;
+    for (int64_t i = 0; i < pc->nr; i++)
+        nfrag += (p[i].offset + p[i].size - 1) / unit - p[i].offset / unit + 1;
+    f->n = nfrag;
+    f->fr = ADIOI_Malloc(sizeof(*f->fr) * (nfrag ? nfrag : 1));
+    f->dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
+    f->scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));        /* frags, bytes */
+    if (!f->fr || !f->dest || !f->scnt)
+        ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, -ENOMEM), -ENOMEM);
+    int64_t k = 0;
+    for (int64_t i = 0; i < pc->nr && fs->coll_err == MPI_SUCCESS; i++) {
+        int64_t off = p[i].offset, left = p[i].size;
+        while (left > 0) {
+            int64_t len;
+            int sub = gfs_layout_locate(nsub, unit, off, NULL, &len);
+            if (len > left)
+                len = left;
+            int agg = sub % naggr;
+            int r = (int) ((int64_t) agg * nprocs / naggr);
+            f->fr[k] = (gfs_range) {
+            .offset = off,.size = len};
+            f->dest[k++] = r;
+            f->scnt[2 * r]++;
+            f->scnt[2 * r + 1] += len;
+            off += len;
+            left -= len;
+        }
+    }
+}
+
+/* The largest count the exchange would pass to MPI as an int (a rank's
+ * descriptor or data bytes, or the sum of them), and in *totby the bytes
+ * this rank sends. */
+static int64_t exchange_size(const int64_t * scnt, int nprocs, int64_t * totby)
+{
+    int64_t most = 0, totfr = 0;
+    *totby = 0;
+    for (int r = 0; r < nprocs && scnt; r++) {
+        if (16 * scnt[2 * r] > most || scnt[2 * r + 1] > most)
+            most = 16 * scnt[2 * r] > scnt[2 * r + 1] ? 16 * scnt[2 * r] : scnt[2 * r + 1];
+        totfr += 16 * scnt[2 * r];
+        *totby += scnt[2 * r + 1];
+    }
+    if (totfr > most)
+        most = totfr;
+    if (*totby > most)
+        most = *totby;
+    return most;
+}
+
 static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype datatype,
                         int file_ptr_type, ADIO_Offset offset, ADIO_Status * status,
                         int force, int *error_code)
@@ -287,16 +349,7 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     int nprocs, rank;
     MPI_Comm_size(fd->comm, &nprocs);
     MPI_Comm_rank(fd->comm, &rank);
-    int nsub = fs->layout.nsubfiles;
-    int64_t unit = fs->layout.unit;
-    /* aggregators: cb_nodes if the user set it, else one per subfile */
-    int naggr = fs->cb_nodes > 0 ? fs->cb_nodes : nsub;
-    if (naggr > nsub)
-        naggr = nsub;
-    if (naggr > nprocs)
-        naggr = nprocs;
-    if (naggr < 1)
-        naggr = 1;
+    int naggr = aggregators(fs, nprocs);
 
     ADIOI_GALLEY_Pieces pc;
     int64_t total = 0;
@@ -306,81 +359,28 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
     if (rc)
         ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, rc), rc);
 
-    if (!force) {
-        int64_t failed;
-        int indep = independent_is_better(fd, &pc, &failed);
-        if (failed) {
-            /* a rank failed before any data moved: nobody moves any */
-            coll_finish(fd, myname, __LINE__, failed, error_code);
-        } else if (indep) {
-            rc = ADIOI_GALLEY_Access_list(fd, op, &pc, total, end, datatype,
-                                          file_ptr_type, status, error_code);
-            if (rc)
-                ADIOI_GALLEY_Coll_record(fs, *error_code, rc);
-            ADIOI_GALLEY_Coll_agree(fd, myname, __LINE__, error_code);
-        }
-        if (failed || indep) {
-            ADIOI_GALLEY_Pieces_free(&pc);
-            return;
-        }
+    if (!force && auto_ended(fd, op, &pc, total, end, datatype, file_ptr_type, status,
+                             error_code)) {
+        ADIOI_GALLEY_Pieces_free(&pc);
+        return;
     }
 
     /* cut the file ranges into stripe fragments, counted per destination
      * rank (the memory segments are walked alongside in exchange) */
-    int64_t n = pc.nr;
-    const gfs_range *p = pc.r;
-    int64_t nfrag = 0;
-    for (int64_t i = 0; i < n; i++)
-        nfrag += (p[i].offset + p[i].size - 1) / unit - p[i].offset / unit + 1;
-    gfs_range *fr = ADIOI_Malloc(sizeof(*fr) * (nfrag ? nfrag : 1));
-    int *dest = ADIOI_Malloc(sizeof(int) * (nfrag ? nfrag : 1));
-    int64_t *scnt = ADIOI_Calloc(2 * nprocs, sizeof(int64_t));  /* frags, bytes */
-    if (!fr || !dest || !scnt)
-        ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, -ENOMEM), -ENOMEM);
-    int64_t k = 0;
-    for (int64_t i = 0; i < n && fs->coll_err == MPI_SUCCESS; i++) {
-        int64_t off = p[i].offset, left = p[i].size;
-        while (left > 0) {
-            int64_t len;
-            int sub = gfs_layout_locate(nsub, unit, off, NULL, &len);
-            if (len > left)
-                len = left;
-            int agg = sub % naggr;
-            int r = (int) ((int64_t) agg * nprocs / naggr);
-            fr[k] = (gfs_range) {
-            .offset = off,.size = len};
-            dest[k++] = r;
-            scnt[2 * r]++;
-            scnt[2 * r + 1] += len;
-            off += len;
-            left -= len;
-        }
-    }
+    frags f;
+    cut_fragments(fs, &pc, naggr, nprocs, &f);
 
     /* everyone agrees to go on (no failure, int-sized counts) or not */
-    int64_t mine[2] = { fail_key(fs, rank), 0 }, all[2];
-    for (int r = 0; r < nprocs && scnt; r++)
-        if (16 * scnt[2 * r] > mine[1] || scnt[2 * r + 1] > mine[1])
-            mine[1] = 16 * scnt[2 * r] > scnt[2 * r + 1] ? 16 * scnt[2 * r]
-                : scnt[2 * r + 1];
-    int64_t totfr = 0, totby = 0;
-    for (int r = 0; r < nprocs && scnt; r++) {
-        totfr += 16 * scnt[2 * r];
-        totby += scnt[2 * r + 1];
-    }
-    if (totfr > mine[1])
-        mine[1] = totfr;
-    if (totby > mine[1])
-        mine[1] = totby;
+    int64_t totby;
+    int64_t mine[2] = { ADIOI_GALLEY_Coll_fail_key(fs, rank), 0 }, all[2];
+    mine[1] = exchange_size(f.scnt, nprocs, &totby);
     MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, fd->comm);
     if (all[0] || all[1] > INT_MAX / 2) {
         ADIOI_GALLEY_Pieces_free(&pc);
-        ADIOI_Free(fr);
-        ADIOI_Free(dest);
-        ADIOI_Free(scnt);
+        frags_free(&f);
         if (all[0]) {
             /* a rank failed before any data moved: nobody moves any */
-            coll_finish(fd, myname, __LINE__, all[0], error_code);
+            ADIOI_GALLEY_Coll_finish(fd, myname, __LINE__, all[0], error_code);
             return;
         }
         independent(fd, op, buf, count, datatype, file_ptr_type, offset, status, error_code);
@@ -388,11 +388,9 @@ static void server_coll(ADIO_File fd, int op, void *buf, int count, MPI_Datatype
         return;
     }
 
-    int64_t err = exchange(fd, op, pc.m, fr, dest, scnt, nfrag, totby, nprocs);
+    int64_t err = exchange(fd, op, pc.m, f.fr, f.dest, f.scnt, f.n, totby, nprocs);
     ADIOI_GALLEY_Pieces_free(&pc);
-    ADIOI_Free(scnt);
-    ADIOI_Free(dest);
-    ADIOI_Free(fr);
+    frags_free(&f);
 
     if (err < 0)
         ADIOI_GALLEY_Coll_record(fs, ADIOI_GALLEY_Err(myname, __LINE__, (int) err), (int) err);

@@ -12,7 +12,7 @@ void ADIOI_GALLEY_Delete(const char *filename, int *error_code)
     /* MPI_File_delete passes the name with its "galley:" prefix */
     if (!strncmp(filename, "galley:", 7))
         filename += 7;
-    int rc = ADIOI_GALLEY_Init();
+    int rc = galley_mpi_init();
     if (!rc)
         rc = gfs_delete_file(filename);
     *error_code = rc ? ADIOI_GALLEY_Err(myname, __LINE__, rc) : MPI_SUCCESS;

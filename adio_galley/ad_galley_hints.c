@@ -15,16 +15,51 @@
  *                     aggregate, aggregators follow server ownership) or
  *                     "two_phase" (ROMIO's)
  * Values that do not parse are ignored, as ROMIO does for its own hints
- * (what parses: galley_mpi_common.h, shared with the Open MPI plug-ins);
+ * (the layout hints are read by galley_mpi_read_hints, galley_mpi_common.h,
+ * shared with the Open MPI plug-ins);
  * MPI_File_get_info reports what is in force (the real layout after open).
  */
 #include "ad_galley.h"
 #include "adio_extern.h"
 #include "hint_fns.h"
-#include "galley_mpi_common.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* galley_mpi_read_hints's way of reading a ROMIO info object. */
+static int info_get(void *info, const char *key, char *v)
+{
+    int flag = 0;
+    ADIOI_Info_get(*(MPI_Info *) info, key, MPI_MAX_INFO_VAL, v, &flag);
+    return flag;
+}
+
+/* The servers galley_servers may name: the cluster's (every rank decides
+ * alike: same cluster file), or all there can be if the client does not
+ * start. */
+static int cluster_servers(void)
+{
+    return galley_mpi_init() == 0 ? gfs_num_servers() : GFS_MAX_SERVERS;
+}
+
+/* galley_cb: the collective algorithm; anything else leaves it as it is. */
+static void read_cb(ADIOI_GALLEY_fs * fs, MPI_Info users_info)
+{
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag;
+    /* ROMIO's default cb_config_list (*:1) leaves one aggregator per
+     * host; our collective wants one per subfile unless told */
+    ADIOI_Info_get(users_info, "cb_nodes", MPI_MAX_INFO_VAL, value, &flag);
+    if (flag && atoi(value) > 0)
+        fs->cb_nodes = atoi(value);
+    ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
+    if (flag && !strcmp(value, "auto"))
+        fs->cb = ADIOI_GALLEY_CB_AUTO;
+    else if (flag && !strcmp(value, "server"))
+        fs->cb = ADIOI_GALLEY_CB_SERVER;
+    else if (flag && !strcmp(value, "two_phase"))
+        fs->cb = ADIOI_GALLEY_CB_TWO_PHASE;
+}
 
 void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
 {
@@ -37,53 +72,22 @@ void ADIOI_GALLEY_SetInfo(ADIO_File fd, MPI_Info users_info, int *error_code)
         return;
 
     if (users_info != MPI_INFO_NULL) {
-        ADIOI_Info_get(users_info, GALLEY_HINT_STRIPING_FACTOR, MPI_MAX_INFO_VAL, value,
-                       &flag);
-        if (flag && galley_hint_striping_factor(value) > 0) {
-            fd->hints->striping_factor = galley_hint_striping_factor(value);
+        /* striping_unit stays ROMIO's (ADIOI_GEN_SetInfo) */
+        unsigned took = galley_mpi_read_hints(&fs->hint, info_get, &users_info,
+                                              cluster_servers);
+        if (took & GALLEY_MPI_HAS_STRIPING_FACTOR) {
+            fd->hints->striping_factor = fs->hint.nsub;
+            ADIOI_Info_get(users_info, GALLEY_HINT_STRIPING_FACTOR, MPI_MAX_INFO_VAL,
+                           value, &flag);
             ADIOI_Info_set(fd->info, GALLEY_HINT_STRIPING_FACTOR, value);
         }
-        ADIOI_Info_get(users_info, GALLEY_HINT_SERVERS, MPI_MAX_INFO_VAL, value, &flag);
-        if (flag) {
-            int tmp[GFS_MAX_SUBFILES];
-            /* a server the cluster does not have makes the list a bad value
-             * too (every rank decides alike: same cluster file) */
-            int nserv = ADIOI_GALLEY_Init() == 0 ? gfs_num_servers() : GFS_MAX_SERVERS;
-            int n = galley_hint_servers(value, nserv, tmp);
-            if (n > 0) {
-                fs->nservers = n;
-                memcpy(fs->servers, tmp, sizeof(int) * n);
-                ADIOI_Info_set(fd->info, GALLEY_HINT_SERVERS, value);
-            }
+        if (took & GALLEY_MPI_HAS_SERVERS) {
+            ADIOI_Info_get(users_info, GALLEY_HINT_SERVERS, MPI_MAX_INFO_VAL, value, &flag);
+            ADIOI_Info_set(fd->info, GALLEY_HINT_SERVERS, value);
         }
-        /* ROMIO's default cb_config_list (*:1) leaves one aggregator per
-         * host; our collective wants one per subfile unless told */
-        ADIOI_Info_get(users_info, "cb_nodes", MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && atoi(value) > 0)
-            fs->cb_nodes = atoi(value);
-        ADIOI_Info_get(users_info, GALLEY_HINT_FORK, MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && galley_hint_fork_ok(value))
-            ADIOI_Strncpy(fs->fork, value, sizeof(fs->fork));
-        /* galley_layout: striped, local or template:NAME (checked at create) */
-        ADIOI_Info_get(users_info, GALLEY_HINT_LAYOUT, MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && galley_hint_layout_ok(value, sizeof(fs->new_layout)))
-            ADIOI_Strncpy(fs->new_layout, value, sizeof(fs->new_layout));
-        /* galley_checksum: crc32c or none, for a file this open creates */
-        ADIOI_Info_get(users_info, GALLEY_HINT_CHECKSUM, MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && galley_hint_checksum_ok(value))
-            ADIOI_Strncpy(fs->new_checksum, value, sizeof(fs->new_checksum));
-        ADIOI_Info_get(users_info, GALLEY_HINT_REPLICAS, MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && galley_hint_replicas(value) > 0)
-            fs->replicas = galley_hint_replicas(value);
-        ADIOI_Info_get(users_info, "galley_cb", MPI_MAX_INFO_VAL, value, &flag);
-        if (flag && !strcmp(value, "auto"))
-            fs->cb = ADIOI_GALLEY_CB_AUTO;
-        else if (flag && !strcmp(value, "server"))
-            fs->cb = ADIOI_GALLEY_CB_SERVER;
-        else if (flag && !strcmp(value, "two_phase"))
-            fs->cb = ADIOI_GALLEY_CB_TWO_PHASE;
+        read_cb(fs, users_info);
     }
-    ADIOI_Info_set(fd->info, "galley_fork", fs->fork);
+    ADIOI_Info_set(fd->info, "galley_fork", fs->hint.fork);
     ADIOI_Info_set(fd->info, "galley_cb",
                    fs->cb == ADIOI_GALLEY_CB_AUTO ? "auto"
                    : fs->cb == ADIOI_GALLEY_CB_SERVER ? "server" : "two_phase");

@@ -7,7 +7,6 @@
  */
 #include "ad_galley.h"
 #include "adio_extern.h"
-#include "galley_mpi_common.h"
 
 #include <errno.h>
 #include <string.h>
@@ -38,28 +37,28 @@ static void publish_layout(ADIO_File fd, ADIOI_GALLEY_fs * fs)
 /* Create (if asked) and open on this process.  Returns 0 or a gfs error. */
 static int open_here(ADIO_File fd, ADIOI_GALLEY_fs * fs)
 {
-    int rc = ADIOI_GALLEY_Init();
+    int rc = galley_mpi_init();
     if (rc)
         return rc;
     int amode = fd->access_mode;
     if (amode & ADIO_CREATE) {
         int nserv = gfs_num_servers(), nprocs;
         MPI_Comm_size(fd->comm, &nprocs);
-        bool alone = nprocs == 1 && fs->replicas <= 1 &&
-            (!fs->new_layout[0] || !strcmp(fs->new_layout, "striped"));
-        int nsub = galley_new_nsub(nserv, fs->nservers, fd->hints->striping_factor, alone);
+        bool alone = nprocs == 1 && fs->hint.replicas <= 1 &&
+            (!fs->hint.layout[0] || !strcmp(fs->hint.layout, "striped"));
+        int nsub = galley_new_nsub(nserv, fs->hint.nservers, fd->hints->striping_factor, alone);
         int64_t unit = fd->hints->striping_unit > 0 ? fd->hints->striping_unit : 0;
-        if (fs->replicas > 1 && fs->new_layout[0] && strcmp(fs->new_layout, "striped"))
+        if (fs->hint.replicas > 1 && fs->hint.layout[0] && strcmp(fs->hint.layout, "striped"))
             rc = -EINVAL;       /* replicated files are striped */
-        else if (fs->replicas > 1)
+        else if (fs->hint.replicas > 1)
             rc = gfs_create_striped_replicas(fd->filename, nsub,
-                                             fs->nservers > 0 ? fs->servers : NULL, unit,
-                                             fs->fork, fs->replicas);
+                                             fs->hint.nservers > 0 ? fs->hint.servers : NULL, unit,
+                                             fs->hint.fork, fs->hint.replicas);
         else
-            rc = gfs_create_layout(fd->filename, nsub, fs->nservers > 0 ? fs->servers : NULL,
-                                   unit, fs->fork, fs->new_layout[0] ? fs->new_layout : NULL);
+            rc = gfs_create_layout(fd->filename, nsub, fs->hint.nservers > 0 ? fs->hint.servers : NULL,
+                                   unit, fs->hint.fork, fs->hint.layout[0] ? fs->hint.layout : NULL);
         if (!rc)                /* only a file this open made: galley_checksum */
-            rc = galley_set_checksum(fd->filename, fs->new_checksum);
+            rc = galley_set_checksum(fd->filename, fs->hint.checksum);
         if (rc == -EEXIST && !(amode & ADIO_EXCL))
             rc = 0;
         if (rc)
@@ -75,6 +74,19 @@ static int open_here(ADIO_File fd, ADIOI_GALLEY_fs * fs)
     return 0;
 }
 
+/* The file is open on this process: its hints, an appending open's
+ * pointers at the end, and one more file for the lifecycle to count. */
+static void opened(ADIO_File fd, ADIOI_GALLEY_fs * fs)
+{
+    publish_layout(fd, fs);
+    if (fd->access_mode & ADIO_APPEND) {
+        int64_t size = gfs_striped_size(fs->sid);
+        if (size > 0)
+            fd->fp_ind = fd->fp_sys_posn = size;
+    }
+    galley_mpi_opened();
+}
+
 void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code)
 {
     static char myname[] = "ADIOI_GALLEY_OPEN";
@@ -84,13 +96,7 @@ void ADIOI_GALLEY_Open(ADIO_File fd, int *error_code)
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
         return;
     }
-    publish_layout(fd, fs);
-    if (fd->access_mode & ADIO_APPEND) {
-        int64_t size = gfs_striped_size(fs->sid);
-        if (size > 0)
-            fd->fp_ind = fd->fp_sys_posn = size;
-    }
-    ADIOI_GALLEY_Opened();
+    opened(fd, fs);
     *error_code = MPI_SUCCESS;
 }
 
@@ -123,7 +129,7 @@ void ADIOI_GALLEY_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_c
         MPI_Bcast(blob, hdr[1], MPI_BYTE, 0, fd->comm);
     rc = hdr[0];
     if (rank != 0 && rc == 0) {
-        rc = fs ? ADIOI_GALLEY_Init() : -ENOMEM;
+        rc = fs ? galley_mpi_init() : -ENOMEM;
         if (!rc) {
             fs->sid = gfs_striped_import(blob, hdr[1]);
             if (fs->sid < 0) {
@@ -143,13 +149,7 @@ void ADIOI_GALLEY_OpenColl(ADIO_File fd, int rank, int access_mode, int *error_c
         *error_code = ADIOI_GALLEY_Err(myname, __LINE__, rc);
         return;
     }
-    publish_layout(fd, fs);
-    if (fd->access_mode & ADIO_APPEND) {
-        int64_t size = gfs_striped_size(fs->sid);
-        if (size > 0)
-            fd->fp_ind = fd->fp_sys_posn = size;
-    }
+    opened(fd, fs);
     fd->is_open = 1;
-    ADIOI_GALLEY_Opened();
     *error_code = MPI_SUCCESS;
 }

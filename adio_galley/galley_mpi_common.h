@@ -1,23 +1,26 @@
 /*
- * galley_mpi_common.h -- what the two MPI-IO drivers share: the ROMIO
- * driver (this directory, copied into MPICH's ROMIO by
+ * galley_mpi_common.h -- the MPI-driver core the two MPI-IO drivers share:
+ * the ROMIO driver (this directory, copied into MPICH's ROMIO by
  * mpich/build-mpich.sh with every other file here) and the OMPIO plug-ins
- * of ompio_galley/ (built by our configure with -I adio_galley).  Header
- * only, static functions: nothing to link, and each driver keeps its own
- * way of reading an info object and of making an error code.
+ * of ompio_galley/ (built by our configure with -I adio_galley, each
+ * plug-in compiling its own copy of galley_mpi_common.c).  Each driver is
+ * an adapter over it that keeps its own way of reading an info object, of
+ * making an error code and of holding a file's state.
  *
+ *  - the client's lifecycle (galley_mpi_init, _opened, _closed: in
+ *    galley_mpi_common.c);
+ *  - a list request with atomic mode's range lock around it
+ *    (galley_mpi_rangeio; galley_mpi_lock/_unlock for a non-blocking one);
  *  - galley_mpi_error_class: the one place a gfs error becomes an MPI
  *    error class;
- *  - galley_ranges_span: the file span of an access's ranges (the range
- *    atomic mode locks);
  *  - the layout hints of a new file (striping_factor, striping_unit,
- *    galley_servers, galley_fork, galley_layout, galley_replicas): their
- *    names and what
- *    counts as a valid value.  A value that does not parse is ignored, as
- *    ROMIO does for its own hints.
+ *    galley_servers, galley_fork, galley_layout, galley_checksum,
+ *    galley_replicas): their names, what counts as a valid value, and one
+ *    reader of them all (galley_mpi_read_hints).  A value that does not
+ *    parse is ignored, as ROMIO does for its own hints.
  *
  * Needs mpi.h (for the error classes) before it, or includes it.
- * Threads: any (no state).
+ * Threads: any; the lifecycle's counters are atomic.
  */
 #ifndef GALLEY_MPI_COMMON_H
 #define GALLEY_MPI_COMMON_H
@@ -185,5 +188,81 @@ static inline int galley_set_checksum(const char *name, const char *algo)
     gfs_close_file(fid);
     return rc;
 }
+
+/* ------------------------------------------------------- lifecycle ---- */
+
+/* Start libgalley once per process (cluster file from GALLEY_CLUSTER or
+ * the documented default).  It is finished when MPI_Finalize deletes
+ * MPI_COMM_SELF's attributes, or, if galley: files are still open then (a
+ * library such as HDF5 may close them after that callback), by the last
+ * close.  Returns 0 or a negative gfs error. */
+int galley_mpi_init(void);
+/* Count the galley: files open in this process (a successful open, a
+ * close). */
+void galley_mpi_opened(void);
+void galley_mpi_closed(void);
+
+/* ------------------------------------------------------ list I/O ---- */
+
+/* Atomic mode's lock of one request: the file span of its ranges, taken
+ * on the servers (gfs_striped_lock) for the request's duration. */
+typedef struct galley_mpi_lock {
+    int sid;
+    int64_t lo, len;
+    bool held;
+} galley_mpi_lock;
+
+/* Lock the span of ranges r[0..nr) of striped file sid if atomic (and the
+ * span is not empty; exclusive for a write); *lk records what to unlock.
+ * 0 or a gfs error (then nothing is held). */
+int galley_mpi_lock_ranges(galley_mpi_lock *lk, int sid, bool atomic, int op,
+                           int64_t nr, const gfs_range *r);
+/* Release what galley_mpi_lock_ranges took (nothing if it took nothing). */
+void galley_mpi_unlock(galley_mpi_lock *lk);
+
+/* File ranges r and memory segments m of striped file sid through
+ * gfs_striped_rangeio (op GFS_READ or GFS_WRITE), inside atomic mode's
+ * range lock.  Returns the bytes moved (0 for no ranges) or a negative gfs
+ * error. */
+int64_t galley_mpi_rangeio(int sid, bool atomic, int op, int64_t nr,
+                           const gfs_range *r, int64_t nm, const gfs_memseg *m);
+
+/* ----------------------------------------------------- hint reader ---- */
+
+/* The driver hints of a new file, as read from an info object. */
+typedef struct galley_mpi_hints {
+    int nsub;     /* striping_factor, 0: not given */
+    int64_t unit; /* striping_unit, 0: not given */
+    int nservers; /* galley_servers entries, 0: not given */
+    int servers[GFS_MAX_SUBFILES];
+    char fork[GFS_FORK_NAME_MAX + 1]; /* galley_fork */
+    char layout[GFS_NAME_MAX + 16];   /* galley_layout, "": striped */
+    char checksum[16];                /* galley_checksum, "": none */
+    int replicas;                     /* galley_replicas, 0: 1 */
+} galley_mpi_hints;
+
+/* Which hints galley_mpi_read_hints took (a bit each). */
+enum {
+    GALLEY_MPI_HAS_STRIPING_FACTOR = 1 << 0,
+    GALLEY_MPI_HAS_STRIPING_UNIT = 1 << 1,
+    GALLEY_MPI_HAS_SERVERS = 1 << 2,
+    GALLEY_MPI_HAS_FORK = 1 << 3,
+    GALLEY_MPI_HAS_LAYOUT = 1 << 4,
+    GALLEY_MPI_HAS_CHECKSUM = 1 << 5,
+    GALLEY_MPI_HAS_REPLICAS = 1 << 6,
+};
+
+/* A driver's way of reading one hint: copy the value of key into v (room
+ * for MPI_MAX_INFO_VAL bytes and the NUL) and return 1, or return 0 if
+ * info has no such key. */
+typedef int (*galley_mpi_info_get)(void *info, const char *key, char *v);
+
+/* Read the layout hints of info through get into *h: a hint given with a
+ * valid value overwrites its field, any other field is left as it is.
+ * nservers() (called only when galley_servers is given) is the number of
+ * servers its entries must be below.  Returns the GALLEY_MPI_HAS_* bits of
+ * the hints taken. */
+unsigned galley_mpi_read_hints(galley_mpi_hints *h, galley_mpi_info_get get,
+                               void *info, int (*nservers)(void));
 
 #endif

@@ -26,24 +26,15 @@ static ssize_t fbtl_galley_io(ompio_file_t *fh, int op)
     ompio_galley_file *gf = ompio_galley_file_of(fh);
     gfs_range *r;
     gfs_memseg *m;
-    int64_t fmin, fmax;
     if (!gf || !fh->f_io_array)
         return OMPI_ERROR;
     if (fh->f_num_of_io_entries == 0)
         return 0;
-    int64_t rc = ompio_galley_ranges(fh, &r, &m, &fmin, &fmax);
-    if (rc)
+    if (ompio_galley_ranges(fh, &r, &m))
         return OMPI_ERROR;
-    bool locked = false;
-    if (fh->f_atomicity && fmax > fmin) {
-        rc = gfs_striped_lock(gf->sid, fmin, fmax - fmin, op == GFS_WRITE);
-        locked = rc == 0;
-    }
-    if (rc == 0)
-        rc = gfs_striped_rangeio(gf->sid, op, fh->f_num_of_io_entries, r,
-                                 fh->f_num_of_io_entries, m);
-    if (locked)
-        gfs_striped_unlock(gf->sid, fmin, fmax - fmin);
+    int64_t rc = galley_mpi_rangeio(gf->sid, fh->f_atomicity, op,
+                                    fh->f_num_of_io_entries, r,
+                                    fh->f_num_of_io_entries, m);
     free(r);
     if (rc < 0) {
         /* OMPIO drops this error: keep it for sync and close */
@@ -71,19 +62,15 @@ static ssize_t fbtl_galley_pwritev(ompio_file_t *fh)
 /* What one outstanding request keeps until it completes. */
 struct nb_data {
     gfs_handle h;
-    int sid;
     ompio_galley_file *gf; /* alive until the request completes */
     int lost;              /* the handle's sticky error when posted */
     bool posted;           /* started: complete it before freeing */
-    bool locked;
-    int64_t fmin, fmax;
+    galley_mpi_lock lock;  /* atomic mode's, held until completion */
 };
 
 static void nb_release(struct nb_data *d)
 {
-    if (d->locked)
-        gfs_striped_unlock(d->sid, d->fmin, d->fmax - d->fmin);
-    d->locked = false;
+    galley_mpi_unlock(&d->lock);
     d->posted = false;
 }
 
@@ -139,16 +126,12 @@ static ssize_t fbtl_galley_ipost(ompio_file_t *fh, ompi_request_t *request,
     if (fh->f_fh)
         req->req_ompi.req_mpi_object.file = fh->f_fh;
     if (!rc)
-        rc = ompio_galley_ranges(fh, &r, &m, &d->fmin, &d->fmax);
+        rc = ompio_galley_ranges(fh, &r, &m);
     if (!rc) {
-        d->sid = gf->sid;
         d->gf = gf;
         d->lost = gf->lost;
-        if (fh->f_atomicity && d->fmax > d->fmin) {
-            rc = gfs_striped_lock(gf->sid, d->fmin, d->fmax - d->fmin,
-                                  op == GFS_WRITE);
-            d->locked = rc == 0;
-        }
+        rc = galley_mpi_lock_ranges(&d->lock, gf->sid, fh->f_atomicity, op,
+                                    fh->f_num_of_io_entries, r);
     }
     if (!rc) {
         d->h = gfs_new_handle();

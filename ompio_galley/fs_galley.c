@@ -15,7 +15,6 @@
  * Threads: the thread OMPIO calls from; collective calls over fh->f_comm.
  */
 #include "ompio_galley.h"
-#include "galley_mpi_common.h"
 
 #include "ompi/mca/fs/fs.h"
 #include "ompi/mca/fs/base/base.h"
@@ -31,50 +30,22 @@ static int fs_galley_priority = 80;
 
 /* ------------------------------------------------------------ hints ---- */
 
-struct galley_hints {
-    int nsub;     /* striping_factor, 0: all servers */
-    int64_t unit; /* striping_unit, 0: default */
-    int nservers; /* galley_servers */
-    int servers[GFS_MAX_SUBFILES];
-    char fork[GFS_FORK_NAME_MAX + 1];
-    char checksum[16]; /* galley_checksum of a new file, "" = none */
-    int replicas;      /* galley_replicas, 0: 1 */
-};
-
-/* Values that do not parse are ignored, as ROMIO does (what parses:
- * galley_mpi_common.h, shared with the ROMIO driver). */
-static void read_hints(opal_info_t *info, struct galley_hints *h)
+/* galley_mpi_read_hints's way of reading an Open MPI info object. */
+static int info_get(void *info, const char *key, char *v)
 {
-    char v[MPI_MAX_INFO_VAL + 1];
     int flag = 0;
+    return opal_info_get(info, key, MPI_MAX_INFO_VAL, v, &flag) == 0 && flag;
+}
+
+/* The layout hints of a new file (what parses: galley_mpi_common.h, shared
+ * with the ROMIO driver; values that do not parse are ignored, as ROMIO
+ * does). */
+static void read_hints(opal_info_t *info, galley_mpi_hints *h)
+{
     memset(h, 0, sizeof(*h));
     snprintf(h->fork, sizeof(h->fork), "%s", GFS_DEFAULT_STRIPE_FORK);
-    if (!info)
-        return;
-    if (opal_info_get(info, GALLEY_HINT_STRIPING_FACTOR, MPI_MAX_INFO_VAL, v,
-                      &flag) == 0 &&
-        flag && galley_hint_striping_factor(v) > 0)
-        h->nsub = galley_hint_striping_factor(v);
-    if (opal_info_get(info, GALLEY_HINT_STRIPING_UNIT, MPI_MAX_INFO_VAL, v,
-                      &flag) == 0 &&
-        flag && galley_hint_striping_unit(v) > 0)
-        h->unit = galley_hint_striping_unit(v);
-    if (opal_info_get(info, GALLEY_HINT_SERVERS, MPI_MAX_INFO_VAL, v, &flag) ==
-            0 &&
-        flag)
-        h->nservers = galley_hint_servers(v, gfs_num_servers(), h->servers);
-    if (opal_info_get(info, GALLEY_HINT_FORK, MPI_MAX_INFO_VAL, v, &flag) ==
-            0 &&
-        flag && galley_hint_fork_ok(v))
-        memcpy(h->fork, v, strlen(v) + 1);
-    if (opal_info_get(info, GALLEY_HINT_CHECKSUM, MPI_MAX_INFO_VAL, v, &flag) ==
-            0 &&
-        flag && galley_hint_checksum_ok(v))
-        memcpy(h->checksum, v, strlen(v) + 1);
-    if (opal_info_get(info, GALLEY_HINT_REPLICAS, MPI_MAX_INFO_VAL, v, &flag) ==
-            0 &&
-        flag)
-        h->replicas = galley_hint_replicas(v);
+    if (info)
+        (void)galley_mpi_read_hints(h, info_get, info, gfs_num_servers);
 }
 
 /* Record the layout actually in use as the file's hints. */
@@ -104,7 +75,7 @@ static void publish_layout(ompio_file_t *fh, const gfs_layout *l, int sid)
 static int open_here(const char *name, int amode, opal_info_t *info, int nprocs,
                      ompio_galley_file *gf)
 {
-    struct galley_hints h;
+    galley_mpi_hints h;
     read_hints(info, &h);
     if (amode & MPI_MODE_CREATE) {
         int nsub = galley_new_nsub(gfs_num_servers(), h.nservers, h.nsub,
@@ -136,7 +107,7 @@ static int fs_galley_open(struct ompi_communicator_t *comm,
     ompio_galley_file *gf = calloc(1, sizeof(*gf));
     char *blob = malloc(GFS_EXPORT_MAX);
     int hdr[2] = {0, 0}; /* rc, blob length */
-    int rc = gf && blob ? ompio_galley_init() : -ENOMEM;
+    int rc = gf && blob ? galley_mpi_init() : -ENOMEM;
 
     if (gf)
         gf->sid = -1;
@@ -194,7 +165,7 @@ static int fs_galley_open(struct ompi_communicator_t *comm,
         fh->f_fullfilename = full;
     }
     publish_layout(fh, &gf->layout, gf->sid);
-    ompio_galley_opened();
+    galley_mpi_opened();
     return OMPI_SUCCESS;
 }
 
@@ -221,13 +192,13 @@ static int fs_galley_close(ompio_file_t *fh)
     }
     free(gf);
     fh->f_fs_ptr = NULL;
-    ompio_galley_closed();
+    galley_mpi_closed();
     return ompio_galley_err(rc);
 }
 
 static int fs_galley_delete(char *filename, struct opal_info_t *info)
 {
-    int rc = ompio_galley_init();
+    int rc = galley_mpi_init();
     if (!rc)
         rc = gfs_delete_file(ompio_galley_name(filename));
     return ompio_galley_err(rc);

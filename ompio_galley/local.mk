@@ -8,10 +8,11 @@ ompiodir = $(libdir)/openmpi
 ompio_LTLIBRARIES = ompio_galley/mca_fs_galley.la ompio_galley/mca_fbtl_galley.la \
 	ompio_galley/mca_sharedfp_galley.la
 
+# The MPI-driver core (adio_galley/galley_mpi_common.[ch]: lifecycle,
+# atomic list I/O, error classes, layout hints) is shared with the ROMIO
+# driver: each plug-in compiles its own copy.
 OMPIO_GALLEY_COMMON = ompio_galley/ompio_galley.h ompio_galley/ompio_galley_common.c \
-	adio_galley/galley_mpi_common.h
-# galley_mpi_common.h (error classes, layout hints) is the ROMIO driver's,
-# shared: header only.
+	adio_galley/galley_mpi_common.h adio_galley/galley_mpi_common.c
 OMPIO_GALLEY_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/adio_galley $(OMPI_CPPFLAGS)
 OMPIO_GALLEY_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 OMPIO_GALLEY_LDFLAGS = -module -shared -avoid-version -no-undefined \

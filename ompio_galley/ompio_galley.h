@@ -4,8 +4,10 @@
  * mca_fbtl_galley.so, mca_sharedfp_galley.so) against the OMPIO headers of
  * an installed Open MPI and loaded from the Galley prefix through
  * mca_base_component_path; each plug-in carries its own copy of
- * ompio_galley_common.c (compiled with -fvisibility=hidden: each plug-in
- * exports only its component).
+ * ompio_galley_common.c and of the MPI-driver core it shares with the ROMIO
+ * driver (adio_galley/galley_mpi_common.[ch]: lifecycle, atomic list I/O,
+ * error classes, hints), compiled with -fvisibility=hidden: each plug-in
+ * exports only its component.
  *
  * A galley: file opened through OMPIO keeps one ompio_galley_file in
  * fh->f_fs_ptr, created by the fs component's open and freed by its close;
@@ -23,6 +25,8 @@
 
 #include <galley.h>
 #include <stdbool.h>
+
+#include "galley_mpi_common.h"
 
 /* The file name prefix that selects these components, as in MPICH. */
 #define OMPIO_GALLEY_PREFIX "galley:"
@@ -51,14 +55,6 @@ bool ompio_galley_is_galley_name(const char *name);
 /* The Galley file name: what follows the prefix. */
 const char *ompio_galley_name(const char *name);
 
-/* Start libgalley once per process (cluster file from GALLEY_CLUSTER or the
- * documented defaults); it is finished when MPI_COMM_SELF goes away in
- * MPI_Finalize, or at the last close after that.  Returns 0 or a negative
- * gfs error. */
-int ompio_galley_init(void);
-void ompio_galley_opened(void);
-void ompio_galley_closed(void);
-
 /* The MPI error class of a gfs error (0: MPI_SUCCESS); the mapping is
  * galley_mpi_common.h's, shared with the ROMIO driver. */
 int ompio_galley_err(int gfs_err);
@@ -78,9 +74,8 @@ ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh);
 /* fh->f_io_array (fh->f_num_of_io_entries pieces) as the two lists
  * gfs_striped_rangeio takes: *r the file ranges and *m the memory
  * segments, in one allocation (free(*r) when the request has been
- * started: libgalley has cut them into its fragments by then);
- * [*fmin, *fmax) the file span.  0 or -ENOMEM. */
-int ompio_galley_ranges(ompio_file_t *fh, gfs_range **r, gfs_memseg **m,
-                        int64_t *fmin, int64_t *fmax);
+ * started: libgalley has cut them into its fragments by then).  0 or
+ * -ENOMEM. */
+int ompio_galley_ranges(ompio_file_t *fh, gfs_range **r, gfs_memseg **m);
 
 #endif /* OMPIO_GALLEY_H */

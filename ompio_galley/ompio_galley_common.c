@@ -1,19 +1,16 @@
 /*
- * Galley for Open MPI: client start-up and end, error conversion, and the
- * translation of OMPIO's io array into one striped list request.
+ * Galley for Open MPI: names, error conversion and agreement, and the
+ * translation of OMPIO's io array into one striped list request -- the
+ * OMPIO side of the MPI-driver core (galley_mpi_common.h: lifecycle,
+ * atomic list I/O, error classes, hints).
  *
- * Threads: the caller's; the counters are atomic.
+ * Threads: the caller's.
  */
 #include "ompio_galley.h"
-#include "galley_mpi_common.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int galley_keyval = MPI_KEYVAL_INVALID;
-static int open_files;  /* galley: files open in this process */
-static int end_pending; /* MPI_Finalize came while some were open */
 
 bool ompio_galley_is_galley_name(const char *name)
 {
@@ -26,43 +23,6 @@ const char *ompio_galley_name(const char *name)
     return ompio_galley_is_galley_name(name)
                ? name + strlen(OMPIO_GALLEY_PREFIX)
                : name;
-}
-
-/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: finish there,
- * unless files are still open (a library may close them later). */
-static int galley_end(MPI_Comm comm, int keyval, void *attr, void *extra)
-{
-    MPI_Comm_free_keyval(&galley_keyval);
-    if (__atomic_load_n(&open_files, __ATOMIC_SEQ_CST) > 0)
-        __atomic_store_n(&end_pending, 1, __ATOMIC_SEQ_CST);
-    else
-        gfs_finalize();
-    return MPI_SUCCESS;
-}
-
-int ompio_galley_init(void)
-{
-    if (galley_keyval != MPI_KEYVAL_INVALID)
-        return 0;
-    int rc = gfs_init(NULL);
-    if (rc)
-        return rc;
-    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, galley_end, &galley_keyval,
-                           NULL);
-    MPI_Comm_set_attr(MPI_COMM_SELF, galley_keyval, NULL);
-    return 0;
-}
-
-void ompio_galley_opened(void)
-{
-    __atomic_add_fetch(&open_files, 1, __ATOMIC_SEQ_CST);
-}
-
-void ompio_galley_closed(void)
-{
-    if (__atomic_sub_fetch(&open_files, 1, __ATOMIC_SEQ_CST) == 0 &&
-        __atomic_exchange_n(&end_pending, 0, __ATOMIC_SEQ_CST))
-        gfs_finalize();
 }
 
 int ompio_galley_err(int err)
@@ -99,8 +59,7 @@ ompio_galley_file *ompio_galley_file_of(ompio_file_t *fh)
     return gf && gf->sid >= 0 ? gf : NULL;
 }
 
-int ompio_galley_ranges(ompio_file_t *fh, gfs_range **r, gfs_memseg **m,
-                        int64_t *fmin, int64_t *fmax)
+int ompio_galley_ranges(ompio_file_t *fh, gfs_range **r, gfs_memseg **m)
 {
     int n = fh->f_num_of_io_entries;
     mca_common_ompio_io_array_t *a = fh->f_io_array;
@@ -115,6 +74,5 @@ int ompio_galley_ranges(ompio_file_t *fh, gfs_range **r, gfs_memseg **m,
             (gfs_range){(int64_t)(intptr_t)a[i].offset, (int64_t)a[i].length};
         (*m)[i] = (gfs_memseg){a[i].memory_address, (int64_t)a[i].length};
     }
-    galley_ranges_span(n, *r, fmin, fmax);
     return 0;
 }

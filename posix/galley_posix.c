@@ -154,11 +154,13 @@ int px_start(void)
 {
     if (px_forked)
         return GFS_ESERVERDOWN;
+    if (__atomic_load_n(&px_client, __ATOMIC_ACQUIRE) == 1)
+        return 0; /* running: every call after the first */
     pthread_once(&px_atfork_once, px_register_atfork);
     pthread_mutex_lock(&px_client_lock);
     if (px_client == 0) {
         int rc = gfs_init(NULL);
-        px_client = rc < 0 ? rc : 1;
+        __atomic_store_n(&px_client, rc < 0 ? rc : 1, __ATOMIC_RELEASE);
         if (rc < 0)
             fprintf(stderr,
                     "libgalley-posix: cannot start the galley "

@@ -40,9 +40,13 @@ int px_is_dir(const char *name)
 }
 
 static struct timespec px_t0;
+static uid_t px_uid;
+static gid_t px_gid;
 static void px_set_t0(void)
 {
     clock_gettime(CLOCK_REALTIME, &px_t0);
+    px_uid = getuid();
+    px_gid = getgid();
 }
 
 void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
@@ -53,15 +57,15 @@ void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
     st->st_ino = px_hash(name);
     st->st_mode = dir ? (S_IFDIR | 0755) : (S_IFREG | 0644);
     st->st_nlink = dir ? 2 : 1;
-    st->st_uid = getuid();
-    st->st_gid = getgid();
+    static pthread_once_t t0_once = PTHREAD_ONCE_INIT;
+    pthread_once(&t0_once, px_set_t0);
+    st->st_uid = px_uid; /* the process's at its first stat */
+    st->st_gid = px_gid;
     st->st_size = size;
     st->st_blksize = unit > 0 ? unit : GFS_DEFAULT_STRIPE_UNIT;
     st->st_blocks = (size + 511) / 512;
     /* Galley keeps no times: report one fixed time (this process's first
      * stat), so tools that watch for changes (tar) see none. */
-    static pthread_once_t t0_once = PTHREAD_ONCE_INIT;
-    pthread_once(&t0_once, px_set_t0);
     st->st_atim = st->st_mtim = st->st_ctim = px_t0;
 }
 

@@ -105,16 +105,30 @@ static void px_read_mounts(void)
  * one, as the kernel reads a local path; otherwise they are kept: the
  * MPI-IO driver takes "galley:/a//b" literally, and the same string must
  * reach the same file both ways. */
+/* Has name no "." or ".." component, no trailing slash, and (collapse)
+ * no run of slashes after the leading ones?  One pass. */
+static bool px_plain(const char *name, bool collapse)
+{
+    const char *c = name + strspn(name, "/");
+    if (collapse && c - name > 1)
+        return false;
+    while (*c) {
+        size_t n = strcspn(c, "/");
+        if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return false;
+        c += n;
+        if (*c == '/' && (c[1] == '\0' || (collapse && c[1] == '/')))
+            return false;
+        if (*c)
+            c++;
+    }
+    return true;
+}
+
 static const char *px_lexical(const char *name, char *buf, size_t cap,
                               bool collapse)
 {
-    size_t len = strlen(name);
-    if (!strstr(name, "/./") && !strstr(name, "/../") &&
-        !(collapse && strstr(name, "//")) && strncmp(name, "./", 2) != 0 &&
-        strncmp(name, "../", 3) != 0 && !(len >= 2 && name[len - 1] == '/') &&
-        !(len >= 2 && strcmp(name + len - 2, "/.") == 0) &&
-        !(len >= 3 && strcmp(name + len - 3, "/..") == 0) &&
-        strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+    if (px_plain(name, collapse))
         return name; /* the common case: nothing to do */
     size_t o = 0, root = strspn(name, "/");
     if (collapse && root > 1)
@@ -196,9 +210,12 @@ const char *px_name(const char *path)
             (path[l] != '/' && path[l] != '\0'))
             continue;
         char *buf = px_buf();
-        if ((size_t)snprintf(buf, GFS_NAME_MAX + 2, "%s%s", px_mounts[i].galley,
-                             path + l) > GFS_NAME_MAX)
-            buf[GFS_NAME_MAX + 1] = '\0'; /* too long: the server refuses */
+        size_t g = strlen(px_mounts[i].galley), r = strlen(path + l);
+        if (g + r > GFS_NAME_MAX)
+            r = GFS_NAME_MAX + 1 - g; /* too long: the server refuses */
+        memcpy(buf, px_mounts[i].galley, g);
+        memcpy(buf + g, path + l, r);
+        buf[g + r] = '\0';
         px_from_mount = px_mounts[i].fuse;
         return px_clean(buf, px_buf());
     }

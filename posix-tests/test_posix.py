@@ -294,3 +294,26 @@ def test_mapped_cp_find_rm(cluster, uniq, tmp_path):
         "D/src", "D/src/a.txt", "D/src/empty"], describe(cp)
     names = cluster.galley("ls", "/" + uniq).stdout.split()
     assert not any("/sub" in n for n in names), names
+
+
+def test_mapped_mv_dir_and_attributes(cluster, uniq, tmp_path):
+    """mv of a Galley directory (rename answers EXDEV: mv copies the tree
+    and removes the old one) and cp -a work without a complaint; chmod,
+    chown, touch and setting an xattr on a Galley name are accepted
+    (Galley keeps none of them) and a missing name still answers
+    ENOENT."""
+    d, cp = _mapped(cluster, tmp_path, uniq,
+                    'mkdir "$1/m" "$1/m/e" && echo q > "$1/m/f" && '
+                    'mv "$1/m" "$1/n" && cp -a "$1/n" "$1/o" && '
+                    'touch "$1/o/f" && chmod 600 "$1/o/f" && '
+                    'chown "$(id -u)" "$1/o" && find "$1" | sort && '
+                    'cat "$1/o/f"; chmod 600 "$1/none"; echo "chmod: $?"; '
+                    'python3 -c "import os, sys\n'
+                    'try: os.rename(sys.argv[1], sys.argv[2])\n'
+                    'except OSError as e: print(e.strerror)" "$1/o" "$1/p"')
+    assert cp.stdout.replace(str(d), "D").split("\n") == [
+        "D", "D/n", "D/n/e", "D/n/f", "D/o", "D/o/e", "D/o/f", "q",
+        "chmod: 1", "Invalid cross-device link", ""], describe(cp)
+    assert cp.stderr.replace(str(d), "D") == \
+        "chmod: cannot access 'D/none': No such file or directory\n", \
+        describe(cp)

@@ -14,6 +14,7 @@
  *   px_copy.c       copy_file_range, sendfile, splice, fallocate
  *   px_sys.c        syscall() and ioctl on Galley descriptors
  *   px_names.c      stat family, access, unlink, rename, xattr
+ *   px_attr.c       chmod/chown/utime families: accepted, nothing kept
  *   px_dir.c        directories: opendir/readdir/fdopendir, mkdir, rmdir
  *   px_stdio.c      fopen/fdopen/fileno over fopencookie
  */
@@ -38,8 +39,10 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "galley.h"
 
@@ -132,7 +135,23 @@
     X(fdopendir, DIR *, (int))                                                 \
     X(mkdir, int, (const char *, mode_t))                                      \
     X(mkdirat, int, (int, const char *, mode_t))                               \
-    X(rmdir, int, (const char *))
+    X(rmdir, int, (const char *))                                              \
+    X(chmod, int, (const char *, mode_t))                                      \
+    X(fchmod, int, (int, mode_t))                                              \
+    X(fchmodat, int, (int, const char *, mode_t, int))                         \
+    X(chown, int, (const char *, uid_t, gid_t))                                \
+    X(lchown, int, (const char *, uid_t, gid_t))                               \
+    X(fchown, int, (int, uid_t, gid_t))                                        \
+    X(fchownat, int, (int, const char *, uid_t, gid_t, int))                   \
+    X(utimensat, int, (int, const char *, const struct timespec *, int))       \
+    X(futimens, int, (int, const struct timespec *))                           \
+    X(utimes, int, (const char *, const struct timeval *))                     \
+    X(utime, int, (const char *, const struct utimbuf *))                      \
+    X(fgetxattr, ssize_t, (int, const char *, void *, size_t))                 \
+    X(flistxattr, ssize_t, (int, char *, size_t))                              \
+    X(setxattr, int, (const char *, const char *, const void *, size_t, int))  \
+    X(lsetxattr, int, (const char *, const char *, const void *, size_t, int)) \
+    X(fsetxattr, int, (int, const char *, const void *, size_t, int))
 
 #define PX_X_PTR(name, ret, args) extern ret(*real_##name) args;
 PX_REAL_TABLE(PX_X_PTR)

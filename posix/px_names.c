@@ -155,12 +155,15 @@ static int px_unlink(const char *name)
     return rc ? px_fail(rc) : 0;
 }
 
-/* Both names must be galley: names (see px_rename.c). */
+/* Both names must be galley: names (see px_rename.c).  A directory is not
+ * renamed: EXDEV, on which mv copies the tree and removes the old one. */
 static int px_rename(const char *from, const char *to)
 {
     int rc = px_start();
     if (!rc)
         rc = px_rename_file(from, to);
+    if (rc == -ENOENT && px_dir_exists(from) == 1)
+        rc = -EXDEV;
     return rc ? px_fail(rc) : 0;
 }
 

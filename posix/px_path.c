@@ -99,12 +99,6 @@ static void px_read_mounts(void)
     free(copy);
 }
 
-/* `name` with "." and ".." components and trailing slashes resolved as a
- * path would be (".." stops at the root), in buf (cap + 1 bytes) when
- * anything changes, else name itself.  collapse: runs of slashes become
- * one, as the kernel reads a local path; otherwise they are kept: the
- * MPI-IO driver takes "galley:/a//b" literally, and the same string must
- * reach the same file both ways. */
 /* Has name no "." or ".." component, no trailing slash, and (collapse)
  * no run of slashes after the leading ones?  One pass. */
 static bool px_plain(const char *name, bool collapse)
@@ -125,6 +119,12 @@ static bool px_plain(const char *name, bool collapse)
     return true;
 }
 
+/* `name` with "." and ".." components and trailing slashes resolved as a
+ * path would be (".." stops at the root), in buf (cap + 1 bytes) when
+ * anything changes, else name itself.  collapse: runs of slashes become
+ * one, as the kernel reads a local path; otherwise they are kept: the
+ * MPI-IO driver takes "galley:/a//b" literally, and the same string must
+ * reach the same file both ways. */
 static const char *px_lexical(const char *name, char *buf, size_t cap,
                               bool collapse)
 {

@@ -317,3 +317,68 @@ def test_mapped_mv_dir_and_attributes(cluster, uniq, tmp_path):
     assert cp.stderr.replace(str(d), "D") == \
         "chmod: cannot access 'D/none': No such file or directory\n", \
         describe(cp)
+
+
+AT_CALLS = r'''
+import errno, os, stat, sys
+root = sys.argv[1]
+out = []
+def rec(what, f, *a, **k):
+    try:
+        r = f(*a, **k)
+        if isinstance(r, os.stat_result):  # (a directory's size differs)
+            r = (stat.S_IFMT(r.st_mode),
+                 0 if stat.S_ISDIR(r.st_mode) else r.st_size)
+        out.append("%s: %r" % (what, sorted(r) if isinstance(r, list) else r))
+        return r
+    except OSError as e:
+        out.append("%s: %s" % (what, errno.errorcode[e.errno]))
+os.mkdir(root + "/t")
+d = os.open(root + "/t", os.O_RDONLY | os.O_DIRECTORY)
+rec("fstat", lambda: stat.S_ISDIR(os.fstat(d).st_mode))
+rec("mkdirat", os.mkdir, "sub", dir_fd=d)
+rec("mkdirat again", os.mkdir, "sub", dir_fd=d)
+fd = os.open("sub//f", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=d)
+rec("write", os.write, fd, b"12345")
+os.close(fd)
+rec("openat excl", os.open, "sub/f", os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+    dir_fd=d)
+s = os.open("sub", os.O_RDONLY | os.O_DIRECTORY, dir_fd=d)
+rec("fstatat", os.stat, "f", dir_fd=s)
+rec("fstatat dotdot", os.stat, "../sub/./f", dir_fd=s)
+rec("fstatat missing", os.stat, "nope", dir_fd=s)
+rec("fstatat dir", os.stat, "..", dir_fd=s)
+rec("faccessat", os.access, "f", os.R_OK, dir_fd=s)
+rec("listdir fd", os.listdir, d)
+rec("listdir sub", os.listdir, s)
+rec("scandir", lambda: sorted((e.name, e.is_dir()) for e in os.scandir(d)))
+rec("renameat", os.rename, "f", "g", src_dir_fd=s, dst_dir_fd=s)
+rec("openat read", lambda: os.read(os.open("g", os.O_RDONLY, dir_fd=s), 9))
+rec("read dir fd", os.read, s, 4)
+rec("openat file as dir", os.open, "g", os.O_RDONLY | os.O_DIRECTORY,
+    dir_fd=s)
+rec("unlinkat dir", os.rmdir, "sub", dir_fd=d)
+rec("unlinkat", os.unlink, "g", dir_fd=s)
+rec("unlinkat dir as file", os.unlink, "sub", dir_fd=d)
+rec("unlinkat dir now", os.rmdir, "sub", dir_fd=d)
+rec("listdir after", os.listdir, d)
+os.close(s)
+os.close(d)
+os.rmdir(root + "/t")
+print("\n".join(out))
+'''
+
+
+def test_at_calls_on_directory_descriptors(cluster, uniq, tmp_path):
+    """openat/fstatat/faccessat/mkdirat/unlinkat/renameat relative to a
+    Galley directory descriptor, fstat and read of it, and listing it
+    (fdopendir of a dup) give what they give on a local directory."""
+    local = tmp_path / "local"
+    local.mkdir()
+    want = gt.run(["python3", "-c", AT_CALLS, local])
+    assert want.returncode == 0, describe(want)
+    d, got = _mapped(cluster, tmp_path, uniq, 'python3 -c "$2" "$1"',
+                     AT_CALLS)
+    assert got.returncode == 0, describe(got)
+    assert got.stdout == want.stdout, (want.stdout, got.stdout)
+    assert list(d.iterdir()) == [], list(d.iterdir())

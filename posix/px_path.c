@@ -236,7 +236,8 @@ bool px_mapped_root(const char *name)
 /* The Galley name of path relative to directory descriptor dirfd (the
  *at calls): px_name's for an absolute path or a galley: name; for a
  * relative one, the name under our directory descriptor dirfd (px_open
- * of a directory), runs of slashes in it read as one; NULL if neither
+ * of a directory), runs of slashes in it read as one and "." and ".."
+ * resolved after it is joined; NULL if neither
  * (libc's: AT_FDCWD, a local directory). */
 const char *px_name_at(int dirfd, const char *path)
 {
@@ -250,12 +251,15 @@ const char *px_name_at(int dirfd, const char *path)
         px_put(f);
         return NULL;
     }
-    static __thread char rel[GFS_NAME_MAX + 2];
-    const char *r = px_lexical(path, rel, GFS_NAME_MAX + 1, true);
     char *buf = px_buf();
-    if ((size_t)snprintf(buf, GFS_NAME_MAX + 2, "%s/%s", f->name, r) >
-        GFS_NAME_MAX)
-        buf[GFS_NAME_MAX + 1] = '\0';
+    size_t o = strlen(f->name);
+    memcpy(buf, f->name, o);
+    if (o == 0 || buf[o - 1] != '/')
+        buf[o++] = '/';
+    for (const char *c = path; *c && o <= GFS_NAME_MAX; c++)
+        if (*c != '/' || buf[o - 1] != '/') /* runs of slashes as one */
+            buf[o++] = *c;
+    buf[o] = '\0';
     px_put(f);
     return px_clean(buf, px_buf());
 }

@@ -82,7 +82,7 @@ static int px_list_cb(const char *name, void *arg)
 }
 
 /* A stream listing directory `name` (which must be one) over descriptor
- * fd (-1: a new placeholder); NULL with errno. */
+ * fd (-1: a new directory descriptor); NULL with errno. */
 static DIR *px_dir_stream(const char *name, int fd)
 {
     struct stat st;

@@ -20,6 +20,10 @@
  *            close
  *   remove   galley: gfs_delete_file; local: unlink()
  *
+ * Under `galley exec -m LOCALDIR` (bench/run-mdbench --preload) the
+ * local phases go through the preload library to Galley: the table then
+ * compares the POSIX calls through the preload with the C API.
+ *
  * Galley runs first, then the local directory; the table gives both
  * rates (operations per second over all processes), the ratio, and the
  * median over REPEATS rounds.  Every result is checked (the size read
@@ -146,6 +150,14 @@ static int local_phase(const opts *o, int ph, int rank, int round)
  * failure) and reads one from its `go` pipe to start. */
 static int child(const opts *o, int rank, int up, int go)
 {
+    /* The local directory is made here, not before the fork: under
+     * `galley exec -m` it is a Galley directory, and a child must not
+     * inherit a parent's started client. */
+    if (mkdir(o->localdir, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "mdbench: mkdir %s: %s\n", o->localdir,
+                strerror(errno));
+        return 1;
+    }
     int rc = gfs_init(o->cluster);
     if (rc) {
         fprintf(stderr, "mdbench: gfs_init: %s\n", gfs_strerror(rc));
@@ -212,10 +224,6 @@ int main(int argc, char **argv)
         usage();
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/mdbench.%d", o.localdir, (int)getpid());
-    if (mkdir(dir, 0755) < 0) {
-        fprintf(stderr, "mdbench: mkdir %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
     o.localdir = dir;
 
     char load0[128], load1[128];

@@ -200,3 +200,185 @@ def test_ordinary_tools_unchanged(cluster, tmp_path):
         assert (plain.returncode, plain.stdout, plain.stderr) == \
             (pre.returncode, pre.stdout, pre.stderr), (cmd, describe(plain),
                                                        describe(pre))
+
+
+# ------------------------------------------- `galley exec -m DIR`: directories
+def _mapped(cluster, tmp_path, uniq, script, *args):
+    """sh -c script under `galley exec -m D=/uniq` ($1 = D, then args)."""
+    d = tmp_path / "mapped"
+    d.mkdir(exist_ok=True)
+    cp = galley_exec(cluster, "sh", "-c", script, "sh", d, *args,
+                     mounts=["%s=/%s" % (d, uniq)])
+    return d, cp
+
+
+def test_mapped_mkdir_is_galleys(cluster, uniq, tmp_path):
+    """mkdir under a mapped directory makes a Galley directory: stat (in
+    another process too), opendir, a second mkdir (EEXIST, as io500's
+    "stat, create if missing" expects), rmdir (ENOTEMPTY while a file is
+    in it, then gone) agree, and nothing is made on the local disk."""
+    d, cp = _mapped(cluster, tmp_path, uniq,
+                    'mkdir "$1/x" && stat -c "%F" "$1/x" && '
+                    'sh -c \'stat -c "%F %s" "$1/x"; ls -a "$1/x"\' sh "$1" && '
+                    'python3 -c "import os, sys\n'
+                    'try: os.mkdir(sys.argv[1])\n'
+                    'except FileExistsError: print(\'EEXIST\')" "$1/x"')
+    assert cp.returncode == 0 and cp.stdout.split("\n") == [
+        "directory", "directory 0", ".", "..", "EEXIST", ""], describe(cp)
+    assert list(d.iterdir()) == [], list(d.iterdir())
+    # seen by a later process, and by the C API's listing
+    _, cp = _mapped(cluster, tmp_path, uniq,
+                    'echo data > "$1/x/f" && ls "$1" "$1/x" && '
+                    'rmdir "$1/x"; echo "rmdir: $?"; rmdir "$1/x/f"; '
+                    'echo "rmdir file: $?"; mkdir "$1/no/y"; '
+                    'echo "mkdir: $?"; rm "$1/x/f" && ls -a "$1/x" && '
+                    'rmdir "$1/x" && ls -a "$1"; stat "$1/x"; echo "stat: $?"')
+    assert cp.stdout.split("\n") == [
+        "%s:" % d, "x", "", "%s/x:" % d, "f", "rmdir: 1", "rmdir file: 1",
+        "mkdir: 1", ".", "..", ".", "..", "stat: 1", ""], describe(cp)
+    assert "Directory not empty" in cp.stderr and "Not a directory" in \
+        cp.stderr and "No such file or directory" in cp.stderr, describe(cp)
+    assert cluster.galley("ls", "/" + uniq).stdout.split() == [], describe(cp)
+    assert list(d.iterdir()) == [], list(d.iterdir())
+
+
+def test_mapped_paths_normalised(cluster, uniq, tmp_path):
+    """"//", "." and ".." in a mapped path are read as the kernel reads
+    them (pfind builds "D//a/f"); ".." out of the mapped directory leaves
+    Galley."""
+    (tmp_path / "outside").write_text("local\n")
+    _, cp = _mapped(cluster, tmp_path, uniq,
+                    'mkdir "$1/a" && echo hi > "$1/a/f" && '
+                    'cat "$1//a/f" "$1/a//f" "$1/./a/../a/f" "$1/a/f/" 2>&1; '
+                    'stat -c "%s %F" "$1//a" "$1//a//f" && '
+                    'cat "$1/../outside" && find "$1//a" -name f')
+    d = tmp_path / "mapped"
+    assert cp.stdout.split("\n") == [
+        "hi", "hi", "hi", "cat: %s/a/f/: Not a directory" % d,
+        "0 directory", "3 regular file", "local", "%s//a/f" % d, ""], \
+        describe(cp)
+
+
+def test_mapped_cp_find_rm(cluster, uniq, tmp_path):
+    """cp -r of a local tree into a mapped directory makes its directories
+    in Galley; find (openat/fstatat/fdopendir relative to directory
+    descriptors) finds what it finds in the local tree; rm -r removes a
+    Galley directory and everything under it."""
+    src = tmp_path / "src"
+    (src / "sub" / "deep").mkdir(parents=True)
+    (src / "empty").mkdir()
+    files = {"a.txt": b"a" * 10, "sub/b.txt": os.urandom(70000),
+             "sub/deep/c.dat": b"c"}
+    for n, b in files.items():
+        (src / n).write_bytes(b)
+    local = {}
+    for expr in (["-name", "*.txt"], ["-type", "d"], ["-type", "f"], []):
+        cp = gt.run(["find", src] + expr)
+        local[tuple(expr)] = sorted(cp.stdout.replace(str(src), "T").split())
+    d, cp = _mapped(cluster, tmp_path, uniq,
+                    'cp -r "$2" "$1/" && for e in "-name *.txt" "-type d" '
+                    '"-type f" ""; do find "$1/src" $e; echo ===; done', src)
+    assert cp.returncode == 0, describe(cp)
+    parts = cp.stdout.split("===\n")
+    for expr, out in zip((["-name", "*.txt"], ["-type", "d"], ["-type", "f"],
+                          []), parts):
+        got = sorted(out.replace(str(d / "src"), "T").split())
+        assert got == local[tuple(expr)], (expr, got, describe(cp))
+    for n, b in files.items():
+        assert cluster.galley("get", "/%s/src/%s" % (uniq, n), "-",
+                              binary=True).stdout == b
+    assert list(d.iterdir()) == [], list(d.iterdir())
+    _, cp = _mapped(cluster, tmp_path, uniq,
+                    'rm -r "$1/src/sub" && find "$1/src" | sort')
+    assert cp.returncode == 0 and cp.stdout.replace(str(d), "D").split() == [
+        "D/src", "D/src/a.txt", "D/src/empty"], describe(cp)
+    names = cluster.galley("ls", "/" + uniq).stdout.split()
+    assert not any("/sub" in n for n in names), names
+
+
+def test_mapped_mv_dir_and_attributes(cluster, uniq, tmp_path):
+    """mv of a Galley directory (rename answers EXDEV: mv copies the tree
+    and removes the old one) and cp -a work without a complaint; chmod,
+    chown, touch and setting an xattr on a Galley name are accepted
+    (Galley keeps none of them) and a missing name still answers
+    ENOENT."""
+    d, cp = _mapped(cluster, tmp_path, uniq,
+                    'mkdir "$1/m" "$1/m/e" && echo q > "$1/m/f" && '
+                    'mv "$1/m" "$1/n" && cp -a "$1/n" "$1/o" && '
+                    'touch "$1/o/f" && chmod 600 "$1/o/f" && '
+                    'chown "$(id -u)" "$1/o" && find "$1" | sort && '
+                    'cat "$1/o/f"; chmod 600 "$1/none"; echo "chmod: $?"; '
+                    'python3 -c "import os, sys\n'
+                    'try: os.rename(sys.argv[1], sys.argv[2])\n'
+                    'except OSError as e: print(e.strerror)" "$1/o" "$1/p"')
+    assert cp.stdout.replace(str(d), "D").split("\n") == [
+        "D", "D/n", "D/n/e", "D/n/f", "D/o", "D/o/e", "D/o/f", "q",
+        "chmod: 1", "Invalid cross-device link", ""], describe(cp)
+    assert cp.stderr.replace(str(d), "D") == \
+        "chmod: cannot access 'D/none': No such file or directory\n", \
+        describe(cp)
+
+
+AT_CALLS = r'''
+import errno, os, stat, sys
+root = sys.argv[1]
+out = []
+def rec(what, f, *a, **k):
+    try:
+        r = f(*a, **k)
+        if isinstance(r, os.stat_result):  # (a directory's size differs)
+            r = (stat.S_IFMT(r.st_mode),
+                 0 if stat.S_ISDIR(r.st_mode) else r.st_size)
+        out.append("%s: %r" % (what, sorted(r) if isinstance(r, list) else r))
+        return r
+    except OSError as e:
+        out.append("%s: %s" % (what, errno.errorcode[e.errno]))
+os.mkdir(root + "/t")
+d = os.open(root + "/t", os.O_RDONLY | os.O_DIRECTORY)
+rec("fstat", lambda: stat.S_ISDIR(os.fstat(d).st_mode))
+rec("mkdirat", os.mkdir, "sub", dir_fd=d)
+rec("mkdirat again", os.mkdir, "sub", dir_fd=d)
+fd = os.open("sub//f", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=d)
+rec("write", os.write, fd, b"12345")
+os.close(fd)
+rec("openat excl", os.open, "sub/f", os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+    dir_fd=d)
+s = os.open("sub", os.O_RDONLY | os.O_DIRECTORY, dir_fd=d)
+rec("fstatat", os.stat, "f", dir_fd=s)
+rec("fstatat dotdot", os.stat, "../sub/./f", dir_fd=s)
+rec("fstatat missing", os.stat, "nope", dir_fd=s)
+rec("fstatat dir", os.stat, "..", dir_fd=s)
+rec("faccessat", os.access, "f", os.R_OK, dir_fd=s)
+rec("listdir fd", os.listdir, d)
+rec("listdir sub", os.listdir, s)
+rec("scandir", lambda: sorted((e.name, e.is_dir()) for e in os.scandir(d)))
+rec("renameat", os.rename, "f", "g", src_dir_fd=s, dst_dir_fd=s)
+rec("openat read", lambda: os.read(os.open("g", os.O_RDONLY, dir_fd=s), 9))
+rec("read dir fd", os.read, s, 4)
+rec("openat file as dir", os.open, "g", os.O_RDONLY | os.O_DIRECTORY,
+    dir_fd=s)
+rec("unlinkat dir", os.rmdir, "sub", dir_fd=d)
+rec("unlinkat", os.unlink, "g", dir_fd=s)
+rec("unlinkat dir as file", os.unlink, "sub", dir_fd=d)
+rec("unlinkat dir now", os.rmdir, "sub", dir_fd=d)
+rec("listdir after", os.listdir, d)
+os.close(s)
+os.close(d)
+os.rmdir(root + "/t")
+print("\n".join(out))
+'''
+
+
+def test_at_calls_on_directory_descriptors(cluster, uniq, tmp_path):
+    """openat/fstatat/faccessat/mkdirat/unlinkat/renameat relative to a
+    Galley directory descriptor, fstat and read of it, and listing it
+    (fdopendir of a dup) give what they give on a local directory."""
+    local = tmp_path / "local"
+    local.mkdir()
+    want = gt.run(["python3", "-c", AT_CALLS, local])
+    assert want.returncode == 0, describe(want)
+    d, got = _mapped(cluster, tmp_path, uniq, 'python3 -c "$2" "$1"',
+                     AT_CALLS)
+    assert got.returncode == 0, describe(got)
+    assert got.stdout == want.stdout, (want.stdout, got.stdout)
+    assert list(d.iterdir()) == [], list(d.iterdir())

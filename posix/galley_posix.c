@@ -21,6 +21,13 @@
  *     them all against glibc's symbol table).  The table maps the number
  *     to a px_file: the striped id, access mode, and the file offset,
  *     shared by dup'ed descriptors as POSIX requires.
+ *   - A directory opened (open/openat of a Galley directory, opendir) is a
+ *     descriptor too (px_file.dir): the *at calls resolve relative names
+ *     under it, fdopendir lists it, so programs that walk a tree by
+ *     descriptor (find, rm -r, cp -r) work.  A directory made with mkdir
+ *     is kept by a marker name (px_dir.c) while it is empty.
+ *   - A file made by open(O_CREAT) is opened for I/O at the first call
+ *     that needs it (px_sid): a create + close costs the create alone.
  *   - Data moves with gfs_striped_read/write (one transfer per server, no
  *     client cache), so after write() returns the bytes are visible to the
  *     MPI-IO driver, a mount, and other processes; fsync is gfs_striped_sync.
@@ -57,7 +64,8 @@
  * close, dup, fcntl); px_lock.c (fcntl locks, lockf, flock); px_data.c (read,
  * write, seek, truncate, sync); px_copy.c (copy_file_range, sendfile,
  * splice, fallocate); px_sys.c (syscall(), ioctl); px_names.c (stat, access,
- * unlink, rename, xattr); px_dir.c (opendir, readdir); px_stdio.c (fopen,
+ * unlink, rename, xattr); px_dir.c (opendir, fdopendir, readdir, mkdir,
+ * rmdir); px_stdio.c (fopen,
  * fdopen, fileno). px_internal.h declares what they share.
  */
 #define _GNU_SOURCE
@@ -146,11 +154,13 @@ int px_start(void)
 {
     if (px_forked)
         return GFS_ESERVERDOWN;
+    if (__atomic_load_n(&px_client, __ATOMIC_ACQUIRE) == 1)
+        return 0; /* running: every call after the first */
     pthread_once(&px_atfork_once, px_register_atfork);
     pthread_mutex_lock(&px_client_lock);
     if (px_client == 0) {
         int rc = gfs_init(NULL);
-        px_client = rc < 0 ? rc : 1;
+        __atomic_store_n(&px_client, rc < 0 ? rc : 1, __ATOMIC_RELEASE);
         if (rc < 0)
             fprintf(stderr,
                     "libgalley-posix: cannot start the galley "
@@ -185,13 +195,34 @@ void px_put(px_file *f)
     int left = --f->refs;
     pthread_mutex_unlock(&px_lock);
     if (left == 0) {
-        if (!px_forked) {
+        if (!px_forked && f->sid >= 0) {
             px_lock_last(f);
             gfs_striped_close(f->sid);
         }
         pthread_mutex_destroy(&f->lock);
         free(f);
     }
+}
+
+/* f's striped file id, opening the file now if its open was put off (a
+ * file this process has just made: px_open); a gfs error if that fails,
+ * -1 for a directory. */
+static pthread_mutex_t px_sid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int px_sid(px_file *f)
+{
+    int sid = __atomic_load_n(&f->sid, __ATOMIC_ACQUIRE);
+    if (sid >= 0 || f->dir)
+        return sid;
+    pthread_mutex_lock(&px_sid_lock);
+    sid = f->sid;
+    if (sid < 0) {
+        sid = px_forked ? GFS_ESERVERDOWN : gfs_striped_open(f->name);
+        if (sid >= 0)
+            __atomic_store_n(&f->sid, sid, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&px_sid_lock);
+    return sid;
 }
 
 /* Point descriptor fd at f (taking a reference); whatever fd held before

@@ -25,13 +25,16 @@ int64_t px_pread(px_file *f, void *buf, size_t n, int64_t off)
 {
     if (px_forked)
         return GFS_ESERVERDOWN;
+    if (f->dir)
+        return -EISDIR;
     if ((f->flags & O_ACCMODE) == O_WRONLY)
         return -EBADF;
     if (off < 0)
         return -EINVAL;
     if (n == 0)
         return 0;
-    return gfs_striped_read(f->sid, off, buf, (int64_t)n);
+    int sid = px_sid(f);
+    return sid < 0 ? sid : gfs_striped_read(sid, off, buf, (int64_t)n);
 }
 
 int64_t px_pwrite(px_file *f, const void *buf, size_t n, int64_t off)
@@ -44,7 +47,8 @@ int64_t px_pwrite(px_file *f, const void *buf, size_t n, int64_t off)
         return -EINVAL;
     if (n == 0)
         return 0;
-    return gfs_striped_write(f->sid, off, buf, (int64_t)n);
+    int sid = px_sid(f);
+    return sid < 0 ? sid : gfs_striped_write(sid, off, buf, (int64_t)n);
 }
 
 /* read()/write() at the shared offset (and at the end for O_APPEND, or
@@ -54,7 +58,7 @@ static ssize_t px_rw(px_file *f, void *buf, size_t n, bool wr, bool append)
     pthread_mutex_lock(&f->lock);
     int64_t off = f->off, k;
     if (wr && (append || (f->flags & O_APPEND))) {
-        off = gfs_striped_size(f->sid);
+        off = gfs_striped_size(px_sid(f));
         if (off < 0) {
             pthread_mutex_unlock(&f->lock);
             return px_fail(off);
@@ -132,7 +136,7 @@ static off_t px_lseek(px_file *f, off_t off, int whence)
     pthread_mutex_lock(&f->lock);
     int64_t size = -1;
     if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE) {
-        size = px_forked ? GFS_ESERVERDOWN : gfs_striped_size(f->sid);
+        size = px_forked ? GFS_ESERVERDOWN : gfs_striped_size(px_sid(f));
         if (size < 0) {
             pthread_mutex_unlock(&f->lock);
             return px_fail(size);
@@ -283,13 +287,13 @@ static ssize_t px_rwv2(px_file *f, const struct iovec *iov, int cnt,
     }
     bool append = wr && (flags & RWF_APPEND);
     if (append && off != -1) { /* at the end; the offset stays */
-        off = px_forked ? GFS_ESERVERDOWN : gfs_striped_size(f->sid);
+        off = px_forked ? GFS_ESERVERDOWN : gfs_striped_size(px_sid(f));
         if (off < 0)
             return px_fail(off);
     }
     ssize_t k = px_rwv(f, iov, cnt, off, wr, append);
     if (k >= 0 && wr && (flags & (RWF_DSYNC | RWF_SYNC))) {
-        int rc = gfs_striped_sync(f->sid);
+        int rc = gfs_striped_sync(px_sid(f));
         if (rc)
             return px_fail(rc);
     }
@@ -402,7 +406,7 @@ PX_EXPORT int ftruncate(int fd, off_t size)
     int rc = (f->flags & O_ACCMODE) == O_RDONLY ? -EINVAL
              : size < 0                         ? -EINVAL
              : px_forked                        ? GFS_ESERVERDOWN
-                         : gfs_striped_truncate(f->sid, size);
+                         : gfs_striped_truncate(px_sid(f), size);
     px_put(f);
     return rc ? px_fail(rc) : 0;
 }
@@ -437,7 +441,7 @@ static int px_sync(int fd, bool data)
     px_file *f = px_get(fd);
     if (!f)
         return data ? REAL(fdatasync)(fd) : REAL(fsync)(fd);
-    int rc = px_forked ? GFS_ESERVERDOWN : gfs_striped_sync(f->sid);
+    int rc = px_forked ? GFS_ESERVERDOWN : gfs_striped_sync(px_sid(f));
     px_put(f);
     return rc ? px_fail(rc) : 0;
 }

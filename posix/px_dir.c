@@ -1,6 +1,6 @@
 /*
- * px_dir.c -- opendir/readdir on galley: directories in
- * libgalley-posix.so (see galley_posix.c).
+ * px_dir.c -- directories in libgalley-posix.so (see galley_posix.c):
+ * opendir/fdopendir/readdir of Galley directories, mkdir and rmdir.
  *
  * Threads: any.  px_dir_lock guards the table of open directories; a
  * stream itself, as with libc's, is used by one thread at a time.
@@ -16,7 +16,7 @@
  * ------------------------------------------------------------------------ */
 
 typedef struct px_dir {
-    int fd; /* a reserved descriptor for dirfd() */
+    int fd; /* our directory descriptor, for dirfd() */
     size_t n, pos, cap;
     struct dirent64 *ents;
 } px_dir;
@@ -81,7 +81,9 @@ static int px_list_cb(const char *name, void *arg)
     return px_dir_add(l->g, rest, n, rest[n] == '/' ? DT_DIR : DT_REG);
 }
 
-static DIR *px_opendir(const char *name)
+/* A stream listing directory `name` (which must be one) over descriptor
+ * fd (-1: a new directory descriptor); NULL with errno. */
+static DIR *px_dir_stream(const char *name, int fd)
 {
     struct stat st;
     if (px_stat_path(name, &st))
@@ -105,8 +107,9 @@ static DIR *px_opendir(const char *name)
         rc = px_dir_add(g, "..", 2, DT_DIR);
     if (!rc)
         rc = gfs_list_files(prefix, px_list_cb, &l);
+    g->fd = -1;
     if (rc == 0) {
-        g->fd = px_placeholder(O_CLOEXEC);
+        g->fd = fd >= 0 ? fd : px_dir_fd(name, O_CLOEXEC);
         rc = g->fd < 0 ? -errno : -EMFILE;
         pthread_mutex_lock(&px_dir_lock);
         for (int i = 0; g->fd >= 0 && i < PX_NDIRS; i++)
@@ -119,8 +122,8 @@ static DIR *px_opendir(const char *name)
         pthread_mutex_unlock(&px_dir_lock);
     }
     if (rc) {
-        if (g->fd > 0)
-            REAL(close)(g->fd);
+        if (g->fd >= 0 && g->fd != fd)
+            close(g->fd);
         free(g->ents);
         free(g);
         px_fail(rc);
@@ -133,8 +136,26 @@ PX_EXPORT DIR *opendir(const char *path)
 {
     const char *name = px_name(path);
     if (name && !px_from_mount)
-        return px_opendir(name);
+        return px_dir_stream(name, -1);
     return REAL(opendir)(path);
+}
+
+/* A stream over our directory descriptor fd (px_open of a directory),
+ * which closedir closes. */
+PX_EXPORT DIR *fdopendir(int fd)
+{
+    px_file *f = px_get(fd);
+    if (!f)
+        return REAL(fdopendir)(fd);
+    char name[GFS_NAME_MAX + 1];
+    bool dir = f->dir;
+    snprintf(name, sizeof(name), "%s", f->name);
+    px_put(f);
+    if (!dir) {
+        errno = ENOTDIR;
+        return NULL;
+    }
+    return px_dir_stream(name, fd);
 }
 
 PX_EXPORT struct dirent64 *readdir64(DIR *d)
@@ -181,8 +202,108 @@ PX_EXPORT int closedir(DIR *d)
             __atomic_sub_fetch(&px_ndirs_open, 1, __ATOMIC_RELEASE);
         }
     pthread_mutex_unlock(&px_dir_lock);
-    REAL(close)(g->fd);
+    close(g->fd); /* our directory descriptor (px_dir_fd) */
     free(g->ents);
     free(g);
     return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * mkdir and rmdir: a directory made with mkdir is kept by its marker
+ * (px_dir_marker), so it stays while empty and every process sees it;
+ * one that some file's name implies needs none.
+ * ------------------------------------------------------------------------ */
+
+static int px_mkdir(const char *name)
+{
+    struct stat st;
+    int rc = px_stat_name(name, &st);
+    if (rc != -ENOENT)
+        return rc ? px_fail(rc) : px_fail(-EEXIST);
+    const char *slash = strrchr(name, '/');
+    if (slash && slash != name) { /* the parent must be a directory */
+        char parent[GFS_NAME_MAX + 1];
+        snprintf(parent, sizeof(parent), "%.*s", (int)(slash - name), name);
+        rc = px_stat_name(parent, &st);
+        if (!rc && !S_ISDIR(st.st_mode))
+            rc = -ENOTDIR;
+        if (rc)
+            return px_fail(rc);
+    }
+    char mbuf[GFS_NAME_MAX + 2];
+    const char *marker = px_dir_marker(name, mbuf);
+    if (!marker)
+        return px_fail(-ENAMETOOLONG);
+    rc = gfs_create_striped(marker, 1, NULL, 0, NULL);
+    return rc ? px_fail(rc) : 0;
+}
+
+typedef struct px_emptiness {
+    const char *marker;
+    bool marked, other;
+} px_emptiness;
+
+static int px_empty_cb(const char *name, void *arg)
+{
+    px_emptiness *e = arg;
+    if (strcmp(name, e->marker) == 0) {
+        e->marked = true;
+        return 0;
+    }
+    e->other = true;
+    return 1;
+}
+
+int px_rmdir(const char *name)
+{
+    int rc = px_start();
+    if (rc)
+        return px_fail(rc);
+    if (px_mapped_root(name) || !*name || strcmp(name, "/") == 0)
+        return px_fail(-EBUSY);
+    int64_t size;
+    rc = gfs_striped_stat(name, &size, NULL);
+    if (rc >= 0 || rc == GFS_ELAYOUT)
+        return px_fail(-ENOTDIR);
+    if (rc != -ENOENT)
+        return px_fail(rc);
+    char mbuf[GFS_NAME_MAX + 2];
+    px_emptiness e = {px_dir_marker(name, mbuf), false, false};
+    if (!e.marker)
+        return px_fail(-ENOENT);
+    rc = gfs_list_files(e.marker, px_empty_cb, &e);
+    if (rc < 0)
+        return px_fail(rc);
+    if (e.other)
+        return px_fail(-ENOTEMPTY);
+    if (!e.marked)
+        return px_fail(-ENOENT);
+    rc = gfs_delete_file(e.marker);
+    return rc ? px_fail(rc) : 0;
+}
+
+PX_EXPORT int mkdir(const char *path, mode_t mode)
+{
+    const char *name = px_name(path);
+    if (!name || px_from_mount)
+        return REAL(mkdir)(path, mode);
+    int rc = px_start();
+    return rc ? px_fail(rc) : px_mkdir(name);
+}
+
+PX_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+    const char *name = px_name_at(dirfd, path);
+    if (!name || px_from_mount)
+        return REAL(mkdirat)(dirfd, path, mode);
+    int rc = px_start();
+    return rc ? px_fail(rc) : px_mkdir(name);
+}
+
+PX_EXPORT int rmdir(const char *path)
+{
+    const char *name = px_name(path);
+    if (!name || px_from_mount)
+        return REAL(rmdir)(path);
+    return px_rmdir(name);
 }

@@ -14,7 +14,8 @@
  *   px_copy.c       copy_file_range, sendfile, splice, fallocate
  *   px_sys.c        syscall() and ioctl on Galley descriptors
  *   px_names.c      stat family, access, unlink, rename, xattr
- *   px_dir.c        opendir/readdir of galley: directories
+ *   px_attr.c       chmod/chown/utime families: accepted, nothing kept
+ *   px_dir.c        directories: opendir/readdir/fdopendir, mkdir, rmdir
  *   px_stdio.c      fopen/fdopen/fileno over fopencookie
  */
 #ifndef PX_INTERNAL_H
@@ -38,8 +39,10 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "galley.h"
 
@@ -128,7 +131,27 @@
     X(readdir64, struct dirent64 *, (DIR *))                                   \
     X(closedir, int, (DIR *))                                                  \
     X(dirfd, int, (DIR *))                                                     \
-    X(rewinddir, void, (DIR *))
+    X(rewinddir, void, (DIR *))                                                \
+    X(fdopendir, DIR *, (int))                                                 \
+    X(mkdir, int, (const char *, mode_t))                                      \
+    X(mkdirat, int, (int, const char *, mode_t))                               \
+    X(rmdir, int, (const char *))                                              \
+    X(chmod, int, (const char *, mode_t))                                      \
+    X(fchmod, int, (int, mode_t))                                              \
+    X(fchmodat, int, (int, const char *, mode_t, int))                         \
+    X(chown, int, (const char *, uid_t, gid_t))                                \
+    X(lchown, int, (const char *, uid_t, gid_t))                               \
+    X(fchown, int, (int, uid_t, gid_t))                                        \
+    X(fchownat, int, (int, const char *, uid_t, gid_t, int))                   \
+    X(utimensat, int, (int, const char *, const struct timespec *, int))       \
+    X(futimens, int, (int, const struct timespec *))                           \
+    X(utimes, int, (const char *, const struct timeval *))                     \
+    X(utime, int, (const char *, const struct utimbuf *))                      \
+    X(fgetxattr, ssize_t, (int, const char *, void *, size_t))                 \
+    X(flistxattr, ssize_t, (int, char *, size_t))                              \
+    X(setxattr, int, (const char *, const char *, const void *, size_t, int))  \
+    X(lsetxattr, int, (const char *, const char *, const void *, size_t, int)) \
+    X(fsetxattr, int, (int, const char *, const void *, size_t, int))
 
 #define PX_X_PTR(name, ret, args) extern ret(*real_##name) args;
 PX_REAL_TABLE(PX_X_PTR)
@@ -150,13 +173,14 @@ void px_resolve(void);
  * ------------------------------------------------------------------------ */
 
 typedef struct px_file {
-    int refs; /* descriptors pointing here + calls in progress (px_lock) */
-    int sid;
+    int refs;  /* descriptors pointing here + calls in progress (px_lock) */
+    int sid;   /* -1 until px_sid opens it, and for a directory */
     int flags; /* O_ACCMODE bits and O_APPEND */
     int64_t off;
     uint64_t ino;
     uint64_t owner;       /* lock owner of this open file description */
     bool ofd_locked;      /* has taken OFD or flock locks (atomic) */
+    bool dir;             /* a directory (sid -1): for the *at calls */
     pthread_mutex_t lock; /* guards off */
     char name[GFS_NAME_MAX + 1];
 } px_file;
@@ -180,6 +204,7 @@ int px_errno(int64_t rc);
 int px_fail(int64_t rc);
 int px_start(void);
 px_file *px_get(int fd);
+int px_sid(px_file *f);
 void px_put(px_file *f);
 void px_install(int fd, px_file *f);
 void px_forget(int fd);
@@ -190,13 +215,17 @@ uint64_t px_hash(const char *s);
  * ------------------------------------------------------------------------ */
 
 extern __thread bool px_from_mount; /* px_name's last answer was a mount's */
+extern __thread bool px_dir_only;   /* its path named a directory only */
 const char *px_name(const char *path);
+const char *px_name_at(int dirfd, const char *path);
+bool px_mapped_root(const char *name);
 
 /* ------------------------------------------------------------------------
  * Shared by the calls (px_open.c, px_names.c)
  * ------------------------------------------------------------------------ */
 
 int px_open(const char *name, int flags, mode_t mode);
+int px_dir_fd(const char *name, int flags);
 
 /* Data (px_data.c): px_pread/px_pwrite at off on our file (bytes or a
  * gfs error); px_io, one read or write on any descriptor (off -1: at its
@@ -217,6 +246,15 @@ void px_lock_last(px_file *f);
 uint64_t px_lock_new_owner(void);
 int px_is_dir(const char *name);
 int px_stat_path(const char *name, struct stat *st);
+
+/* Names and directories (px_names.c, px_dir.c): px_stat_name answers 0
+ * or a gfs error; px_dir_marker the name that keeps a directory made with
+ * mkdir (buf: GFS_NAME_MAX + 2 bytes); px_rmdir -1 with errno or 0. */
+int px_stat_name(const char *name, struct stat *st);
+void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
+                  bool dir);
+const char *px_dir_marker(const char *name, char *buf);
+int px_rmdir(const char *name);
 
 #pragma GCC visibility pop
 

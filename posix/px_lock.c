@@ -80,14 +80,14 @@ static bool lockset_take(uint64_t ino)
 
 void px_lock_closing(px_file *f)
 {
-    if (f && !px_forked && lockset_take(f->ino))
-        gfs_striped_plock_release(f->sid, 0);
+    if (f && !px_forked && !f->dir && lockset_take(f->ino))
+        gfs_striped_plock_release(px_sid(f), 0);
 }
 
 void px_lock_last(px_file *f)
 {
     if (__atomic_load_n(&f->ofd_locked, __ATOMIC_ACQUIRE))
-        gfs_striped_plock_release(f->sid, f->owner);
+        gfs_striped_plock_release(px_sid(f), f->owner);
 }
 
 /* The byte range of fl on f: [*start, *start + *len), len 0 = to the end. */
@@ -105,7 +105,7 @@ static int lock_range(px_file *f, const struct flock *fl, int64_t *start,
         pthread_mutex_unlock(&f->lock);
         break;
     case SEEK_END:
-        base = gfs_striped_size(f->sid);
+        base = gfs_striped_size(px_sid(f));
         if (base < 0)
             return (int)base;
         break;
@@ -165,7 +165,7 @@ int px_lock_fcntl(px_file *f, int cmd, void *arg)
     if (rc)
         return px_fail(rc);
     if (get) {
-        rc = gfs_striped_plock_test(f->sid, &lk, 0);
+        rc = gfs_striped_plock_test(px_sid(f), &lk, 0);
         if (rc)
             return px_fail(rc);
         if (lk.type == GFS_PLOCK_UNLOCK) {
@@ -180,7 +180,7 @@ int px_lock_fcntl(px_file *f, int cmd, void *arg)
         return 0;
     }
     bool wait = cmd == F_SETLKW || cmd == F_OFD_SETLKW;
-    rc = gfs_striped_plock(f->sid, &lk, wait ? GFS_PLOCK_WAIT : 0);
+    rc = gfs_striped_plock(px_sid(f), &lk, wait ? GFS_PLOCK_WAIT : 0);
     if (rc)
         return px_fail(rc);
     if (type != GFS_PLOCK_UNLOCK) {
@@ -221,7 +221,7 @@ PX_EXPORT int flock(int fd, int op)
     int rc = px_forked ? GFS_ESERVERDOWN : 0;
     if (!rc) {
         gfs_plock lk = {.owner = f->owner, .type = type, .pid = -1};
-        rc = gfs_striped_plock(f->sid, &lk, flags);
+        rc = gfs_striped_plock(px_sid(f), &lk, flags);
     }
     if (!rc && type != GFS_PLOCK_UNLOCK)
         __atomic_store_n(&f->ofd_locked, true, __ATOMIC_RELEASE);

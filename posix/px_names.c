@@ -40,28 +40,32 @@ int px_is_dir(const char *name)
 }
 
 static struct timespec px_t0;
+static uid_t px_uid;
+static gid_t px_gid;
 static void px_set_t0(void)
 {
     clock_gettime(CLOCK_REALTIME, &px_t0);
+    px_uid = getuid();
+    px_gid = getgid();
 }
 
-static void px_fill_stat(struct stat *st, const char *name, int64_t size,
-                         int64_t unit, bool dir)
+void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
+                  bool dir)
 {
     memset(st, 0, sizeof(*st));
     st->st_dev = PX_DEV;
     st->st_ino = px_hash(name);
     st->st_mode = dir ? (S_IFDIR | 0755) : (S_IFREG | 0644);
     st->st_nlink = dir ? 2 : 1;
-    st->st_uid = getuid();
-    st->st_gid = getgid();
+    static pthread_once_t t0_once = PTHREAD_ONCE_INIT;
+    pthread_once(&t0_once, px_set_t0);
+    st->st_uid = px_uid; /* the process's at its first stat */
+    st->st_gid = px_gid;
     st->st_size = size;
     st->st_blksize = unit > 0 ? unit : GFS_DEFAULT_STRIPE_UNIT;
     st->st_blocks = (size + 511) / 512;
     /* Galley keeps no times: report one fixed time (this process's first
      * stat), so tools that watch for changes (tar) see none. */
-    static pthread_once_t t0_once = PTHREAD_ONCE_INIT;
-    pthread_once(&t0_once, px_set_t0);
     st->st_atim = st->st_mtim = st->st_ctim = px_t0;
 }
 
@@ -77,15 +81,51 @@ static int px_stat_sid(int sid, const char *name, struct stat *st)
     return 0;
 }
 
-/* stat by Galley name: a striped file, an implied directory, or -ENOENT. */
-static int px_stat_name(const char *name, struct stat *st)
+/* The name that marks directory `name` as made by mkdir: "name/", a
+ * file of one subfile that no listing shows (its last component is
+ * empty), so the directory stays while it is empty; NULL if too long. */
+const char *px_dir_marker(const char *name, char *buf)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n + 1 > GFS_NAME_MAX)
+        return NULL;
+    memcpy(buf, name, n);
+    buf[n] = '/';
+    buf[n + 1] = '\0';
+    return buf;
+}
+
+/* Is `name`, which names no file, a directory: a mapped directory, one
+ * made with mkdir (its marker), or one some file's name implies?  1 yes,
+ * 0 no, negative error. */
+static int px_dir_exists(const char *name)
+{
+    if (px_mapped_root(name))
+        return 1;
+    char mbuf[GFS_NAME_MAX + 2];
+    const char *marker = px_dir_marker(name, mbuf);
+    if (marker) {
+        int64_t size;
+        int rc = gfs_striped_stat(marker, &size, NULL);
+        if (rc >= 0 || rc == GFS_ELAYOUT)
+            return 1;
+        if (rc != -ENOENT)
+            return rc;
+    }
+    return px_is_dir(name);
+}
+
+/* stat by Galley name: a striped file, a directory, or -ENOENT. */
+int px_stat_name(const char *name, struct stat *st)
 {
     int rc = px_start();
     if (rc)
         return rc;
     int64_t size;
     gfs_layout lay;
-    int sid = *name ? gfs_striped_stat(name, &size, &lay) : -ENOENT;
+    int sid = *name && !px_mapped_root(name)
+                  ? gfs_striped_stat(name, &size, &lay)
+                  : -ENOENT;
     if (sid >= 0) { /* without opening it: two round trips */
         px_fill_stat(st, name, size, lay.unit, false);
         return 0;
@@ -96,7 +136,7 @@ static int px_stat_name(const char *name, struct stat *st)
     }
     if (sid != -ENOENT)
         return sid;
-    rc = px_is_dir(name);
+    rc = *name ? px_dir_exists(name) : 0;
     if (rc < 0)
         return rc;
     if (!rc)
@@ -104,22 +144,26 @@ static int px_stat_name(const char *name, struct stat *st)
     px_fill_stat(st, name, 0, 0, true);
     return 0;
 }
+
 static int px_unlink(const char *name)
 {
     int rc = px_start();
     if (!rc)
         rc = gfs_delete_file(name);
-    if (rc == -ENOENT && px_is_dir(name) == 1)
+    if (rc == -ENOENT && px_dir_exists(name) == 1)
         rc = -EISDIR;
     return rc ? px_fail(rc) : 0;
 }
 
-/* Both names must be galley: names (see px_rename.c). */
+/* Both names must be galley: names (see px_rename.c).  A directory is not
+ * renamed: EXDEV, on which mv copies the tree and removes the old one. */
 static int px_rename(const char *from, const char *to)
 {
     int rc = px_start();
     if (!rc)
         rc = px_rename_file(from, to);
+    if (rc == -ENOENT && px_dir_exists(from) == 1)
+        rc = -EXDEV;
     return rc ? px_fail(rc) : 0;
 }
 
@@ -129,7 +173,15 @@ static int px_rename(const char *from, const char *to)
 
 static int px_fstat(px_file *f, struct stat *st)
 {
-    int rc = px_forked ? GFS_ESERVERDOWN : px_stat_sid(f->sid, f->name, st);
+    int rc = 0;
+    if (px_forked)
+        rc = GFS_ESERVERDOWN;
+    else if (f->dir)
+        px_fill_stat(st, f->name, 0, 0, true);
+    else if (__atomic_load_n(&f->sid, __ATOMIC_ACQUIRE) < 0)
+        rc = px_stat_name(f->name, st); /* its open was put off */
+    else
+        rc = px_stat_sid(f->sid, f->name, st);
     return rc ? px_fail(rc) : 0;
 }
 
@@ -148,9 +200,13 @@ PX_EXPORT int fstat64(int fd, struct stat64 *st)
     return fstat(fd, (struct stat *)st);
 }
 
+/* stat of the name px_name just gave (a path ending in "/" must name a
+ * directory). */
 int px_stat_path(const char *name, struct stat *st)
 {
     int rc = px_stat_name(name, st);
+    if (!rc && px_dir_only && !S_ISDIR(st->st_mode))
+        rc = -ENOTDIR;
     return rc ? px_fail(rc) : 0;
 }
 
@@ -191,7 +247,7 @@ PX_EXPORT int lstat64(const char *path, struct stat64 *st)
 
 PX_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-    const char *name = px_name(path);
+    const char *name = px_name_at(dirfd, path);
     if (name)
         return PX_OR_MOUNT(px_stat_path(name, st),
                            REAL(fstatat)(dirfd, path, st, flags));
@@ -260,9 +316,11 @@ PX_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 PX_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
                          int flags)
 {
-    const char *name = px_name(path);
+    const char *name = px_name_at(dirfd, path);
     if (name)
         return px_stat_path(name, st);
+    if (*path == '\0' && (flags & AT_EMPTY_PATH) && px_fds_has(dirfd))
+        return __fxstat(ver, dirfd, st);
     return HAVE_REAL(__fxstatat) ? real___fxstatat(ver, dirfd, path, st, flags)
                                  : REAL(fstatat)(dirfd, path, st, flags);
 }
@@ -296,7 +354,7 @@ PX_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
                     struct statx *sx)
 {
     struct stat st;
-    const char *name = px_name(path);
+    const char *name = px_name_at(dirfd, path);
     if (name) {
         bool via_mount = px_from_mount;
         if (px_stat_path(name, &st) == 0) {
@@ -341,7 +399,7 @@ PX_EXPORT int access(const char *path, int amode)
 
 PX_EXPORT int faccessat(int dirfd, const char *path, int amode, int flags)
 {
-    const char *name = px_name(path);
+    const char *name = px_name_at(dirfd, path);
     return name ? px_access(name, amode)
                 : REAL(faccessat)(dirfd, path, amode, flags);
 }
@@ -358,17 +416,10 @@ PX_EXPORT int unlink(const char *path)
 
 PX_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
-    const char *name = px_name(path);
-    if (!name)
+    const char *name = px_name_at(dirfd, path);
+    if (!name || ((flags & AT_REMOVEDIR) && px_from_mount))
         return REAL(unlinkat)(dirfd, path, flags);
-    if (flags & AT_REMOVEDIR) { /* implied directories vanish by themselves */
-        struct stat st;
-        if (px_stat_path(name, &st))
-            return -1;
-        errno = S_ISDIR(st.st_mode) ? ENOTEMPTY : ENOTDIR;
-        return -1;
-    }
-    return px_unlink(name);
+    return (flags & AT_REMOVEDIR) ? px_rmdir(name) : px_unlink(name);
 }
 
 PX_EXPORT int remove(const char *path)
@@ -377,9 +428,10 @@ PX_EXPORT int remove(const char *path)
     return name ? px_unlink(name) : REAL(remove)(path);
 }
 
-static int px_rename_paths(const char *from, const char *to)
+static int px_rename_paths(int fromfd, const char *from, int tofd,
+                           const char *to)
 {
-    const char *a = px_name(from), *b = px_name(to);
+    const char *a = px_name_at(fromfd, from), *b = px_name_at(tofd, to);
     if (!a && !b)
         return 1; /* not ours */
     if (!a || !b) {
@@ -391,34 +443,35 @@ static int px_rename_paths(const char *from, const char *to)
 
 PX_EXPORT int rename(const char *from, const char *to)
 {
-    int rc = px_rename_paths(from, to);
+    int rc = px_rename_paths(AT_FDCWD, from, AT_FDCWD, to);
     return rc == 1 ? REAL(rename)(from, to) : rc;
 }
 
 PX_EXPORT int renameat(int fromfd, const char *from, int tofd, const char *to)
 {
-    int rc = px_rename_paths(from, to);
+    int rc = px_rename_paths(fromfd, from, tofd, to);
     return rc == 1 ? REAL(renameat)(fromfd, from, tofd, to) : rc;
 }
 
 PX_EXPORT int renameat2(int fromfd, const char *from, int tofd, const char *to,
                         unsigned flags)
 {
-    if (!px_name(from) && !px_name(to))
+    if (!px_name_at(fromfd, from) && !px_name_at(tofd, to))
         return REAL(renameat2)(fromfd, from, tofd, to, flags);
     if (flags & ~RENAME_NOREPLACE) {
         errno = EINVAL;
         return -1;
     }
-    if ((flags & RENAME_NOREPLACE) && px_name(to)) {
+    const char *b = px_name_at(tofd, to);
+    if ((flags & RENAME_NOREPLACE) && b) {
         struct stat st;
-        int rc = px_stat_name(px_name(to), &st);
+        int rc = px_stat_name(b, &st);
         if (rc != -ENOENT) {
             errno = rc ? px_errno(rc) : EEXIST;
             return -1;
         }
     }
-    return px_rename_paths(from, to);
+    return px_rename_paths(fromfd, from, tofd, to);
 }
 
 /* Galley keeps no extended attributes (ls -l asks for ACLs). */

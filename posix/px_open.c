@@ -19,7 +19,77 @@ static int px_env_int(const char *var, int dflt)
     return v && *v ? atoi(v) : dflt;
 }
 
-/* Open (and maybe create) a Galley file; returns a descriptor or -1. */
+/* A descriptor for f (sid, flags, name set): 0 and installed, or -1 with
+ * errno and f freed (its file closed). */
+static int px_new_fd(px_file *f, int flags)
+{
+    f->owner = px_lock_new_owner();
+    f->ino = px_hash(f->name);
+    pthread_mutex_init(&f->lock, NULL);
+    int fd = px_placeholder(flags);
+    if (fd < 0 || fd >= PX_NFD) {
+        int e = fd < 0 ? errno : EMFILE;
+        if (fd >= 0)
+            REAL(close)(fd);
+        if (f->sid >= 0)
+            gfs_striped_close(f->sid);
+        pthread_mutex_destroy(&f->lock);
+        free(f);
+        errno = e;
+        return -1;
+    }
+    px_install(fd, f);
+    return fd;
+}
+
+/* A read-only descriptor of directory `name` (known to be one): what the
+ * *at calls resolve relative names under, fstat answers for, and
+ * fdopendir lists; -1 with errno. */
+int px_dir_fd(const char *name, int flags)
+{
+    px_file *f = calloc(1, sizeof(*f));
+    if (!f)
+        return px_fail(-ENOMEM);
+    f->sid = -1;
+    f->dir = true;
+    f->flags = O_RDONLY;
+    snprintf(f->name, sizeof(f->name), "%s", name);
+    return px_new_fd(f, flags);
+}
+
+static int px_open_dir(const char *name, int flags)
+{
+    struct stat st;
+    int rc = px_stat_name(name, &st);
+    if (!rc && !S_ISDIR(st.st_mode))
+        rc = -ENOTDIR;
+    if (!rc && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_CREAT)))
+        rc = -EISDIR;
+    return rc ? px_fail(rc) : px_dir_fd(name, flags);
+}
+
+/* Create name's striped file if flags say so (0, or a gfs error);
+ * *exists: it was there already. */
+static int px_create(const char *name, int flags, bool *exists)
+{
+    *exists = false;
+    if (!(flags & O_CREAT))
+        return 0;
+    int nserv = gfs_num_servers();
+    int nsub = px_env_int("GALLEY_POSIX_SUBFILES", nserv);
+    if (nsub <= 0 || nsub > nserv)
+        nsub = nserv;
+    int64_t unit = px_env_int("GALLEY_POSIX_UNIT", 0);
+    int rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
+    *exists = rc == -EEXIST;
+    if (*exists && !(flags & O_EXCL))
+        rc = 0;
+    return rc;
+}
+
+/* Open (and maybe create) a Galley file, or open a directory read-only
+ * (a path px_name just mapped that ends in "/" must be one); returns a
+ * descriptor or -1. */
 int px_open(const char *name, int flags, mode_t mode)
 {
     (void)mode;
@@ -28,28 +98,28 @@ int px_open(const char *name, int flags, mode_t mode)
         return px_fail(rc);
     if (*name == '\0')
         return px_fail(-ENOENT);
-    if (flags & O_DIRECTORY)
-        return px_fail(-ENOTDIR);
+    if ((flags & O_DIRECTORY) || px_dir_only)
+        return px_open_dir(name, flags);
     int acc = flags & O_ACCMODE;
     int sid;
+    bool deferred = false;
     /* Another process may be creating the same name right now (every rank
      * of an MPI job opens with O_CREAT): its reservation answers -EEXIST
      * but the name has no record yet, so the open says -ENOENT.  Try again
      * for up to about two seconds, until its create is done or gone. */
     for (int tries = 0;; tries++) {
-        bool exists = false;
-        if (flags & O_CREAT) {
-            int nserv = gfs_num_servers();
-            int nsub = px_env_int("GALLEY_POSIX_SUBFILES", nserv);
-            if (nsub <= 0 || nsub > nserv)
-                nsub = nserv;
-            int64_t unit = px_env_int("GALLEY_POSIX_UNIT", 0);
-            rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
-            exists = rc == -EEXIST;
-            if (exists && !(flags & O_EXCL))
-                rc = 0;
-            if (rc)
-                return px_fail(rc);
+        bool exists;
+        rc = px_create(name, flags, &exists);
+        if (rc)
+            return px_fail(rc);
+        if ((flags & O_CREAT) && !exists) {
+            /* A new file: its open is put off until a call needs it
+             * (px_sid), so that a create + close, as mdtest's, costs the
+             * create alone and leaves the size it knows in the client's
+             * cache for the next stat. */
+            sid = -1;
+            deferred = true;
+            break;
         }
         sid = gfs_striped_open(name);
         if (!(exists && sid == -ENOENT && tries < 200))
@@ -57,12 +127,14 @@ int px_open(const char *name, int flags, mode_t mode)
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    if (sid < 0) {
-        if (sid == GFS_ELAYOUT || (sid == -ENOENT && px_is_dir(name) == 1))
-            return px_fail(-EISDIR);
-        return px_fail(sid);
+    if (sid == GFS_ELAYOUT || (sid == -ENOENT && !deferred)) {
+        struct stat st;
+        if (px_stat_name(name, &st) == 0 && S_ISDIR(st.st_mode))
+            return px_open_dir(name, flags);
     }
-    if ((flags & O_TRUNC) && acc != O_RDONLY) {
+    if (sid < 0 && !deferred)
+        return px_fail(sid);
+    if (!deferred && (flags & O_TRUNC) && acc != O_RDONLY) {
         rc = gfs_striped_truncate(sid, 0);
         if (rc) {
             gfs_striped_close(sid);
@@ -71,28 +143,14 @@ int px_open(const char *name, int flags, mode_t mode)
     }
     px_file *f = calloc(1, sizeof(*f));
     if (!f) {
-        gfs_striped_close(sid);
+        if (sid >= 0)
+            gfs_striped_close(sid);
         return px_fail(-ENOMEM);
     }
     f->sid = sid;
     f->flags = flags & (O_ACCMODE | O_APPEND);
-    f->ino = px_hash(name);
-    f->owner = px_lock_new_owner();
     snprintf(f->name, sizeof(f->name), "%s", name);
-    pthread_mutex_init(&f->lock, NULL);
-    int fd = px_placeholder(flags);
-    if (fd < 0 || fd >= PX_NFD) {
-        int e = fd < 0 ? errno : EMFILE;
-        if (fd >= 0)
-            REAL(close)(fd);
-        gfs_striped_close(sid);
-        pthread_mutex_destroy(&f->lock);
-        free(f);
-        errno = e;
-        return -1;
-    }
-    px_install(fd, f);
-    return fd;
+    return px_new_fd(f, flags);
 }
 
 /* ------------------------------------------------------------------------
@@ -113,7 +171,7 @@ PX_EXPORT int open(const char *path, int flags, ...)
     mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
     const char *name = px_name(path);
-    if (name)
+    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
         return px_open(name, flags, mode);
     return REAL(open)(path, flags, mode);
 }
@@ -125,7 +183,7 @@ PX_EXPORT int open64(const char *path, int flags, ...)
     mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
     const char *name = px_name(path);
-    if (name)
+    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
         return px_open(name, flags, mode);
     return REAL(open)(path, flags | O_LARGEFILE, mode);
 }
@@ -146,8 +204,8 @@ PX_EXPORT int openat(int dirfd, const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = px_name(path);
-    if (name)
+    const char *name = px_name_at(dirfd, path);
+    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
         return px_open(name, flags, mode);
     return REAL(openat)(dirfd, path, flags, mode);
 }
@@ -158,8 +216,8 @@ PX_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = px_name(path);
-    if (name)
+    const char *name = px_name_at(dirfd, path);
+    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
         return px_open(name, flags, mode);
     return REAL(openat)(dirfd, path, flags | O_LARGEFILE, mode);
 }

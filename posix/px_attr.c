@@ -1,0 +1,141 @@
+/*
+ * px_attr.c -- modes, owners, times and descriptor xattrs of Galley files
+ * and directories in libgalley-posix.so (see galley_posix.c).  Galley
+ * keeps none of them: on a name that exists (or a descriptor of ours) the
+ * calls that set them succeed and change nothing, so tools that copy them
+ * (cp -a, mv, tar -x) work; a missing name answers ENOENT as libc would.
+ *
+ * Threads: any.
+ */
+#define _GNU_SOURCE
+#include "px_internal.h"
+
+#include <sys/time.h>
+#include <utime.h>
+
+/* 0 if name (just mapped by px_name/px_name_at) exists, else -1. */
+static int px_exists(const char *name)
+{
+    struct stat st;
+    return px_stat_path(name, &st);
+}
+
+/* 0 if fd is ours, 1 if not (libc's then). */
+static int px_ours(int fd)
+{
+    px_file *f = px_get(fd);
+    px_put(f);
+    return f ? 0 : 1;
+}
+
+PX_EXPORT int chmod(const char *path, mode_t mode)
+{
+    const char *name = px_name(path);
+    return name ? px_exists(name) : REAL(chmod)(path, mode);
+}
+
+PX_EXPORT int fchmod(int fd, mode_t mode)
+{
+    return px_ours(fd) ? REAL(fchmod)(fd, mode) : 0;
+}
+
+PX_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+{
+    const char *name = px_name_at(dirfd, path);
+    return name ? px_exists(name) : REAL(fchmodat)(dirfd, path, mode, flags);
+}
+
+PX_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
+{
+    const char *name = px_name(path);
+    return name ? px_exists(name) : REAL(chown)(path, uid, gid);
+}
+
+PX_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
+{
+    const char *name = px_name(path);
+    return name ? px_exists(name) : REAL(lchown)(path, uid, gid);
+}
+
+PX_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
+{
+    return px_ours(fd) ? REAL(fchown)(fd, uid, gid) : 0;
+}
+
+PX_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
+                       int flags)
+{
+    const char *name = px_name_at(dirfd, path);
+    return name ? px_exists(name)
+                : REAL(fchownat)(dirfd, path, uid, gid, flags);
+}
+
+PX_EXPORT int utimensat(int dirfd, const char *path,
+                        const struct timespec times[2], int flags)
+{
+    const char *name = px_name_at(dirfd, path);
+    return name ? px_exists(name) : REAL(utimensat)(dirfd, path, times, flags);
+}
+
+PX_EXPORT int futimens(int fd, const struct timespec times[2])
+{
+    return px_ours(fd) ? REAL(futimens)(fd, times) : 0;
+}
+
+PX_EXPORT int utimes(const char *path, const struct timeval times[2])
+{
+    const char *name = px_name(path);
+    return name ? px_exists(name) : REAL(utimes)(path, times);
+}
+
+PX_EXPORT int utime(const char *path, const struct utimbuf *times)
+{
+    const char *name = px_name(path);
+    return name ? px_exists(name) : REAL(utime)(path, times);
+}
+
+/* Galley keeps no extended attributes (getxattr, listxattr: px_names.c):
+ * setting one answers ENOTSUP, on which cp and mv set the mode alone. */
+static int px_nosetxattr(const char *name)
+{
+    if (px_exists(name))
+        return -1;
+    errno = ENOTSUP;
+    return -1;
+}
+
+PX_EXPORT int setxattr(const char *path, const char *key, const void *v,
+                       size_t n, int flags)
+{
+    const char *name = px_name(path);
+    return name ? px_nosetxattr(name) : REAL(setxattr)(path, key, v, n, flags);
+}
+
+PX_EXPORT int lsetxattr(const char *path, const char *key, const void *v,
+                        size_t n, int flags)
+{
+    const char *name = px_name(path);
+    return name ? px_nosetxattr(name) : REAL(lsetxattr)(path, key, v, n, flags);
+}
+
+PX_EXPORT int fsetxattr(int fd, const char *key, const void *v, size_t n,
+                        int flags)
+{
+    if (px_ours(fd))
+        return REAL(fsetxattr)(fd, key, v, n, flags);
+    errno = ENOTSUP;
+    return -1;
+}
+
+PX_EXPORT ssize_t fgetxattr(int fd, const char *key, void *v, size_t n)
+{
+    if (px_ours(fd))
+        return REAL(fgetxattr)(fd, key, v, n);
+    errno = ENODATA;
+    return -1;
+}
+
+PX_EXPORT ssize_t flistxattr(int fd, char *list, size_t n)
+{
+    return px_ours(fd) ? REAL(flistxattr)(fd, list, n) : 0;
+}

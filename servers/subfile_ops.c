@@ -1,6 +1,6 @@
 /*
  * subfile_ops.c -- the SUB_* and FORK_* handlers except the data path
- * (io.c): create, delete, open, reopen, close, list, size, truncate, sync;
+ * (io*.c): create, delete, open, reopen, close, list, size, truncate, sync;
  * and SUB_LIST, the subfile headers a server holds, for `galley fsck`
  * (libgalley/fsck.c compares them with every server's file records to
  * find orphans: headers no record names, left by an rm that a dead
@@ -296,10 +296,10 @@ int gsrv_op_FORK_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_OPEN_req m;
     int rc = gp_FORK_OPEN_req_decode(req, &m);
-    uint64_t hid = m.hid;
-    const char *name = m.fork;
     if (rc)
         return rc;
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
 
     uint64_t fkid = 0, size = 0;
     pthread_mutex_lock(&subtab.lock);
@@ -328,9 +328,9 @@ int gsrv_op_FORK_REOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_REOPEN_req m;
     int rc = gp_FORK_REOPEN_req_decode(req, &m);
-    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid;
     uint64_t size = 0;
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find(gsrv_fkid_hid(fkid));
@@ -357,9 +357,9 @@ int gsrv_op_FORK_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_CLOSE_req m;
     int rc = gp_FORK_CLOSE_req_decode(req, &m);
-    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid;
     rc = gsrv_conn_drop_open(c, fkid);
     if (rc)
         return rc;
@@ -371,10 +371,10 @@ int gsrv_op_FORK_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_DELETE_req m;
     int rc = gp_FORK_DELETE_req_decode(req, &m);
-    uint64_t hid = m.hid;
-    const char *name = m.fork;
     if (rc)
         return rc;
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
 
     gsrv_fork *reaplist = NULL;
     hdr_fork *v = NULL;
@@ -432,9 +432,9 @@ int gsrv_op_FORK_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_LIST_req m;
     int rc = gp_FORK_LIST_req_decode(req, &m);
-    uint64_t hid = m.hid;
     if (rc)
         return rc;
+    uint64_t hid = m.hid;
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find_live(hid);
     if (!s) {
@@ -469,9 +469,9 @@ int gsrv_op_FORK_SIZE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_SIZE_req m;
     int rc = gp_FORK_SIZE_req_decode(req, &m);
-    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid;
     gsrv_fork *f;
     rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
     if (rc)
@@ -486,9 +486,9 @@ int gsrv_op_FORK_TRUNCATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_TRUNCATE_req m;
     int rc = gp_FORK_TRUNCATE_req_decode(req, &m);
-    uint64_t fkid = m.fkid, size = m.size;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid, size = m.size;
     if (size > GP_MAX_OFFSET)
         return -EFBIG;
     gsrv_fork *f;
@@ -517,9 +517,9 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     char path[64];
     gp_FORK_SYNC_req m;
     int rc = gp_FORK_SYNC_req_decode(req, &m);
-    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid;
     gsrv_fork *f;
     rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
     if (rc)

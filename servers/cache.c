@@ -29,14 +29,14 @@
  * (gsrv_cache_get), sparing two thread wake-ups.
  *
  * Nothing in the cache is ever dirty: writes go through to the Unix file
- * (io.c) before they are acknowledged, so eviction never writes.
+ * (write_cache.c) before they are acknowledged, so eviction never writes.
  *
  * Over-commit: when every buffer is referenced, a miss allocates a new
  * buffer anyway instead of blocking (blocking could deadlock: the holders
  * may be waiting for this very CacheManager).  The cache then exceeds its
  * nominal size; extra buffers are freed as soon as their last reference
  * goes.  How far it can exceed is bounded because each request holds at
- * most gsrv_cache_window() blocks at a time (io.c processes larger requests
+ * most gsrv_cache_window() blocks at a time (io.c walks larger requests
  * window by window).
  */
 #include "gsrv_internal.h"

@@ -85,15 +85,15 @@ static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
     gp_FETCH_SET_req put;
     int rc = set ? gp_FETCH_SET_req_decode(req, &put)
                  : gp_FETCH_ADD_req_decode(req, &add);
+    if (rc)
+        return rc;
     uint64_t hid = set ? put.hid : add.hid;
     const char *key = set ? put.key : add.key;
     uint64_t delta = set ? put.value : add.delta;
-    if (!rc && set && delta > (uint64_t)INT64_MAX)
-        rc = -ERANGE;
-    if (!rc && !key[0])
-        rc = -EINVAL;
-    if (rc)
-        return rc;
+    if (set && delta > (uint64_t)INT64_MAX)
+        return -ERANGE;
+    if (!key[0])
+        return -EINVAL;
 
     /* Counters are touched only under subtab.meta (here, load, destroy). */
     uint64_t old = 0, value = 0;

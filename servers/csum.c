@@ -345,7 +345,7 @@ int gsrv_csum_truncate(gsrv_fork *f, uint64_t size)
 /* ----------------------------------------------------------- bypass ---- */
 
 /* The fork's same-host clients move its data themselves (direct.c: a
- * checksummed fork's grants all count in direct_w, and io.c bypasses the
+ * checksummed fork's grants all count in direct_w, and io*.c bypass the
  * cache): the server's own reads and writes take the chunks' locks as
  * they do (csfile.h), with f->rw held exclusively (its threads share one
  * open file description of the sidecar, and OFD locks are per

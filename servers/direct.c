@@ -30,8 +30,9 @@
  *      so no request is using the fork's cached blocks; the cache is
  *      write-through, so it holds nothing the file lacks ("flushed"); the
  *      fork's blocks are dropped and f->direct_w is raised.
- *   2. While f->direct_w > 0, io.c neither reads nor fills the cache for
- *      the fork: reads come from the file (gx_fd_read), writes go to the
+ *   2. While f->direct_w > 0, the data path (io*.c) neither reads nor
+ *      fills the cache for the fork: reads come from the file
+ *      (gx_fd_read), writes go to the
  *      file with exactly the bytes the request carries (gx_fd_write),
  *      never a block with bytes around them; and the fork's size is the
  *      file's (gsrv_fork_size: fstat), since direct writers grow it.
@@ -48,7 +49,7 @@
  * other writer can change the span meanwhile.  So while f->direct_lk > 0
  * every writer of the file locks what it writes with an exclusive OFD
  * lock (fdio.h: gx_fd_write_locked): each locked holder on its own open
- * file description, and io.c on ours.  Kept by four more rules:
+ * file description, and write_bypass.c on ours.  Kept by four more rules:
  *
  *   4. A fork enters locked mode only while every writable grant is
  *      locked (direct_w == direct_lk; a holder that does not lock would
@@ -60,7 +61,7 @@
  *      exclusively, so a server write (rwlock exclusive) sees one mode
  *      for all of its pieces.
  *   7. A checksummed fork is never in locked mode, so its writers -- the
- *      DIRECT_COPEN holders (csfile.h) and io.c's checksummed bypass --
+ *      DIRECT_COPEN holders (csfile.h) and write_bypass.c (csum.c's bypass) --
  *      need no data-file locks: DIRECT_WOPEN is refused for it
  *      (fork_direct_ok, checked again under the rwlock), and a fork
  *      becomes checksummed (DIRECT_COPEN, a first IO_CWRITE) only while
@@ -287,7 +288,7 @@ int gsrv_op_DIRECT_WOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
  * chunks' locks on the sidecar).  Part 0 is a grant as DIRECT_OPEN's,
  * except that the fork is made checksummed if it is not yet (as by its
  * first IO_CWRITE) and that every such grant, read-only too, counts in
- * direct_w: while one is held, io.c's reads and writes of the fork
+ * direct_w: while one is held, the data path's reads and writes of the fork
  * bypass the cache and go through the same locked, checked calls
  * (csum.c, bypass), since the cache path takes no chunk locks.  Part 1
  * passes the sidecar (read-write: a writer's entries, a reader's shared

@@ -15,7 +15,8 @@
  * finish, stops the CacheManager and DiskManager and exits 0.  SIGPIPE is
  * ignored (sends use MSG_NOSIGNAL as well).
  *
- * Locks: conns.lock (leaf) guards the registry of live connections.
+ * The globals every unit reads (gsrv_g), logging and the registry of live
+ * connections are gsrv_globals.c's; this file only fills them in.
  *
  * Port 0 picks a free port; the chosen address is printed on stdout as
  * "listening HOST:PORT" (flushed) and, with --port-file, written to FILE
@@ -51,87 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
-gsrv_globals gsrv_g = {.dfd = -1,
-                       .data_limit = GP_DEFAULT_DATA_LIMIT,
-                       .spin_us = 50,
-                       .max_conns = GSRV_DEFAULT_MAX_CONNS,
-                       .frame_timeout_ms = GSRV_DEFAULT_FRAME_TIMEOUT_S * 1000,
-                       .lock_lease_ms = GSRV_DEFAULT_LOCK_LEASE_S * 1000};
-
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t idle; /* signalled when the last connection goes */
-    gsrv_conn *head;
-    size_t n;
-    uint64_t next_id;
-} conns = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-    .idle = PTHREAD_COND_INITIALIZER,
-    .next_id = 1,
-};
-
 static int sigpipe_fds[2] = {-1, -1};
-
-/* ------------------------------------------------------------ logging ---- */
-
-void gsrv_log(int level, const char *fmt, ...)
-{
-    if (level > gsrv_g.verbose)
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "galleyd[%ld]: %s\n", (long)getpid(), msg);
-}
-
-/* ------------------------------------------------------- connections ---- */
-
-void gsrv_conn_register(gsrv_conn *c)
-{
-    pthread_mutex_lock(&conns.lock);
-    c->id = conns.next_id++;
-    c->prev = NULL;
-    c->next = conns.head;
-    if (conns.head)
-        conns.head->prev = c;
-    conns.head = c;
-    conns.n++;
-    pthread_mutex_unlock(&conns.lock);
-}
-
-void gsrv_conn_unregister(gsrv_conn *c)
-{
-    pthread_mutex_lock(&conns.lock);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        conns.head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    close(c->fd); /* under the lock: shutdown_all never sees a stale fd */
-    c->fd = -1;
-    if (--conns.n == 0)
-        pthread_cond_broadcast(&conns.idle);
-    pthread_mutex_unlock(&conns.lock);
-}
-
-static void shutdown_all(void)
-{
-    pthread_mutex_lock(&conns.lock);
-    for (gsrv_conn *c = conns.head; c; c = c->next)
-        shutdown(c->fd, SHUT_RDWR);
-    pthread_mutex_unlock(&conns.lock);
-}
-
-static void wait_idle(void)
-{
-    pthread_mutex_lock(&conns.lock);
-    while (conns.n)
-        pthread_cond_wait(&conns.idle, &conns.lock);
-    pthread_mutex_unlock(&conns.lock);
-}
 
 /* ---------------------------------------------------------- arguments ---- */
 
@@ -487,9 +408,7 @@ static void accept_one(int lfd, bool local)
     }
     /* Past the cap a connection is answered GFS_ECONNLIMIT by a short-lived
      * handler; past the cap plus a few such handlers it is just closed. */
-    pthread_mutex_lock(&conns.lock);
-    size_t live = conns.n;
-    pthread_mutex_unlock(&conns.lock);
+    size_t live = gsrv_conn_count();
     if (live >= (size_t)gsrv_g.max_conns + GSRV_OVERCAP_HANDLERS) {
         close(fd);
         return;
@@ -766,8 +685,8 @@ out_close_listener:
     /* end every connection: handlers close their forks and exit */
     gsrv_g.stopping = 1;
     gsrv_locks_wake_all();
-    shutdown_all();
-    wait_idle();
+    gsrv_conn_shutdown_all();
+    gsrv_conn_wait_idle();
 out_free_tables:
     gsrv_wal_close();
     gsrv_sub_fini();

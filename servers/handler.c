@@ -23,7 +23,7 @@
  *     GP_FRAME_SLACK bytes GFS_EAUTH and a close; a wrong proof: close;
  *   - a connection past --max-conns: GFS_ECONNLIMIT, then close;
  *   - a truncated frame (peer gone mid-frame): close, no reply; a large
- *     IO_WRITE is handled while it arrives (gsrv_rx_*, io.c rule 4), and
+ *     IO_WRITE is handled while it arrives (gsrv_rx_*, io_write.c), and
  *     if it is cut off in its data, the windows already written stay;
  *   - non-zero status in a request, malformed payload, trailing bytes:
  *     GFS_EPROTO (or the decoder's code, e.g. -ENAMETOOLONG);
@@ -32,17 +32,14 @@
  * handled in arrival order; replies echo the opcode and request id.
  */
 #include "gsrv_internal.h"
-#include "fdio.h"
 #include "gsend.h"
 #include "gspin.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
@@ -55,8 +52,7 @@
 #define KEEP_BUF ((1u << 20) + GP_FRAME_SLACK)
 #define LINGER_MS 1000 /* at most this long draining a closing peer */
 #define LINGER_BYTES (4u << 20)
-#define SLOW_MS 2000            /* requests slower than this are logged */
-#define RX_PIPE_BYTES (1 << 20) /* gsrv_rx_to_file's pipe, when allowed */
+#define SLOW_MS 2000 /* requests slower than this are logged */
 
 /* The dispatch table, from the one list of opcodes. */
 static const struct {
@@ -299,7 +295,7 @@ static int recv_timed(int fd, void *buf, size_t n, int first_ms, int rest_ms)
 
 /* The frame being received failed (a negative error, or 1: the end of
  * the stream): remembered, so the connection closes without a reply. */
-static int rx_fail(gsrv_conn *c, int rc)
+int gsrv_rx_fail(gsrv_conn *c, int rc)
 {
     c->rx_err = rc < 0 ? rc : -ECONNRESET;
     if (rc == -ETIMEDOUT)
@@ -310,14 +306,14 @@ static int rx_fail(gsrv_conn *c, int rc)
 
 /* The rest of a frame being received: at most the frame timeout per wait;
  * the end of the stream is an error here. */
-static int rx_recv(gsrv_conn *c, void *dst, size_t n)
+int gsrv_rx_recv(gsrv_conn *c, void *dst, size_t n)
 {
     if (c->rx_err)
         return c->rx_err;
     int rc = recv_timed(c->fd, dst, n, gsrv_g.frame_timeout_ms,
                         gsrv_g.frame_timeout_ms);
     if (rc)
-        return rx_fail(c, rc);
+        return gsrv_rx_fail(c, rc);
     c->rx_pos += n;
     return 0;
 }
@@ -328,7 +324,7 @@ int gsrv_rx_fill(gsrv_conn *c, size_t upto)
         return -EPROTO; /* a caller's mistake: bytes went elsewhere */
     if (upto <= c->rx_have)
         return 0;
-    int rc = rx_recv(c, c->buf + c->rx_have, upto - c->rx_have);
+    int rc = gsrv_rx_recv(c, c->buf + c->rx_have, upto - c->rx_have);
     if (!rc)
         c->rx_have = upto;
     return rc;
@@ -350,7 +346,7 @@ int gsrv_rx_into(gsrv_conn *c, size_t pos, void *dst, size_t n)
         return 0;
     if (pos != c->rx_pos)
         return -EPROTO; /* out of order: a caller's mistake */
-    return rx_recv(c, d, n);
+    return gsrv_rx_recv(c, d, n);
 }
 
 /* Read and drop n bytes. */
@@ -366,115 +362,6 @@ static int drain(int fd, uint64_t n)
         n -= k;
     }
     return 0;
-}
-
-/* Write n bytes at off (fdio.h); 0 or -errno. */
-static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
-{
-    gx_ext e = {.off = off, .len = n, .mem = (char *)p};
-    return gx_fd_write(fd, 0, &e, 1);
-}
-
-/* The connection's pipe for gsrv_rx_to_file, made at its first use and
- * widened to the largest size allowed; false when there can be none. */
-static bool rx_pipe(gsrv_conn *c)
-{
-    if (c->rx_piped == 0) {
-        c->rx_piped = -1;
-        if (pipe2(c->rx_pipe, O_CLOEXEC) == 0) {
-            (void)fcntl(c->rx_pipe[1], F_SETPIPE_SZ, RX_PIPE_BYTES);
-            int sz = fcntl(c->rx_pipe[1], F_GETPIPE_SZ);
-            c->rx_pipe_sz = sz > 0 ? (size_t)sz : 65536;
-            c->rx_piped = 1;
-        }
-    }
-    return c->rx_piped > 0;
-}
-
-/* Bytes waiting on the socket, after waiting at most the frame timeout
- * for one: > 0, or a negative error (the peer gone: -ECONNRESET). */
-static ssize_t rx_wait(gsrv_conn *c)
-{
-    for (;;) {
-        struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-        int k = poll(&pf, 1, gsrv_g.frame_timeout_ms);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k == 0)
-            return -ETIMEDOUT;
-        int avail = 0;
-        if (k < 0 || ioctl(c->fd, FIONREAD, &avail) < 0)
-            return -errno;
-        return avail > 0 ? avail : -ECONNRESET; /* readable, empty: closed */
-    }
-}
-
-int gsrv_rx_to_file(gsrv_conn *c, size_t pos, int fd, uint64_t off, size_t n)
-{
-    if (pos + n > c->rx_len)
-        return -EPROTO;
-    int ferr = 0;           /* the file's first error; the bytes still leave */
-    if (pos < c->rx_have) { /* arrived with the prefix */
-        size_t k = c->rx_have - pos < n ? c->rx_have - pos : n;
-        ferr = pwrite_all(fd, c->buf + pos, k, off);
-        pos += k;
-        off += k;
-        n -= k;
-    }
-    if (n && pos != c->rx_pos)
-        return -EPROTO;     /* out of order: a caller's mistake */
-    if (n && !rx_pipe(c)) { /* no pipe: through the buffer */
-        int rc = rx_recv(c, c->buf + pos, n);
-        if (rc)
-            return rc;
-        return ferr ? ferr : pwrite_all(fd, c->buf + pos, n, off);
-    }
-    while (n) {
-        if (c->rx_err)
-            return c->rx_err;
-        ssize_t avail = rx_wait(c);
-        if (avail < 0)
-            return rx_fail(c, (int)avail);
-        size_t want = n < (size_t)avail ? n : (size_t)avail;
-        if (want > c->rx_pipe_sz)
-            want = c->rx_pipe_sz;
-        /* no more than has arrived: the splice cannot block */
-        ssize_t got =
-            splice(c->fd, NULL, c->rx_pipe[1], NULL, want, SPLICE_F_MOVE);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return rx_fail(c, got < 0 ? -errno : 1);
-        c->rx_pos += (size_t)got;
-        size_t left = (size_t)got;
-        while (left && !ferr) {
-            loff_t o = (loff_t)off;
-            ssize_t w =
-                splice(c->rx_pipe[0], NULL, fd, &o, left, SPLICE_F_MOVE);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                ferr = w < 0 ? -errno : -EIO;
-                break;
-            }
-            off += (uint64_t)w;
-            left -= (size_t)w;
-        }
-        if (left) { /* the file failed: empty the pipe (the bytes' own
-                     * place in buf is free) */
-            for (size_t k = 0; k < left;) {
-                ssize_t r = read(c->rx_pipe[0], c->buf + pos + k, left - k);
-                if (r < 0 && errno == EINTR)
-                    continue;
-                if (r <= 0)
-                    return rx_fail(c, -EIO); /* cannot go on */
-                k += (size_t)r;
-            }
-        }
-        pos += (size_t)got;
-        n -= (size_t)got;
-    }
-    return ferr;
 }
 
 /* ---------------------------------------------------------- helpers ---- */
@@ -637,7 +524,7 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
     /* a frame the op did not read to its end: the rest, then the reply
      * (after a failed receive: no reply, the connection closes) */
     if (!c->rx_err && gsrv_rx_partial(c))
-        rx_recv(c, c->buf + c->rx_pos, c->rx_len - c->rx_pos);
+        gsrv_rx_recv(c, c->buf + c->rx_pos, c->rx_len - c->rx_pos);
     int rc;
     if (c->rx_err) {
         gsrv_log(1, "%s: %s: frame cut off after %zu of %zu bytes: %s", c->peer,
@@ -714,10 +601,7 @@ static void conn_end(gsrv_conn *c)
     if (c->pidfd >= 0)
         close(c->pidfd);
     free(c->opens);
-    if (c->rx_piped > 0) {
-        close(c->rx_pipe[0]);
-        close(c->rx_pipe[1]);
-    }
+    gsrv_write_splice_drop_conn(c);
     free(c->buf);
     free(c->stage);
     free(c->out);

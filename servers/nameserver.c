@@ -21,11 +21,12 @@
  *
  * A request's name was checked as it was decoded (gmsg.h: kind name), so
  * no handler checks it again.
+ *
+ * The units: this file keeps the table of names (ns_internal.h), the
+ * records in the metadata table and the start-up load; ns_lease.c the
+ * record leases and their ops; ns_ops.c the other NS_* handlers.
  */
-#include "gsrv_internal.h"
-#include "fnv.h"
-#include "gclock.h"
-#include "htable.h"
+#include "ns_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,7 +46,7 @@
 /* The copies of a replicated file's record (gp_repl: servers, headers,
  * data-directory ids, states, generation), kept apart from the rest of
  * the entry; NULL for a file of one copy. */
-typedef struct ns_repl {
+struct ns_repl {
     uint8_t ncopy;
     uint64_t gen;
     uint32_t nsub;
@@ -53,7 +54,7 @@ typedef struct ns_repl {
     uint64_t (*hid)[GP_MAX_COPIES];
     uint64_t (*dsid)[GP_MAX_COPIES];
     uint8_t (*state)[GP_MAX_COPIES];
-} ns_repl;
+};
 
 static void ns_repl_free(ns_repl *p)
 {
@@ -119,56 +120,8 @@ static void ns_repl_to(const ns_repl *p, gp_record *rec)
     memcpy(r->state, p->state, n * sizeof(*p->state));
 }
 
-typedef struct ns_ent {
-    gsrv_hlink hlink; /* in ns.tab, keyed by g_fnv1a(name) */
-    char *name;
-    bool committed;
-    uint64_t id;    /* record file id, when committed */
-    uint64_t owner; /* reserving connection, when not committed */
-    uint32_t nsub;
-    uint32_t *server;
-    uint64_t *hid;
-    char *attrs; /* NUL-terminated, attrlen bytes */
-    uint32_t attrlen;
-    ns_repl *repl;        /* NULL: one copy (ns_repl_* below) */
-    struct ns_hold *hold; /* record leases on it (leases below) */
-    uint32_t nhold, caphold;
-} ns_ent;
-
-/* A client's lease on one record: live while its client renews (until),
- * or, once recalled, until the client's expiry at the recall (frozen) or
- * the client acknowledges the recall (then it is gone). */
-typedef struct ns_hold {
-    uint64_t client;
-    uint64_t rseq;  /* 0, or the recall's number (ns_client.seq) */
-    int64_t frozen; /* recalled: live until then at most (ms, monotonic) */
-} ns_hold;
-
-/* A client holding record leases here, by its id (NS_LEASE ...). */
-typedef struct ns_client {
-    uint64_t id;
-    int64_t until; /* its leases are live until then (ms, monotonic) */
-    uint64_t seq;  /* last recall number */
-    struct ns_recall {
-        char *name;
-        uint64_t seq;
-    } * recall; /* names recalled, not yet acknowledged */
-    size_t nrecall, caprecall;
-} ns_client;
-
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t cv; /* a lease acknowledged (NS_RENEW) */
-    int64_t lease_ms;  /* granted lease; 0: no leases */
-    int64_t grace;     /* until then, changes wait as if leases were live */
-    uint64_t epoch;    /* this start's (random): leases of others are gone */
-    ns_client *client;
-    size_t nclient, capclient;
-    gsrv_htable tab;  /* ns_ent by name */
-    size_t nreserved; /* entries not committed: reservations in progress */
-    uint64_t ncommitted;
-    uint64_t next_id;
-} ns = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+ns_table ns = {.lock = PTHREAD_MUTEX_INITIALIZER,
+               .cv = PTHREAD_COND_INITIALIZER};
 
 /* ----------------------------------------------------------- helpers ---- */
 
@@ -178,7 +131,7 @@ int gsrv_check_name(const char *name)
 }
 
 /* Attribute text as gp_get_record accepts it: no NUL. */
-static int check_attrs(const uint8_t *p, uint32_t n)
+int ns_check_attrs(const uint8_t *p, uint32_t n)
 {
     if (n > GP_ATTR_MAX)
         return GFS_EPROTO;
@@ -187,7 +140,7 @@ static int check_attrs(const uint8_t *p, uint32_t n)
     return 0;
 }
 
-static void ent_free_record(ns_ent *e)
+void ns_ent_free_record(ns_ent *e)
 {
     free(e->server);
     free(e->hid);
@@ -201,19 +154,19 @@ static void ent_free_record(ns_ent *e)
     e->attrlen = 0;
 }
 
-static void ent_free(ns_ent *e)
+static void ns_ent_free(ns_ent *e)
 {
     if (!e)
         return;
-    ent_free_record(e);
+    ns_ent_free_record(e);
     free(e->hold);
     free(e->name);
     free(e);
 }
 
 /* Copy rec's servers/hids and the given attrs into compact arrays. */
-static int ent_set_record(ns_ent *e, const gp_record *rec, const char *attrs,
-                          uint32_t attrlen)
+int ns_ent_set_record(ns_ent *e, const gp_record *rec, const char *attrs,
+                      uint32_t attrlen)
 {
     uint32_t *server = malloc(rec->nsub * sizeof(*server));
     uint64_t *hid = malloc(rec->nsub * sizeof(*hid));
@@ -230,7 +183,7 @@ static int ent_set_record(ns_ent *e, const gp_record *rec, const char *attrs,
     if (attrlen)
         memcpy(a, attrs, attrlen);
     a[attrlen] = '\0';
-    ent_free_record(e);
+    ns_ent_free_record(e);
     e->nsub = rec->nsub;
     e->server = server;
     e->hid = hid;
@@ -241,7 +194,7 @@ static int ent_set_record(ns_ent *e, const gp_record *rec, const char *attrs,
 }
 
 /* Fill a gp_record from an entry (only the used slots). */
-static void ent_to_record(const ns_ent *e, gp_record *rec)
+void ns_ent_to_record(const ns_ent *e, gp_record *rec)
 {
     rec->nsub = e->nsub;
     memcpy(rec->server, e->server, e->nsub * sizeof(*e->server));
@@ -251,7 +204,7 @@ static void ent_to_record(const ns_ent *e, gp_record *rec)
     ns_repl_to(e->repl, rec);
 }
 
-static ns_ent *find(const char *name, uint64_t h)
+ns_ent *ns_find(const char *name, uint64_t h)
 {
     for (gsrv_hlink *l = gsrv_ht_chain(&ns.tab, h); l; l = l->next) {
         ns_ent *e = GSRV_HT_ENTRY(l, ns_ent, hlink);
@@ -261,8 +214,28 @@ static ns_ent *find(const char *name, uint64_t h)
     return NULL;
 }
 
+ns_ent *ns_lock_find(const char *name, gsrv_conn *brk, uint64_t *h)
+{
+    uint64_t hash = g_fnv1a(name);
+    if (h)
+        *h = hash;
+    pthread_mutex_lock(&ns.lock);
+    if (brk)
+        ns_lease_break(brk, name, hash);
+    return ns_find(name, hash);
+}
+
+ns_ent *ns_lock_record(const char *name, gsrv_conn *brk, gp_record *rec)
+{
+    ns_ent *e = ns_lock_find(name, brk, NULL);
+    if (!e || !e->committed)
+        return NULL;
+    ns_ent_to_record(e, rec);
+    return e;
+}
+
 /* New entry in the table (not committed, no record). */
-static int insert(const char *name, uint64_t h, ns_ent **out)
+int ns_insert(const char *name, uint64_t h, ns_ent **out)
 {
     ns_ent *e = calloc(1, sizeof(*e));
     if (!e)
@@ -278,184 +251,24 @@ static int insert(const char *name, uint64_t h, ns_ent **out)
     return 0;
 }
 
-static void unlink_ent(ns_ent *e)
+void ns_unlink(ns_ent *e)
 {
     gsrv_ht_remove(&ns.tab, &e->hlink);
     if (e->committed)
         ns.ncommitted--;
     else
         ns.nreserved--;
-    ent_free(e);
+    ns_ent_free(e);
 }
 
 /* An entry becomes a committed record. */
-static void mark_committed(ns_ent *e, uint64_t id)
+void ns_mark_committed(ns_ent *e, uint64_t id)
 {
     e->committed = true;
     e->id = id;
     e->owner = 0;
     ns.ncommitted++;
     ns.nreserved--;
-}
-
-/* ------------------------------------------------------------ leases ---- */
-/*
- * Record leases: a client that holds one may answer a stat or an open of
- * the name from its cache, without asking (libgalley/rcache.c).  So a
- * change of the record by anyone else (NS_REMOVE, NS_SETATTR,
- * NS_REPL_SET) first recalls the leases of the other clients and waits
- * until each is acknowledged (the client's next NS_RENEW, at most
- * GALLEY_MD_RENEW_MS later) or has run out (a client that stopped
- * renewing: at most lease_ms).  The holder's own lease (the same client
- * id on this connection) goes at once: its library dropped it first.
- * While a recall is waiting, no new lease is granted on that name.  The
- * leases live in memory only: for lease_ms after a start, every change
- * waits as if a lease were live (a restarted server does not know who
- * held one), and a renewal from a client it does not know says so
- * (known 0: the client drops every lease it had here).
- */
-static ns_client *client_find(uint64_t id)
-{
-    for (size_t i = 0; i < ns.nclient; i++)
-        if (ns.client[i].id == id)
-            return &ns.client[i];
-    return NULL;
-}
-
-static ns_client *client_get(uint64_t id)
-{
-    ns_client *k = client_find(id);
-    if (k)
-        return k;
-    /* reuse the slot of a client long gone (nothing recalled left) */
-    int64_t now = g_now_ms();
-    for (size_t i = 0; i < ns.nclient; i++) {
-        k = &ns.client[i];
-        if (k->until + 10 * ns.lease_ms < now && !k->nrecall) {
-            free(k->recall);
-            memset(k, 0, sizeof(*k));
-            k->id = id;
-            return k;
-        }
-    }
-    if (ns.nclient == ns.capclient) {
-        size_t cap = ns.capclient ? ns.capclient * 2 : 16;
-        ns_client *n = realloc(ns.client, cap * sizeof(*n));
-        if (!n)
-            return NULL;
-        ns.client = n;
-        ns.capclient = cap;
-    }
-    k = &ns.client[ns.nclient++];
-    memset(k, 0, sizeof(*k));
-    k->id = id;
-    return k;
-}
-
-/* Grant client `id` a lease on committed entry e: the lease in ms, or 0
- * (none: leases off, a replicated record, a recall waiting, no memory). */
-static uint32_t lease_grant(gsrv_conn *c, ns_ent *e, uint64_t id)
-{
-    if (!ns.lease_ms || !id || e->repl)
-        return 0;
-    for (uint32_t i = 0; i < e->nhold; i++)
-        if (e->hold[i].rseq)
-            return 0;
-    ns_client *k = client_get(id);
-    if (!k)
-        return 0;
-    bool have = false;
-    for (uint32_t i = 0; i < e->nhold && !have; i++)
-        have = e->hold[i].client == id;
-    if (!have) {
-        if (e->nhold == e->caphold) {
-            uint32_t cap = e->caphold ? e->caphold * 2 : 2;
-            ns_hold *n = realloc(e->hold, cap * sizeof(*n));
-            if (!n)
-                return 0;
-            e->hold = n;
-            e->caphold = cap;
-        }
-        e->hold[e->nhold++] = (ns_hold){.client = id};
-    }
-    k->until = g_now_ms() + ns.lease_ms;
-    c->md_client = id;
-    return (uint32_t)ns.lease_ms;
-}
-
-static void hold_del(ns_ent *e, uint32_t i)
-{
-    e->hold[i] = e->hold[--e->nhold];
-}
-
-/* Recall the leases of other clients on `name` and wait until none is
- * live; the connection's own goes at once.  Called and returns with
- * ns.lock held; the entry may be gone or another after: find it again. */
-static void lease_break(gsrv_conn *c, const char *name, uint64_t h)
-{
-    for (;;) {
-        int64_t now = g_now_ms();
-        ns_ent *e = find(name, h);
-        bool wait = now < ns.grace;
-        for (uint32_t i = 0; e && i < e->nhold;) {
-            ns_hold *d = &e->hold[i];
-            ns_client *k = client_find(d->client);
-            if (!k || d->client == c->md_client ||
-                now >= (d->rseq ? d->frozen : k->until)) {
-                hold_del(e, i); /* its own, or run out */
-                continue;
-            }
-            if (!d->rseq) {
-                if (k->nrecall == k->caprecall) {
-                    size_t cap = k->caprecall ? k->caprecall * 2 : 8;
-                    struct ns_recall *n = realloc(k->recall, cap * sizeof(*n));
-                    if (n) {
-                        k->recall = n;
-                        k->caprecall = cap;
-                    }
-                }
-                char *copy = strdup(name);
-                if (k->nrecall < k->caprecall && copy) {
-                    d->rseq = ++k->seq;
-                    d->frozen = k->until;
-                    k->recall[k->nrecall++] =
-                        (struct ns_recall){.name = copy, .seq = d->rseq};
-                } else {
-                    free(copy); /* no memory: it runs out instead */
-                    d->rseq = ~0ull;
-                    d->frozen = k->until;
-                }
-            }
-            wait = true;
-            i++;
-        }
-        if (!wait)
-            return;
-        struct timespec ts = g_deadline_ms(20);
-        pthread_cond_timedwait(&ns.cv, &ns.lock, &ts);
-    }
-}
-
-/* Client k acknowledged its recalls up to `acked`: those leases go. */
-static void lease_acked(ns_client *k, uint64_t acked)
-{
-    size_t j = 0;
-    for (size_t i = 0; i < k->nrecall; i++) {
-        struct ns_recall *r = &k->recall[i];
-        if (r->seq > acked) {
-            k->recall[j++] = *r;
-            continue;
-        }
-        ns_ent *e = find(r->name, g_fnv1a(r->name));
-        for (uint32_t x = 0; e && x < e->nhold; x++)
-            if (e->hold[x].client == k->id && e->hold[x].rseq == r->seq) {
-                hold_del(e, x);
-                break;
-            }
-        free(r->name);
-    }
-    k->nrecall = j;
-    pthread_cond_broadcast(&ns.cv);
 }
 
 static void rec_path(uint64_t id, char *out, size_t len)
@@ -465,7 +278,7 @@ static void rec_path(uint64_t id, char *out, size_t len)
 
 /* Write record `id` for (name, rec with attrs): a value of the metadata
  * table (metatab.c). */
-static int write_record(uint64_t id, const char *name, const gp_record *rec)
+int ns_write_record(uint64_t id, const char *name, const gp_record *rec)
 {
     gp_wbuf w;
     char path[64];
@@ -487,18 +300,18 @@ static int write_record(uint64_t id, const char *name, const gp_record *rec)
 /* Give e the record rec (attributes included), on disk and then in
  * memory: allocated first, then the file, then published, so memory
  * always matches the disk.  Called with ns.lock held. */
-static int ent_replace(ns_ent *e, const gp_record *rec)
+int ns_ent_replace(ns_ent *e, const gp_record *rec)
 {
     ns_ent fresh = {0};
-    int rc = ent_set_record(&fresh, rec, rec->attrs, rec->attrlen);
+    int rc = ns_ent_set_record(&fresh, rec, rec->attrs, rec->attrlen);
     if (rc)
         return rc;
-    rc = write_record(e->id, e->name, rec);
+    rc = ns_write_record(e->id, e->name, rec);
     if (rc) {
-        ent_free_record(&fresh);
+        ns_ent_free_record(&fresh);
         return rc;
     }
-    ent_free_record(e);
+    ns_ent_free_record(e);
     e->nsub = fresh.nsub;
     e->server = fresh.server;
     e->hid = fresh.hid;
@@ -508,7 +321,7 @@ static int ent_replace(ns_ent *e, const gp_record *rec)
     return 0;
 }
 
-static int remove_record(uint64_t id)
+int ns_remove_record(uint64_t id)
 {
     char path[64];
     rec_path(id, path, sizeof(path));
@@ -544,20 +357,20 @@ static int load_one(uint64_t id, const char *key, gp_record *rec)
         goto out_free_buf;
     }
     uint64_t h = g_fnv1a(name);
-    if (find(name, h)) {
+    if (ns_find(name, h)) {
         gsrv_log(0, "%s: duplicate record for a name, ignored", key);
         goto out_free_buf;
     }
     ns_ent *e;
-    rc = insert(name, h, &e);
+    rc = ns_insert(name, h, &e);
     if (rc)
         goto out_free_buf;
-    rc = ent_set_record(e, rec, rec->attrs, rec->attrlen);
+    rc = ns_ent_set_record(e, rec, rec->attrs, rec->attrlen);
     if (rc) {
-        unlink_ent(e);
+        ns_unlink(e);
         goto out_free_buf;
     }
-    mark_committed(e, id);
+    ns_mark_committed(e, id);
 out_free_buf:
     free(buf);
     return rc;
@@ -647,7 +460,7 @@ void gsrv_ns_fini(void)
 {
     gsrv_ht_iter it = {0};
     for (gsrv_hlink *l; (l = gsrv_ht_next(&ns.tab, &it));)
-        ent_free(GSRV_HT_ENTRY(l, ns_ent, hlink));
+        ns_ent_free(GSRV_HT_ENTRY(l, ns_ent, hlink));
     gsrv_ht_fini(&ns.tab);
     for (size_t i = 0; i < ns.nclient; i++) {
         for (size_t j = 0; j < ns.client[i].nrecall; j++)
@@ -668,7 +481,7 @@ void gsrv_ns_drop_conn(uint64_t conn_id)
     for (gsrv_hlink *l; ns.nreserved && (l = gsrv_ht_next(&ns.tab, &it));) {
         ns_ent *e = GSRV_HT_ENTRY(l, ns_ent, hlink);
         if (!e->committed && e->owner == conn_id)
-            unlink_ent(e);
+            ns_unlink(e);
     }
     pthread_mutex_unlock(&ns.lock);
 }
@@ -679,389 +492,4 @@ uint64_t gsrv_ns_count(void)
     uint64_t n = ns.ncommitted;
     pthread_mutex_unlock(&ns.lock);
     return n;
-}
-
-/* -------------------------------------------------------------- ops ---- */
-
-int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_RESERVE_req m;
-    int rc = gp_NS_RESERVE_req_decode(req, &m);
-    const char *name = m.name;
-    if (rc)
-        return rc;
-    uint64_t h = g_fnv1a(name);
-    pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, h);
-    if (e) {
-        rc = -EEXIST;
-    } else {
-        rc = insert(name, h, &e);
-        if (!rc)
-            e->owner = c->id;
-    }
-    pthread_mutex_unlock(&ns.lock);
-    return rc;
-}
-
-/* NS_COMMIT, and (client != 0) a lease on the record for that client. */
-static int commit(gsrv_conn *c, const char *name, gp_record *rec,
-                  uint64_t client, uint32_t *lease)
-{
-    int rc = 0;
-    uint64_t h = g_fnv1a(name);
-    bool created = false;
-    pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, h);
-    if (e && e->committed) {
-        rc = -EEXIST;
-        goto out_unlock;
-    }
-    if (!e) {
-        rc = insert(name, h, &e);
-        if (rc)
-            goto out_unlock;
-        created = true;
-    }
-    uint64_t id = ns.next_id;
-    rc = ent_set_record(e, rec, rec->attrs, rec->attrlen);
-    if (!rc)
-        rc = write_record(id, name, rec);
-    if (rc) {
-        if (created) {
-            unlink_ent(e);
-        } else {
-            ent_free_record(e); /* stays a reservation */
-        }
-        goto out_unlock;
-    }
-    ns.next_id++;
-    mark_committed(e, id);
-    if (client)
-        *lease = lease_grant(c, e, client);
-out_unlock:
-    pthread_mutex_unlock(&ns.lock);
-    return rc;
-}
-
-int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    gp_NS_COMMIT_req m = {.rec = rec};
-    int rc = gp_NS_COMMIT_req_decode(req, &m);
-    if (!rc)
-        rc = commit(c, m.name, rec, 0, NULL);
-    free(rec);
-    return rc;
-}
-
-int gsrv_op_NS_COMMIT_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    gp_NS_COMMIT_LEASE_req m = {.rec = rec};
-    uint32_t lease = 0;
-    int rc = gp_NS_COMMIT_LEASE_req_decode(req, &m);
-    if (!rc)
-        rc = m.client ? commit(c, m.name, rec, m.client, &lease) : -EINVAL;
-    if (!rc)
-        gp_NS_COMMIT_LEASE_rep_encode(
-            &rep->w,
-            &(gp_NS_COMMIT_LEASE_rep){.lease_ms = lease, .epoch = ns.epoch});
-    free(rec);
-    return rc;
-}
-
-int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_RELEASE_req m;
-    int rc = gp_NS_RELEASE_req_decode(req, &m);
-    const char *name = m.name;
-    if (rc)
-        return rc;
-    uint64_t h = g_fnv1a(name);
-    pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, h);
-    if (e && !e->committed)
-        unlink_ent(e);
-    else
-        rc = -ENOENT; /* nothing reserved under that name */
-    pthread_mutex_unlock(&ns.lock);
-    return rc;
-}
-
-int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_LOOKUP_req m;
-    int rc = gp_NS_LOOKUP_req_decode(req, &m);
-    const char *name = m.name;
-    if (rc)
-        return rc;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(name, g_fnv1a(name));
-    if (e && e->committed)
-        ent_to_record(e, rec);
-    else
-        rc = -ENOENT;
-    pthread_mutex_unlock(&ns.lock);
-    if (!rc)
-        gp_NS_LOOKUP_rep_encode(&rep->w, &(gp_NS_LOOKUP_rep){.rec = rec});
-    free(rec);
-    return rc;
-}
-
-int gsrv_op_NS_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_LEASE_req m;
-    int rc = gp_NS_LEASE_req_decode(req, &m);
-    if (!rc && !m.client)
-        rc = -EINVAL;
-    if (rc)
-        return rc;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    uint32_t lease = 0;
-    pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(m.name, g_fnv1a(m.name));
-    if (e && e->committed) {
-        ent_to_record(e, rec);
-        lease = lease_grant(c, e, m.client);
-    } else {
-        rc = -ENOENT;
-    }
-    pthread_mutex_unlock(&ns.lock);
-    if (!rc)
-        gp_NS_LEASE_rep_encode(&rep->w, &(gp_NS_LEASE_rep){.lease_ms = lease,
-                                                           .epoch = ns.epoch,
-                                                           .rec = rec});
-    free(rec);
-    return rc;
-}
-
-int gsrv_op_NS_RENEW(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_RENEW_req m;
-    int rc = gp_NS_RENEW_req_decode(req, &m);
-    if (!rc && !m.client)
-        rc = -EINVAL;
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&ns.lock);
-    ns_client *k = client_find(m.client);
-    uint8_t known = k != NULL;
-    if (k)
-        lease_acked(k, m.acked);
-    else
-        k = client_get(m.client);
-    if (k)
-        k->until = g_now_ms() + ns.lease_ms;
-    c->md_client = m.client;
-    uint32_t n = k ? (uint32_t)k->nrecall : 0;
-    gp_NS_RENEW_rep_encode(&rep->w,
-                           &(gp_NS_RENEW_rep){.lease_ms = (uint32_t)ns.lease_ms,
-                                              .epoch = ns.epoch,
-                                              .known = known,
-                                              .seq = k ? k->seq : 0,
-                                              .n = n});
-    for (uint32_t i = 0; i < n; i++)
-        gp_NAME_item_encode(&rep->w,
-                            &(gp_NAME_item){.name = k->recall[i].name});
-    pthread_mutex_unlock(&ns.lock);
-    return 0;
-}
-
-/* NS_LET_GO: a client lets every lease it holds here go (it used none of
- * them for a while: libgalley/rcache.c), and with them the recalls it has
- * not acknowledged: a change waiting for them goes on at once.  A lease
- * granted to it later renews its old ones again, which it no longer
- * trusts: a recall of one is acknowledged at its next renewal. */
-int gsrv_op_NS_LET_GO(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_LET_GO_req m;
-    int rc = gp_NS_LET_GO_req_decode(req, &m);
-    if (!rc && !m.client)
-        rc = -EINVAL;
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&ns.lock);
-    ns_client *k = client_find(m.client);
-    if (k) {
-        lease_acked(k, k->seq); /* (wakes the changes waiting) */
-        k->until = g_now_ms();  /* the others run out now */
-    }
-    pthread_mutex_unlock(&ns.lock);
-    return 0;
-}
-
-int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_REMOVE_req m;
-    int rc = gp_NS_REMOVE_req_decode(req, &m);
-    const char *name = m.name;
-    if (rc)
-        return rc;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    pthread_mutex_lock(&ns.lock);
-    lease_break(c, name, g_fnv1a(name)); /* others' cached copies first */
-    ns_ent *e = find(name, g_fnv1a(name));
-    if (!e || !e->committed) {
-        rc = -ENOENT;
-        goto out_unlock;
-    }
-    ent_to_record(e, rec);
-    rc = remove_record(e->id);
-    if (rc)
-        goto out_unlock;
-    unlink_ent(e);
-out_unlock:
-    pthread_mutex_unlock(&ns.lock);
-    if (!rc)
-        gp_NS_REMOVE_rep_encode(&rep->w, &(gp_NS_REMOVE_rep){.rec = rec});
-    free(rec);
-    return rc;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_LIST_req m;
-    int rc = gp_NS_LIST_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const char *prefix = m.prefix;
-    size_t plen = strlen(prefix);
-
-    pthread_mutex_lock(&ns.lock);
-    size_t n = 0;
-    uint64_t bytes = 4;
-    char **names = malloc((ns.ncommitted ? ns.ncommitted : 1) * sizeof(*names));
-    if (!names) {
-        rc = -ENOMEM;
-        goto out_unlock;
-    }
-    gsrv_ht_iter it = {0};
-    for (gsrv_hlink *l; (l = gsrv_ht_next(&ns.tab, &it));) {
-        ns_ent *e = GSRV_HT_ENTRY(l, ns_ent, hlink);
-        if (e->committed && strncmp(e->name, prefix, plen) == 0) {
-            names[n++] = e->name;
-            bytes += 2 + strlen(e->name);
-        }
-    }
-    if (n > GP_MAX_NAMES || bytes > GP_MAX_PAYLOAD) {
-        rc = GFS_ETOOBIG;
-        goto out_free_names;
-    }
-    qsort(names, n, sizeof(*names), cmp_name);
-    gp_NS_LIST_rep_encode(&rep->w, &(gp_NS_LIST_rep){.n = (uint32_t)n});
-    gp_NAME_item item;
-    for (size_t i = 0; i < n; i++) {
-        item.name = names[i];
-        gp_NAME_item_encode(&rep->w, &item);
-    }
-out_free_names:
-    free(names);
-out_unlock:
-    pthread_mutex_unlock(&ns.lock);
-    return rc;
-}
-
-int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_SETATTR_req m;
-    int rc = gp_NS_SETATTR_req_decode(req, &m);
-    const char *name = m.name;
-    uint32_t alen = m.attrs_len;
-    const uint8_t *attrs = m.attrs;
-    if (!rc)
-        rc = check_attrs(attrs, alen);
-    if (rc)
-        return rc;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    pthread_mutex_lock(&ns.lock);
-    lease_break(c, name, g_fnv1a(name)); /* others' cached copies first */
-    ns_ent *e = find(name, g_fnv1a(name));
-    if (!e || !e->committed) {
-        rc = -ENOENT;
-        goto out_unlock;
-    }
-    ent_to_record(e, rec);
-    if (alen)
-        memcpy(rec->attrs, attrs, alen);
-    rec->attrs[alen] = '\0';
-    rec->attrlen = alen;
-    rc = ent_replace(e, rec);
-out_unlock:
-    pthread_mutex_unlock(&ns.lock);
-    free(rec);
-    return rc;
-}
-
-/* The copies of a replicated file: replaced only by a newer generation
- * (gmsg.h), so that of two clients deciding from the same record one
- * wins and the other decides again from the new one.  Only the replica
- * part changes (and copy 0's header, rebuilt by resync on a wiped
- * server): the servers of copy 0 and the attributes stay. */
-int gsrv_op_NS_REPL_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_record *in = malloc(sizeof(*in)), *rec = malloc(sizeof(*rec));
-    int rc = in && rec ? 0 : -ENOMEM;
-    gp_NS_REPL_SET_req m = {.rec = in};
-    if (!rc)
-        rc = gp_NS_REPL_SET_req_decode(req, &m);
-    if (rc)
-        goto out_free;
-    uint64_t gen = 0;
-    pthread_mutex_lock(&ns.lock);
-    ns_ent *e = find(m.name, g_fnv1a(m.name));
-    if (e && e->committed && !e->repl && e->nhold) {
-        /* one copy so far: other clients may hold it leased */
-        lease_break(c, m.name, g_fnv1a(m.name));
-        e = find(m.name, g_fnv1a(m.name));
-    }
-    if (!e || !e->committed) {
-        rc = -ENOENT;
-        goto out_unlock;
-    }
-    ent_to_record(e, rec);
-    gen = rec->repl.gen;
-    if (rec->repl.ncopy <= 1 || in->repl.ncopy != rec->repl.ncopy ||
-        in->nsub != rec->nsub ||
-        memcmp(in->server, rec->server, rec->nsub * sizeof(*rec->server))) {
-        rc = -EINVAL; /* not this file's layout */
-        goto out_unlock;
-    }
-    if (in->repl.gen <= rec->repl.gen) {
-        rc = GFS_ESTALEGEN;
-        goto out_unlock;
-    }
-    rec->repl = in->repl;
-    /* copy 0's header moves when its server's directory was rebuilt */
-    memcpy(rec->hid, in->hid, rec->nsub * sizeof(*rec->hid));
-    rc = ent_replace(e, rec);
-    if (rc)
-        goto out_unlock;
-    gen = rec->repl.gen;
-out_unlock:
-    pthread_mutex_unlock(&ns.lock);
-    if (!rc)
-        gp_NS_REPL_SET_rep_encode(&rep->w, &(gp_NS_REPL_SET_rep){.gen = gen});
-out_free:
-    free(in);
-    free(rec);
-    return rc;
 }

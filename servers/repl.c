@@ -7,7 +7,7 @@
  * The id is 8 random bytes in DIR/dsid, made the first time the
  * directory is used and never changed after; REPL_ID answers it.  The
  * copies' states and the layout generation live in the file's record
- * (nameserver.c, NS_REPL_SET).
+ * (ns_ops.c, NS_REPL_SET).
  *
  * Threads: the id is written once at start-up, before any connection.
  */

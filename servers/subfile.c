@@ -20,7 +20,7 @@
  * subtab.lock again; only meta holders change fork tables, so the image
  * stays valid meanwhile.  Forks that leave the table while a request still
  * uses them are put on a "reap" list and freed after both locks are
- * dropped (freeing takes cache.lock).  The data path (io.c) holds a fork
+ * dropped (freeing takes cache.lock).  The data path (io*.c) holds a fork
  * reference (gsrv_fork_get) and the fork's rwlock, never these locks.
  *
  * Identity: a subfile header id (hid) comes from a persisted counter and is

@@ -1,6 +1,6 @@
 /*
  * subfile_ops.c -- the SUB_* and FORK_* handlers except the data path
- * (io.c): create, delete, open, reopen, close, list, size, truncate, sync;
+ * (io*.c): create, delete, open, reopen, close, list, size, truncate, sync;
  * and SUB_LIST, the subfile headers a server holds, for `galley fsck`
  * (libgalley/fsck.c compares them with every server's file records to
  * find orphans: headers no record names, left by an rm that a dead
@@ -130,6 +130,25 @@ static bool delete_unopened(gsrv_sub *s, gsrv_fork **reaplist, int *rc)
     return !open;
 }
 
+/* A handler's prologue on subfile hid: take subtab.meta first when meta
+ * (its header will change), then subtab.lock; find the live subfile (*s)
+ * and, when name, its fork of that name (*f; NULL without one).  0,
+ * GFS_ESTALE (no live subfile) or -ENOENT (no such fork); the locks are
+ * held on return whatever it returns. */
+static int lock_sub(uint64_t hid, bool meta, const char *name, gsrv_sub **s,
+                    gsrv_fork **f)
+{
+    if (meta)
+        pthread_mutex_lock(&subtab.meta);
+    pthread_mutex_lock(&subtab.lock);
+    *s = sub_find_live(hid);
+    if (f)
+        *f = *s && name ? fork_by_name(*s, name) : NULL;
+    if (!*s)
+        return GFS_ESTALE;
+    return name && f && !*f ? -ENOENT : 0;
+}
+
 /* Delete subfile hid: at once when nobody has it open, else marked first
  * and removed at its last close. */
 static int sub_delete(uint64_t hid)
@@ -137,11 +156,8 @@ static int sub_delete(uint64_t hid)
     int rc = 0;
     gsrv_fork *reaplist = NULL;
     hdr_fork *v = NULL;
-    pthread_mutex_lock(&subtab.meta);
-    pthread_mutex_lock(&subtab.lock);
-    gsrv_sub *s = sub_find_live(hid);
-    if (!s)
-        rc = GFS_ESTALE;
+    gsrv_sub *s;
+    rc = lock_sub(hid, true, NULL, &s, NULL);
     pthread_mutex_unlock(&subtab.lock);
     if (rc || delete_unopened(s, &reaplist, &rc))
         goto out_unlock_meta;
@@ -220,16 +236,13 @@ static int fork_create(uint64_t hid, const char *name)
     int rc = 0;
     hdr_fork *v = NULL;
     gsrv_fork *f = NULL;
-    pthread_mutex_lock(&subtab.meta);
-    pthread_mutex_lock(&subtab.lock);
-    gsrv_sub *s = sub_find_live(hid);
-    if (!s)
-        rc = GFS_ESTALE;
-    else if (fork_by_name(s, name))
+    gsrv_sub *s;
+    rc = lock_sub(hid, true, NULL, &s, NULL);
+    if (!rc && fork_by_name(s, name))
         rc = -EEXIST;
-    else if (s->next_fork > GSRV_MAX_FORK_INDEX)
+    else if (!rc && s->next_fork > GSRV_MAX_FORK_INDEX)
         rc = -ENOSPC; /* every index of this subfile has been used */
-    else
+    else if (!rc)
         rc = forks_reserve(s, s->nforks + 1);
     if (!rc)
         rc = image_of(s, &v);
@@ -296,20 +309,16 @@ int gsrv_op_FORK_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_OPEN_req m;
     int rc = gp_FORK_OPEN_req_decode(req, &m);
-    uint64_t hid = m.hid;
-    const char *name = m.fork;
     if (rc)
         return rc;
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
 
     uint64_t fkid = 0, size = 0;
-    pthread_mutex_lock(&subtab.lock);
-    gsrv_sub *s = sub_find_live(hid);
-    gsrv_fork *f = s ? fork_by_name(s, name) : NULL;
-    if (!s)
-        rc = GFS_ESTALE;
-    else if (!f)
-        rc = -ENOENT;
-    else
+    gsrv_sub *s;
+    gsrv_fork *f;
+    rc = lock_sub(hid, false, name, &s, &f);
+    if (!rc)
         rc = gsrv_conn_add_open(c, f->fkid);
     if (!rc) {
         f->opens++;
@@ -328,9 +337,9 @@ int gsrv_op_FORK_REOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_REOPEN_req m;
     int rc = gp_FORK_REOPEN_req_decode(req, &m);
-    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid;
     uint64_t size = 0;
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find(gsrv_fkid_hid(fkid));
@@ -357,9 +366,9 @@ int gsrv_op_FORK_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_CLOSE_req m;
     int rc = gp_FORK_CLOSE_req_decode(req, &m);
-    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid;
     rc = gsrv_conn_drop_open(c, fkid);
     if (rc)
         return rc;
@@ -371,23 +380,18 @@ int gsrv_op_FORK_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_DELETE_req m;
     int rc = gp_FORK_DELETE_req_decode(req, &m);
-    uint64_t hid = m.hid;
-    const char *name = m.fork;
     if (rc)
         return rc;
+    uint64_t hid = m.hid;
+    const char *name = m.fork;
 
     gsrv_fork *reaplist = NULL;
     hdr_fork *v = NULL;
     size_t pos = 0, n = 0;
-    pthread_mutex_lock(&subtab.meta);
-    pthread_mutex_lock(&subtab.lock);
-    gsrv_sub *s = sub_find_live(hid);
-    gsrv_fork *f = s ? fork_by_name(s, name) : NULL;
-    if (!s)
-        rc = GFS_ESTALE;
-    else if (!f)
-        rc = -ENOENT;
-    else
+    gsrv_sub *s;
+    gsrv_fork *f;
+    rc = lock_sub(hid, true, name, &s, &f);
+    if (!rc)
         rc = image_of(s, &v);
     if (!rc) {
         pos = (size_t)fork_pos(s, f->index);
@@ -432,15 +436,13 @@ int gsrv_op_FORK_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_LIST_req m;
     int rc = gp_FORK_LIST_req_decode(req, &m);
-    uint64_t hid = m.hid;
     if (rc)
         return rc;
-    pthread_mutex_lock(&subtab.lock);
-    gsrv_sub *s = sub_find_live(hid);
-    if (!s) {
-        rc = GFS_ESTALE;
+    uint64_t hid = m.hid;
+    gsrv_sub *s;
+    rc = lock_sub(hid, false, NULL, &s, NULL);
+    if (rc)
         goto out_unlock;
-    }
     list_item *v = malloc((s->nforks ? s->nforks : 1) * sizeof(*v));
     if (!v) {
         rc = -ENOMEM;
@@ -469,9 +471,9 @@ int gsrv_op_FORK_SIZE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_SIZE_req m;
     int rc = gp_FORK_SIZE_req_decode(req, &m);
-    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid;
     gsrv_fork *f;
     rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
     if (rc)
@@ -486,9 +488,9 @@ int gsrv_op_FORK_TRUNCATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 {
     gp_FORK_TRUNCATE_req m;
     int rc = gp_FORK_TRUNCATE_req_decode(req, &m);
-    uint64_t fkid = m.fkid, size = m.size;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid, size = m.size;
     if (size > GP_MAX_OFFSET)
         return -EFBIG;
     gsrv_fork *f;
@@ -517,9 +519,9 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     char path[64];
     gp_FORK_SYNC_req m;
     int rc = gp_FORK_SYNC_req_decode(req, &m);
-    uint64_t fkid = m.fkid;
     if (rc)
         return rc;
+    uint64_t fkid = m.fkid;
     gsrv_fork *f;
     rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
     if (rc)

@@ -1,0 +1,249 @@
+/*
+ * ns_lease.c -- record leases of the NameServer (nameserver.c states the
+ * table they hang on), and NS_LEASE, NS_RENEW, NS_LET_GO.
+ *
+ * A client that holds a record lease may answer a stat or an open of
+ * the name from its cache, without asking (libgalley/rcache.c).  So a
+ * change of the record by anyone else (NS_REMOVE, NS_SETATTR,
+ * NS_REPL_SET) first recalls the leases of the other clients and waits
+ * until each is acknowledged (the client's next NS_RENEW, at most
+ * GALLEY_MD_RENEW_MS later) or has run out (a client that stopped
+ * renewing: at most lease_ms).  The holder's own lease (the same client
+ * id on this connection) goes at once: its library dropped it first.
+ * While a recall is waiting, no new lease is granted on that name.  The
+ * leases live in memory only: for lease_ms after a start, every change
+ * waits as if a lease were live (a restarted server does not know who
+ * held one), and a renewal from a client it does not know says so
+ * (known 0: the client drops every lease it had here).
+ */
+#include "ns_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static ns_client *client_find(uint64_t id)
+{
+    for (size_t i = 0; i < ns.nclient; i++)
+        if (ns.client[i].id == id)
+            return &ns.client[i];
+    return NULL;
+}
+
+static ns_client *client_get(uint64_t id)
+{
+    ns_client *k = client_find(id);
+    if (k)
+        return k;
+    /* reuse the slot of a client long gone (nothing recalled left) */
+    int64_t now = g_now_ms();
+    for (size_t i = 0; i < ns.nclient; i++) {
+        k = &ns.client[i];
+        if (k->until + 10 * ns.lease_ms < now && !k->nrecall) {
+            free(k->recall);
+            memset(k, 0, sizeof(*k));
+            k->id = id;
+            return k;
+        }
+    }
+    if (ns.nclient == ns.capclient) {
+        size_t cap = ns.capclient ? ns.capclient * 2 : 16;
+        ns_client *n = realloc(ns.client, cap * sizeof(*n));
+        if (!n)
+            return NULL;
+        ns.client = n;
+        ns.capclient = cap;
+    }
+    k = &ns.client[ns.nclient++];
+    memset(k, 0, sizeof(*k));
+    k->id = id;
+    return k;
+}
+
+/* Grant client `id` a lease on committed entry e: the lease in ms, or 0
+ * (none: leases off, a replicated record, a recall waiting, no memory). */
+uint32_t ns_lease_grant(gsrv_conn *c, ns_ent *e, uint64_t id)
+{
+    if (!ns.lease_ms || !id || e->repl)
+        return 0;
+    for (uint32_t i = 0; i < e->nhold; i++)
+        if (e->hold[i].rseq)
+            return 0;
+    ns_client *k = client_get(id);
+    if (!k)
+        return 0;
+    bool have = false;
+    for (uint32_t i = 0; i < e->nhold && !have; i++)
+        have = e->hold[i].client == id;
+    if (!have) {
+        if (e->nhold == e->caphold) {
+            uint32_t cap = e->caphold ? e->caphold * 2 : 2;
+            ns_hold *n = realloc(e->hold, cap * sizeof(*n));
+            if (!n)
+                return 0;
+            e->hold = n;
+            e->caphold = cap;
+        }
+        e->hold[e->nhold++] = (ns_hold){.client = id};
+    }
+    k->until = g_now_ms() + ns.lease_ms;
+    c->md_client = id;
+    return (uint32_t)ns.lease_ms;
+}
+
+static void hold_del(ns_ent *e, uint32_t i)
+{
+    e->hold[i] = e->hold[--e->nhold];
+}
+
+/* Recall the leases of other clients on `name` and wait until none is
+ * live; the connection's own goes at once.  Called and returns with
+ * ns.lock held; the entry may be gone or another after: find it again. */
+void ns_lease_break(gsrv_conn *c, const char *name, uint64_t h)
+{
+    for (;;) {
+        int64_t now = g_now_ms();
+        ns_ent *e = ns_find(name, h);
+        bool wait = now < ns.grace;
+        for (uint32_t i = 0; e && i < e->nhold;) {
+            ns_hold *d = &e->hold[i];
+            ns_client *k = client_find(d->client);
+            if (!k || d->client == c->md_client ||
+                now >= (d->rseq ? d->frozen : k->until)) {
+                hold_del(e, i); /* its own, or run out */
+                continue;
+            }
+            if (!d->rseq) {
+                if (k->nrecall == k->caprecall) {
+                    size_t cap = k->caprecall ? k->caprecall * 2 : 8;
+                    struct ns_recall *n = realloc(k->recall, cap * sizeof(*n));
+                    if (n) {
+                        k->recall = n;
+                        k->caprecall = cap;
+                    }
+                }
+                char *copy = strdup(name);
+                if (k->nrecall < k->caprecall && copy) {
+                    d->rseq = ++k->seq;
+                    d->frozen = k->until;
+                    k->recall[k->nrecall++] =
+                        (struct ns_recall){.name = copy, .seq = d->rseq};
+                } else {
+                    free(copy); /* no memory: it runs out instead */
+                    d->rseq = ~0ull;
+                    d->frozen = k->until;
+                }
+            }
+            wait = true;
+            i++;
+        }
+        if (!wait)
+            return;
+        struct timespec ts = g_deadline_ms(20);
+        pthread_cond_timedwait(&ns.cv, &ns.lock, &ts);
+    }
+}
+
+/* Client k acknowledged its recalls up to `acked`: those leases go. */
+static void lease_acked(ns_client *k, uint64_t acked)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < k->nrecall; i++) {
+        struct ns_recall *r = &k->recall[i];
+        if (r->seq > acked) {
+            k->recall[j++] = *r;
+            continue;
+        }
+        ns_ent *e = ns_find(r->name, g_fnv1a(r->name));
+        for (uint32_t x = 0; e && x < e->nhold; x++)
+            if (e->hold[x].client == k->id && e->hold[x].rseq == r->seq) {
+                hold_del(e, x);
+                break;
+            }
+        free(r->name);
+    }
+    k->nrecall = j;
+    pthread_cond_broadcast(&ns.cv);
+}
+
+int gsrv_op_NS_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_NS_LEASE_req m;
+    int rc = gp_NS_LEASE_req_decode(req, &m);
+    if (!rc && !m.client)
+        rc = -EINVAL;
+    if (rc)
+        return rc;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    uint32_t lease = 0;
+    ns_ent *e = ns_lock_record(m.name, NULL, rec);
+    if (e)
+        lease = ns_lease_grant(c, e, m.client);
+    else
+        rc = -ENOENT;
+    pthread_mutex_unlock(&ns.lock);
+    if (!rc)
+        gp_NS_LEASE_rep_encode(&rep->w, &(gp_NS_LEASE_rep){.lease_ms = lease,
+                                                           .epoch = ns.epoch,
+                                                           .rec = rec});
+    free(rec);
+    return rc;
+}
+
+int gsrv_op_NS_RENEW(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_NS_RENEW_req m;
+    int rc = gp_NS_RENEW_req_decode(req, &m);
+    if (!rc && !m.client)
+        rc = -EINVAL;
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ns.lock);
+    ns_client *k = client_find(m.client);
+    uint8_t known = k != NULL;
+    if (k)
+        lease_acked(k, m.acked);
+    else
+        k = client_get(m.client);
+    if (k)
+        k->until = g_now_ms() + ns.lease_ms;
+    c->md_client = m.client;
+    uint32_t n = k ? (uint32_t)k->nrecall : 0;
+    gp_NS_RENEW_rep_encode(&rep->w,
+                           &(gp_NS_RENEW_rep){.lease_ms = (uint32_t)ns.lease_ms,
+                                              .epoch = ns.epoch,
+                                              .known = known,
+                                              .seq = k ? k->seq : 0,
+                                              .n = n});
+    for (uint32_t i = 0; i < n; i++)
+        gp_NAME_item_encode(&rep->w,
+                            &(gp_NAME_item){.name = k->recall[i].name});
+    pthread_mutex_unlock(&ns.lock);
+    return 0;
+}
+
+/* NS_LET_GO: a client lets every lease it holds here go (it used none of
+ * them for a while: libgalley/rcache.c), and with them the recalls it has
+ * not acknowledged: a change waiting for them goes on at once.  A lease
+ * granted to it later renews its old ones again, which it no longer
+ * trusts: a recall of one is acknowledged at its next renewal. */
+int gsrv_op_NS_LET_GO(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+{
+    gp_NS_LET_GO_req m;
+    int rc = gp_NS_LET_GO_req_decode(req, &m);
+    if (!rc && !m.client)
+        rc = -EINVAL;
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ns.lock);
+    ns_client *k = client_find(m.client);
+    if (k) {
+        lease_acked(k, k->seq); /* (wakes the changes waiting) */
+        k->until = g_now_ms();  /* the others run out now */
+    }
+    pthread_mutex_unlock(&ns.lock);
+    return 0;
+}

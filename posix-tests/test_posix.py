@@ -259,6 +259,33 @@ def test_mapped_paths_normalised(cluster, uniq, tmp_path):
         describe(cp)
 
 
+def test_mapped_realpath_statvfs(cluster, uniq, tmp_path):
+    """realpath of a mapped path is the path read as the kernel reads it
+    once the name exists (pfind and io500 resolve their directories so;
+    glibc's own walks the local disk, where the names are not), readlink
+    answers EINVAL for an existing name (not a link), and statvfs/statfs
+    report the cluster (its name limit, io500's statvfs of its data
+    directory)."""
+    _, cp = _mapped(cluster, tmp_path, uniq,
+                    'mkdir "$1/a" && echo hi > "$1/a/f" && '
+                    'python3 -c "import os, sys, errno\n'
+                    'd = sys.argv[1]\n'
+                    'print(os.path.realpath(d + \'//a/./f\', strict=True) == d + \'/a/f\')\n'
+                    'try: os.path.realpath(d + \'/a/nope\', strict=True)\n'
+                    'except FileNotFoundError: print(\'ENOENT\')\n'
+                    'try: os.readlink(d + \'/a/f\')\n'
+                    'except OSError as e: print(errno.errorcode[e.errno])\n'
+                    'v = os.statvfs(d + \'/a\')\n'
+                    'print(v.f_namemax, v.f_blocks > 0)\n'
+                    'try: os.statvfs(d + \'/nope\')\n'
+                    'except FileNotFoundError: print(\'ENOENT\')" "$1" && '
+                    'realpath "$1//a/../a/f" && stat -f -c %l "$1/a/f"')
+    d = tmp_path / "mapped"
+    assert cp.returncode == 0 and cp.stdout.split("\n") == [
+        "True", "ENOENT", "EINVAL", "255 True", "ENOENT", "%s/a/f" % d, "255", ""], \
+        describe(cp)
+
+
 def test_mapped_cp_find_rm(cluster, uniq, tmp_path):
     """cp -r of a local tree into a mapped directory makes its directories
     in Galley; find (openat/fstatat/fdopendir relative to directory

@@ -37,6 +37,8 @@
 #include <sys/file.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <sys/time.h>
@@ -151,7 +153,14 @@
     X(flistxattr, ssize_t, (int, char *, size_t))                              \
     X(setxattr, int, (const char *, const char *, const void *, size_t, int))  \
     X(lsetxattr, int, (const char *, const char *, const void *, size_t, int)) \
-    X(fsetxattr, int, (int, const char *, const void *, size_t, int))
+    X(fsetxattr, int, (int, const char *, const void *, size_t, int))          \
+    X(realpath, char *, (const char *, char *))                                \
+    X(readlink, ssize_t, (const char *, char *, size_t))                       \
+    X(readlinkat, ssize_t, (int, const char *, char *, size_t))                \
+    X(statvfs, int, (const char *, struct statvfs *))                          \
+    X(statfs, int, (const char *, struct statfs *))                            \
+    X(fstatvfs, int, (int, struct statvfs *))                                  \
+    X(fstatfs, int, (int, struct statfs *))
 
 #define PX_X_PTR(name, ret, args) extern ret(*real_##name) args;
 PX_REAL_TABLE(PX_X_PTR)
@@ -219,6 +228,9 @@ extern __thread bool px_dir_only;   /* its path named a directory only */
 const char *px_name(const char *path);
 const char *px_name_at(int dirfd, const char *path);
 bool px_mapped_root(const char *name);
+/* path read as the kernel reads it ("//", ".", ".." resolved), in buf
+ * (cap bytes) when anything changes, else path itself. */
+const char *px_local_path(const char *path, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------------
  * Shared by the calls (px_open.c, px_names.c)

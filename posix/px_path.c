@@ -49,7 +49,7 @@ static const char *px_cluster_path(char *buf, size_t len)
 static void px_read_fuse_mounts(void)
 {
     char buf[PATH_MAX], mine[PATH_MAX];
-    if (!realpath(px_cluster_path(buf, sizeof(buf)), mine))
+    if (!REAL(realpath)(px_cluster_path(buf, sizeof(buf)), mine))
         return;
     FILE *f = REAL(fopen)("/proc/self/mounts", "re");
     if (!f)
@@ -220,6 +220,11 @@ const char *px_name(const char *path)
         return px_clean(buf, px_buf());
     }
     return NULL;
+}
+
+const char *px_local_path(const char *path, char *buf, size_t cap)
+{
+    return px_lexical(path, buf, cap - 1, true);
 }
 
 /* Is name the Galley directory a local directory is mapped onto?  (It is

@@ -139,3 +139,12 @@ int gfs_stat_server(int server, gfs_server_stat *st)
     }
     return rc;
 }
+
+int gfs_server_transport(int server)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    gc_conn *c = gc_server_conn(server);
+    return c ? gc_conn_transport(c) : -EINVAL;
+}

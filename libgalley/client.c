@@ -1,9 +1,9 @@
 /*
  * client.c -- the bottom of libgalley: the process-wide client state
  * (gc_g: connections, settings, reference count), the file and fork id
- * tables, error messages, name hashing.  It calls nothing above it;
- * filling and emptying this state at gfs_init / gfs_finalize is
- * lifecycle.c's.
+ * tables, error messages, name hashing, a record's attribute text.  It
+ * calls nothing above it; filling and emptying this state at gfs_init /
+ * gfs_finalize is lifecycle.c's.
  *
  * Threads: any.  gc_g.lock guards the tables and the reference count; it
  * is never held across a network call (conn.c may call gc_open_handles
@@ -86,15 +86,6 @@ int gc_spin_us(void)
 int gc_transport(void)
 {
     return __atomic_load_n(&gc_g.transport, __ATOMIC_RELAXED);
-}
-
-int gfs_server_transport(int server)
-{
-    int rc = gc_check_init();
-    if (rc)
-        return rc;
-    gc_conn *c = gc_server_conn(server);
-    return c ? gc_conn_transport(c) : -EINVAL;
 }
 
 int gfs_set_timeout_ms(int ms)
@@ -222,4 +213,42 @@ int gc_open_handles(int server, uint64_t **fkids, int *n)
     *fkids = v;
     *n = cnt;
     return 0;
+}
+
+/* ------------------------------------------------ record attributes --- */
+
+/* Find "key=" at a line start in attrs; returns the line or NULL. */
+static const char *attr_find(const char *attrs, const char *key)
+{
+    size_t kn = strlen(key);
+    for (const char *p = attrs; p && *p;) {
+        if (strncmp(p, key, kn) == 0 && p[kn] == '=')
+            return p;
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return NULL;
+}
+
+int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len)
+{
+    const char *line = attr_find(attrs, key);
+    if (!line)
+        return -ENOENT;
+    const char *v = line + strlen(key) + 1;
+    const char *e = strchr(v, '\n');
+    size_t n = e ? (size_t)(e - v) : strlen(v);
+    if (n + 1 > len)
+        return -ERANGE;
+    memcpy(value, v, n);
+    value[n] = '\0';
+    return (int)n;
+}
+
+bool gc_rec_checksummed(const gp_record *rec)
+{
+    char v[16];
+    return gc_attr_lookup(rec->attrs, GC_CHECKSUM_ATTR, v, sizeof(v)) > 0 &&
+           strcmp(v, "crc32c") == 0;
 }

@@ -430,35 +430,6 @@ static int check_key(const char *key)
     return 0;
 }
 
-/* Find "key=" at a line start in attrs; returns the line or NULL. */
-static const char *attr_find(const char *attrs, const char *key)
-{
-    size_t kn = strlen(key);
-    for (const char *p = attrs; p && *p;) {
-        if (strncmp(p, key, kn) == 0 && p[kn] == '=')
-            return p;
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    return NULL;
-}
-
-int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len)
-{
-    const char *line = attr_find(attrs, key);
-    if (!line)
-        return -ENOENT;
-    const char *v = line + strlen(key) + 1;
-    const char *e = strchr(v, '\n');
-    size_t n = e ? (size_t)(e - v) : strlen(v);
-    if (n + 1 > len)
-        return -ERANGE;
-    memcpy(value, v, n);
-    value[n] = '\0';
-    return (int)n;
-}
-
 static int gc_set_attr(int fid, const char *key, const char *value)
 {
     gc_file f;
@@ -579,11 +550,4 @@ int gfs_set_checksum(int fid, const char *algo)
     if (!algo || (strcmp(algo, "crc32c") != 0 && strcmp(algo, "none") != 0))
         return -EINVAL;
     return gc_set_attr(fid, GC_CHECKSUM_ATTR, algo);
-}
-
-bool gc_rec_checksummed(const gp_record *rec)
-{
-    char v[16];
-    return gc_attr_lookup(rec->attrs, GC_CHECKSUM_ATTR, v, sizeof(v)) > 0 &&
-           strcmp(v, "crc32c") == 0;
 }

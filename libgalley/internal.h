@@ -254,6 +254,12 @@ int gc_file_get(int fid, gc_file *out); /* copies under the lock */
 /* The file of fid in its table (gc_g.lock held; the table holds pointers:
  * a record is large), or NULL. */
 gc_file *gc_file_at(int fid);
+/* A record's attribute text (client.c): the value of `key`; its length,
+ * -ENOENT or -ERANGE. */
+int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len);
+/* Checksummed files (gfs_set_checksum): the record's attribute. */
+#define GC_CHECKSUM_ATTR "galley.checksum"
+bool gc_rec_checksummed(const gp_record *rec);
 /* gc_attr_lookup(key) on fid's record, under the lock: its return, or
  * GFS_EBADID / GFS_ENOTINIT. */
 int gc_file_attr(int fid, const char *key, char *out, size_t len);
@@ -347,11 +353,6 @@ int gc_create_file(const char *name, int nsubfiles, const int *servers,
 /* The same with a first fork `fork` (NULL: none) in every subfile. */
 int gc_create_file_fork(const char *name, int nsubfiles, const int *servers,
                         const char *attrs, const char *fork, int ncopy);
-/* Value of `key` in an attribute text; length, -ENOENT or -ERANGE. */
-int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len);
-/* Checksummed files (gfs_set_checksum): the record's attribute. */
-#define GC_CHECKSUM_ATTR "galley.checksum"
-bool gc_rec_checksummed(const gp_record *rec);
 
 /* The data path's types and calls (io.c, pieces.c, the striped op):
  * datapath.h. */

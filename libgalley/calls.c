@@ -8,6 +8,7 @@
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define GC_X_CALL(name, code, note)                                            \
@@ -96,4 +97,54 @@ int gc_tail_end(gc_tail *tail)
     int rc = gp_decode_end(&tail->r);
     gc_req_release(&tail->q);
     return rc;
+}
+
+/* ------------------------------------------- server calls of the API -- */
+
+int gfs_ping(int server)
+{
+    return gc_ping(server);
+}
+
+int gc_ping(int server)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    gc_conn *c = gc_server_conn(server);
+    if (!c)
+        return -EINVAL;
+    return gc_PING_call(c, &(gp_PING_req){}, NULL, NULL);
+}
+
+int gfs_stat_server(int server, gfs_server_stat *st)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    gc_conn *c = gc_server_conn(server);
+    if (!c || !st)
+        return -EINVAL;
+    gp_STATFS_rep m;
+    rc = gc_STATFS_call(c, &(gp_STATFS_req){}, &m, NULL);
+    if (!rc) {
+        st->bytes_used = m.bytes_used;
+        st->bytes_free = m.bytes_free;
+        st->bytes_total = m.bytes_total;
+        st->nrecords = m.nrecords;
+        st->nsubfiles = m.nsubfiles;
+        st->nforks = m.nforks;
+        st->cache_hits = m.cache_hits;
+        st->cache_misses = m.cache_misses;
+    }
+    return rc;
+}
+
+int gfs_server_transport(int server)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    gc_conn *c = gc_server_conn(server);
+    return c ? gc_conn_transport(c) : -EINVAL;
 }

@@ -1,15 +1,16 @@
 /*
- * client.c -- process-wide client state: cluster file, init/finalize, the
- * file and fork id tables, error messages, name hashing.
+ * client.c -- the bottom of libgalley: the process-wide client state
+ * (gc_g: connections, settings, reference count), the file and fork id
+ * tables, error messages, name hashing, a record's attribute text.  It
+ * calls nothing above it; filling and emptying this state at gfs_init /
+ * gfs_finalize is lifecycle.c's.
  *
  * Threads: any.  gc_g.lock guards the tables and the reference count; it
  * is never held across a network call (conn.c may call gc_open_handles
  * while reconnecting, which takes gc_g.lock briefly).
  */
 #include "internal.h"
-#include "cluster_file.h"
 #include "fnv.h"
-#include "transport.h"
 #include "gerror.h"
 
 #include <ctype.h>
@@ -32,36 +33,7 @@ const char *gfs_strerror(int err)
     return gp_strerror(err);
 }
 
-/* ------------------------------------------------------ cluster file --- */
-
-/* Finding and parsing it: cluster_file.c. */
-
-static int env_timeout_ms(void)
-{
-    const char *t = getenv("GALLEY_TIMEOUT");
-    if (t && *t) {
-        double s = atof(t);
-        if (s > 0 && s < 86400)
-            return (int)(s * 1000);
-    }
-    return 30000;
-}
-
-/* GALLEY_TRANSPORT: auto (default), direct, local or tcp; -EINVAL
- * otherwise. */
-static int env_transport(void)
-{
-    const char *t = getenv("GALLEY_TRANSPORT");
-    if (!t || !*t || !strcmp(t, "auto"))
-        return GFS_TRANSPORT_AUTO;
-    if (!strcmp(t, "local"))
-        return GFS_TRANSPORT_LOCAL;
-    if (!strcmp(t, "tcp"))
-        return GFS_TRANSPORT_TCP;
-    if (!strcmp(t, "direct"))
-        return GFS_TRANSPORT_DIRECT;
-    return -EINVAL;
-}
+/* ------------------------------------------------------------ state --- */
 
 bool gc_env_on(int *cache, const char *name)
 {
@@ -72,113 +44,6 @@ bool gc_env_on(int *cache, const char *name)
         __atomic_store_n(cache, m, __ATOMIC_RELAXED);
     }
     return m == 2;
-}
-
-static int env_spin_us(void)
-{
-    const char *t = getenv("GALLEY_SPIN_US");
-    if (t && *t) {
-        long v = atol(t);
-        return v < 0 ? 0 : v > 100000 ? 100000 : (int)v;
-    }
-    return 50;
-}
-
-int gfs_init(const char *cluster_file)
-{
-    int transport = env_transport();
-    if (transport < 0)
-        return transport;
-    pthread_mutex_lock(&gc_g.lock);
-    if (gc_g.refs > 0) {
-        gc_g.refs++;
-        pthread_mutex_unlock(&gc_g.lock);
-        return 0;
-    }
-    char buf[4096];
-    const char *path = gc_cluster_find(cluster_file, buf, sizeof(buf));
-    char **hosts = NULL, **ports = NULL;
-    int n = 0;
-    int rc = gc_cluster_parse(path, &hosts, &ports, &n);
-    if (rc)
-        goto out_unlock;
-    gc_g.conns = calloc((size_t)n, sizeof(*gc_g.conns));
-    if (!gc_g.conns) {
-        rc = -ENOMEM;
-        goto out_free_names;
-    }
-    for (int i = 0; i < n; i++) {
-        gc_g.conns[i] = gc_conn_new(i, hosts[i], ports[i]);
-        if (!gc_g.conns[i]) {
-            for (int j = 0; j < i; j++)
-                gc_conn_free(gc_g.conns[j]);
-            free(gc_g.conns);
-            gc_g.conns = NULL;
-            rc = -ENOMEM;
-            goto out_free_names;
-        }
-    }
-    gc_g.nservers = n;
-    gc_g.timeout_ms = env_timeout_ms();
-    gc_g.transport = transport;
-    gc_g.spin_us = env_spin_us();
-    gc_g.refs = 1;
-    gc_auth_load(path);
-out_free_names:
-    for (int i = 0; i < n; i++) {
-        free(hosts[i]);
-        free(ports[i]);
-    }
-    free(hosts);
-    free(ports);
-out_unlock:
-    pthread_mutex_unlock(&gc_g.lock);
-    return rc;
-}
-
-int gfs_finalize(void)
-{
-    pthread_mutex_lock(&gc_g.lock);
-    if (gc_g.refs == 0) {
-        pthread_mutex_unlock(&gc_g.lock);
-        return GFS_ENOTINIT;
-    }
-    if (gc_g.refs > 1) {
-        gc_g.refs--;
-        pthread_mutex_unlock(&gc_g.lock);
-        return 0;
-    }
-    pthread_mutex_unlock(&gc_g.lock);
-
-    /* Let queued non-blocking requests finish, then stop the workers. */
-    gc_nb_shutdown();
-    gc_reclaim_wait();
-    gc_lease_stop();
-    gc_striped_shutdown();
-    gc_rcache_clear();
-
-    /* Close forks still open (best effort: servers also close a dropped
-     * connection's opens). */
-    gc_fork k;
-    for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
-        gc_fork_close(kid);
-    gc_direct_shutdown();
-
-    pthread_mutex_lock(&gc_g.lock);
-    gc_g.refs = 0;
-    for (int i = 0; i < gc_g.nservers; i++)
-        gc_conn_free(gc_g.conns[i]);
-    gc_auth_unload();
-    free(gc_g.conns);
-    /* The tables keep their generations: ids from before stay stale. */
-    for (int fid = -1; (fid = gc_idtab_next(&gc_g.files, fid)) >= 0;)
-        free(gc_file_at(fid));
-    gc_idtab_clear(&gc_g.files);
-    gc_idtab_clear(&gc_g.forks);
-    gc_g.conns = NULL;
-    gc_g.nservers = 0;
-    pthread_mutex_unlock(&gc_g.lock);
-    return 0;
 }
 
 /* Every call asks this first: a load, not the lock (refs changes under
@@ -221,15 +86,6 @@ int gc_spin_us(void)
 int gc_transport(void)
 {
     return __atomic_load_n(&gc_g.transport, __ATOMIC_RELAXED);
-}
-
-int gfs_server_transport(int server)
-{
-    int rc = gc_check_init();
-    if (rc)
-        return rc;
-    gc_conn *c = gc_server_conn(server);
-    return c ? gc_conn_transport(c) : -EINVAL;
 }
 
 int gfs_set_timeout_ms(int ms)
@@ -359,43 +215,40 @@ int gc_open_handles(int server, uint64_t **fkids, int *n)
     return 0;
 }
 
-/* --------------------------------------------------------- servers ---- */
+/* ------------------------------------------------ record attributes --- */
 
-int gfs_ping(int server)
+/* Find "key=" at a line start in attrs; returns the line or NULL. */
+static const char *attr_find(const char *attrs, const char *key)
 {
-    return gc_ping(server);
-}
-
-int gc_ping(int server)
-{
-    int rc = gc_check_init();
-    if (rc)
-        return rc;
-    gc_conn *c = gc_server_conn(server);
-    if (!c)
-        return -EINVAL;
-    return gc_PING_call(c, &(gp_PING_req){}, NULL, NULL);
-}
-
-int gfs_stat_server(int server, gfs_server_stat *st)
-{
-    int rc = gc_check_init();
-    if (rc)
-        return rc;
-    gc_conn *c = gc_server_conn(server);
-    if (!c || !st)
-        return -EINVAL;
-    gp_STATFS_rep m;
-    rc = gc_STATFS_call(c, &(gp_STATFS_req){}, &m, NULL);
-    if (!rc) {
-        st->bytes_used = m.bytes_used;
-        st->bytes_free = m.bytes_free;
-        st->bytes_total = m.bytes_total;
-        st->nrecords = m.nrecords;
-        st->nsubfiles = m.nsubfiles;
-        st->nforks = m.nforks;
-        st->cache_hits = m.cache_hits;
-        st->cache_misses = m.cache_misses;
+    size_t kn = strlen(key);
+    for (const char *p = attrs; p && *p;) {
+        if (strncmp(p, key, kn) == 0 && p[kn] == '=')
+            return p;
+        p = strchr(p, '\n');
+        if (p)
+            p++;
     }
-    return rc;
+    return NULL;
+}
+
+int gc_attr_lookup(const char *attrs, const char *key, char *value, size_t len)
+{
+    const char *line = attr_find(attrs, key);
+    if (!line)
+        return -ENOENT;
+    const char *v = line + strlen(key) + 1;
+    const char *e = strchr(v, '\n');
+    size_t n = e ? (size_t)(e - v) : strlen(v);
+    if (n + 1 > len)
+        return -ERANGE;
+    memcpy(value, v, n);
+    value[n] = '\0';
+    return (int)n;
+}
+
+bool gc_rec_checksummed(const gp_record *rec)
+{
+    char v[16];
+    return gc_attr_lookup(rec->attrs, GC_CHECKSUM_ATTR, v, sizeof(v)) > 0 &&
+           strcmp(v, "crc32c") == 0;
 }

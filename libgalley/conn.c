@@ -19,11 +19,11 @@
  *   - Lock order: c->send_lock before c->lock; gc_g.lock is never taken
  *     while holding c->lock (reconnect collects fork handles first).
  *
- * Choosing the transport: connect_locked tries transport.c's candidates,
- * best first, among those GALLEY_TRANSPORT allows (transport.h: auto,
- * direct, local, tcp), dialling each stream once and
- * running the handshake (authentication, PING) on it before the
- * candidate's probe.  The chosen ops stay until the connection breaks.
+ * Choosing the transport (conn_connect.c): connect_locked tries transport.c's
+ * candidates, best first, among those GALLEY_TRANSPORT allows (transport.h:
+ * auto, direct, local, tcp), dialling each stream once and running the
+ * handshake (authentication, PING) on it before the candidate's probe.  The
+ * chosen ops stay until the connection breaks.
  *
  * Failure model
  *   - A request fails with GFS_ETIMEDOUT when the connection shows no
@@ -36,7 +36,7 @@
 #include "internal.h"
 #include "gsend.h"
 #include "gspin.h"
-#include "transport.h"
+#include "conn_internal.h"
 
 #ifndef IOV_MAX
 #define IOV_MAX 1024
@@ -58,32 +58,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct gc_conn {
-    int server;
-    char host[256];
-    char port[16];
-
-    pthread_mutex_t send_lock;
-    pthread_mutex_t lock; /* guards everything below */
-    pthread_cond_t cv;
-    int fd;         /* -1 when not connected */
-    bool broken;    /* the stream failed; reconnect on next use */
-    int ready;      /* atomic: connected, started, not broken: conn_ops may use
-                     * ops without the locks (mark_broken_locked clears it) */
-    uint32_t epoch; /* connects so far (gc_conn_epoch) */
-    const gc_transport_ops *ops; /* chosen at connect (c->lock); NULL
-                                  * until the first connect succeeds */
-    gc_req *pending;
-    uint64_t next_reqid;
-    uint64_t data_limit;
-    uint64_t last_rx_ns;
-    pid_t owner; /* the process that connected */
-    /* the reply engines' state (see the top) */
-    bool reader_live; /* reader engine: its thread runs */
-    pthread_t reader;
-    bool reading; /* waiter engine: a waiter is reading a frame now */
-};
-
 static void fail_pending_locked(gc_conn *c, int err);
 
 gc_conn *gc_conn_new(int server, const char *host, const char *port)
@@ -102,7 +76,7 @@ gc_conn *gc_conn_new(int server, const char *host, const char *port)
     return c;
 }
 
-static void set_ready(gc_conn *c, int v)
+void gc_cn_set_ready(gc_conn *c, int v)
 {
     __atomic_store_n(&c->ready, v, __ATOMIC_RELEASE);
 }
@@ -111,13 +85,13 @@ static void set_ready(gc_conn *c, int v)
 static void mark_broken_locked(gc_conn *c)
 {
     c->broken = true;
-    set_ready(c, 0);
+    gc_cn_set_ready(c, 0);
 }
 
 /* Stop the reader and close the socket.  Called without c->lock. */
-static void conn_shutdown(gc_conn *c)
+void gc_cn_shutdown(gc_conn *c)
 {
-    set_ready(c, 0);
+    gc_cn_set_ready(c, 0);
     pthread_mutex_lock(&c->lock);
     bool live = c->reader_live;
     if (c->fd >= 0)
@@ -141,7 +115,7 @@ void gc_conn_free(gc_conn *c)
 {
     if (!c)
         return;
-    conn_shutdown(c);
+    gc_cn_shutdown(c);
     pthread_mutex_destroy(&c->send_lock);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->cv);
@@ -152,7 +126,7 @@ void gc_conn_free(gc_conn *c)
 
 /* Full send of an iovec array (modified in place).  MSG_NOSIGNAL: a dead
  * peer gives EPIPE, not SIGPIPE. */
-static int send_all(int fd, struct iovec *iov, int cnt)
+int gc_cn_send_all(int fd, struct iovec *iov, int cnt)
 {
     int rc = gp_send_all(fd, iov, cnt);
     if (rc == 0)
@@ -189,7 +163,7 @@ static int recv_all_iov(gc_conn *c, struct iovec *iov, int cnt)
     return 0;
 }
 
-static int recv_all(gc_conn *c, void *buf, size_t n)
+int gc_cn_recv_all(gc_conn *c, void *buf, size_t n)
 {
     struct iovec v = {buf, n};
     return recv_all_iov(c, &v, 1);
@@ -201,7 +175,7 @@ static int recv_discard(gc_conn *c, uint64_t n)
     char tmp[65536];
     while (n > 0) {
         size_t k = n > sizeof(tmp) ? sizeof(tmp) : (size_t)n;
-        int rc = recv_all(c, tmp, k);
+        int rc = gc_cn_recv_all(c, tmp, k);
         if (rc)
             return rc;
         n -= k;
@@ -237,7 +211,7 @@ static int receive_into(gc_conn *c, const gp_hdr *h, gc_req *r)
             r->status = GFS_EPROTO;
             return rc ? rc : GFS_EPROTO;
         }
-        int rc = recv_all(c, r->prefix, r->prefix_len);
+        int rc = gc_cn_recv_all(c, r->prefix, r->prefix_len);
         if (!rc)
             rc = recv_all_iov(c, r->riov, r->riovcnt);
         return rc;
@@ -248,7 +222,7 @@ static int receive_into(gc_conn *c, const gp_hdr *h, gc_req *r)
             r->status = -ENOMEM;
             return recv_discard(c, h->length);
         }
-        int rc = recv_all(c, r->reply, h->length);
+        int rc = gc_cn_recv_all(c, r->reply, h->length);
         if (rc)
             return rc;
         r->replylen = h->length;
@@ -263,7 +237,7 @@ static int read_frame(gc_conn *c)
 {
     uint8_t hb[GP_HDR_SIZE];
     gp_hdr h;
-    int err = recv_all(c, hb, sizeof(hb));
+    int err = gc_cn_recv_all(c, hb, sizeof(hb));
     if (err)
         return err;
     gp_hdr_decode(hb, &h);
@@ -416,7 +390,7 @@ static void self_init(void)
     pthread_atfork(NULL, NULL, self_after_fork);
 }
 
-static pid_t self(void)
+pid_t gc_cn_self(void)
 {
     pthread_once(&self_once, self_init);
     return self_pid;
@@ -424,7 +398,7 @@ static pid_t self(void)
 
 bool gc_conn_owned(const gc_conn *c)
 {
-    return c->owner == self();
+    return c->owner == gc_cn_self();
 }
 
 void gc_conn_address(const gc_conn *c, int *server, const char **host,
@@ -433,176 +407,6 @@ void gc_conn_address(const gc_conn *c, int *server, const char **host,
     *server = c->server;
     *host = c->host;
     *port = c->port;
-}
-
-/* --------------------------------------------------------- connecting -- */
-
-/* One synchronous request on a fresh socket, before the reader runs. */
-static int handshake_call(gc_conn *c, uint16_t op, const gp_wbuf *w,
-                          uint8_t *out, size_t outmax, uint32_t *outlen)
-{
-    uint8_t hb[GP_HDR_SIZE];
-    gp_hdr h = {GP_MAGIC, GP_VERSION, op, 0, 0, (uint32_t)w->len};
-    gp_hdr_encode(&h, hb);
-    struct iovec v[2] = {{hb, sizeof(hb)}, {w->data, w->len}};
-    int rc = send_all(c->fd, v, w->len ? 2 : 1);
-    if (rc)
-        return rc;
-    struct timeval tv = {gc_timeout_ms() / 1000,
-                         (gc_timeout_ms() % 1000) * 1000};
-    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    rc = recv_all(c, hb, sizeof(hb));
-    if (rc)
-        return errno == EAGAIN ? GFS_ETIMEDOUT : rc;
-    gp_hdr_decode(hb, &h);
-    if (h.magic != GP_MAGIC)
-        return GFS_EPROTO;
-    if (h.version != GP_VERSION)
-        return GFS_EVERSION;
-    if (h.length > outmax)
-        return GFS_EPROTO;
-    rc = recv_all(c, out, h.length);
-    if (rc)
-        return rc;
-    *outlen = h.length;
-    struct timeval zero = {0, 0};
-    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof(zero));
-    return h.status;
-}
-
-static int auth_call(void *arg, uint16_t op, const gp_wbuf *w, uint8_t *out,
-                     size_t outmax, uint32_t *outlen)
-{
-    return handshake_call(arg, op, w, out, outmax, outlen);
-}
-
-/* On a fresh stream: authenticate, check the version, learn the data
- * limit. */
-static int handshake(gc_conn *c)
-{
-    uint8_t out[64];
-    uint32_t outlen = 0;
-    int rc = gc_auth_handshake(auth_call, c); /* the cluster secret (auth.c) */
-    if (rc)
-        return rc;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    gp_PING_req_encode(&w, &(gp_PING_req){});
-    rc = handshake_call(c, GP_OP_PING, &w, out, sizeof(out), &outlen);
-    gp_wbuf_free(&w);
-    if (rc)
-        return rc;
-    gp_rbuf r;
-    gp_rbuf_init(&r, out, outlen);
-    gp_PING_rep ping;
-    int bad = gp_PING_rep_decode(&r, &ping);
-    if (bad || ping.version != GP_VERSION || ping.data_limit < 4096)
-        return bad ? GFS_EPROTO : GFS_EVERSION;
-    c->data_limit = ping.data_limit;
-    return 0;
-}
-
-/* Dial and handshake the transports GALLEY_TRANSPORT allows, best first,
- * until one takes the connection (transport.h): *ops and c->fd. */
-static int choose_transport(gc_conn *c, const gc_transport_ops **ops)
-{
-    int mode = gc_transport();
-    int rc = GFS_ESERVERDOWN, stream = -1;
-    for (const gc_transport_ops *const *t = gc_transports; *t; t++) {
-        if (!gc_transport_allowed(*t, mode))
-            continue;
-        if ((*t)->stream != stream) {
-            if (c->fd >= 0)
-                close(c->fd);
-            c->fd = -1;
-            stream = (*t)->stream;
-            rc = (*t)->dial(c->host, c->port, &c->fd);
-            if (rc)
-                continue; /* no such stream here: the next kind */
-            c->owner = self();
-            rc = handshake(c);
-            if (rc)
-                break; /* the server is there but refuses us */
-        }
-        if (c->fd < 0)
-            continue;
-        rc = (*t)->probe ? (*t)->probe(auth_call, c) : 0;
-        if (rc == 0) {
-            *ops = *t;
-            return 0;
-        }
-        if (rc != GC_DECLINE)
-            break;
-        rc = GFS_ESERVERDOWN;
-    }
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
-    return rc;
-}
-
-/* Connect, re-register the client's open forks on this server, start
- * receiving.  Called with send_lock held and the reader stopped. */
-static int connect_locked(gc_conn *c)
-{
-    const gc_transport_ops *ops = NULL;
-    int rc = choose_transport(c, &ops);
-    if (rc)
-        return rc;
-    uint8_t out[64];
-    uint32_t outlen = 0;
-    gp_wbuf w;
-    gp_wbuf_init(&w);
-    uint64_t *fk = NULL;
-    int nfk = 0;
-    rc = gc_open_handles(c->server, &fk, &nfk);
-    if (rc)
-        goto out_close;
-    for (int i = 0; i < nfk; i++) {
-        gp_wbuf_free(&w);
-        gp_FORK_REOPEN_req_encode(&w, &(gp_FORK_REOPEN_req){.fkid = fk[i]});
-        int k =
-            handshake_call(c, GP_OP_FORK_REOPEN, &w, out, sizeof(out), &outlen);
-        /* a fork deleted meanwhile stays stale; its next use reports it */
-        if (k && k != GFS_ESTALE && k != -ENOENT) {
-            rc = k;
-            break;
-        }
-    }
-    free(fk);
-    if (rc)
-        goto out_close;
-    gp_wbuf_free(&w);
-
-    pthread_mutex_lock(&c->lock); /* waiters read ops under it */
-    c->ops = ops;
-    c->broken = false;
-    c->epoch++;
-    c->last_rx_ns = g_now_ns();
-    pthread_mutex_unlock(&c->lock);
-    rc = ops->start(c);
-    if (rc)
-        goto out_close;
-    set_ready(c, 1);
-    return 0;
-
-out_close:
-    gp_wbuf_free(&w);
-    close(c->fd);
-    c->fd = -1;
-    return rc;
-}
-
-/* Make sure the connection is up.  Called with send_lock held. */
-static int ensure_connected(gc_conn *c)
-{
-    pthread_mutex_lock(&c->lock);
-    bool up = c->fd >= 0 && !c->broken;
-    pthread_mutex_unlock(&c->lock);
-    if (up)
-        return 0;
-    conn_shutdown(c);
-    return connect_locked(c);
 }
 
 /* The connection's transport, connecting if needed; NULL with *rc set
@@ -615,7 +419,7 @@ static const gc_transport_ops *conn_ops(gc_conn *c, int *rc)
         return c->ops;
     }
     pthread_mutex_lock(&c->send_lock);
-    *rc = ensure_connected(c);
+    *rc = gc_cn_ensure_connected(c);
     const gc_transport_ops *t = *rc ? NULL : c->ops;
     pthread_mutex_unlock(&c->send_lock);
     return t;
@@ -632,7 +436,7 @@ uint32_t gc_conn_epoch(gc_conn *c)
 int gc_conn_data_limit(gc_conn *c, uint64_t *limit)
 {
     pthread_mutex_lock(&c->send_lock);
-    int rc = ensure_connected(c);
+    int rc = gc_cn_ensure_connected(c);
     if (!rc)
         *limit = c->data_limit;
     pthread_mutex_unlock(&c->send_lock);
@@ -735,7 +539,7 @@ int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
     uint8_t hb[GP_HDR_SIZE];
 
     pthread_mutex_lock(&c->send_lock);
-    int rc = ensure_connected(c);
+    int rc = gc_cn_ensure_connected(c);
     if (rc)
         goto out_unlock;
     pthread_mutex_lock(&c->lock);
@@ -757,7 +561,7 @@ int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
     for (int i = 0; i < ndata; i++)
         if (data[i].iov_len)
             v[n++] = data[i];
-    rc = send_all(fd, v, n);
+    rc = gc_cn_send_all(fd, v, n);
     if (rc) {
         /* The frame may be half sent: the stream is unusable. */
         pthread_mutex_lock(&c->lock);
@@ -863,7 +667,7 @@ int gc_call(gc_conn *c, uint16_t opcode, const gp_wbuf *desc, gc_req *req)
 bool gc_conn_same_host(gc_conn *c)
 {
     pthread_mutex_lock(&c->send_lock);
-    bool same = ensure_connected(c) == 0 && c->ops->same_host(c->fd);
+    bool same = gc_cn_ensure_connected(c) == 0 && c->ops->same_host(c->fd);
     pthread_mutex_unlock(&c->send_lock);
     return same;
 }

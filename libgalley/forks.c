@@ -107,7 +107,7 @@ int gc_fork_close(int kid)
         return 0;
     }
     /* its descriptors first (the direct transport) */
-    gc_direct_release(k.server, k.fkid);
+    gc_transports_release(k.server, k.fkid);
     rc = gc_FORK_CLOSE_call(gc_server_conn(k.server),
                             &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);
     /* The id is released even if the server is unreachable: the server
@@ -260,7 +260,7 @@ int gc_all_close(int nkids, const int *kids)
             continue;
         }
         /* its descriptors first (the direct transport) */
-        gc_direct_release(k.server, k.fkid);
+        gc_transports_release(k.server, k.fkid);
         gc_FORK_CLOSE_send(gc_server_conn(k.server),
                            &(gp_FORK_CLOSE_req){.fkid = k.fkid}, &p[i]);
         sent[i] = true;

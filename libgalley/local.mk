@@ -4,19 +4,21 @@
 lib_LTLIBRARIES += libgalley/libgalley.la
 include_HEADERS += include/galley.h include/galley_group.h include/galley_sfio.h
 libgalley_libgalley_la_SOURCES = \
-	libgalley/internal.h \
+	libgalley/internal.h libgalley/datapath.h \
 	libgalley/client.c \
+	libgalley/lifecycle.c \
 	libgalley/calls.c \
 	libgalley/cluster_file.h \
 	libgalley/cluster_file.c \
-	libgalley/conn.c \
+	libgalley/conn.c libgalley/conn_internal.h libgalley/conn_connect.c \
 	libgalley/dial.c \
 	libgalley/dial.h \
 	libgalley/transport.h libgalley/transport.c \
 	libgalley/transport_tcp.c libgalley/transport_unix.c \
 	libgalley/transport_cma.c \
-	libgalley/transport_direct.c \
-	libgalley/files.c \
+	libgalley/transport_direct.c libgalley/transport_direct.h \
+	libgalley/transport_direct_grants.c \
+	libgalley/files.c libgalley/files_delete.c \
 	libgalley/rcache.c \
 	libgalley/forks.c \
 	libgalley/group.c \
@@ -28,8 +30,10 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/pieces.c \
 	libgalley/sfio.c \
 	libgalley/structured.c \
-	libgalley/striped.c \
-	libgalley/repl.c \
+	libgalley/striped.c libgalley/striped_internal.h \
+	libgalley/striped_io.c libgalley/striped_lock.c libgalley/striped_size.c \
+	libgalley/repl.c libgalley/repl_internal.h \
+	libgalley/repl_io.c libgalley/repl_repair.c \
 	libgalley/auth.c \
 	libgalley/lease.c \
 	libgalley/fsck.c \

@@ -1,5 +1,6 @@
 /*
- * transport.c -- the transports in the order conn.c tries them, and what
+ * transport.c -- the transports in the order conn.c tries them, the calls
+ * that reach every transport's per-fork state through its table, and what
  * the transports whose data travels in the stream share (see
  * transport.h).
  *
@@ -32,6 +33,37 @@ bool gc_transport_allowed(const gc_transport_ops *t, int mode)
     default:
         return true;
     }
+}
+
+void gc_transports_release(int server, uint64_t fkid)
+{
+    for (const gc_transport_ops *const *t = gc_transports; *t; t++)
+        if ((*t)->release)
+            (*t)->release(server, fkid);
+}
+
+void gc_transports_shutdown(void)
+{
+    for (const gc_transport_ops *const *t = gc_transports; *t; t++)
+        if ((*t)->shutdown)
+            (*t)->shutdown();
+}
+
+gc_reader *gc_reader_open(const int *servers, const uint64_t *fkids, size_t n)
+{
+    for (const gc_transport_ops *const *t = gc_transports; *t; t++) {
+        gc_reader *r =
+            (*t)->reader_open ? (*t)->reader_open(servers, fkids, n) : NULL;
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+void gc_reader_free(gc_reader *r)
+{
+    if (r)
+        r->ops->reader_free(r);
 }
 
 int gc_stream_io_submit(gc_conn *c, int op, gc_chunk *ch)

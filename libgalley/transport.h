@@ -29,14 +29,15 @@
  * probe says whether this connection can use it (GC_DECLINE: try the
  * next).
  *
- * The direct transport's descriptors are per fork, not per connection:
- * asked for on a fork's first data request, forgotten when the fork
- * closes and all closed at gc_finalize (gc_direct_release and
- * gc_direct_shutdown, below: the two hooks outside the table; grants
- * are keyed by fork and held on the direct unit's own grant channels,
- * not by a connection, so no per-connection op fits them).  Checksummed chunks
- * bypass io_submit for the stream path every transport has (conn.c
- * gc_conn_io_submit): no cross-memory copy may go uncovered by a CRC.
+ * Some of a transport's state is per fork, not per connection (the direct
+ * transport's descriptors: asked for on a fork's first data request, kept
+ * on the unit's own grant channels).  The ops release and shutdown reach
+ * it (gc_transports_release when a fork closes, gc_transports_shutdown at
+ * gfs_finalize), and the reader ops give a striped open the forks'
+ * descriptors for its single-range reads (gc_reader_open).  Checksummed
+ * chunks bypass io_submit for the stream path every transport has
+ * (conn.c gc_conn_io_submit): no cross-memory copy may go uncovered by a
+ * CRC.
  *
  * Threads: dial, probe and start run while conn.c connects (the
  * connection's send_lock held, nothing in flight); io_submit and same_host
@@ -81,7 +82,15 @@ typedef struct gc_chunk {
  * same signature as auth.c's. */
 typedef gc_auth_call gc_hs_call;
 
-typedef struct gc_transport_ops {
+typedef struct gc_transport_ops gc_transport_ops;
+
+/* A reader (the reader ops below): its transport's own structure, whose
+ * first member is this head, so the owner reaches its ops through it. */
+typedef struct gc_reader {
+    const gc_transport_ops *ops;
+} gc_reader;
+
+struct gc_transport_ops {
     const char *name; /* for messages: "tcp", "local", "local+cma" */
     int kind;         /* GFS_TRANSPORT_* that gfs_server_transport answers */
     int stream;       /* enum gc_stream: what dial opens */
@@ -123,7 +132,37 @@ typedef struct gc_transport_ops {
 
     /* Is the server on this host?  (The locality layout's "mine".) */
     bool (*same_host)(int fd);
-} gc_transport_ops;
+
+    /* Per-fork state kept outside connections (optional, NULL: none).
+     * release: forget fork fkid of server and report what it moved to
+     * the server, before the fork is closed there (forks.c); shutdown:
+     * drop all of it (gfs_finalize). */
+    void (*release)(int server, uint64_t fkid);
+    void (*shutdown)(void);
+
+    /* Readers (optional, NULL: none): a striped open's forks' descriptors
+     * for single-range reads that skip the op machinery (striped.c:
+     * fast_read).  reader_open builds one for forks (servers[i],
+     * fkids[i]) [0, n) (server -1: none), NULL when the transport holds
+     * none of them.  reader_read: exactly len bytes of fork i at off into
+     * buf, 0, or GC_DECLINE (not held, too large, grants forgotten, or
+     * fewer bytes there: the op path reads it); only between reader_pin
+     * and reader_unpin, which the owner's table lock orders before
+     * reader_free.  reader_count: bytes read through fork i, for the
+     * server's IO_STATS.  reader_whole: every fork held and nothing
+     * forgotten since it was built?  reader_free: waits for reads in
+     * flight and hands its byte counts to the per-fork state (release
+     * reports them). */
+    gc_reader *(*reader_open)(const int *servers, const uint64_t *fkids,
+                              size_t n);
+    int (*reader_read)(gc_reader *r, size_t i, uint64_t off, void *buf,
+                       uint64_t len);
+    void (*reader_count)(gc_reader *r, size_t i, uint64_t bytes);
+    void (*reader_pin)(gc_reader *r);
+    void (*reader_unpin)(gc_reader *r);
+    bool (*reader_whole)(const gc_reader *r);
+    void (*reader_free)(gc_reader *r);
+};
 
 /* The candidates, best first, NULL-terminated (transport.c). */
 extern const gc_transport_ops *const gc_transports[];
@@ -140,6 +179,11 @@ extern const gc_transport_ops gc_transport_cma;    /* transport_cma.c */
  * with the data after the descriptor, IO_READ (IO_CREAD) with the reply's
  * data scattered straight into the chunk's iovecs. */
 int gc_stream_io_submit(gc_conn *c, int op, gc_chunk *ch);
+/* The cross-memory-attach forms (transport_cma.c), shared with the direct
+ * transport, whose requests to the server take them: the probe (may the
+ * server copy our memory?) and a chunk's request naming its memory. */
+int gc_cma_probe(gc_hs_call call, void *arg);
+int gc_cma_io_submit(gc_conn *c, int op, gc_chunk *ch);
 /* The abstract Unix socket exists only on its server's host: true. */
 bool gc_unix_same_host(int fd);
 /* Same-host by addresses: a stream whose two ends have one IP address. */
@@ -163,35 +207,13 @@ bool gc_conn_owned(const gc_conn *c);
 void gc_conn_address(const gc_conn *c, int *server, const char **host,
                      const char **port);
 
-/* The direct transport's descriptors (transport_direct.c): forget the
- * fork's (fkid on server) and report its byte counts to the server before
- * the fork is closed there (forks.c); gc_direct_shutdown closes them all
- * (gfs_finalize). */
-void gc_direct_release(int server, uint64_t fkid);
-void gc_direct_shutdown(void);
-
-/* A striped open's reader (transport_direct.c, "readers"): its forks'
- * descriptors, duplicated from the direct grants this process holds, for
- * single-range reads that skip the op machinery (striped.c: fast_read).
- * Built for forks (servers[i], fkids[i]) [0, n) (server -1: none); NULL
- * when none is held. */
-typedef struct gc_dreader gc_dreader;
-gc_dreader *gc_direct_reader(const int *servers, const uint64_t *fkids,
-                             size_t n);
-/* Exactly len bytes of fork i at off into buf: 0, or GC_DECLINE (not
- * held, too large, grants forgotten, or fewer bytes there: the op path
- * reads it).  Between pin and unpin, which the owner's table lock orders
- * before free. */
-int gc_direct_reader_read(gc_dreader *r, size_t i, uint64_t off, void *buf,
-                          uint64_t len);
-/* Bytes read through fork i, for the server's IO_STATS. */
-void gc_direct_reader_count(gc_dreader *r, size_t i, uint64_t bytes);
-void gc_direct_reader_pin(gc_dreader *r);
-void gc_direct_reader_unpin(gc_dreader *r);
-/* Every fork held, and no grant forgotten since it was built? */
-bool gc_direct_reader_whole(const gc_dreader *r);
-/* Waits for reads in flight; adds its bytes to the grants (before their
- * forks close: gc_direct_release reports them). */
-void gc_direct_reader_free(gc_dreader *r);
+/* Through every transport's table (transport.c): release (server, fkid)'s
+ * per-fork state; shut all of it down; build a reader from the first
+ * transport that holds any of the forks (NULL: none does). */
+void gc_transports_release(int server, uint64_t fkid);
+void gc_transports_shutdown(void);
+gc_reader *gc_reader_open(const int *servers, const uint64_t *fkids, size_t n);
+/* r's reader_free, NULL allowed. */
+void gc_reader_free(gc_reader *r);
 
 #endif /* GALLEY_TRANSPORT_H */

@@ -16,7 +16,7 @@
 
 /* May the server copy our memory?  It copies a random word from src to
  * dst in this process. */
-static int cma_probe(gc_hs_call call, void *arg)
+int gc_cma_probe(gc_hs_call call, void *arg)
 {
     volatile uint64_t src = 0x47414c4c4559434dull ^ (uint64_t)g_now_ns();
     volatile uint64_t dst = 0;
@@ -36,7 +36,7 @@ static int cma_probe(gc_hs_call call, void *arg)
     return k == 0 && dst == src ? 0 : GC_DECLINE;
 }
 
-static int cma_io_submit(gc_conn *c, int op, gc_chunk *ch)
+int gc_cma_io_submit(gc_conn *c, int op, gc_chunk *ch)
 {
     if (!gc_conn_owned(c)) /* a child after fork(): its memory is not ours */
         return gc_stream_io_submit(c, op, ch);
@@ -63,9 +63,9 @@ const gc_transport_ops gc_transport_cma = {
     .kind = GFS_TRANSPORT_LOCAL_CMA,
     .stream = GC_STREAM_UNIX,
     .dial = gc_dial_local,
-    .probe = cma_probe,
+    .probe = gc_cma_probe,
     .start = gc_replies_waiter_start,
     .progress = gc_replies_waiter_progress,
-    .io_submit = cma_io_submit,
+    .io_submit = gc_cma_io_submit,
     .same_host = gc_unix_same_host,
 };

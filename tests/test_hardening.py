@@ -850,7 +850,7 @@ def test_fsck_finds_and_repairs_the_orphans_of_an_interrupted_rm(
     """A server is killed in the middle of `galley rm` (stopped while the
     rm's subfile delete waits on it, then SIGKILLed): the record is gone
     (the rm succeeds: a file of one copy's subfiles are reclaimed after
-    its record, libgalley/files.c) but that server keeps the file's
+    its record, libgalley/files_delete.c) but that server keeps the file's
     subfile.  `galley fsck` reports exactly that orphan,
     `--repair` removes it (its directory leaves the server's disk), other
     files are untouched, and fsck is clean afterwards."""

@@ -324,7 +324,7 @@ def test_forks_opened_at_first_use_keep_what_an_open_file_reads(
 
 def test_batched_subfile_deletes_leave_no_orphan(fresh_cluster):
     """Removes queue their subfiles' deletes, sent as one SUB_DELETE_MANY
-    per server (libgalley/files.c): once the removers have finished,
+    per server (libgalley/files_delete.c): once the removers have finished,
     every subfile is gone without any repair."""
     c = fresh_cluster
     count = 200

@@ -1,0 +1,154 @@
+/*
+ * lifecycle.c -- gfs_init and gfs_finalize: the composition of the units
+ * above client.c.  Init reads the cluster file and the settings and makes
+ * a connection object per server (connected lazily, conn.c); finalize
+ * stops what runs in the background (non-blocking workers, the reclaimer,
+ * lease renewal), drops the striped opens, the record cache and the forks
+ * still open, then every transport's per-fork state, and empties the
+ * state client.c keeps.
+ *
+ * Threads: any; gc_g.lock guards the reference count (client.c).
+ */
+#include "internal.h"
+#include "cluster_file.h"
+#include "transport.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Finding and parsing the cluster file: cluster_file.c. */
+
+static int env_timeout_ms(void)
+{
+    const char *t = getenv("GALLEY_TIMEOUT");
+    if (t && *t) {
+        double s = atof(t);
+        if (s > 0 && s < 86400)
+            return (int)(s * 1000);
+    }
+    return 30000;
+}
+
+/* GALLEY_TRANSPORT: auto (default), direct, local or tcp; -EINVAL
+ * otherwise. */
+static int env_transport(void)
+{
+    const char *t = getenv("GALLEY_TRANSPORT");
+    if (!t || !*t || !strcmp(t, "auto"))
+        return GFS_TRANSPORT_AUTO;
+    if (!strcmp(t, "local"))
+        return GFS_TRANSPORT_LOCAL;
+    if (!strcmp(t, "tcp"))
+        return GFS_TRANSPORT_TCP;
+    if (!strcmp(t, "direct"))
+        return GFS_TRANSPORT_DIRECT;
+    return -EINVAL;
+}
+
+static int env_spin_us(void)
+{
+    const char *t = getenv("GALLEY_SPIN_US");
+    if (t && *t) {
+        long v = atol(t);
+        return v < 0 ? 0 : v > 100000 ? 100000 : (int)v;
+    }
+    return 50;
+}
+
+int gfs_init(const char *cluster_file)
+{
+    int transport = env_transport();
+    if (transport < 0)
+        return transport;
+    pthread_mutex_lock(&gc_g.lock);
+    if (gc_g.refs > 0) {
+        gc_g.refs++;
+        pthread_mutex_unlock(&gc_g.lock);
+        return 0;
+    }
+    char buf[4096];
+    const char *path = gc_cluster_find(cluster_file, buf, sizeof(buf));
+    char **hosts = NULL, **ports = NULL;
+    int n = 0;
+    int rc = gc_cluster_parse(path, &hosts, &ports, &n);
+    if (rc)
+        goto out_unlock;
+    gc_g.conns = calloc((size_t)n, sizeof(*gc_g.conns));
+    if (!gc_g.conns) {
+        rc = -ENOMEM;
+        goto out_free_names;
+    }
+    for (int i = 0; i < n; i++) {
+        gc_g.conns[i] = gc_conn_new(i, hosts[i], ports[i]);
+        if (!gc_g.conns[i]) {
+            for (int j = 0; j < i; j++)
+                gc_conn_free(gc_g.conns[j]);
+            free(gc_g.conns);
+            gc_g.conns = NULL;
+            rc = -ENOMEM;
+            goto out_free_names;
+        }
+    }
+    gc_g.nservers = n;
+    gc_g.timeout_ms = env_timeout_ms();
+    gc_g.transport = transport;
+    gc_g.spin_us = env_spin_us();
+    gc_g.refs = 1;
+    gc_auth_load(path);
+out_free_names:
+    for (int i = 0; i < n; i++) {
+        free(hosts[i]);
+        free(ports[i]);
+    }
+    free(hosts);
+    free(ports);
+out_unlock:
+    pthread_mutex_unlock(&gc_g.lock);
+    return rc;
+}
+
+int gfs_finalize(void)
+{
+    pthread_mutex_lock(&gc_g.lock);
+    if (gc_g.refs == 0) {
+        pthread_mutex_unlock(&gc_g.lock);
+        return GFS_ENOTINIT;
+    }
+    if (gc_g.refs > 1) {
+        gc_g.refs--;
+        pthread_mutex_unlock(&gc_g.lock);
+        return 0;
+    }
+    pthread_mutex_unlock(&gc_g.lock);
+
+    /* Let queued non-blocking requests finish, then stop the workers. */
+    gc_nb_shutdown();
+    gc_reclaim_wait();
+    gc_lease_stop();
+    gc_striped_shutdown();
+    gc_rcache_clear();
+
+    /* Close forks still open (best effort: servers also close a dropped
+     * connection's opens). */
+    gc_fork k;
+    for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
+        gc_fork_close(kid);
+    gc_transports_shutdown();
+
+    pthread_mutex_lock(&gc_g.lock);
+    gc_g.refs = 0;
+    for (int i = 0; i < gc_g.nservers; i++)
+        gc_conn_free(gc_g.conns[i]);
+    gc_auth_unload();
+    free(gc_g.conns);
+    /* The tables keep their generations: ids from before stay stale. */
+    for (int fid = -1; (fid = gc_idtab_next(&gc_g.files, fid)) >= 0;)
+        free(gc_file_at(fid));
+    gc_idtab_clear(&gc_g.files);
+    gc_idtab_clear(&gc_g.forks);
+    gc_g.conns = NULL;
+    gc_g.nservers = 0;
+    pthread_mutex_unlock(&gc_g.lock);
+    return 0;
+}

@@ -1,0 +1,273 @@
+/*
+ * striped_size.c -- a striped file's size: of an open (its forks'
+ * sizes), of a name (gfs_striped_stat), truncate and sync.
+ *
+ * Threads: any; gc_st_lock only around table access (striped_internal.h).
+ */
+#include "striped_internal.h"
+
+#include "gclock.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* --------------------------------------------------------- size -------- */
+
+/* The logical size of a striped file whose forks have these sizes
+ * (each >= 0, as the server answers them). */
+int64_t gc_st_logical_size(const gfs_layout *lay, const int64_t *sizes)
+{
+    uint64_t u[GFS_MAX_SUBFILES];
+    for (int i = 0; i < lay->nsubfiles; i++)
+        u[i] = (uint64_t)sizes[i];
+    return (int64_t)gl_logical_size((uint64_t)lay->unit,
+                                    (unsigned)lay->nsubfiles, u);
+}
+
+static int list_sizes(const char *name, const gp_record *r, const char *fork,
+                      gp_record *look, int *lookrc, int64_t *sizes);
+
+/* Every fork's size: asked of the open forks (FORK_SIZE), or, when this
+ * id has opened none yet, listed by the record's header ids (FORK_LIST,
+ * as a stat does: no fork opened for it). */
+int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes)
+{
+    bool none = true;
+    for (int i = 0; i < s->lay.nsubfiles; i++)
+        none = none && s->kids[i] < 0;
+    if (none) {
+        gc_file *f = malloc(sizeof(*f));
+        int rc = f ? gc_file_get(s->fid, f) : -ENOMEM;
+        if (!rc)
+            rc = list_sizes(f->name, &f->rec, s->lay.fork, NULL, NULL, sizes);
+        free(f);
+        return rc;
+    }
+    int rc = gc_st_forks(sid, s, NULL, NULL);
+    if (rc)
+        return rc;
+    gc_fork k[GFS_MAX_SUBFILES];
+    for (int i = 0; i < s->lay.nsubfiles; i++) {
+        int rc = gc_fork_get(s->kids[i], &k[i]);
+        if (rc)
+            return rc;
+    }
+    return gc_fork_sizes(k, s->lay.nsubfiles, sizes);
+}
+
+int64_t gc_striped_size(int sid)
+{
+    gc_striped s;
+    int rc = gc_st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (s.loc)
+        return gc_local_size(s.loc);
+    int64_t sizes[GFS_MAX_SUBFILES];
+    rc = gc_st_fork_sizes(sid, &s, sizes);
+    if (rc)
+        return rc;
+    return gc_st_logical_size(&s.lay, sizes);
+}
+
+/* Size of subfile i's fork `fork` from a FORK_LIST reply. */
+static int size_in_list(gc_pending *p, const char *fork, int64_t *size)
+{
+    gc_tail t;
+    gp_FORK_LIST_rep m;
+    int rc = gc_FORK_LIST_recv(p, &m, &t);
+    if (rc)
+        return rc;
+    int found = -ENOENT;
+    for (uint32_t i = 0; i < m.n && !t.r.err; i++) {
+        gp_FORK_item it;
+        if (gp_FORK_item_decode(&t.r, &it))
+            break;
+        if (strcmp(it.fork, fork) == 0) {
+            found = it.size <= INT64_MAX ? 0 : GFS_EPROTO;
+            *size = (int64_t)it.size;
+        }
+    }
+    rc = gc_tail_end(&t);
+    return rc ? rc : found;
+}
+
+/* Every subfile's fork list at once, and (look) the record's lookup with
+ * them: sizes[i] is the size of fork `fork` in subfile i.  0 or the
+ * first error of the lists; the lookup's own result in *lookrc. */
+static int list_sizes(const char *name, const gp_record *r, const char *fork,
+                      gp_record *look, int *lookrc, int64_t *sizes)
+{
+    int n = (int)r->nsub, rc = 0;
+    gc_pending *p = calloc((size_t)n + 1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    if (look)
+        gc_NS_LOOKUP_send(gc_server_conn(gc_meta_server(name)),
+                          &(gp_NS_LOOKUP_req){.name = name}, &p[n]);
+    for (int i = 0; i < n; i++)
+        gc_FORK_LIST_send(gc_server_conn((int)r->server[i]),
+                          &(gp_FORK_LIST_req){.hid = r->hid[i]}, &p[i]);
+    if (look)
+        *lookrc =
+            gc_NS_LOOKUP_recv(&p[n], &(gp_NS_LOOKUP_rep){.rec = look}, NULL);
+    for (int i = 0; i < n; i++) {
+        int k = size_in_list(&p[i], fork, &sizes[i]);
+        if (k && !rc)
+            rc = k;
+    }
+    free(p);
+    return rc;
+}
+
+/* A striped file's logical size by name, without opening its forks: the
+ * record, then every subfile's fork list at once (two round trips; one
+ * when the record is cached: the lookup goes with the lists, whose
+ * answers count only if the record is still the cached one).  The
+ * locality layout's size needs its block maps: opened as for I/O. */
+int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
+{
+    int rc = gc_check_init();
+    if (!rc)
+        rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_record *rec = NULL;
+    gp_record *cached = malloc(sizeof(*cached));
+    gp_record *from = NULL; /* the record whose subfiles are asked */
+    int64_t *sizes = NULL;
+    gfs_layout lay;
+    int64_t total = 0;
+    if (!cached) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    int hit = gc_rcache_leased(name, cached, &total);
+    if (hit == RC_LEASED && total >= 0 && gc_st_layout_of(cached, &lay) == 0 &&
+        !gc_st_is_local_layout(cached))
+        goto out_done; /* the record and its size under a lease: no
+                        * request (rcache.c says what that guarantees) */
+    rec = malloc(sizeof(*rec));
+    sizes = calloc(GFS_MAX_SUBFILES, sizeof(*sizes));
+    if (!rec || !sizes) {
+        rc = -ENOMEM;
+        goto out_free;
+    }
+    bool known = false; /* rec holds the metadata server's record */
+    if (hit == RC_LEASED && gc_st_layout_of(cached, &lay) == 0 &&
+        !gc_st_is_local_layout(cached)) {
+        from = cached; /* the record under a lease: no lookup, only sizes */
+        goto ask_sizes;
+    }
+    total = 0;
+    if (hit != RC_NONE && gc_st_layout_of(cached, &lay) == 0 &&
+        !gc_st_is_local_layout(cached)) {
+        int lookrc;
+        int k = list_sizes(name, cached, lay.fork, rec, &lookrc, sizes);
+        if (lookrc) {
+            gc_rcache_drop(name);
+            rc = lookrc;
+            goto out_free;
+        }
+        if (!k && gc_record_same(rec, cached))
+            goto out_size;
+        gc_rcache_put(name, rec); /* changed: from the fresh record */
+        known = true;
+    }
+    if (!known || rec->repl.ncopy > 1) {
+        /* not cached, or replicated: the record of a majority of its
+         * copies (repl.c), the metadata server's for one copy */
+        rc = gc_lease_lookup(name, rec);
+        if (rc)
+            goto out_free;
+    }
+    from = rec;
+    rc = gc_st_layout_of(rec, &lay);
+    if (rc)
+        goto out_free;
+    if (gc_st_is_local_layout(rec) || rec->repl.ncopy > 1) {
+        /* the locality layout's block maps, a replicated file's copies
+         * in sync: opened as for I/O */
+        int fid = gc_file_register(name, rec);
+        int sid = fid < 0 ? fid : gc_st_from_fid(fid, NULL); /* takes fid */
+        if (sid < 0) {
+            rc = sid;
+            goto out_free;
+        }
+        total = gc_striped_size(sid);
+        gc_striped_close(sid);
+        rc = total < 0 ? (int)total : 0;
+        goto out_done;
+    }
+ask_sizes:;
+    int64_t t0 = g_now_ms();
+    uint64_t closes = gc_rcache_closes();
+    rc = list_sizes(name, from, lay.fork, NULL, NULL, sizes);
+    if (rc)
+        goto out_free;
+    total = gc_st_logical_size(&lay, sizes);
+    if (total >= 0) /* (kept only under a lease) */
+        gc_rcache_size(name, total, t0, closes);
+    rc = total < 0 ? (int)total : 0;
+    goto out_done;
+out_size:
+    total = gc_st_logical_size(&lay, sizes);
+    rc = total < 0 ? (int)total : 0;
+out_done:
+    if (!rc && size)
+        *size = total;
+    if (!rc && layout)
+        *layout = lay;
+out_free:
+    free(rec);
+    free(cached);
+    free(sizes);
+    return rc;
+}
+
+int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
+{
+    return gc_striped_stat(name, size, layout);
+}
+
+int gc_striped_truncate(int sid, int64_t size)
+{
+    gc_striped s;
+    int rc = gc_st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (size < 0)
+        return -EINVAL;
+    if (s.loc)
+        return gc_local_truncate(s.loc, sid, s.kids, size);
+    rc = gc_st_forks(sid, &s, NULL, NULL);
+    if (rc)
+        return rc;
+    for (int i = 0; i < s.lay.nsubfiles; i++) {
+        uint64_t fs =
+            gl_fork_size((uint64_t)s.lay.unit, (unsigned)s.lay.nsubfiles,
+                         (unsigned)i, (uint64_t)size);
+        int k = gc_fork_truncate(s.kids[i], (int64_t)fs);
+        if (k && !rc)
+            rc = k;
+    }
+    return rc;
+}
+
+int gfs_striped_sync(int sid)
+{
+    gc_striped s;
+    int rc = gc_st_get(sid, &s);
+    if (!rc)
+        rc = gc_st_forks(sid, &s, NULL,
+                         NULL); /* (other processes' writes too) */
+    if (rc)
+        return rc;
+    rc = gc_forks_sync(s.kids, s.lay.nsubfiles);
+    if (s.loc && !rc)
+        rc = gc_local_sync(s.loc);
+    return rc;
+}

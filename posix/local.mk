@@ -31,5 +31,6 @@ EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
 	posix-tests/test_fsx.py \
 	posix-tests/helpers/mpi_records.c \
 	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
+	posix-tests/test_mount_dirs.py \
 	posix-tests/README.md posix-tests/test_threads.py \
 	posix-tests/helpers/fio-stress.sh

@@ -27,8 +27,8 @@
  * one transfer per server.
  *
  * Threads: libfuse's multithreaded loop calls the operations from its
- * worker threads; the client library is thread-safe; the directories the
- * daemon keeps have their own lock (gf_dir.c).  The client starts in
+ * worker threads; the client library is thread-safe; directories are
+ * kept on the servers (their markers, gf_dir.c).  The client starts in
  * init(), after libfuse has daemonised (a fork would lose libgalley's
  * threads); main() checks the cluster first so that a bad cluster file
  * fails `galley mount` itself.

@@ -3,15 +3,16 @@
  * directories the daemon keeps, the name limits, and the operations on
  * names: readdir, unlink, mkdir, rmdir, rename.
  *
- * Directories: Galley has none.  A directory exists while
- *   - some file's name starts with "<dir>/" (it is implied), or
- *   - the daemon keeps it: made with mkdir, or left behind when the last
- *     entry under it went away through the mount, until rmdir or unmount,
- *   - or a directory the daemon keeps lies under it.
- * A directory is empty when nothing of these is under it: rmdir and
- * rename over it answer ENOTEMPTY while it holds so much as an empty
- * subdirectory, and rename moves a directory's kept subdirectories (at
- * any depth) with its files.
+ * Directories: one model with the preload (px_dirmark.h).  A directory
+ * exists while some Galley name lies under it: a file's, or the marker
+ * "<dir>/" of it or of a directory below it.  mkdir writes the marker,
+ * rmdir deletes it; when the last entry under a directory goes away
+ * through the mount, the mount writes the directory's marker, so it stays
+ * until rmdir (as on any file system).  Markers are on the servers: every
+ * process, mount and unmount sees the same directories.  A directory is
+ * empty when only its own marker is under it: rmdir and rename over it
+ * answer ENOTEMPTY while it holds so much as an empty subdirectory, and
+ * rename moves every name under a directory, markers at any depth too.
  *
  * Names: a path on the mount is the Galley name, leading '/' included,
  * and Galley names are at most GFS_NAME_MAX (255) bytes in all (the
@@ -20,36 +21,20 @@
  * GFS_NAME_MAX that is not inside a plain file's view, answers
  * ENAMETOOLONG to every operation, the kernel's lookup first; so does a
  * rename of a directory whose tree would get a name over the limit, before
- * anything moves.
+ * anything moves, and mkdir of a name of GFS_NAME_MAX bytes (its marker
+ * would be one more).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gf_internal.h"
+#include "px_dirmark.h"
 #include "px_rename.h"
-
-/* ------------------------------------------------------------------------
- * Directories the daemon keeps
- * ------------------------------------------------------------------------ */
-
-static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
-static char **dirs;
-static int ndirs;
-
-/* Under dir_lock. */
-static int dir_find(const char *p)
-{
-    for (int i = 0; i < ndirs; i++)
-        if (strcmp(dirs[i], p) == 0)
-            return i;
-    return -1;
-}
 
 /* 1 if q is p itself (self) or lies under p ("/" holds everything). */
 static bool is_under(const char *q, const char *p, bool self)
@@ -60,128 +45,21 @@ static bool is_under(const char *q, const char *p, bool self)
     return q[n] == '/' || (self && q[n] == '\0');
 }
 
-/* Remember directory p (no-op if already known); 0 or -ENOMEM. */
-static int dir_add(const char *p)
-{
-    int rc = 0;
-    pthread_mutex_lock(&dir_lock);
-    if (dir_find(p) < 0) {
-        char **nd = realloc(dirs, (size_t)(ndirs + 1) * sizeof(*dirs));
-        char *copy = nd ? strdup(p) : NULL;
-        if (nd)
-            dirs = nd;
-        if (copy)
-            dirs[ndirs++] = copy;
-        else
-            rc = -ENOMEM;
-    }
-    pthread_mutex_unlock(&dir_lock);
-    return rc;
-}
-
-static void dir_del(const char *p)
-{
-    pthread_mutex_lock(&dir_lock);
-    int i = dir_find(p);
-    if (i >= 0) {
-        free(dirs[i]);
-        dirs[i] = dirs[--ndirs];
-    }
-    pthread_mutex_unlock(&dir_lock);
-}
-
-static bool dir_made(const char *p)
-{
-    pthread_mutex_lock(&dir_lock);
-    bool r = dir_find(p) >= 0;
-    pthread_mutex_unlock(&dir_lock);
-    return r;
-}
-
-/* 1 if some kept directory lies under p. */
-static bool dir_under(const char *p)
-{
-    bool r = false;
-    pthread_mutex_lock(&dir_lock);
-    for (int i = 0; i < ndirs && !r; i++)
-        r = is_under(dirs[i], p, false);
-    pthread_mutex_unlock(&dir_lock);
-    return r;
-}
-
-/* The longest tail past p of p and the kept directories under it. */
-static size_t dir_longest_tail(const char *p)
-{
-    size_t n = strlen(p), most = 0;
-    pthread_mutex_lock(&dir_lock);
-    for (int i = 0; i < ndirs; i++)
-        if (is_under(dirs[i], p, true) && strlen(dirs[i]) - n > most)
-            most = strlen(dirs[i]) - n;
-    pthread_mutex_unlock(&dir_lock);
-    return most;
-}
-
-/* Kept directories from and under it now go by to + their tail; to's own
- * entry (an empty directory being replaced) goes.  0 or -ENOMEM (then
- * the entries not yet renamed keep their names). */
-static int dir_move(const char *from, const char *to)
-{
-    size_t flen = strlen(from), tlen = strlen(to);
-    int rc = 0;
-    pthread_mutex_lock(&dir_lock);
-    int t = dir_find(to);
-    if (t >= 0) {
-        free(dirs[t]);
-        dirs[t] = dirs[--ndirs];
-    }
-    for (int i = 0; i < ndirs && !rc; i++) {
-        if (!is_under(dirs[i], from, true))
-            continue;
-        char *n = malloc(tlen + strlen(dirs[i]) - flen + 1);
-        if (!n) {
-            rc = -ENOMEM;
-            break;
-        }
-        memcpy(n, to, tlen);
-        strcpy(n + tlen, dirs[i] + flen);
-        free(dirs[i]);
-        dirs[i] = n;
-    }
-    pthread_mutex_unlock(&dir_lock);
-    return rc;
-}
-
 /* ------------------------------------------------------------------------
  * What a path is
  * ------------------------------------------------------------------------ */
-
-static int any_cb(const char *name, void *arg)
-{
-    return 1;
-}
-
-/* 1 if some file's name starts with p + "/"; 0; or a negative gfs error.
- * Nothing fits under a name of GFS_NAME_MAX bytes or more. */
-static int implied_dir(const char *p)
-{
-    char prefix[GFS_NAME_MAX + 1];
-    if (snprintf(prefix, sizeof(prefix), "%s/", p) >= (int)sizeof(prefix))
-        return 0;
-    int rc = gfs_list_files(prefix, any_cb, NULL);
-    return rc < 0 ? rc : rc == 1;
-}
 
 /* 1 if directory p holds anything (a file or a directory), 0, or a
  * negative gfs error. */
 static int dir_nonempty(const char *p)
 {
-    int rc = implied_dir(p);
-    return rc ? rc : dir_under(p);
+    int rc = px_dir_holds(p);
+    return rc < 0 ? rc : rc == PX_DIR_FULL;
 }
 
 /* After the last entry under p's parent went away, the parent stays
- * until rmdir (as on any file system), though no Galley name implies it
- * any more. */
+ * until rmdir (as on any file system): it gets its marker if no other
+ * name keeps it. */
 static void keep_parent(const char *p)
 {
     char parent[GFS_NAME_MAX + 1];
@@ -191,8 +69,8 @@ static void keep_parent(const char *p)
         return;
     memcpy(parent, p, n);
     parent[n] = '\0';
-    if (!dir_made(parent) && implied_dir(parent) == 0)
-        dir_add(parent);
+    if (px_dir_holds(parent) == PX_DIR_NONE)
+        px_dir_make(parent);
 }
 
 /* -ENAMETOOLONG if a component of p is over NAME_MAX bytes, else 0. */
@@ -300,10 +178,10 @@ int gf_classify(const char *p, what *w)
     }
     if (sid != -ENOENT && sid != -EINVAL)
         return gf_err(sid);
-    rc = implied_dir(p);
+    rc = px_dir_holds(p);
     if (rc < 0)
         return gf_err(rc);
-    if (rc || dir_made(p) || dir_under(p)) {
+    if (rc != PX_DIR_NONE) {
         w->kind = K_DIR;
         return 0;
     }
@@ -315,7 +193,8 @@ int gf_classify(const char *p, what *w)
  * ------------------------------------------------------------------------ */
 
 /* readdir of a directory: the next component of every name under it,
- * once each (names are listed sorted, so repeats are adjacent). */
+ * once each (names are listed sorted, so repeats are adjacent); the
+ * directory's own marker has none, a subdirectory's gives its name. */
 typedef struct lister {
     size_t plen; /* of "<dir>/" */
     void *buf;
@@ -343,41 +222,6 @@ static int fork_list_cb(const char *name, uint64_t size, void *arg)
     lister *l = arg;
     l->fill(l->buf, name, NULL, 0, 0);
     return 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The entries of directory "<prefix>" (ending in '/') that only kept
- * directories make: the next component of each kept directory under it
- * that no file's name implies (those were listed from the files). */
-static void fill_kept(const char *prefix, void *buf, fuse_fill_dir_t fill)
-{
-    size_t plen = strlen(prefix);
-    char **mine = NULL;
-    int n = 0;
-    pthread_mutex_lock(&dir_lock);
-    mine = ndirs ? calloc((size_t)ndirs, sizeof(*mine)) : NULL;
-    for (int i = 0; mine && i < ndirs; i++)
-        if (strncmp(dirs[i], prefix, plen) == 0 && dirs[i][plen]) {
-            size_t c = strcspn(dirs[i] + plen, "/");
-            char *s = strndup(dirs[i], plen + c);
-            if (s)
-                mine[n++] = s;
-        }
-    pthread_mutex_unlock(&dir_lock);
-    if (n)
-        qsort(mine, (size_t)n, sizeof(*mine), cmp_str);
-    for (int i = 0; i < n; i++) {
-        if ((i == 0 || strcmp(mine[i], mine[i - 1]) != 0) &&
-            implied_dir(mine[i]) == 0)
-            fill(buf, mine[i] + plen, NULL, 0, 0);
-    }
-    for (int i = 0; i < n; i++)
-        free(mine[i]);
-    free(mine);
 }
 
 /* readdir of a plain file (its subfiles) or of a subfile (its forks). */
@@ -425,7 +269,6 @@ int gf_readdir(const char *p, void *buf, fuse_fill_dir_t fill, off_t off,
         if (rc < 0)
             return gf_err(rc);
     }
-    fill_kept(prefix, buf, fill);
     return 0;
 }
 
@@ -447,6 +290,8 @@ int gf_unlink(const char *p)
     return gf_err(rc);
 }
 
+/* The kernel has looked the parent up as a directory; inside a plain
+ * file's view (subfiles and forks) nothing can be made. */
 int gf_mkdir(const char *p, mode_t mode)
 {
     what w;
@@ -455,7 +300,18 @@ int gf_mkdir(const char *p, mode_t mode)
         return -EEXIST;
     if (rc != -ENOENT)
         return rc;
-    return dir_add(p);
+    char parent[GFS_NAME_MAX + 1];
+    size_t n = (size_t)(strrchr(p, '/') - p);
+    if (n > 0) {
+        memcpy(parent, p, n);
+        parent[n] = '\0';
+        rc = gf_classify(parent, &w);
+        if (rc)
+            return rc;
+        if (w.kind != K_DIR)
+            return w.kind == K_FILE ? -ENOTDIR : -EACCES;
+    }
+    return gf_err(px_dir_make(p));
 }
 
 int gf_rmdir(const char *p)
@@ -468,10 +324,9 @@ int gf_rmdir(const char *p)
         return -ENOTDIR;
     if (w.kind != K_DIR)
         return w.kind == K_ROOT ? -EBUSY : -EACCES;
-    rc = dir_nonempty(p);
+    rc = px_dir_remove(p);
     if (rc)
-        return rc < 0 ? gf_err(rc) : -ENOTEMPTY;
-    dir_del(p);
+        return gf_err(rc);
     keep_parent(p);
     return 0;
 }
@@ -496,10 +351,11 @@ static int collect_cb(const char *name, void *arg)
     return m->names[m->n++] ? 0 : -ENOMEM;
 }
 
-/* Directory from becomes to (absent, or an empty directory): every file
- * under it, then the kept directories under it and it itself.  Names that
- * would be too long fail the call before anything moves; a file that
- * fails to move stops it there, loudly (those moved so far stay moved). */
+/* Directory from becomes to (absent, or an empty directory): every name
+ * under it, files and markers (its own first: names are listed sorted;
+ * it replaces to's).  Names that would be too long fail the call before
+ * anything moves; a name that fails to move stops it there, loudly (those
+ * moved so far stay moved). */
 static int move_tree(const char *from, const char *to)
 {
     size_t flen = strlen(from), tlen = strlen(to);
@@ -511,8 +367,6 @@ static int move_tree(const char *from, const char *to)
     for (int i = 0; rc >= 0 && i < m.n; i++)
         if (tlen + strlen(m.names[i]) - flen > GFS_NAME_MAX)
             rc = -ENAMETOOLONG;
-    if (rc >= 0 && tlen + dir_longest_tail(from) > GFS_NAME_MAX)
-        rc = -ENAMETOOLONG;
     for (int i = 0; rc >= 0 && i < m.n; i++) {
         char dst[GFS_NAME_MAX + 1];
         snprintf(dst, sizeof(dst), "%s%s", to, m.names[i] + flen);
@@ -523,11 +377,8 @@ static int move_tree(const char *from, const char *to)
     free(m.names);
     if (rc < 0)
         return gf_err(rc);
-    rc = dir_move(from, to);
-    if (!rc)
-        rc = dir_add(to);
     keep_parent(from);
-    return rc;
+    return 0;
 }
 
 int gf_rename(const char *from, const char *to, unsigned flags)

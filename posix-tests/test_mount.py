@@ -70,7 +70,8 @@ def test_bytes_through_the_mount(cluster, mnt, uniq, tmp_path):
     os.rename(d / "sub", d / "moved")
     assert (d / "moved" / "b.bin").read_bytes() == data[::-1]
     names = cluster.galley("ls", "/" + uniq, check=True).stdout.split()
-    assert names == ["/%s/c.bin" % uniq, "/%s/moved/b.bin" % uniq], names
+    assert names == ["/%s/" % uniq, "/%s/c.bin" % uniq,
+                     "/%s/moved/b.bin" % uniq], names  # d's marker first
     os.mkdir(d / "empty")
     assert (d / "empty").is_dir() and "empty" in os.listdir(d)
     with pytest.raises(OSError) as e:
@@ -83,7 +84,9 @@ def test_bytes_through_the_mount(cluster, mnt, uniq, tmp_path):
     os.unlink(d / "c.bin")
     with pytest.raises(FileNotFoundError):
         os.stat(d / "c.bin")
-    assert cluster.galley("ls", "/" + uniq, check=True).stdout == ""
+    # d itself, made with mkdir, stays: its marker
+    assert cluster.galley("ls", "/" + uniq, check=True).stdout == \
+        "/%s/\n" % uniq
 
 
 def test_plain_file_as_directory(cluster, mnt, uniq, tmp_path):
@@ -178,7 +181,9 @@ def test_rename_moves_empty_directories(cluster, mnt, uniq):
     assert oserr(os.stat, d / "d1" / "e") == errno.ENOENT
     assert os.listdir(d) == ["d1r"]
     names = cluster.galley("ls", "/" + uniq, check=True).stdout.split()
-    assert names == ["/%s/d1r/g/f.txt" % uniq], names
+    assert names == ["/%s/%s" % (uniq, n) for n in (
+        "", "d1r/", "d1r/e/", "d1r/g/", "d1r/g/f.txt", "d1r/g/h/",
+        "d1r/g/h/i/")], names  # the markers moved, at every depth
     # a tree of empty directories only, moved under another directory
     (d / "x" / "y" / "z").mkdir(parents=True)
     os.rename(d / "x", d / "d1r" / "e" / "x2")
@@ -243,17 +248,20 @@ def test_name_limits(cluster, mnt, uniq):
     fit = "n" * (255 - len(base))
     all_fail(d / (fit + "x"))  # 256 bytes in all, components shorter
     all_fail(mnt.dir / ("r" * 255))  # "/" + 255: one over
-    # exactly 255 bytes in all: a file and a directory work
+    # exactly 255 bytes in all: a file works
     (d / fit).write_bytes(b"longest")
     assert (d / fit).read_bytes() == b"longest"
     assert (d / fit).stat().st_size == 7 and fit in os.listdir(d)
     names = cluster.galley("ls", "/" + uniq, check=True).stdout.split()
     assert base + fit in names, names
     os.unlink(d / fit)
-    os.mkdir(d / fit)
-    assert (d / fit).is_dir()
-    os.rmdir(d / fit)
+    # a directory made with mkdir: its marker (name + "/") must fit too
+    assert oserr(os.mkdir, d / fit) == errno.ENAMETOOLONG
     assert oserr(os.stat, d / fit) == errno.ENOENT
+    os.mkdir(d / fit[:-1])
+    assert (d / fit[:-1]).is_dir()
+    os.rmdir(d / fit[:-1])
+    assert oserr(os.stat, d / fit[:-1]) == errno.ENOENT
     # a directory rename that would make a name too long moves nothing
     short = "s" * (255 - len(base) - 2)
     (d / "t").mkdir()
@@ -261,6 +269,6 @@ def test_name_limits(cluster, mnt, uniq):
     assert oserr(os.rename, d / "t", d / "tt") == errno.ENAMETOOLONG
     assert (d / "t" / short).read_bytes() == b"kept"
     assert oserr(os.stat, d / "tt") == errno.ENOENT
-    (d / "u" / short).mkdir(parents=True)  # a kept directory at the limit
+    (d / "u" / short[:-1]).mkdir(parents=True)  # its marker at the limit
     assert oserr(os.rename, d / "u", d / "uu") == errno.ENAMETOOLONG
-    assert (d / "u" / short).is_dir() and not (d / "uu").exists()
+    assert (d / "u" / short[:-1]).is_dir() and not (d / "uu").exists()

@@ -6,7 +6,7 @@ posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/px_path.c \
 	posix/px_open.c posix/px_lock.c posix/px_data.c posix/px_copy.c \
 	posix/px_names.c posix/px_attr.c posix/px_dir.c posix/px_sys.c \
 	posix/px_stdio.c posix/px_fs.c posix/px_internal.h posix/px_rename.c \
-	posix/px_rename.h
+	posix/px_rename.h posix/px_dirmark.c posix/px_dirmark.h
 posix_libgalley_posix_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 posix_libgalley_posix_la_LIBADD = libgalley/libgalley.la -ldl
 posix_libgalley_posix_la_LDFLAGS = -module -avoid-version -shared
@@ -31,5 +31,6 @@ EXTRA_DIST += posix-tests/conftest.py posix-tests/test_posix.py \
 	posix-tests/test_fsx.py \
 	posix-tests/helpers/mpi_records.c \
 	posix-tests/test_posix_hdf5.py posix-tests/test_mount.py \
+	posix-tests/test_mount_dirs.py \
 	posix-tests/README.md posix-tests/test_threads.py \
 	posix-tests/helpers/fio-stress.sh

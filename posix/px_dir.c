@@ -10,9 +10,9 @@
 
 /* ------------------------------------------------------------------------
  * Directories of galley: names (opendir/readdir): the next component of
- * every name under the directory, listed once when it is opened.  Paths
- * under a galley mount are left to the mount (it also knows directories
- * made with mkdir).
+ * every name under the directory, listed once when it is opened (a
+ * directory's own marker has an empty last component: not listed).  Paths
+ * under a galley mount are left to the mount.
  * ------------------------------------------------------------------------ */
 
 typedef struct px_dir {
@@ -210,8 +210,8 @@ PX_EXPORT int closedir(DIR *d)
 
 /* ------------------------------------------------------------------------
  * mkdir and rmdir: a directory made with mkdir is kept by its marker
- * (px_dir_marker), so it stays while empty and every process sees it;
- * one that some file's name implies needs none.
+ * (px_dirmark.h), so it stays while empty and every process and mount
+ * sees it; one that some file's name implies needs none.
  * ------------------------------------------------------------------------ */
 
 static int px_mkdir(const char *name)
@@ -230,28 +230,8 @@ static int px_mkdir(const char *name)
         if (rc)
             return px_fail(rc);
     }
-    char mbuf[GFS_NAME_MAX + 2];
-    const char *marker = px_dir_marker(name, mbuf);
-    if (!marker)
-        return px_fail(-ENAMETOOLONG);
-    rc = gfs_create_striped(marker, 1, NULL, 0, NULL);
+    rc = px_dir_make(name);
     return rc ? px_fail(rc) : 0;
-}
-
-typedef struct px_emptiness {
-    const char *marker;
-    bool marked, other;
-} px_emptiness;
-
-static int px_empty_cb(const char *name, void *arg)
-{
-    px_emptiness *e = arg;
-    if (strcmp(name, e->marker) == 0) {
-        e->marked = true;
-        return 0;
-    }
-    e->other = true;
-    return 1;
 }
 
 int px_rmdir(const char *name)
@@ -267,18 +247,7 @@ int px_rmdir(const char *name)
         return px_fail(-ENOTDIR);
     if (rc != -ENOENT)
         return px_fail(rc);
-    char mbuf[GFS_NAME_MAX + 2];
-    px_emptiness e = {px_dir_marker(name, mbuf), false, false};
-    if (!e.marker)
-        return px_fail(-ENOENT);
-    rc = gfs_list_files(e.marker, px_empty_cb, &e);
-    if (rc < 0)
-        return px_fail(rc);
-    if (e.other)
-        return px_fail(-ENOTEMPTY);
-    if (!e.marked)
-        return px_fail(-ENOENT);
-    rc = gfs_delete_file(e.marker);
+    rc = px_dir_remove(name);
     return rc ? px_fail(rc) : 0;
 }
 

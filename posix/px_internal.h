@@ -47,6 +47,7 @@
 #include <utime.h>
 
 #include "galley.h"
+#include "px_dirmark.h"
 
 #define PX_PREFIX "galley:"
 #define PX_PREFIX_LEN 7
@@ -259,13 +260,11 @@ uint64_t px_lock_new_owner(void);
 int px_is_dir(const char *name);
 int px_stat_path(const char *name, struct stat *st);
 
-/* Names and directories (px_names.c, px_dir.c): px_stat_name answers 0
- * or a gfs error; px_dir_marker the name that keeps a directory made with
- * mkdir (buf: GFS_NAME_MAX + 2 bytes); px_rmdir -1 with errno or 0. */
+/* Names and directories (px_names.c, px_dir.c; markers: px_dirmark.h):
+ * px_stat_name answers 0 or a gfs error; px_rmdir -1 with errno or 0. */
 int px_stat_name(const char *name, struct stat *st);
 void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
                   bool dir);
-const char *px_dir_marker(const char *name, char *buf);
 int px_rmdir(const char *name);
 
 #pragma GCC visibility pop

@@ -81,20 +81,6 @@ static int px_stat_sid(int sid, const char *name, struct stat *st)
     return 0;
 }
 
-/* The name that marks directory `name` as made by mkdir: "name/", a
- * file of one subfile that no listing shows (its last component is
- * empty), so the directory stays while it is empty; NULL if too long. */
-const char *px_dir_marker(const char *name, char *buf)
-{
-    size_t n = strlen(name);
-    if (n == 0 || n + 1 > GFS_NAME_MAX)
-        return NULL;
-    memcpy(buf, name, n);
-    buf[n] = '/';
-    buf[n + 1] = '\0';
-    return buf;
-}
-
 /* Is `name`, which names no file, a directory: a mapped directory, one
  * made with mkdir (its marker), or one some file's name implies?  1 yes,
  * 0 no, negative error. */
@@ -102,7 +88,7 @@ static int px_dir_exists(const char *name)
 {
     if (px_mapped_root(name))
         return 1;
-    char mbuf[GFS_NAME_MAX + 2];
+    char mbuf[PX_MARKER_BUF];
     const char *marker = px_dir_marker(name, mbuf);
     if (marker) {
         int64_t size;
@@ -211,7 +197,7 @@ int px_stat_path(const char *name, struct stat *st)
 }
 
 /* A galley stat of a path under a galley mount that found nothing: let
- * the mount answer (it also knows directories made with mkdir). */
+ * the mount answer (it also shows plain files' subfiles and forks). */
 #define PX_OR_MOUNT(galley_call, real_call)                                    \
     ({                                                                         \
         bool via_mount_ = px_from_mount;                                       \

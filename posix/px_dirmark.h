@@ -1,0 +1,41 @@
+/*
+ * px_dirmark.h -- directories made with mkdir, shared by libgalley-posix.so
+ * and galley-fuse: one model of a directory for `galley exec` and
+ * `galley mount` (docs/posix.md).
+ *
+ * Galley has no directories.  A directory exists while some Galley name
+ * lies under it ("DIR/..."): a file's, or the marker of the directory or
+ * of one below it.  The marker of DIR is the name "DIR/", a striped file
+ * of one subfile whose last component is empty, so no directory listing
+ * shows it; it keeps a directory made with mkdir while it is empty, on
+ * the servers, for every process and every mount.
+ */
+#ifndef PX_DIRMARK_H
+#define PX_DIRMARK_H
+
+/* The marker of directory `name` in buf (PX_MARKER_BUF bytes): "name/";
+ * NULL if that is over GFS_NAME_MAX (a directory made with mkdir has at
+ * most GFS_NAME_MAX - 1 bytes). */
+#define PX_MARKER_BUF (GFS_NAME_MAX + 2)
+const char *px_dir_marker(const char *name, char *buf);
+
+/* What lies under directory `name`: */
+enum {
+    PX_DIR_NONE = 0,   /* nothing: no such directory */
+    PX_DIR_MARKED = 1, /* its marker alone: an empty directory */
+    PX_DIR_FULL = 2,   /* a file or another directory's marker */
+};
+/* PX_DIR_* or a negative gfs error (one listing). */
+int px_dir_holds(const char *name);
+
+/* mkdir: create the marker of `name` (which the caller found absent);
+ * 0, -ENAMETOOLONG, or a negative gfs error (-EEXIST if it was made
+ * meanwhile).  The client must be started. */
+int px_dir_make(const char *name);
+
+/* rmdir: delete the marker of `name` if nothing else lies under it; 0,
+ * -ENOTEMPTY, -ENOENT (no marker and nothing under it), or a negative gfs
+ * error. */
+int px_dir_remove(const char *name);
+
+#endif

@@ -20,11 +20,17 @@
  *     other as processes on one host do.  libfuse unlocks a lock owner's
  *     locks at each flush (close) and its flock at the last release.
  *
- * Coherence: no kernel caching (direct_io, zero attribute and entry
- * timeouts), so bytes written through the mount are on the servers when
- * write() returns and other clients' changes show at once.  One FUSE read
- * or write (up to max_read/max_write, 1 MiB) is one gfs_striped_read/write:
- * one transfer per server.
+ * Coherence: the kernel's page cache holds file data (so shared mmap
+ * works), with close-to-open consistency as NFS: write() and msync() put
+ * the bytes on the servers before they return, close() writes any dirty
+ * mapped pages first, and every open drops the file's cached pages
+ * (keep_cache off), so other clients' changes show after a reopen.  A
+ * granted fcntl or flock lock also drops them (as NFS does), so readers
+ * under a lock see what the previous holder wrote.  Attribute and entry
+ * timeouts are zero: a stat or an open always asks the servers.  Reads
+ * past the cached size fetch the size; other reads within it do not
+ * (auto_inval_data off).  One FUSE read or write (up to 1 MiB) is one
+ * gfs_striped_read/write: one transfer per server.
  *
  * Threads: libfuse's multithreaded loop calls the operations from its
  * worker threads; the client library is thread-safe; the directories the
@@ -84,13 +90,16 @@ int gf_err(int64_t rc)
 
 static void *gf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-    cfg->direct_io = 1;
+    cfg->direct_io = 0;
+    cfg->kernel_cache = 0;
+    cfg->auto_cache = 0;
     cfg->attr_timeout = 0;
     cfg->entry_timeout = 0;
     cfg->negative_timeout = 0;
     cfg->use_ino = 0;
     cfg->nullpath_ok = 0;
     conn->max_write = 1 << 20;
+    conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     int rc = gfs_init(gf.cluster);
     if (rc < 0)
         fprintf(stderr, "galley-fuse: cannot start the galley client: %s\n",
@@ -199,7 +208,7 @@ static int gf_open(const char *p, struct fuse_file_info *fi)
         }
     }
     fi->fh = (uint64_t)(uintptr_t)h;
-    fi->direct_io = 1;
+    fi->keep_cache = 0;
     return 0;
 }
 
@@ -236,12 +245,20 @@ static int gf_release(const char *p, struct fuse_file_info *fi)
     return 0;
 }
 
+/* A lock was granted on p: drop the kernel's cached pages of p, so that
+ * reads under the lock see what other clients wrote under theirs. */
+static void drop_cache(const char *p)
+{
+    struct fuse_context *ctx = fuse_get_context();
+    if (ctx && ctx->fuse)
+        fuse_invalidate_path(ctx->fuse, p);
+}
+
 /* fcntl locks.  libfuse gives the range as SEEK_SET with l_len 0 for "to
  * the end", and the kernel's lock owner in fi->lock_owner. */
 static int gf_lock(const char *p, struct fuse_file_info *fi, int cmd,
                    struct flock *lk)
 {
-    (void)p;
     handle *h = H(fi);
     int type = lk->l_type == F_RDLCK   ? GFS_PLOCK_SHARED
                : lk->l_type == F_WRLCK ? GFS_PLOCK_EXCL
@@ -275,6 +292,7 @@ static int gf_lock(const char *p, struct fuse_file_info *fi, int cmd,
     if (rc)
         return gf_err(rc);
     if (type != GFS_PLOCK_UNLOCK) {
+        drop_cache(p);
         pthread_mutex_lock(&lk_lock);
         bool known = false;
         for (int i = 0; i < h->nowners && !known; i++)
@@ -288,7 +306,6 @@ static int gf_lock(const char *p, struct fuse_file_info *fi, int cmd,
 
 static int gf_flock(const char *p, struct fuse_file_info *fi, int op)
 {
-    (void)p;
     handle *h = H(fi);
     int base = op & ~LOCK_NB;
     int type = base == LOCK_SH   ? GFS_PLOCK_SHARED
@@ -299,7 +316,11 @@ static int gf_flock(const char *p, struct fuse_file_info *fi, int op)
     gfs_plock g = {.owner = fi->lock_owner, .type = type, .pid = -1};
     int flags = GFS_PLOCK_WHOLE | ((op & LOCK_NB) ? 0 : GFS_PLOCK_WAIT);
     int rc = gfs_striped_plock(h->sid, &g, flags);
-    return rc ? gf_err(rc) : 0;
+    if (rc)
+        return gf_err(rc);
+    if (type != GFS_PLOCK_UNLOCK)
+        drop_cache(p);
+    return 0;
 }
 
 static int gf_read(const char *p, char *buf, size_t n, off_t off,

@@ -20,17 +20,19 @@
  *     other as processes on one host do.  libfuse unlocks a lock owner's
  *     locks at each flush (close) and its flock at the last release.
  *
- * Coherence: the kernel's page cache holds file data (so shared mmap
- * works), with close-to-open consistency as NFS: write() and msync() put
- * the bytes on the servers before they return, close() writes any dirty
- * mapped pages first, and every open drops the file's cached pages
- * (keep_cache off), so other clients' changes show after a reopen.  A
- * granted fcntl or flock lock also drops them (as NFS does), so readers
- * under a lock see what the previous holder wrote.  Attribute and entry
- * timeouts are zero: a stat or an open always asks the servers.  Reads
- * past the cached size fetch the size; other reads within it do not
- * (auto_inval_data off).  One FUSE read or write (up to 1 MiB) is one
- * gfs_striped_read/write: one transfer per server.
+ * Coherence, by default: no kernel caching (direct_io, zero attribute
+ * and entry timeouts), so bytes written through the mount are on the
+ * servers when write() returns and other clients' changes show at once;
+ * mmap then fails (ENODEV).  With --cache the kernel's page cache holds
+ * file data (so mmap works), with close-to-open consistency as NFS:
+ * write() and msync() put the bytes on the servers before they return,
+ * close() writes any dirty mapped pages first, every open drops the
+ * file's cached pages (keep_cache off), and so do a granted fcntl or
+ * flock lock and an fsync.  Reads within the cached size do not ask for
+ * the size (auto_inval_data off).  Not the default: concurrent writers on
+ * two mounts (ROMIO's data sieving) can read stale pages or sizes.  One FUSE
+ * read or write (up to 1 MiB) is one gfs_striped_read/write: one transfer per
+ * server.
  *
  * Threads: libfuse's multithreaded loop calls the operations from its
  * worker threads; the client library is thread-safe; the directories the
@@ -60,6 +62,7 @@ static struct {
     const char *cluster; /* -c, or NULL for the library default */
     int nsub;            /* -n: subfiles of new files, 0 = every server */
     int64_t unit;        /* -u: stripe unit of new files, 0 = default */
+    bool cache;          /* --cache: the kernel's page cache, mmap */
     struct timespec t0;  /* the time every entry shows */
 } gf;
 
@@ -90,7 +93,7 @@ int gf_err(int64_t rc)
 
 static void *gf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-    cfg->direct_io = 0;
+    cfg->direct_io = !gf.cache;
     cfg->kernel_cache = 0;
     cfg->auto_cache = 0;
     cfg->attr_timeout = 0;
@@ -99,7 +102,8 @@ static void *gf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     cfg->use_ino = 0;
     cfg->nullpath_ok = 0;
     conn->max_write = 1 << 20;
-    conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+    if (gf.cache)
+        conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     int rc = gfs_init(gf.cluster);
     if (rc < 0)
         fprintf(stderr, "galley-fuse: cannot start the galley client: %s\n",
@@ -208,6 +212,7 @@ static int gf_open(const char *p, struct fuse_file_info *fi)
         }
     }
     fi->fh = (uint64_t)(uintptr_t)h;
+    fi->direct_io = !gf.cache;
     fi->keep_cache = 0;
     return 0;
 }
@@ -245,12 +250,13 @@ static int gf_release(const char *p, struct fuse_file_info *fi)
     return 0;
 }
 
-/* A lock was granted on p: drop the kernel's cached pages of p, so that
- * reads under the lock see what other clients wrote under theirs. */
+/* With --cache, after a granted lock or an fsync on p: drop the kernel's
+ * cached pages of p, so that reads under the lock (or after MPI's
+ * sync-barrier-sync) see what other clients wrote. */
 static void drop_cache(const char *p)
 {
     struct fuse_context *ctx = fuse_get_context();
-    if (ctx && ctx->fuse)
+    if (gf.cache && ctx && ctx->fuse)
         fuse_invalidate_path(ctx->fuse, p);
 }
 
@@ -368,7 +374,10 @@ static int gf_truncate(const char *p, off_t size, struct fuse_file_info *fi)
 static int gf_fsync(const char *p, int datasync, struct fuse_file_info *fi)
 {
     handle *h = H(fi);
-    return gf_err(h->sid >= 0 ? gfs_striped_sync(h->sid) : 0);
+    int rc = gf_err(h->sid >= 0 ? gfs_striped_sync(h->sid) : 0);
+    if (!rc) /* MPI's sync-barrier-sync: the second sync reads anew */
+        drop_cache(p);
+    return rc;
 }
 
 static int gf_statfs(const char *p, struct statvfs *sv)
@@ -444,9 +453,10 @@ static const struct fuse_operations gf_ops = {
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: galley-fuse [-c CLUSTERFILE] [-n NSUB] [-u UNIT] [-f] "
-            "[-d] [-o FUSEOPT] DIR\n"
+            "usage: galley-fuse [-c CLUSTERFILE] [-n NSUB] [-u UNIT] "
+            "[--cache] [-f] [-d] [-o FUSEOPT] DIR\n"
             "  -n, -u  layout of files created through the mount\n"
+            "  --cache the kernel's page cache (mmap; close-to-open)\n"
             "  -f      stay in the foreground; -d also print FUSE requests\n");
     return 2;
 }
@@ -466,6 +476,8 @@ int main(int argc, char **argv)
             gf.nsub = atoi(argv[++i]);
         else if (!strcmp(a, "-u") && i + 1 < argc)
             gf.unit = strtoll(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--cache"))
+            gf.cache = true;
         else if ((!strcmp(a, "-f") || !strcmp(a, "-d")) && fargc < 28)
             fargv[fargc++] = argv[i];
         else if (!strcmp(a, "-o") && i + 1 < argc && fargc < 28) {

@@ -1,11 +1,13 @@
-"""Shared mmap on a `galley mount` and its coherence rule (docs/posix.md):
-bytes stored through a shared map are on the servers after msync (and
-after close), other clients' writes show after a reopen, and a granted
-fcntl lock drops the cached pages of an open file.
+"""Shared mmap on a `galley mount --cache` and its coherence rule
+(docs/posix.md): bytes stored through a shared map are on the servers
+after msync (and after close), other clients' writes show after a reopen,
+and a granted fcntl lock drops the cached pages of an open file.  A
+mount without --cache (direct I/O) refuses mmap with ENODEV.
 
 Skipped when the build has no galley-fuse or the machine has no /dev/fuse.
 """
 
+import errno
 import fcntl
 import mmap
 import os
@@ -25,7 +27,7 @@ SIZE = 3 * UNIT + 123  # several stripes, a partial page at the end
 
 @pytest.fixture
 def mnt(cluster, tmp_path):
-    m = Mount(cluster, tmp_path / "mnt")
+    m = Mount(cluster, tmp_path / "mnt", args=("--cache",))
     yield m
     if mounted(m.dir):
         m.umount()
@@ -114,3 +116,18 @@ def test_lock_drops_cached_pages(cluster, mnt, uniq, tmp_path):
         assert m[:] == want
         m.close()
         fcntl.lockf(f, fcntl.LOCK_UN)
+
+
+def test_default_mount_refuses_mmap(cluster, uniq, tmp_path):
+    m = Mount(cluster, tmp_path / "plain")
+    try:
+        (m.dir / uniq).mkdir(parents=True)
+        path = m.dir / uniq / "d.bin"
+        path.write_bytes(b"x" * 8192)
+        with open(path, "r+b") as f:
+            with pytest.raises(OSError) as e:
+                mmap.mmap(f.fileno(), 8192, mmap.MAP_SHARED)
+            assert e.value.errno == errno.ENODEV
+            assert f.read() == b"x" * 8192
+    finally:
+        m.umount()

@@ -20,11 +20,19 @@
  *     other as processes on one host do.  libfuse unlocks a lock owner's
  *     locks at each flush (close) and its flock at the last release.
  *
- * Coherence: no kernel caching (direct_io, zero attribute and entry
- * timeouts), so bytes written through the mount are on the servers when
- * write() returns and other clients' changes show at once.  One FUSE read
- * or write (up to max_read/max_write, 1 MiB) is one gfs_striped_read/write:
- * one transfer per server.
+ * Coherence, by default: no kernel caching (direct_io, zero attribute
+ * and entry timeouts), so bytes written through the mount are on the
+ * servers when write() returns and other clients' changes show at once;
+ * mmap then fails (ENODEV).  With --cache the kernel's page cache holds
+ * file data (so mmap works), with close-to-open consistency as NFS:
+ * write() and msync() put the bytes on the servers before they return,
+ * close() writes any dirty mapped pages first, every open drops the
+ * file's cached pages (keep_cache off), and so do a granted fcntl or
+ * flock lock and an fsync.  Reads within the cached size do not ask for
+ * the size (auto_inval_data off).  Not the default: concurrent writers on
+ * two mounts (ROMIO's data sieving) can read stale pages or sizes.  One FUSE
+ * read or write (up to 1 MiB) is one gfs_striped_read/write: one transfer per
+ * server.
  *
  * Threads: libfuse's multithreaded loop calls the operations from its
  * worker threads; the client library is thread-safe; directories are
@@ -54,6 +62,7 @@ static struct {
     const char *cluster; /* -c, or NULL for the library default */
     int nsub;            /* -n: subfiles of new files, 0 = every server */
     int64_t unit;        /* -u: stripe unit of new files, 0 = default */
+    bool cache;          /* --cache: the kernel's page cache, mmap */
     struct timespec t0;  /* the time every entry shows */
 } gf;
 
@@ -84,13 +93,17 @@ int gf_err(int64_t rc)
 
 static void *gf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-    cfg->direct_io = 1;
+    cfg->direct_io = !gf.cache;
+    cfg->kernel_cache = 0;
+    cfg->auto_cache = 0;
     cfg->attr_timeout = 0;
     cfg->entry_timeout = 0;
     cfg->negative_timeout = 0;
     cfg->use_ino = 0;
     cfg->nullpath_ok = 0;
     conn->max_write = 1 << 20;
+    if (gf.cache)
+        conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     int rc = gfs_init(gf.cluster);
     if (rc < 0)
         fprintf(stderr, "galley-fuse: cannot start the galley client: %s\n",
@@ -199,7 +212,8 @@ static int gf_open(const char *p, struct fuse_file_info *fi)
         }
     }
     fi->fh = (uint64_t)(uintptr_t)h;
-    fi->direct_io = 1;
+    fi->direct_io = !gf.cache;
+    fi->keep_cache = 0;
     return 0;
 }
 
@@ -236,12 +250,21 @@ static int gf_release(const char *p, struct fuse_file_info *fi)
     return 0;
 }
 
+/* With --cache, after a granted lock or an fsync on p: drop the kernel's
+ * cached pages of p, so that reads under the lock (or after MPI's
+ * sync-barrier-sync) see what other clients wrote. */
+static void drop_cache(const char *p)
+{
+    struct fuse_context *ctx = fuse_get_context();
+    if (gf.cache && ctx && ctx->fuse)
+        fuse_invalidate_path(ctx->fuse, p);
+}
+
 /* fcntl locks.  libfuse gives the range as SEEK_SET with l_len 0 for "to
  * the end", and the kernel's lock owner in fi->lock_owner. */
 static int gf_lock(const char *p, struct fuse_file_info *fi, int cmd,
                    struct flock *lk)
 {
-    (void)p;
     handle *h = H(fi);
     int type = lk->l_type == F_RDLCK   ? GFS_PLOCK_SHARED
                : lk->l_type == F_WRLCK ? GFS_PLOCK_EXCL
@@ -275,6 +298,7 @@ static int gf_lock(const char *p, struct fuse_file_info *fi, int cmd,
     if (rc)
         return gf_err(rc);
     if (type != GFS_PLOCK_UNLOCK) {
+        drop_cache(p);
         pthread_mutex_lock(&lk_lock);
         bool known = false;
         for (int i = 0; i < h->nowners && !known; i++)
@@ -288,7 +312,6 @@ static int gf_lock(const char *p, struct fuse_file_info *fi, int cmd,
 
 static int gf_flock(const char *p, struct fuse_file_info *fi, int op)
 {
-    (void)p;
     handle *h = H(fi);
     int base = op & ~LOCK_NB;
     int type = base == LOCK_SH   ? GFS_PLOCK_SHARED
@@ -299,7 +322,11 @@ static int gf_flock(const char *p, struct fuse_file_info *fi, int op)
     gfs_plock g = {.owner = fi->lock_owner, .type = type, .pid = -1};
     int flags = GFS_PLOCK_WHOLE | ((op & LOCK_NB) ? 0 : GFS_PLOCK_WAIT);
     int rc = gfs_striped_plock(h->sid, &g, flags);
-    return rc ? gf_err(rc) : 0;
+    if (rc)
+        return gf_err(rc);
+    if (type != GFS_PLOCK_UNLOCK)
+        drop_cache(p);
+    return 0;
 }
 
 static int gf_read(const char *p, char *buf, size_t n, off_t off,
@@ -347,7 +374,10 @@ static int gf_truncate(const char *p, off_t size, struct fuse_file_info *fi)
 static int gf_fsync(const char *p, int datasync, struct fuse_file_info *fi)
 {
     handle *h = H(fi);
-    return gf_err(h->sid >= 0 ? gfs_striped_sync(h->sid) : 0);
+    int rc = gf_err(h->sid >= 0 ? gfs_striped_sync(h->sid) : 0);
+    if (!rc) /* MPI's sync-barrier-sync: the second sync reads anew */
+        drop_cache(p);
+    return rc;
 }
 
 static int gf_statfs(const char *p, struct statvfs *sv)
@@ -423,9 +453,10 @@ static const struct fuse_operations gf_ops = {
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: galley-fuse [-c CLUSTERFILE] [-n NSUB] [-u UNIT] [-f] "
-            "[-d] [-o FUSEOPT] DIR\n"
+            "usage: galley-fuse [-c CLUSTERFILE] [-n NSUB] [-u UNIT] "
+            "[--cache] [-f] [-d] [-o FUSEOPT] DIR\n"
             "  -n, -u  layout of files created through the mount\n"
+            "  --cache the kernel's page cache (mmap; close-to-open)\n"
             "  -f      stay in the foreground; -d also print FUSE requests\n");
     return 2;
 }
@@ -445,6 +476,8 @@ int main(int argc, char **argv)
             gf.nsub = atoi(argv[++i]);
         else if (!strcmp(a, "-u") && i + 1 < argc)
             gf.unit = strtoll(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--cache"))
+            gf.cache = true;
         else if ((!strcmp(a, "-f") || !strcmp(a, "-d")) && fargc < 28)
             fargv[fargc++] = argv[i];
         else if (!strcmp(a, "-o") && i + 1 < argc && fargc < 28) {

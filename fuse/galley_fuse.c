@@ -57,6 +57,7 @@
 
 #include "cluster_file.h"
 #include "gf_internal.h"
+#include "px_fsinfo.h"
 
 static struct {
     const char *cluster; /* -c, or NULL for the library default */
@@ -382,21 +383,8 @@ static int gf_fsync(const char *p, int datasync, struct fuse_file_info *fi)
 
 static int gf_statfs(const char *p, struct statvfs *sv)
 {
-    memset(sv, 0, sizeof(*sv));
-    uint64_t total = 0, avail = 0, files = 0;
-    for (int i = 0; i < gfs_num_servers(); i++) {
-        gfs_server_stat st;
-        if (gfs_stat_server(i, &st) == 0) {
-            total += st.bytes_total;
-            avail += st.bytes_free;
-            files += st.nrecords;
-        }
-    }
-    sv->f_bsize = sv->f_frsize = 4096;
-    sv->f_blocks = total / 4096;
-    sv->f_bfree = sv->f_bavail = avail / 4096;
-    sv->f_files = files;
-    sv->f_namemax = GFS_NAME_MAX;
+    (void)p;
+    px_cluster_statvfs(sv);
     return 0;
 }
 

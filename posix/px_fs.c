@@ -25,11 +25,10 @@
  */
 #define _GNU_SOURCE
 #include "px_internal.h"
+#include "px_fsinfo.h"
 
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
-
-#define PX_FS_MAGIC 0x47414c59 /* "GALY" */
 
 /* Is path a mapped local path (not galley:, not a mount's) with Galley
  * name *name? */
@@ -104,22 +103,7 @@ static int px_fill_statvfs(struct statvfs *sv)
     int rc = px_start();
     if (rc)
         return px_fail(rc);
-    memset(sv, 0, sizeof(*sv));
-    uint64_t total = 0, avail = 0, files = 0;
-    for (int i = 0; i < gfs_num_servers(); i++) {
-        gfs_server_stat s;
-        if (gfs_stat_server(i, &s) == 0) {
-            total += s.bytes_total;
-            avail += s.bytes_free;
-            files += s.nrecords;
-        }
-    }
-    sv->f_bsize = sv->f_frsize = 4096;
-    sv->f_blocks = total / 4096;
-    sv->f_bfree = sv->f_bavail = avail / 4096;
-    sv->f_files = files;
-    sv->f_fsid = PX_FS_MAGIC;
-    sv->f_namemax = GFS_NAME_MAX;
+    px_cluster_statvfs(sv);
     return 0;
 }
 

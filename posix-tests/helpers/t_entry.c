@@ -2,27 +2,17 @@
  * t_entry.c -- every descriptor call of glibc's that moves data, called
  * on a Galley descriptor under `galley exec` (posix-tests/
  * test_entry_points.py names the calls, from glibc's symbol table).
- *
- *   t_entry DIR NAME...
- *
- * For each NAME: a fresh file DIR/e-NAME holding PATTERN_LEN bytes of a
- * known pattern, then the call, found by dlsym (so the preload's
- * definition when it has one, glibc's otherwise), then the file read back.
- * One line per name:
- *
- *   NAME served          the call moved the right bytes (or, for a sync
- *                        or an advice, succeeded and changed nothing)
- *   NAME refused ERRNO   it failed with ERRNO and the file is unchanged
- *   NAME WRONG why       it reported success and the bytes are not right:
- *                        data lost or made up (exit status 1)
- *   NAME unknown         no probe here: a new call to decide on
- *   NAME other           not a call on a file descriptor (sockets'
- *                        buffers, memory, directories, message queues)
- *
- * Names SYS_x make system call x through syscall(), past its libc
- * wrapper; names ioctl_REQ make that ioctl request.
- *
- * An ordinary program: it does not link libgalley.
+ * `t_entry DIR NAME...`: for each NAME, a fresh file DIR/e-NAME holding
+ * PATTERN_LEN bytes of a known pattern, then the call, found by dlsym (so the
+ * preload's definition when it has one, glibc's otherwise), then the file read
+ * back. One line per name: "NAME served" (the right bytes moved; a sync or an
+ * advice succeeded and changed nothing), "NAME refused ERRNO" (failed,
+ * file unchanged), "NAME WRONG why" (success with bytes lost or made up:
+ * exit status 1), "NAME unknown" (no probe: a new call to decide on),
+ * "NAME other" (not a call on a file descriptor: sockets, memory,
+ * directories, message queues).  Names SYS_x make system call x through
+ * syscall(), past its libc wrapper; ioctl_REQ makes that ioctl request
+ * (an ordinary program: it does not link libgalley).
  */
 #define _GNU_SOURCE
 #include <aio.h>

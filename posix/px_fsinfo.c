@@ -1,0 +1,28 @@
+/*
+ * px_fsinfo.c -- see px_fsinfo.h.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "galley.h"
+#include "px_fsinfo.h"
+
+void px_cluster_statvfs(struct statvfs *sv)
+{
+    memset(sv, 0, sizeof(*sv));
+    uint64_t total = 0, avail = 0, files = 0;
+    for (int i = 0; i < gfs_num_servers(); i++) {
+        gfs_server_stat st;
+        if (gfs_stat_server(i, &st) == 0) {
+            total += st.bytes_total;
+            avail += st.bytes_free;
+            files += st.nrecords;
+        }
+    }
+    sv->f_bsize = sv->f_frsize = 4096;
+    sv->f_blocks = total / 4096;
+    sv->f_bfree = sv->f_bavail = avail / 4096;
+    sv->f_files = files;
+    sv->f_fsid = PX_FS_MAGIC;
+    sv->f_namemax = GFS_NAME_MAX;
+}

@@ -1,0 +1,19 @@
+/*
+ * px_fsinfo.h -- what statvfs says of a cluster, shared by
+ * libgalley-posix.so (statvfs of a mapped path) and galley-fuse (statfs of
+ * a mount), so `df` shows the same figures both ways.
+ */
+#ifndef PX_FSINFO_H
+#define PX_FSINFO_H
+
+#include <sys/statvfs.h>
+
+/* f_type / f_fsid of Galley: "GALY". */
+#define PX_FS_MAGIC 0x47414c59
+
+/* Bytes and free bytes summed over the servers that answer, their records
+ * as the file count, GFS_NAME_MAX as the name limit, 4 KiB blocks.  The
+ * client must be started. */
+void px_cluster_statvfs(struct statvfs *sv);
+
+#endif

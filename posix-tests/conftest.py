@@ -101,3 +101,12 @@ def pytest_terminal_summary(terminalreporter):
         for prefix, what, verdict, seconds in rows:
             tr.write_line("%-7s %-34s %8.1f s  %s" % (prefix, what, seconds,
                                                       verdict))
+
+
+@pytest.fixture
+def mnt(cluster, tmp_path):
+    """A `galley mount` of the module's cluster (unmounted after)."""
+    m = Mount(cluster, tmp_path / "mnt")
+    yield m
+    if mounted(m.dir):
+        m.umount()

@@ -19,14 +19,6 @@ from conftest import Mount, daemon_pid, fuse_ok, galley_exec, gt, mounted
 describe = gt.describe
 
 
-@pytest.fixture
-def mnt(cluster, tmp_path):
-    m = Mount(cluster, tmp_path / "mnt")
-    yield m
-    if mounted(m.dir):
-        m.umount()
-
-
 def test_bytes_through_the_mount(cluster, mnt, uniq, tmp_path):
     d = mnt.dir / uniq
     with pytest.raises(FileNotFoundError):

@@ -12,19 +12,11 @@ import os
 
 import pytest
 
-from conftest import Mount, fuse_ok, galley_exec, gt, mounted
+from conftest import Mount, fuse_ok, galley_exec, gt
 
 describe = gt.describe
 
 pytestmark = pytest.mark.skipif(not fuse_ok(), reason="no galley-fuse or /dev/fuse")
-
-
-@pytest.fixture
-def mnt(cluster, tmp_path):
-    m = Mount(cluster, tmp_path / "mnt")
-    yield m
-    if mounted(m.dir):
-        m.umount()
 
 
 def oserr(fn, *args):

@@ -16,21 +16,13 @@ import stat
 
 import pytest
 
-from conftest import Mount, fuse_ok, mounted
+from conftest import fuse_ok
 
 NAMES = ("a", "b", "c")
 DEPTH = 3
 OPS = 300
 
 pytestmark = pytest.mark.skipif(not fuse_ok(), reason="no galley-fuse or /dev/fuse")
-
-
-@pytest.fixture
-def mnt(cluster, tmp_path):
-    m = Mount(cluster, tmp_path / "mnt")
-    yield m
-    if mounted(m.dir):
-        m.umount()
 
 
 def rand_path(rng):

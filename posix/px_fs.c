@@ -63,11 +63,10 @@ PX_EXPORT char *realpath(const char *path, char *resolved)
     return out;
 }
 
-PX_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
+/* readlink of Galley name `name`: ENOENT/ENOTDIR as stat answers, else
+ * EINVAL (Galley has no symbolic links). */
+static ssize_t px_not_a_link(const char *name)
 {
-    const char *name;
-    if (!px_mapped(path, &name))
-        return REAL(readlink)(path, buf, len);
     struct stat st;
     if (px_stat_path(name, &st))
         return -1;
@@ -75,16 +74,20 @@ PX_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
     return -1;
 }
 
+PX_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
+{
+    const char *name;
+    if (!px_mapped(path, &name))
+        return REAL(readlink)(path, buf, len);
+    return px_not_a_link(name);
+}
+
 PX_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
 {
     const char *name = px_name_at(dirfd, path);
     if (!name || px_from_mount || strncmp(path, PX_PREFIX, PX_PREFIX_LEN) == 0)
         return REAL(readlinkat)(dirfd, path, buf, len);
-    struct stat st;
-    if (px_stat_path(name, &st))
-        return -1;
-    errno = EINVAL;
-    return -1;
+    return px_not_a_link(name);
 }
 
 PX_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t len)

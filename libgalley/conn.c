@@ -81,6 +81,11 @@ void gc_cn_set_ready(gc_conn *c, int v)
     __atomic_store_n(&c->ready, v, __ATOMIC_RELEASE);
 }
 
+bool gc_conn_holds_opens(gc_conn *c)
+{
+    return __atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* The stream failed: reconnect at the next use (c->lock held). */
 static void mark_broken_locked(gc_conn *c)
 {

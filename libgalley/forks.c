@@ -108,8 +108,11 @@ int gc_fork_close(int kid)
     }
     /* its descriptors first (the direct transport) */
     gc_transports_release(k.server, k.fkid);
-    rc = gc_FORK_CLOSE_call(gc_server_conn(k.server),
-                            &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);
+    gc_conn *c = gc_server_conn(k.server);
+    rc = gc_conn_holds_opens(c)
+             ? gc_FORK_CLOSE_call(c, &(gp_FORK_CLOSE_req){.fkid = k.fkid},
+                                  NULL, NULL)
+             : 0;
     /* The id is released even if the server is unreachable: the server
      * drops a lost connection's opens itself. */
     gc_fork_unregister(kid);
@@ -261,8 +264,12 @@ int gc_all_close(int nkids, const int *kids)
         }
         /* its descriptors first (the direct transport) */
         gc_transports_release(k.server, k.fkid);
-        gc_FORK_CLOSE_send(gc_server_conn(k.server),
-                           &(gp_FORK_CLOSE_req){.fkid = k.fkid}, &p[i]);
+        gc_conn *c = gc_server_conn(k.server);
+        if (!gc_conn_holds_opens(c)) { /* the server dropped it already */
+            gc_fork_unregister(kids[i]);
+            continue;
+        }
+        gc_FORK_CLOSE_send(c, &(gp_FORK_CLOSE_req){.fkid = k.fkid}, &p[i]);
         sent[i] = true;
     }
     for (int i = 0; i < nkids; i++) {

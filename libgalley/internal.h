@@ -230,6 +230,12 @@ int gc_check_init(void);
 int gc_num_servers(void); /* gfs_num_servers */
 int gc_ping(int server);  /* gfs_ping */
 gc_conn *gc_server_conn(int server);
+/* False once the connection's stream has failed or closed (until the next
+ * request reconnects): the server then holds none of its opens, since it
+ * drops a lost connection's opens itself and a reconnect registers only
+ * the forks still open.  Closing a fork skips the server then, instead of
+ * reconnecting to a server that just timed out only to close the fork. */
+bool gc_conn_holds_opens(gc_conn *c);
 int gc_timeout_ms(void);
 /* GALLEY_SPIN_US: how long a waiter polls for its reply before sleeping
  * (same-host connections; default 50, 0 never spins). */

@@ -3,7 +3,7 @@
 bin_PROGRAMS += tools/galley
 tools_galley_SOURCES = tools/galley.c tools/fsck.c tools/galley_cli.h \
 	tools/galley_util.c tools/galley_files.c tools/galley_servers.c \
-	tools/galley_forks.c
+	tools/galley_forks.c tools/galley_config.c
 # The cluster-file reader of libgalley (private to it), compiled in too so
 # that the addresses shown are the ones the library reads.
 tools_galley_SOURCES += libgalley/cluster_file.c libgalley/cluster_file.h

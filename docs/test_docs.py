@@ -454,8 +454,8 @@ def gconfig_variables():
     (STR(G_CFG_X, "GALLEY_X", ...) and the like)."""
     text = (REPO / "common" / "gconfig.c").read_text()
     body = text[text.index("table[G_CFG_COUNT] = {"):]
-    return re.findall(r'^\s+(?:INT|DBL|BOOL|STR|ENUM)\(\s*G_CFG_\w+,\s*"(GALLEY_[A-Z0-9_]+)"',
-                      body, re.M)
+    row = r'^\s+(?:INT|DBL|BOOL|STR|ENUM)\(\s*G_CFG_\w+,\s*"(GALLEY_[A-Z0-9_]+)"'
+    return re.findall(row, body, re.M)
 
 
 def test_gconfig_table_documented():

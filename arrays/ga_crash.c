@@ -17,6 +17,7 @@
  * Threads: the caller's; see galley_array.h.
  */
 #include "ga_internal.h"
+#include "gconfig.h"
 
 #ifndef GA_TEST_HOOKS
 #error "ga_crash.c belongs to the test build of the library (-DGA_TEST_HOOKS)"
@@ -28,7 +29,7 @@
 
 void ga_crash_init(ga_group *g)
 {
-    const char *e = getenv("GALLEY_ARRAY_CRASH");
+    const char *e = g_config_str(G_CFG_ARRAY_CRASH);
     int n = 0;
     if (!e)
         return;
@@ -47,7 +48,7 @@ void ga_crash_point(const ga_group *g, ga_crash_kind kind)
         g->rank != 0)
         return;
     if (kind == GA_CRASH_PAUSE) {
-        const char *f = getenv("GALLEY_ARRAY_PAUSE");
+        const char *f = g_config_str(G_CFG_ARRAY_PAUSE);
         FILE *m = f ? fopen(f, "w") : NULL;
         if (!m)
             return;

@@ -10,7 +10,9 @@ Fails when
   - a relative link, or its #anchor, points at nothing;
   - the code reads a GALLEY_* environment variable that the table of
     docs/configuration.md does not list, or the table lists one that
-    nothing reads;
+    nothing reads; a variable of common/gconfig.c's table (what the C
+    programs read, what `galley config` prints) has no row there, or
+    `galley config` prints other names than that table's;
   - docs/cli.md is not what docs/gen-cli makes of the programs' --help, or
     docs/architecture.svg not what dot makes of docs/architecture.dot.
 
@@ -445,6 +447,32 @@ def test_env_variables_documented():
     missing = sorted("%s (read in %s)" % (v, read[v]) for v in set(read) - table)
     assert not missing, "GALLEY_* variables missing from docs/configuration.md:\n  " + \
         "\n  ".join(missing)
+
+
+def gconfig_variables():
+    """The names of common/gconfig.c's table: its rows' name arguments
+    (STR(G_CFG_X, "GALLEY_X", ...) and the like)."""
+    text = (REPO / "common" / "gconfig.c").read_text()
+    body = text[text.index("table[G_CFG_COUNT] = {"):]
+    row = r'^\s+(?:INT|DBL|BOOL|STR|ENUM)\(\s*G_CFG_\w+,\s*"(GALLEY_[A-Z0-9_]+)"'
+    return re.findall(row, body, re.M)
+
+
+def test_gconfig_table_documented():
+    names = gconfig_variables()
+    assert len(names) >= 20, "common/gconfig.c: its table was not found"
+    missing = sorted(set(names) - documented_variables())
+    assert not missing, "variables of common/gconfig.c missing from " \
+        "docs/configuration.md:\n  " + "\n  ".join(missing)
+
+
+def test_galley_config_prints_the_table():
+    galley = need_built("galley")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GALLEY_")}
+    p = subprocess.run([galley, "config"], stdout=subprocess.PIPE, env=env,
+                       text=True, timeout=60, check=True)
+    printed = re.findall(r"^(GALLEY_[A-Z0-9_]+)  +\(default\)  ", p.stdout, re.M)
+    assert printed == gconfig_variables(), p.stdout
 
 
 def test_env_table_not_stale():

@@ -52,8 +52,8 @@ void gc_auth_load(const char *cluster_path)
     char buf[4096];
     auth.have = false;
     auth.strict = true;
-    const char *env = getenv("GALLEY_KEY");
-    if (env && env[0]) {
+    const char *env = g_config_str(G_CFG_KEY);
+    if (env) {
         load(env);
         return;
     }

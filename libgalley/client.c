@@ -35,17 +35,6 @@ const char *gfs_strerror(int err)
 
 /* ------------------------------------------------------------ state --- */
 
-bool gc_env_on(int *cache, const char *name)
-{
-    int m = __atomic_load_n(cache, __ATOMIC_RELAXED); /* 1 off, 2 on */
-    if (!m) {
-        const char *t = getenv(name);
-        m = t && *t == '0' ? 1 : 2;
-        __atomic_store_n(cache, m, __ATOMIC_RELAXED);
-    }
-    return m == 2;
-}
-
 /* Every call asks this first: a load, not the lock (refs changes under
  * gc_g.lock at gfs_init/gfs_finalize only; a call racing its own
  * process's last gfs_finalize is the caller's error either way). */

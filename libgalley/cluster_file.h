@@ -8,6 +8,8 @@
 #ifndef GALLEY_CLUSTER_FILE_H
 #define GALLEY_CLUSTER_FILE_H
 
+#include "gconfig.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -26,8 +28,8 @@ static inline const char *gc_cluster_search(const char *given, char *buf,
 {
     if (given && *given)
         return given;
-    const char *env = getenv("GALLEY_CLUSTER");
-    if (env && *env)
+    const char *env = g_config_str(G_CFG_CLUSTER);
+    if (env)
         return env;
     const char *home = getenv("HOME");
     if (home) {

@@ -126,9 +126,6 @@ gc_pieces gc_pieces_ranges(int64_t nr, const gfs_range *r);
 /* Every range valid, memory for every byte (the two lists' totals equal);
  * *total the bytes.  0 or -EINVAL. */
 int gc_pieces_check(const gc_pieces *p, int64_t *total);
-/* A measuring switch: false when the environment variable `name` starts
- * with '0', read once into *cache (0: not read yet). */
-bool gc_env_on(int *cache, const char *name);
 /* May a request name the file range [off, off + size)? */
 static inline bool gc_range_ok(int64_t off, int64_t size)
 {

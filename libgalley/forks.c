@@ -110,8 +110,8 @@ int gc_fork_close(int kid)
     gc_transports_release(k.server, k.fkid);
     gc_conn *c = gc_server_conn(k.server);
     rc = gc_conn_holds_opens(c)
-             ? gc_FORK_CLOSE_call(c, &(gp_FORK_CLOSE_req){.fkid = k.fkid},
-                                  NULL, NULL)
+             ? gc_FORK_CLOSE_call(c, &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL,
+                                  NULL)
              : 0;
     /* The id is released even if the server is unreachable: the server
      * drops a lost connection's opens itself. */

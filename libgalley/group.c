@@ -42,9 +42,7 @@ static void group_init(void)
     g.max_requests = 1024;
     g.max_bytes = 16 << 20;
     g.kid = -1;
-    const char *env = getenv("GALLEY_GROUP_POLICY");
-    g.policy =
-        env && strcmp(env, "send") == 0 ? GFS_GROUP_SEND : GFS_GROUP_NOSEND;
+    g.policy = (int)g_config_int(G_CFG_GROUP_POLICY);
 }
 
 /* Reap finished groups without blocking; keep the first error. */

@@ -28,6 +28,7 @@
 #include "extent.h"
 #include "galley.h"
 #include "gclock.h"
+#include "gconfig.h"
 #include "gproto.h"
 #include "handle.h"
 

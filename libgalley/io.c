@@ -52,7 +52,7 @@ typedef struct chunk {
 static bool fault_flip(void)
 {
     static long left = -1;
-    return gp_fault_take(&left, "GALLEY_TEST_FLIP_WIRE");
+    return gp_fault_take(&left, G_CFG_TEST_FLIP_WIRE);
 }
 
 /* Test-only: send a copy of the data with one bit flipped (the CRC in the

@@ -39,16 +39,9 @@ static struct {
     pthread_t thread;
 } lease = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-static long renew_ms(void)
-{
-    const char *e = getenv("GALLEY_LOCK_RENEW_MS");
-    long v = e ? atol(e) : 1000;
-    return v >= 10 && v <= 600000 ? v : 1000;
-}
-
 static void *renewer(void *arg)
 {
-    long ms = renew_ms();
+    long ms = (long)g_config_int(G_CFG_LOCK_RENEW_MS);
     pthread_mutex_lock(&lease.lock);
     while (!lease.stop && lease.total > 0) {
         struct timespec ts = g_deadline_ms(ms);

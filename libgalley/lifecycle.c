@@ -17,48 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Finding and parsing the cluster file: cluster_file.c. */
-
-static int env_timeout_ms(void)
-{
-    const char *t = getenv("GALLEY_TIMEOUT");
-    if (t && *t) {
-        double s = atof(t);
-        if (s > 0 && s < 86400)
-            return (int)(s * 1000);
-    }
-    return 30000;
-}
-
-/* GALLEY_TRANSPORT: auto (default), direct, local or tcp; -EINVAL
- * otherwise. */
-static int env_transport(void)
-{
-    const char *t = getenv("GALLEY_TRANSPORT");
-    if (!t || !*t || !strcmp(t, "auto"))
-        return GFS_TRANSPORT_AUTO;
-    if (!strcmp(t, "local"))
-        return GFS_TRANSPORT_LOCAL;
-    if (!strcmp(t, "tcp"))
-        return GFS_TRANSPORT_TCP;
-    if (!strcmp(t, "direct"))
-        return GFS_TRANSPORT_DIRECT;
-    return -EINVAL;
-}
-
-static int env_spin_us(void)
-{
-    const char *t = getenv("GALLEY_SPIN_US");
-    if (t && *t) {
-        long v = atol(t);
-        return v < 0 ? 0 : v > 100000 ? 100000 : (int)v;
-    }
-    return 50;
-}
+/* Finding and parsing the cluster file: cluster_file.c.  The settings
+ * come from the environment (common/gconfig.c): GALLEY_TRANSPORT at every
+ * gfs_init, GALLEY_TIMEOUT, GALLEY_SPIN_US and GALLEY_KEY (auth.c) at each
+ * one that starts the client. */
 
 int gfs_init(const char *cluster_file)
 {
-    int transport = env_transport();
+    /* GALLEY_TRANSPORT: -EINVAL for a name that is not one */
+    int transport = (int)g_config_int(G_CFG_TRANSPORT);
     if (transport < 0)
         return transport;
     pthread_mutex_lock(&gc_g.lock);
@@ -91,9 +58,9 @@ int gfs_init(const char *cluster_file)
         }
     }
     gc_g.nservers = n;
-    gc_g.timeout_ms = env_timeout_ms();
+    gc_g.timeout_ms = (int)g_config_int(G_CFG_TIMEOUT);
     gc_g.transport = transport;
-    gc_g.spin_us = env_spin_us();
+    gc_g.spin_us = (int)g_config_int(G_CFG_SPIN_US);
     gc_g.refs = 1;
     gc_auth_load(path);
 out_free_names:

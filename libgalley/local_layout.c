@@ -218,9 +218,13 @@ int64_t gc_local_slot_add(gc_local *l, int s, const char *key, int64_t delta)
 
 /* ------------------------------------------------------ open / close --- */
 
+/* GALLEY_LOCAL_RANK, else the launchers' own variables, else 0. */
 static int local_rank(void)
 {
-    static const char *vars[] = {"GALLEY_LOCAL_RANK", "MPI_LOCALRANKID",
+    int own = (int)g_config_int(G_CFG_LOCAL_RANK); /* -1: none */
+    if (own >= 0)
+        return own;
+    static const char *vars[] = {"MPI_LOCALRANKID",
                                  "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = getenv(vars[i]);

@@ -75,10 +75,7 @@ static int ensure_workers(void)
 {
     if (nb_nworkers > 0)
         return 0;
-    int n = 4;
-    const char *env = getenv("GALLEY_NB_THREADS");
-    if (env && atoi(env) > 0 && atoi(env) <= 64)
-        n = atoi(env);
+    int n = (int)g_config_int(G_CFG_NB_THREADS);
     nb_workers = calloc((size_t)n, sizeof(*nb_workers));
     if (!nb_workers)
         return -ENOMEM;

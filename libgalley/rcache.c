@@ -119,13 +119,6 @@ static struct {
     uint64_t seq;    /* entries put so far */
 } rl;
 
-static long env_ms(const char *name, long dflt, long min, long max)
-{
-    const char *e = getenv(name);
-    long v = e ? atol(e) : dflt;
-    return v >= min && v <= max ? v : dflt;
-}
-
 static void ent_clear(rc_ent *e)
 {
     if (e->name && e->lserver >= 0 && e->lserver < rl.nserv)
@@ -312,9 +305,7 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size)
         if (leased(e, now)) {
             hit = RC_LEASED;
             rl.srv[e->lserver].used = now;
-            static long max = -1; /* (read once) */
-            if (max < 0)
-                max = env_ms("GALLEY_MD_SIZE_MS", 60000, 0, 86400000);
+            long max = (long)g_config_int(G_CFG_MD_SIZE_MS); /* read once */
             if (size && e->size >= 0 && now - e->size_at < max &&
                 !is_open(name))
                 *size = e->size;
@@ -530,8 +521,8 @@ static void let_go(int s, uint64_t client)
 static void *renewer(void *arg)
 {
     (void)arg;
-    long ms = env_ms("GALLEY_MD_RENEW_MS", 200, 10, 60000);
-    long idle = env_ms("GALLEY_MD_IDLE_MS", 30000, 0, 86400000);
+    long ms = (long)g_config_int(G_CFG_MD_RENEW_MS);
+    long idle = (long)g_config_int(G_CFG_MD_IDLE_MS);
     pthread_mutex_lock(&rc_lock);
     uint64_t client = rl.client;
     int nserv = rl.nserv;

@@ -59,12 +59,7 @@ void gc_striped_shutdown(void)
 
 static bool lazy_on(void)
 {
-    static int on = -1; /* (read once) */
-    if (on < 0) {
-        const char *e = getenv("GALLEY_MD_LAZY");
-        on = !(e && strcmp(e, "0") == 0);
-    }
-    return on;
+    return g_config_bool(G_CFG_MD_LAZY); /* (read once) */
 }
 
 /* Make s->kids[i] an open fork for every subfile i with want[i] (want

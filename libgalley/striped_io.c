@@ -294,8 +294,7 @@ static int64_t local_read_result(gc_op *o)
 /* GALLEY_FAST_READ=0 sends them all through the op (for measuring) */
 static bool fast_on(void)
 {
-    static int v;
-    return gc_env_on(&v, "GALLEY_FAST_READ");
+    return g_config_bool(G_CFG_FAST_READ);
 }
 
 static int fast_read(int sid, int64_t off, void *buf, int64_t len)

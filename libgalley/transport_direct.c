@@ -23,14 +23,14 @@
  *
  * Per transfer: reads always go direct (pieces close together are read
  * as one span and copied out, as ROMIO's data sieving does); writes whose
- * pieces average at least GC_DIRECT_WRITE_MIN bytes over the whole transfer go
- * direct, a pwritev per run of adjacent pieces (per transfer, so all of one
- * write takes one path and, where pieces overlap, the later one wins).  Writes
- * of smaller pieces are sieved here too, as ROMIO's ufs: does: a span of pieces
- * is read, patched and written back, one system call pair for thousands of
- * 16-byte pieces where one pwrite each costs more than the round trip that
- * carries them all to the server.  That is safe only while nobody else
- * writes the span, so these writes ask for the fork in locked mode
+ * pieces average at least GALLEY_DIRECT_WRITE_MIN bytes (default 512) over the
+ * whole transfer go direct, a pwritev per run of adjacent pieces (per transfer,
+ * so all of one write takes one path and, where pieces overlap, the later one
+ * wins).  Writes of smaller pieces are sieved here too, as ROMIO's ufs: does: a
+ * span of pieces is read, patched and written back, one system call pair for
+ * thousands of 16-byte pieces where one pwrite each costs more than the round
+ * trip that carries them all to the server.  That is safe only while nobody
+ * else writes the span, so these writes ask for the fork in locked mode
  * (DIRECT_WOPEN with sieve, servers/direct.c): then every writer of the
  * file, the server included, takes an OFD lock on what it writes
  * (fdio.h: gx_fd_write_locked), and a writer killed mid-span leaves no
@@ -96,32 +96,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes whose pieces average fewer bytes are sieved (see top);
- * GALLEY_DIRECT_WRITE_MIN overrides it (for measuring). */
-#define GC_DIRECT_WRITE_MIN 512
+/* Writes whose pieces average fewer bytes than GALLEY_DIRECT_WRITE_MIN
+ * (default 512; changed for measuring) are sieved (see top) ... */
+static uint64_t write_min(void)
+{
+    return (uint64_t)g_config_int(G_CFG_DIRECT_WRITE_MIN); /* at least 1 */
+}
+
 /* ... unless their range is this many times their bytes or more (sparse:
  * a span per piece), then they go to the server */
 #define GC_SIEVE_SPARSE 64
-
-static uint64_t write_min(void)
-{
-    static uint64_t v; /* 0: not read yet */
-    uint64_t m = __atomic_load_n(&v, __ATOMIC_RELAXED);
-    if (!m) {
-        const char *t = getenv("GALLEY_DIRECT_WRITE_MIN");
-        long x = t && *t ? atol(t) : GC_DIRECT_WRITE_MIN;
-        m = x > 0 ? (uint64_t)x : 1;
-        __atomic_store_n(&v, m, __ATOMIC_RELAXED);
-    }
-    return m;
-}
 
 /* GALLEY_DIRECT_SIEVE=0 sends small-piece writes to the server instead
  * (for measuring) */
 static bool sieve_on(void)
 {
-    static int v;
-    return gc_env_on(&v, "GALLEY_DIRECT_SIEVE");
+    return g_config_bool(G_CFG_DIRECT_SIEVE);
 }
 
 /* ------------------------------------------------------------ readers -- */
@@ -329,21 +319,9 @@ static void direct_reader_free(gc_reader *rh)
  * exits between its CRCs and its data, =2 halfway through its data (a
  * chunk half written).  galleyd's is GALLEY_TEST_CRASH_AFTER_CRC
  * (servers/csum.c). */
-static long crash_stage(void)
-{
-    static long v = -1;
-    long s = __atomic_load_n(&v, __ATOMIC_RELAXED);
-    if (s < 0) {
-        const char *t = getenv("GALLEY_TEST_CLIENT_CRASH_AFTER_CRC");
-        s = t ? atol(t) : 0;
-        __atomic_store_n(&v, s, __ATOMIC_RELAXED);
-    }
-    return s;
-}
-
 static void crash_point(int stage)
 {
-    if (crash_stage() == stage + 1)
+    if (g_config_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) == stage + 1)
         _exit(99);
 }
 
@@ -487,8 +465,11 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
         rc = GC_DECLINE; /* a layout or an overlap csfile.h does not take */
     } else if (!rc && g->cs) { /* keeping the CRCs (csfile.h) */
         pthread_mutex_lock(&g->xlock);
-        rc = write ? gp_cs_write(fd, g->cfd, e, n, &bad,
-                                 crash_stage() > 0 ? crash_point : NULL)
+        rc = write ? gp_cs_write(
+                         fd, g->cfd, e, n, &bad,
+                         g_config_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) > 0
+                             ? crash_point
+                             : NULL)
                    : gp_cs_read(fd, g->cfd, e, n, &bad);
         pthread_mutex_unlock(&g->xlock);
     } else if (!rc && write && g->locked) {

@@ -9,7 +9,8 @@ posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/px_path.c \
 	posix/px_rename.h posix/px_dirmark.c posix/px_dirmark.h \
 	posix/px_fsinfo.c posix/px_fsinfo.h
 posix_libgalley_posix_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-posix_libgalley_posix_la_LIBADD = libgalley/libgalley.la -ldl
+posix_libgalley_posix_la_LIBADD = libgalley/libgalley.la \
+	common/libgcommon.la -ldl
 posix_libgalley_posix_la_LDFLAGS = -module -avoid-version -shared
 
 # The POSIX test program posix-tests/ runs under `galley exec` (an ordinary

@@ -47,6 +47,7 @@
 #include <utime.h>
 
 #include "galley.h"
+#include "gconfig.h"
 #include "px_dirmark.h"
 
 #define PX_PREFIX "galley:"

@@ -13,12 +13,6 @@
  * Opening a Galley file
  * ------------------------------------------------------------------------ */
 
-static int px_env_int(const char *var, int dflt)
-{
-    const char *v = getenv(var);
-    return v && *v ? atoi(v) : dflt;
-}
-
 /* A descriptor for f (sid, flags, name set): 0 and installed, or -1 with
  * errno and f freed (its file closed). */
 static int px_new_fd(px_file *f, int flags)
@@ -76,10 +70,10 @@ static int px_create(const char *name, int flags, bool *exists)
     if (!(flags & O_CREAT))
         return 0;
     int nserv = gfs_num_servers();
-    int nsub = px_env_int("GALLEY_POSIX_SUBFILES", nserv);
+    int nsub = (int)g_config_int(G_CFG_POSIX_SUBFILES); /* 0: unset */
     if (nsub <= 0 || nsub > nserv)
         nsub = nserv;
-    int64_t unit = px_env_int("GALLEY_POSIX_UNIT", 0);
+    int64_t unit = g_config_int(G_CFG_POSIX_UNIT); /* 0: the default */
     int rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
     *exists = rc == -EEXIST;
     if (*exists && !(flags & O_EXCL))

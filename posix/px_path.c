@@ -74,8 +74,8 @@ static void px_read_fuse_mounts(void)
 
 static void px_read_mounts(void)
 {
-    const char *env = getenv("GALLEY_POSIX_MOUNTS");
-    if (getenv("GALLEY_POSIX_NO_MOUNTS") == NULL)
+    const char *env = g_config_str(G_CFG_POSIX_MOUNTS);
+    if (!g_config_bool(G_CFG_POSIX_NO_MOUNTS))
         px_read_fuse_mounts();
     if (!env)
         return;

@@ -17,6 +17,7 @@
  * Threads: any.
  */
 #include "crc32c.h"
+#include "gconfig.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -261,7 +262,7 @@ uint32_t gp_crc32c(uint32_t crc, const void *p, size_t n)
                     __builtin_cpu_supports("avx512f") &&
                     __builtin_cpu_supports("avx512vl") &&
                     __builtin_cpu_supports("avx512bw") &&
-                    !getenv("GALLEY_CRC_NO_VPCLMUL")
+                    !g_config_bool(G_CFG_CRC_NO_VPCLMUL)
                 ? 2
                 : 1;
         __atomic_store_n(&hw, h, __ATOMIC_RELAXED);

@@ -8,19 +8,17 @@
 #ifndef GFAULT_H
 #define GFAULT_H
 
+#include "gconfig.h"
+
 #include <stdbool.h>
-#include <stdlib.h>
 
 /* True for the first N calls with this *left (initialise it to -1), N
- * being the value of the environment variable env (0 when unset). */
-static inline bool gp_fault_take(long *left, const char *env)
+ * being the value of the variable id (0 when unset, never below 0). */
+static inline bool gp_fault_take(long *left, enum g_cfg_id id)
 {
     long n = __atomic_load_n(left, __ATOMIC_RELAXED);
     if (n < 0) {
-        const char *v = getenv(env);
-        n = v ? strtol(v, NULL, 10) : 0;
-        if (n < 0)
-            n = 0;
+        n = (long)g_config_int(id);
         __atomic_store_n(left, n, __ATOMIC_RELAXED);
     }
     while (n > 0)

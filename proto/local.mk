@@ -8,9 +8,10 @@ proto_libgproto_la_SOURCES = proto/gproto.c proto/gproto.h \
 	proto/crc32c.c proto/crc32c.h proto/gfault.h \
 	proto/gspin.c proto/gspin.h \
 	proto/csfile.c proto/csfile.h
-# the cluster secret's MAC and random numbers come from libsodium
+# the cluster secret's MAC and random numbers come from libsodium; the
+# GALLEY_* variables from common/ (common/local.mk)
 proto_libgproto_la_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
-proto_libgproto_la_LIBADD = $(SODIUM_LIBS)
+proto_libgproto_la_LIBADD = $(SODIUM_LIBS) common/libgcommon.la
 
 # The Python tests' constants are generated from the headers and checked in;
 # `make check` fails while they are out of date.

@@ -87,28 +87,24 @@
 
 _Static_assert(GSRV_BLOCK_SIZE == GP_CS_CHUNK, "a chunk is a cache block");
 
-static long env_num(const char *name)
-{
-    const char *v = getenv(name);
-    return v ? strtol(v, NULL, 10) : 0;
-}
-
 /* The test-only fault switches (see the header comment). */
 static long flips_left = -1;
-static int crash_after_crc = -1;
+
+static bool crash_after_crc(void)
+{
+    return g_config_int(G_CFG_TEST_CRASH_AFTER_CRC) > 0; /* read once */
+}
 
 bool gsrv_csum_fault_flip(void)
 {
-    return gp_fault_take(&flips_left, "GALLEY_TEST_FLIP_WIRE");
+    return gp_fault_take(&flips_left, G_CFG_TEST_FLIP_WIRE);
 }
 
 static void fault_crash_point(int stage)
 {
     if (stage) /* halfway through the data: only clients stop there */
         return;
-    if (crash_after_crc < 0)
-        crash_after_crc = env_num("GALLEY_TEST_CRASH_AFTER_CRC") > 0;
-    if (crash_after_crc) {
+    if (crash_after_crc()) {
         gsrv_log(0, "GALLEY_TEST_CRASH_AFTER_CRC: exiting between the "
                     "checksums and the data");
         _exit(99);
@@ -364,10 +360,8 @@ static void log_bad_chunk(const gsrv_fork *f, uint64_t bno)
 int gsrv_csum_bypass_write(gsrv_fork *f, const gx_ext *e, size_t n)
 {
     uint64_t bad = 0;
-    if (crash_after_crc < 0)
-        crash_after_crc = env_num("GALLEY_TEST_CRASH_AFTER_CRC") > 0;
     int rc = gp_cs_write(f->fd, f->cfd, e, n, &bad,
-                         crash_after_crc ? fault_crash_point : NULL);
+                         crash_after_crc() ? fault_crash_point : NULL);
     if (rc == GFS_ECHECKSUM)
         log_bad_chunk(f, bad);
     return rc;

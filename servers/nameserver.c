@@ -27,6 +27,7 @@
  * record leases and their ops; ns_ops.c the other NS_* handlers.
  */
 #include "ns_internal.h"
+#include "gconfig.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -431,10 +432,7 @@ int gsrv_ns_init(void)
     if (rc)
         return rc;
     ns.next_id = 1;
-    const char *ml = getenv("GALLEY_MD_LEASE_MS");
-    ns.lease_ms = ml ? atol(ml) : 3000;
-    if (ns.lease_ms < 0 || ns.lease_ms > 600000)
-        ns.lease_ms = 3000;
+    ns.lease_ms = (long)g_config_int(G_CFG_MD_LEASE_MS);
     ns.grace = g_now_ms() + ns.lease_ms;
     if (getrandom(&ns.epoch, sizeof(ns.epoch), 0) != sizeof(ns.epoch))
         ns.epoch = (uint64_t)g_now_ms() ^ ((uint64_t)getpid() << 40);

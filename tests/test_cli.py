@@ -211,3 +211,79 @@ def test_no_cluster_file(tmp_path):
     cp = run([galley_path(), "-c", bad, "ls"], env=env, timeout=30)
     assert cp.returncode != 0, describe(cp)
     assert "cluster" in cp.stderr.lower(), cp.stderr
+
+
+def config_rows(text):
+    """{name: [value, default, meaning]} from `galley config`."""
+    rows, last = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^(GALLEY_[A-Z0-9_]+)  +(.*?)  +default: (.*)$", line)
+        if m:
+            last = m.group(1)
+            rows[last] = [m.group(2), m.group(3), ""]
+        elif last and line.startswith("    "):
+            rows[last][2] = line.strip()
+    return rows
+
+
+def config_env(extra):
+    env = {k: v for k, v in base_env().items() if not k.startswith("GALLEY_")}
+    env.update(extra)
+    return env
+
+
+def test_config_prints_values_and_defaults(tmp_path):
+    """`galley config`: each variable's value here (what a number is taken
+    as when it reads otherwise: clamped, out of range, not a name),
+    its default and meaning; no cluster needed."""
+    env = config_env({
+        "GALLEY_CLUSTER": str(tmp_path / "c"),
+        "GALLEY_TIMEOUT": "2.5",           # seconds
+        "GALLEY_SPIN_US": "999999",        # clamped to 100000
+        "GALLEY_NB_THREADS": "65",         # out of 1..64: the default
+        "GALLEY_TRANSPORT": "bogus",       # gfs_init refuses it
+        "GALLEY_FAST_READ": "0",
+        "GALLEY_MD_IDLE_MS": "",           # empty counts: 0, never let go
+        "GALLEY_MD_RENEW_MS": "",          # empty does not: the default
+        "GALLEY_LOCAL_RANK": "3x",         # not a number: the launcher's
+    })
+    cp = ok(run([galley_path(), "config"], env=env, timeout=30))
+    rows = config_rows(cp.stdout)
+    want = {
+        "GALLEY_CLUSTER": [str(tmp_path / "c"),
+                           "~/.galley/cluster, then /etc/galley/cluster"],
+        "GALLEY_TIMEOUT": ["2.5", "30 s"],
+        "GALLEY_SPIN_US": ["999999 (= 100000)", "50 us"],
+        "GALLEY_NB_THREADS": ["65 (= 4)", "4"],
+        "GALLEY_TRANSPORT": ["bogus (= invalid)", "auto"],
+        "GALLEY_FAST_READ": ["0 (= off)", "on"],
+        "GALLEY_MD_IDLE_MS": ['"" (= 0)', "30000 ms"],
+        "GALLEY_MD_RENEW_MS": ["(default)", "200 ms"],
+        "GALLEY_LOCAL_RANK": ["3x (= the default)",
+                              "MPI_LOCALRANKID, OMPI_COMM_WORLD_LOCAL_RANK, "
+                              "SLURM_LOCALID, else 0"],
+        "GALLEY_LOCK_RENEW_MS": ["(default)", "1000 ms"],
+        "GALLEY_MD_LEASE_MS": ["(default)", "3000 ms"],
+        "GALLEY_DIRECT_WRITE_MIN": ["(default)", "512 bytes"],
+        "GALLEY_GROUP_POLICY": ["(default)", "nosend"],
+        "GALLEY_POSIX_MOUNTS": ["(default)", "(none)"],
+    }
+    assert {k: rows.get(k, [None, None])[:2] for k in want} == want, cp.stdout
+    assert rows["GALLEY_TIMEOUT"][2].endswith("[client]"), cp.stdout
+    assert rows["GALLEY_MD_LEASE_MS"][2].endswith("[server]"), cp.stdout
+    assert all(r[2] for r in rows.values()), cp.stdout  # every one a meaning
+    assert len(rows) == len(set(re.findall(r"^GALLEY_\w+", cp.stdout, re.M)))
+
+
+def test_config_of_named_variables(tmp_path):
+    env = config_env({"GALLEY_POSIX_UNIT": "1048576"})
+    cp = ok(run([galley_path(), "config", "GALLEY_POSIX_UNIT", "GALLEY_KEY"],
+                env=env, timeout=30))
+    rows = config_rows(cp.stdout)
+    assert list(rows) == ["GALLEY_KEY", "GALLEY_POSIX_UNIT"], cp.stdout
+    assert rows["GALLEY_POSIX_UNIT"][:2] == ["1048576", "0 (64 KiB)"]
+    cp = run([galley_path(), "config", "NO_SUCH_VARIABLE"], env=env,
+             timeout=30)
+    assert cp.returncode == 2 and "NO_SUCH_VARIABLE" in cp.stderr, \
+        describe(cp)
+    assert not cp.stdout

@@ -14,8 +14,8 @@
  * Files: this one (usage and dispatch); galley_util.c (errors, argument
  * parsing, addresses, local files); galley_files.c (ls, stat, rm, create,
  * put, get); galley_servers.c (ping, iostat, df); galley_forks.c (fork
- * ...); fsck.c, galley_exec.c, galley_mount.c.  galley_cli.h declares
- * what they share.
+ * ...); fsck.c, galley_exec.c, galley_mount.c, galley_config.c.
+ * galley_cli.h declares what they share.
  *
  * Threads: single-threaded.
  */
@@ -91,13 +91,15 @@ static const char usage_text[] =
     "                                --cache: the kernel's page cache (mmap,\n"
     "                                close-to-open; see docs/posix.md)\n"
     "  umount DIR                    unmount (also after a daemon died)\n"
+    "  config [NAME...]              the GALLEY_* environment variables: the\n"
+    "                                value here, the default, the meaning\n"
     "  help                          this text\n"
     "\n"
     "Options (accepted anywhere after the command as well):\n"
     "  -c FILE    cluster file (default $GALLEY_CLUSTER, then\n"
     "             ~/.galley/cluster, then /etc/galley/cluster)\n"
     "  -t SEC     per-request timeout in seconds (default $GALLEY_TIMEOUT or "
-    "10)\n"
+    "30)\n"
     "  -n NSUB    number of subfiles (default: number of servers)\n"
     "  -s LIST    comma-separated server numbers, one per subfile\n"
     "  -u UNIT    stripe unit in bytes, K/M/G suffixes allowed (default 64K)\n"
@@ -229,6 +231,8 @@ int main(int argc, char **argv)
         return galley_mount(o.cluster, o.timeout_s, argc - i, argv + i);
     if (strcmp(cmd, "umount") == 0)
         return galley_umount(argc - i, argv + i);
+    if (strcmp(cmd, "config") == 0) /* galley_config.c */
+        return galley_config(argc - i, argv + i);
     if (strcmp(cmd, "fsck") == 0) /* tools/fsck.c */
         return galley_fsck(argc - i, argv + i, o.cluster, o.timeout_s);
     if (strcmp(cmd, "fork") == 0) {

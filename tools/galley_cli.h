@@ -129,4 +129,7 @@ int fork_read(opts *o);
 /* `galley fsck [--repair]` (fsck.c). */
 int galley_fsck(int argc, char **argv, const char *cluster, int timeout_s);
 
+/* `galley config [NAME...]` (galley_config.c): the GALLEY_* variables. */
+int galley_config(int argc, char **argv);
+
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "galley_exec.h"
+#include "gconfig.h"
 
 #define LIBNAME "libgalley-posix.so"
 
@@ -28,8 +29,8 @@ static int readable(const char *p)
 /* Write the library's path into buf; 0 or -1 when not found. */
 static int find_lib(char *buf, size_t len)
 {
-    const char *env = getenv("GALLEY_POSIX_LIB");
-    if (env && *env) {
+    const char *env = g_config_str(G_CFG_POSIX_LIB);
+    if (env) {
         snprintf(buf, len, "%s", env);
         return readable(buf) ? 0 : -1;
     }
@@ -69,12 +70,12 @@ static int add_mount(const char *m)
                 m);
         return -1;
     }
-    const char *old = getenv("GALLEY_POSIX_MOUNTS");
+    const char *old = g_config_str(G_CFG_POSIX_MOUNTS); /* NULL: none */
     size_t n = strlen(m) + (old ? strlen(old) : 0) + 2;
     char *v = malloc(n);
     if (!v)
         return -1;
-    snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old ? "," : "", m);
+    snprintf(v, n, "%s%s%s", old ? old : "", old ? "," : "", m);
     setenv("GALLEY_POSIX_MOUNTS", v, 1);
     free(v);
     return 0;

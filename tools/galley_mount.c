@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "galley_mount.h"
+#include "gconfig.h"
 
 #ifndef GALLEY_HAVE_FUSE
 #define GALLEY_HAVE_FUSE 0
@@ -36,8 +37,8 @@ static int executable(const char *p)
 
 static int find_daemon(char *buf, size_t len)
 {
-    const char *env = getenv("GALLEY_FUSE");
-    if (env && *env) {
+    const char *env = g_config_str(G_CFG_FUSE);
+    if (env) {
         snprintf(buf, len, "%s", env);
         return executable(buf) ? 0 : -1;
     }

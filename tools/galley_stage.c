@@ -65,6 +65,7 @@
 #include "crc32c.h"
 #include "fdio.h"
 #include "galley.h"
+#include "gconfig.h"
 
 #include "galley_stage.h"
 
@@ -381,9 +382,8 @@ static int env_int(const char *a, const char *b, int def)
  * (SLURM_PROCID) when its node is not in the plan. */
 static int my_slot(const plan *p)
 {
-    const char *r = getenv("GALLEY_STAGE_RANK");
-    if (r)
-        return atoi(r);
+    if (g_config_set(G_CFG_STAGE_RANK))
+        return (int)g_config_int(G_CFG_STAGE_RANK);
     const char *node = getenv("SLURMD_NODENAME");
     char host[256] = "";
     if (!node) {

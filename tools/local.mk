@@ -3,11 +3,11 @@
 bin_PROGRAMS += tools/galley
 tools_galley_SOURCES = tools/galley.c tools/fsck.c tools/galley_cli.h \
 	tools/galley_util.c tools/galley_files.c tools/galley_servers.c \
-	tools/galley_forks.c
+	tools/galley_forks.c tools/galley_config.c
 # The cluster-file reader of libgalley (private to it), compiled in too so
 # that the addresses shown are the ones the library reads.
 tools_galley_SOURCES += libgalley/cluster_file.c libgalley/cluster_file.h
-tools_galley_LDADD = libgalley/libgalley.la
+tools_galley_LDADD = libgalley/libgalley.la common/libgcommon.la
 tools_galley_SOURCES += tools/galley_exec.c tools/galley_exec.h \
 	tools/galley_mount.c tools/galley_mount.h
 tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libgalley \

@@ -284,12 +284,18 @@ static void render(const g_cfg_var *v, long long x, char *buf, size_t len)
     snprintf(buf, len, "(none)");
 }
 
+/* The entry whose text goes into buf (emptied first); NULL: none. */
+static const g_cfg_var *text_of(enum g_cfg_id id, char *buf, size_t len)
+{
+    if (!len)
+        return NULL;
+    buf[0] = '\0';
+    return g_config_var(id);
+}
+
 void g_config_default_text(enum g_cfg_id id, char *buf, size_t len)
 {
-    const g_cfg_var *v = g_config_var(id);
-    if (!len)
-        return;
-    buf[0] = '\0';
+    const g_cfg_var *v = text_of(id, buf, len);
     if (!v)
         return;
     if (v->def_text) {
@@ -303,10 +309,7 @@ void g_config_default_text(enum g_cfg_id id, char *buf, size_t len)
 
 void g_config_value_text(enum g_cfg_id id, char *buf, size_t len)
 {
-    const g_cfg_var *v = g_config_var(id);
-    if (!len)
-        return;
-    buf[0] = '\0';
+    const g_cfg_var *v = text_of(id, buf, len);
     if (!v)
         return;
     const char *s = raw(v);

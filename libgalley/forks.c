@@ -95,6 +95,33 @@ int gc_fork_open(int fid, int subfile, const char *name)
     return kid;
 }
 
+/* Closing fork kid (k, of one copy) in two halves, so that gc_all_close
+ * asks every server before waiting for any.  close_start releases its
+ * descriptors (the direct transport) and asks the server, unless the
+ * connection has failed since (gc_conn_holds_opens: the server dropped
+ * the open itself, and the id goes at once); true when a request was
+ * sent.  close_end waits for the answer and lets the id go even if the
+ * server is unreachable (it drops a lost connection's opens itself); 0
+ * or the error, a fork already stale counting as closed. */
+static bool close_start(int kid, const gc_fork *k, gc_pending *p)
+{
+    gc_transports_release(k->server, k->fkid);
+    gc_conn *c = gc_server_conn(k->server);
+    if (!gc_conn_holds_opens(c)) {
+        gc_fork_unregister(kid);
+        return false;
+    }
+    gc_FORK_CLOSE_send(c, &(gp_FORK_CLOSE_req){.fkid = k->fkid}, p);
+    return true;
+}
+
+static int close_end(int kid, gc_pending *p)
+{
+    int e = gc_FORK_CLOSE_recv(p, NULL, NULL);
+    gc_fork_unregister(kid);
+    return e == GFS_ESTALE ? 0 : e;
+}
+
 int gc_fork_close(int kid)
 {
     gc_fork k;
@@ -106,17 +133,8 @@ int gc_fork_close(int kid)
         gc_fork_unregister(kid);
         return 0;
     }
-    /* its descriptors first (the direct transport) */
-    gc_transports_release(k.server, k.fkid);
-    gc_conn *c = gc_server_conn(k.server);
-    rc = gc_conn_holds_opens(c)
-             ? gc_FORK_CLOSE_call(c, &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL,
-                                  NULL)
-             : 0;
-    /* The id is released even if the server is unreachable: the server
-     * drops a lost connection's opens itself. */
-    gc_fork_unregister(kid);
-    return rc == GFS_ESTALE ? 0 : rc;
+    gc_pending p;
+    return close_start(kid, &k, &p) ? close_end(kid, &p) : 0;
 }
 
 int gc_fork_delete(int fid, int subfile, const char *name)
@@ -262,24 +280,13 @@ int gc_all_close(int nkids, const int *kids)
             gc_fork_close(kids[i]);
             continue;
         }
-        /* its descriptors first (the direct transport) */
-        gc_transports_release(k.server, k.fkid);
-        gc_conn *c = gc_server_conn(k.server);
-        if (!gc_conn_holds_opens(c)) { /* the server dropped it already */
-            gc_fork_unregister(kids[i]);
-            continue;
-        }
-        gc_FORK_CLOSE_send(c, &(gp_FORK_CLOSE_req){.fkid = k.fkid}, &p[i]);
-        sent[i] = true;
+        sent[i] = close_start(kids[i], &k, &p[i]);
     }
     for (int i = 0; i < nkids; i++) {
         if (!sent[i])
             continue;
-        int e = gc_FORK_CLOSE_recv(&p[i], NULL, NULL);
-        /* the id goes even if the server is unreachable: the server drops
-         * a lost connection's opens itself */
-        gc_fork_unregister(kids[i]);
-        if (e && e != GFS_ESTALE && !rc)
+        int e = close_end(kids[i], &p[i]);
+        if (e && !rc)
             rc = e;
     }
     free(p);

@@ -24,24 +24,29 @@ static void print_var(enum g_cfg_id id)
     printf("    %s [%s]\n", v->meaning, readers);
 }
 
+/* The table's id of variable name, or -1. */
+static int var_id(const char *name)
+{
+    for (int id = 0; id < G_CFG_COUNT; id++)
+        if (strcmp(name, g_config_var(id)->name) == 0)
+            return id;
+    return -1;
+}
+
 int galley_config(int argc, char **argv)
 {
+    bool want[G_CFG_COUNT] = {false};
     for (int i = 0; i < argc; i++) {
-        int id = 0;
-        while (id < G_CFG_COUNT && strcmp(argv[i], g_config_var(id)->name))
-            id++;
-        if (id == G_CFG_COUNT) {
+        int id = var_id(argv[i]);
+        if (id < 0) {
             fprintf(stderr, "%s: config: no variable '%s' (try '%s config')\n",
                     prog, argv[i], prog);
             return EXIT_USAGE;
         }
+        want[id] = true;
     }
-    for (int id = 0; id < G_CFG_COUNT; id++) {
-        bool want = argc == 0;
-        for (int i = 0; i < argc && !want; i++)
-            want = strcmp(argv[i], g_config_var(id)->name) == 0;
-        if (want)
+    for (int id = 0; id < G_CFG_COUNT; id++)
+        if (argc == 0 || want[id])
             print_var(id);
-    }
     return EXIT_OK;
 }

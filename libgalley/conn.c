@@ -37,6 +37,7 @@
 #include "gsend.h"
 #include "gspin.h"
 #include "conn_internal.h"
+#include "route.h"
 
 #ifndef IOV_MAX
 #define IOV_MAX 1024
@@ -455,17 +456,6 @@ int gc_conn_transport(gc_conn *c)
     return t ? t->kind : rc;
 }
 
-/* May a transport take x whole (transport.h: xfer)? */
-static bool xfer_offered(const gc_xfer *x)
-{
-    /* a checksummed fork's transfer: the direct transport keeps its
-     * CRCs itself (proto/csfile.h) or declines it to the stream, which
-     * carries them (gc_conn_io_submit) */
-    /* a replicated fork's copy: its server is what the copies'
-     * acknowledgement rule talks to (repl.c), never the direct path */
-    return !x->rkid && !x->server_path;
-}
-
 int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x)
 {
     int rc;
@@ -474,7 +464,7 @@ int gc_conn_xfer(gc_conn *c, int op, gc_xfer *x)
         x->status = rc;
         return 0;
     }
-    if (!xfer_offered(x))
+    if (!gc_route_offered(c, x))
         return GC_DECLINE;
     return t->xfer ? t->xfer(c, op, x) : GC_DECLINE;
 }
@@ -490,7 +480,8 @@ void gc_conn_prepare(int op, gc_xfer *x, size_t nx)
         gc_conn *c = gc_server_conn(x[i].server);
         const gc_transport_ops *ti = c ? conn_ops(c, &rc) : NULL;
         cs[i] = NULL;
-        if (!ti || !ti->prepare || !xfer_offered(&x[i]) || (t && ti != t))
+        if (!ti || !ti->prepare || !gc_route_offered(c, &x[i]) ||
+            (t && ti != t))
             continue;
         t = ti;
         cs[i] = c;
@@ -507,12 +498,7 @@ int gc_conn_io_submit(gc_conn *c, int op, gc_chunk *ch)
         ch->req.state = GC_REQ_DONE;
         return ch->req.status = rc;
     }
-    /* Where checksummed forks leave the transports' data paths: a chunk
-     * of theirs never goes by cross-memory attach (no CRC would cover
-     * the copy) -- their data travels with its CRC in the stream, which
-     * every transport's connection has.  (Whole transfers may go direct:
-     * gc_conn_xfer.) */
-    if (ch->csum)
+    if (gc_route_stream(c, ch)) /* every transport's connection has it */
         return gc_stream_io_submit(c, op, ch);
     return t->io_submit(c, op, ch);
 }

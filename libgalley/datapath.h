@@ -16,10 +16,10 @@
 typedef struct gc_xfer {
     int server;
     uint64_t fkid;
-    bool csum;        /* gc_fork.csum: IO_CWRITE / IO_CREAD, CRCs checked */
-    int rkid;         /* a replicated fork: its id + 1 (repl.c), else 0 */
-    bool server_path; /* never the direct path (replicated copies) */
-    int sub;          /* striped ops: the subfile it belongs to */
+    bool csum;   /* gc_fork.csum: IO_CWRITE / IO_CREAD, CRCs checked */
+    int rkid;    /* a replicated fork: its id + 1 (repl.c), else 0 */
+    uint8_t way; /* enum gc_way: how it moves (route.h) */
+    int sub;     /* striped ops: the subfile it belongs to */
     const gx_ext *pieces;
     size_t n; /* pieces move in this order; file-adjacent neighbours
                * are merged into one wire extent */
@@ -44,7 +44,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx);
  * (gc_transfer hands replicated forks to gc_repl_transfer, which fans
  * them out to their copies through this). */
 int gc_transfer_plain(int op, gc_xfer *x, size_t nx);
-/* The transfer of pieces to fork k (id kid). */
+/* The transfer of pieces to fork k (id kid), its way from route.c. */
 gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gx_ext *pieces, size_t n);
 
 /*

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE /* gettid */
 #endif
 #include "internal.h"
+#include "route.h"
 #include "transport.h"
 
 #include "crc32c.h"
@@ -233,7 +234,6 @@ static int chunk_submit(int op, const gc_xfer *x, chunk *c)
         }
         memcpy(c->ch.rcopy, c->ch.iov, sizeof(*c->ch.iov) * (size_t)c->ch.niov);
     }
-    c->ch.server_path = x->server_path;
     return gc_conn_io_submit(gc_server_conn(x->server), op, &c->ch);
 }
 
@@ -370,7 +370,7 @@ static int transfer_chunks(int op, gc_xfer *x, size_t nx, const bool *done)
 int gc_transfer(int op, gc_xfer *x, size_t nx)
 {
     for (size_t i = 0; i < nx; i++)
-        if (x[i].rkid)
+        if (x[i].way == GC_WAY_COPIES)
             return gc_repl_transfer(op, x, nx);
     return gc_transfer_plain(op, x, nx);
 }
@@ -381,6 +381,7 @@ gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gx_ext *pieces, size_t n)
                      .fkid = k->fkid,
                      .csum = k->csum,
                      .rkid = k->ncopy > 1 ? kid + 1 : 0,
+                     .way = gc_route_fork(k),
                      .pieces = pieces,
                      .n = n};
 }

@@ -23,6 +23,7 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/forks.c \
 	libgalley/group.c \
 	libgalley/io.c \
+	libgalley/route.c libgalley/route.h \
 	libgalley/layout.c \
 	libgalley/local_layout.c libgalley/local_io.c libgalley/local_create.c \
 	libgalley/local_internal.h \

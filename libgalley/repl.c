@@ -88,10 +88,8 @@
  * repairs each failing chunk the same way.
  *
  * Not replicated: files of the locality layout (refused at create), the
- * same-host direct path (replicated forks always take the server path:
- * gc_conn_xfer, conn.c, declines a transfer with rkid or server_path
- * for the direct whole-transfer path; server_path, set only here, goes
- * with their chunks).
+ * same-host direct path (route.h: a replicated fork's transfer is
+ * GC_WAY_COPIES, each copy's GC_WAY_SERVER, never taken whole).
  *
  * Counters (FETCH_SET / FETCH_ADD: the MPI-IO shared file pointer, reset
  * at every MPI open) of a replicated file go to every copy in sync of

@@ -6,6 +6,7 @@
 #define GALLEY_REPL_INTERNAL_H
 
 #include "internal.h"
+#include "route.h"
 
 #define REPL_GEN_KEY "galley.repl.gen"
 /* the writers' lock: one block number nobody claims */

@@ -351,7 +351,7 @@ static size_t clones_make(int op, const gc_xfer *x, size_t nx, gc_xfer *y,
             y[ny] = x[i];
             y[ny].server = k.cserver[c];
             y[ny].fkid = k.cfkid[c];
-            y[ny].server_path = true; /* never the direct path */
+            y[ny].way = gc_route_copy();
             cl[ny++] = (clone){
                 .xi = i, .kid = x[i].rkid - 1, .copy = c, .epoch = k.cepoch[c]};
             if (op == GFS_READ)

@@ -79,7 +79,7 @@ static int span_move(const gp_record *rec, int s, const char *fork, int from,
                  .csum = csum,
                  .pieces = &p,
                  .n = 1,
-                 .server_path = true};
+                 .way = gc_route_copy()};
     if (!rc)
         rc = gc_transfer_plain(GFS_READ, &t, 1);
     if (!rc) {
@@ -255,7 +255,7 @@ static int copy_fork(int ss, uint64_t shid, int ds, uint64_t dhid,
                      .csum = csum, /* a checksummed copy stays one */
                      .pieces = &p,
                      .n = 1,
-                     .server_path = true};
+                     .way = gc_route_copy()};
         rc = gc_transfer_plain(GFS_READ, &t, 1);
         if (!rc) {
             t.server = ds;

@@ -8,6 +8,7 @@
  * Threads: any; gc_st_lock only around table access (striped_internal.h).
  */
 #include "striped_internal.h"
+#include "route.h"
 
 #include "gclock.h"
 #include <errno.h>
@@ -285,21 +286,15 @@ static int64_t local_read_result(gc_op *o)
  * forgotten, and freed at close.
  */
 #define GC_FAST_REBUILD_NS 10000000ull
-/* A range in more pieces than this takes the op, whose direct read is one
- * preadv per subfile: past a few stripe units the op's fixed cost is small
- * beside the bytes moved, and one preadv per subfile makes fewer system
- * calls than a pread per unit.  A file of one subfile is one piece. */
-#define GC_FAST_UNITS 16
-
-/* GALLEY_FAST_READ=0 sends them all through the op (for measuring) */
-static bool fast_on(void)
-{
-    return g_config_bool(G_CFG_FAST_READ);
-}
+/* A range in more than GC_FAST_UNITS pieces takes the op (route.h),
+ * whose direct read is one preadv per subfile: past a few stripe units the
+ * op's fixed cost is small beside the bytes moved, and one preadv per
+ * subfile makes fewer system calls than a pread per unit.  A file of one
+ * subfile is one piece. */
 
 static int fast_read(int sid, int64_t off, void *buf, int64_t len)
 {
-    if (!fast_on() || len <= 0 || !gc_range_ok(off, len))
+    if (!gc_route_fast_on() || len <= 0 || !gc_range_ok(off, len))
         return GC_DECLINE;
     pthread_mutex_lock(&gc_st_lock);
     gc_striped *t = gc_idtab_at(&gc_st_tab, sid);
@@ -352,7 +347,7 @@ static int fast_read(int sid, int64_t off, void *buf, int64_t len)
 static void fast_build(int sid)
 {
     gc_striped s;
-    if (!fast_on() || gc_st_get(sid, &s) || s.loc)
+    if (!gc_route_fast_on() || gc_st_get(sid, &s) || s.loc)
         return;
     pthread_mutex_lock(&gc_st_lock); /* rd is freed only after the table
                                       * lets go of it */
@@ -370,7 +365,7 @@ static void fast_build(int sid)
     for (unsigned i = 0; i < ns; i++) {
         gc_fork k;
         bool ok = s.kids[i] >= 0 && gc_fork_get(s.kids[i], &k) == 0 &&
-                  !k.csum && k.ncopy <= 1; /* a copy's reads fail over */
+                  gc_route_fast(&k);
         servers[i] = ok ? k.server : -1;
         fkids[i] = ok ? k.fkid : 0;
     }

@@ -69,13 +69,11 @@ typedef struct gc_chunk {
     uint64_t bytes;
     /* a checksummed fork's request (IO_CWRITE / IO_CREAD, desc already
      * in that form): its data travels in the stream whatever the
-     * transport (gc_conn_io_submit, conn.c) */
+     * transport (route.h: gc_route_stream) */
     bool csum;
     /* csum reads: a copy of iov for the reply to land through (receiving
      * advances the iovecs it fills; the CRC is checked over iov after) */
     struct iovec *rcopy;
-    /* a copy of a replicated file: the server moves the data (repl.c) */
-    bool server_path;
 } gc_chunk;
 
 /* The handshake's synchronous request on a fresh stream (conn.c); the

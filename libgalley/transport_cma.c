@@ -38,8 +38,6 @@ int gc_cma_probe(gc_hs_call call, void *arg)
 
 int gc_cma_io_submit(gc_conn *c, int op, gc_chunk *ch)
 {
-    if (!gc_conn_owned(c)) /* a child after fork(): its memory is not ours */
-        return gc_stream_io_submit(c, op, ch);
     /* The data stays where it is: name it (gproto.h `mem`), folded like
      * the file side, so a million 16-byte pieces of memory with gaps are
      * one strided segment, not a million addresses. */

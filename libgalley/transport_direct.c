@@ -17,28 +17,22 @@
  * A direct transfer is moved whole by direct_xfer (transport.h: xfer),
  * from gc_transfer's list of pieces straight to preadv / pwritev: no
  * chunk, no wire descriptor built and decoded again, no reply, no
- * allocation for up to SMALL_PIECES pieces, and the fork check reads a
- * cached pid (conn.c).  Chunks reach this transport only for transfers
+ * allocation for up to SMALL_PIECES pieces, and the fork() check
+ * (route.c) reads a cached pid.  Chunks reach this transport only for transfers
  * direct_xfer declined; they go to the server by cross-memory attach.
  *
- * Per transfer: reads always go direct (pieces close together are read
- * as one span and copied out, as ROMIO's data sieving does); writes whose
- * pieces average at least GALLEY_DIRECT_WRITE_MIN bytes (default 512) over the
- * whole transfer go direct, a pwritev per run of adjacent pieces (per transfer,
- * so all of one write takes one path and, where pieces overlap, the later one
- * wins).  Writes of smaller pieces are sieved here too, as ROMIO's ufs: does: a
- * span of pieces is read, patched and written back, one system call pair for
- * thousands of 16-byte pieces where one pwrite each costs more than the round
- * trip that carries them all to the server.  That is safe only while nobody
- * else writes the span, so these writes ask for the fork in locked mode
+ * Which transfers come here whole, and in which case (preadv, pwritev,
+ * a sieve, or back to chunks), route.c decides (gc_route_offered,
+ * gc_route_whole); this file carries the case out.  A sieve (small write
+ * pieces: a span read, patched and written back) is safe only while
+ * nobody else writes the span, so it asks for the fork in locked mode
  * (DIRECT_WOPEN with sieve, servers/direct.c): then every writer of the
  * file, the server included, takes an OFD lock on what it writes
  * (fdio.h: gx_fd_write_locked), and a writer killed mid-span leaves no
  * lock behind.  Where a writer that takes no locks holds the fork (a
- * plain direct writer), locked mode is refused and small pieces go to the
- * server by cross-memory attach, as they did before; so do sparse ones
- * (range over GC_SIEVE_SPARSE times their bytes).  Forks are never put in
- * locked mode by large writes, so a lone 4 KiB write pays no lock.
+ * plain direct writer), locked mode is refused and the pieces go to the
+ * server by cross-memory attach.  Forks are never put in locked mode by
+ * large writes, so a lone 4 KiB write pays no lock.
  *
  * The first direct write of a fork asks for a writable descriptor, which makes
  * the server bypass its cache for that fork until it is released; a fork only
@@ -80,6 +74,7 @@
 #define _GNU_SOURCE /* POLLRDHUP, MSG_CMSG_CLOEXEC */
 #endif
 #include "transport_direct.h"
+#include "route.h"
 
 #include "csfile.h"
 #include "dial.h"
@@ -96,28 +91,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes whose pieces average fewer bytes than GALLEY_DIRECT_WRITE_MIN
- * (default 512; changed for measuring) are sieved (see top) ... */
-static uint64_t write_min(void)
-{
-    return (uint64_t)g_config_int(G_CFG_DIRECT_WRITE_MIN); /* at least 1 */
-}
-
-/* ... unless their range is this many times their bytes or more (sparse:
- * a span per piece), then they go to the server */
-#define GC_SIEVE_SPARSE 64
-
-/* GALLEY_DIRECT_SIEVE=0 sends small-piece writes to the server instead
- * (for measuring) */
-static bool sieve_on(void)
-{
-    return g_config_bool(G_CFG_DIRECT_SIEVE);
-}
-
 /* ------------------------------------------------------------ readers -- */
 /*
  * A reader: the descriptors of a striped open's forks, for its
- * single-range reads (striped.c: fast_read).  A small read that goes
+ * single-range reads (striped_io.c: fast_read).  A small read that goes
  * through an op -- the pieces placed per subfile, a transfer, its
  * grant pinned and released under gc_dg.lock, the result worked out from
  * the fork sizes -- costs about as much again as the pread that moves
@@ -335,40 +312,22 @@ static void crash_point(int stage)
  * list order where pieces overlap (a later one wins); reads are sorted
  * (gx_fd_read sieves pieces close together).
  */
-/* What x needs of its fork's grant (G_*), with its bytes and end; -1: no
- * bytes (nothing to do), -2: the server's (declined). */
-static int xfer_need(int op, const gc_xfer *x, uint64_t *bytesp, uint64_t *endp)
+/* What x needs of its fork's grant (G_*), with its bytes and end, from
+ * route.c's case; -1: no bytes (nothing to do), -2: the server's. */
+static int xfer_need(int op, const gc_xfer *x, uint64_t *bytes, uint64_t *end)
 {
-    bool write = op == GFS_WRITE;
-    uint64_t bytes = 0, end = 0, start = UINT64_MAX, nonempty = 0;
-    if (x->shaped) { /* learnt when the pieces were cut (gc_xfer) */
-        bytes = x->bytes;
-        end = x->hi;
-        start = x->lo;
-        nonempty = x->n;
-    }
-    for (size_t i = 0; !x->shaped && i < x->n; i++)
-        if (x->pieces[i].len) {
-            bytes += x->pieces[i].len;
-            nonempty++;
-            if (gx_end(&x->pieces[i]) > end)
-                end = gx_end(&x->pieces[i]);
-            if (x->pieces[i].off < start)
-                start = x->pieces[i].off;
-        }
-    *bytesp = bytes;
-    *endp = end;
-    if (!bytes)
+    switch (gc_route_whole(op, x, bytes, end)) {
+    case GC_WHOLE_NOTHING:
         return -1;
-    /* small pieces: sieved under locks, or else the server's (the whole
-     * transfer takes one path, so its pieces land in list order); a
-     * checksummed fork's always the server's, which never sieves them
-     * (servers/direct.c, rule 7) */
-    bool sieve = write && bytes / nonempty < write_min();
-    if (sieve &&
-        (x->csum || !sieve_on() || (end - start) / GC_SIEVE_SPARSE > bytes))
+    case GC_WHOLE_READ:
+        return G_READ;
+    case GC_WHOLE_WRITE:
+        return G_WRITE;
+    case GC_WHOLE_SIEVE:
+        return G_SIEVE;
+    default:
         return -2;
-    return sieve ? G_SIEVE : write ? G_WRITE : G_READ;
+    }
 }
 
 /* transport.h: prepare.  The requests for every missing grant first, one
@@ -386,9 +345,8 @@ static void direct_prepare(int op, gc_xfer *x, gc_conn *const *cs, size_t nx)
     pthread_mutex_lock(&gc_dg.lock);
     for (size_t i = 0; i < nx && na < GC_PREPARE_MAX; i++) {
         uint64_t bytes, end;
-        int need = cs[i] && gc_conn_owned(cs[i]) && !x[i].csum
-                       ? xfer_need(op, &x[i], &bytes, &end)
-                       : -1;
+        int need =
+            cs[i] && !x[i].csum ? xfer_need(op, &x[i], &bytes, &end) : -1;
         int server, rc;
         const char *host, *port;
         if (need < 0)
@@ -417,8 +375,6 @@ static void direct_prepare(int op, gc_xfer *x, gc_conn *const *cs, size_t nx)
 
 static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
 {
-    if (!gc_conn_owned(c)) /* a child after fork(): not our grants */
-        return GC_DECLINE;
     bool write = op == GFS_WRITE;
     uint64_t bytes, end;
     int need = xfer_need(op, x, &bytes, &end);

@@ -1,7 +1,8 @@
 /*
- * conn_internal.h -- private to the connection units (conn.c: framing,
- * reply engines, submit and wait; conn_connect.c: connecting): the
- * connection itself and what they share.  conn.c states the locking.
+ * conn_internal.h -- private to the connection units (conn.c: the
+ * connection and its transport's ops; frame.c: framing, reply engines,
+ * submit and wait; conn_connect.c: connecting): the connection itself and
+ * what they share.  frame.c states the locking.
  */
 #ifndef GALLEY_CONN_INTERNAL_H
 #define GALLEY_CONN_INTERNAL_H
@@ -38,13 +39,18 @@ struct gc_conn {
 };
 
 /* conn.c: ready (the fast path's flag) set or cleared; the stream shut
- * down so every pending request fails; send or receive exactly the bytes
- * asked for (0 or an error); this process's pid, cached across fork(). */
+ * down so every pending request fails; this process's pid, cached across
+ * fork(). */
 void gc_cn_set_ready(gc_conn *c, int v);
 void gc_cn_shutdown(gc_conn *c);
+pid_t gc_cn_self(void);
+/* frame.c: send or receive exactly the bytes asked for (0 or an error);
+ * the stream failed, reconnect at the next use; and every request still
+ * waiting failed with it (both with c->lock held). */
 int gc_cn_send_all(int fd, struct iovec *iov, int cnt);
 int gc_cn_recv_all(gc_conn *c, void *buf, size_t n);
-pid_t gc_cn_self(void);
+void gc_cn_mark_broken_locked(gc_conn *c);
+void gc_cn_fail_pending_locked(gc_conn *c, int err);
 /* conn_connect.c: connected (again, after a break) with c->send_lock
  * held: 0 or the connect's error. */
 int gc_cn_ensure_connected(gc_conn *c);

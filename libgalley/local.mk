@@ -11,6 +11,7 @@ libgalley_libgalley_la_SOURCES = \
 	libgalley/cluster_file.h \
 	libgalley/cluster_file.c \
 	libgalley/conn.c libgalley/conn_internal.h libgalley/conn_connect.c \
+	libgalley/frame.c \
 	libgalley/dial.c \
 	libgalley/dial.h \
 	libgalley/transport.h libgalley/transport.c \

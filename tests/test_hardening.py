@@ -813,15 +813,23 @@ def test_lock_leases(tmp_path):
             assert got[0] == "locked 0\n", (got, q.stderr.read())
             return time.monotonic() - t0
 
+        def finish(q):
+            """q's remaining stdout and its stderr once it exits: read
+            through q.stdout, whose buffer may already hold lines past the
+            one readline returned (communicate with a timeout reads the
+            pipe itself and would miss them)."""
+            q.wait(timeout=20)
+            return q.stdout.read(), q.stderr.read()
+
         # a running holder: 9 s (three leases) with the lock, never stolen
         holder = locker(9)
         assert wait_locked(holder, 10) is not None
         waiter = locker(0)
         took = wait_locked(waiter, 20)
-        out = holder.communicate(timeout=20)[0]
+        out = finish(holder)[0]
         assert "unlocked 0" in out, out  # it still held it at the end
         assert took is not None and took > 7, took
-        waiter.communicate(timeout=20)
+        finish(waiter)
 
         # a stopped holder: its lock expires after the lease
         holder = locker(60)
@@ -831,7 +839,7 @@ def test_lock_leases(tmp_path):
             waiter = locker(0)
             took = wait_locked(waiter, 20)
             assert took is not None and 2 < took < 12, took
-            out, err = waiter.communicate(timeout=20)
+            out, err = finish(waiter)
             assert "unlocked 0" in out, (waiter.returncode, out, err)
         finally:
             holder.kill()

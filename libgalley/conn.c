@@ -75,6 +75,23 @@ void gc_cn_shutdown(gc_conn *c)
     pthread_mutex_unlock(&c->lock);
 }
 
+void gc_conn_after_fork(gc_conn *c)
+{
+    /* the only thread: any lock another thread of the parent held is
+     * made anew, and the reader thread is not here to join */
+    pthread_mutex_init(&c->send_lock, NULL);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    if (c->fd >= 0)
+        close(c->fd); /* this process's copy: the parent's stays open */
+    c->fd = -1;
+    c->broken = true;
+    gc_cn_set_ready(c, 0);
+    c->reader_live = false;
+    c->reading = false;
+    c->pending = NULL; /* the parent's: their waiters are not here */
+}
+
 void gc_conn_free(gc_conn *c)
 {
     if (!c)

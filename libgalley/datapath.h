@@ -103,6 +103,9 @@ int64_t gc_nb_wait(gfs_handle h);
 int gc_nb_test(gfs_handle h, int64_t *result);
 /* Stop the workers (gfs_finalize). */
 void gc_nb_shutdown(void);
+/* In a child after fork(): no workers (they are the parent's threads);
+ * the parent's requests still in flight fail with GFS_ESERVERDOWN. */
+void gc_nb_after_fork(void);
 /* A request's pieces from either public form, read in list order
  * (pieces.c): paired entries relative to buf, or two independent lists of
  * file ranges and memory segments.  A cursor: copy it to read again. */

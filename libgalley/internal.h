@@ -70,6 +70,10 @@ typedef struct gc_req {
 /* Connection to server i (created at init, connected lazily). */
 gc_conn *gc_conn_new(int server, const char *host, const char *port);
 void gc_conn_free(gc_conn *c);
+/* In a child after fork(): forget the parent's stream, reply engine and
+ * waiting requests without a word on the stream (the parent still uses
+ * it); the next request connects afresh (conn.c). */
+void gc_conn_after_fork(gc_conn *c);
 /* The cluster secret (auth.c): gc_auth_load finds the key for the cluster
  * file at cluster_path (or $GALLEY_KEY) in gfs_init; gc_auth_unload
  * forgets it in gfs_finalize.  gc_auth_handshake runs the AUTH exchange
@@ -87,6 +91,8 @@ void gc_lease_hold(int server, int delta);
  * PRELEASE replies). */
 void gc_lease_posix(int server, uint32_t held);
 void gc_lease_stop(void);
+/* In a child after fork(): it holds none of its parent's locks. */
+void gc_lease_after_fork(void);
 void gc_auth_unload(void);
 int gc_auth_handshake(gc_auth_call call, void *arg);
 

@@ -105,6 +105,19 @@ static void maybe_start(void)
     }
 }
 
+void gc_lease_after_fork(void)
+{
+    pthread_mutex_init(&lease.lock, NULL); /* the only thread now */
+    pthread_cond_init(&lease.cv, NULL);
+    for (int i = 0; i < lease.nheld; i++) {
+        lease.held[i] = 0;
+        lease.posix[i] = 0;
+    }
+    lease.total = 0;
+    lease.running = false; /* the renewal thread is the parent's */
+    lease.stop = false;
+}
+
 void gc_lease_hold(int server, int delta)
 {
     if (server < 0)

@@ -22,8 +22,31 @@
  * gfs_init, GALLEY_TIMEOUT, GALLEY_SPIN_US and GALLEY_KEY (auth.c) at each
  * one that starts the client. */
 
+/* A child after fork() uses Galley with connections of its own: the
+ * parent's streams, threads and locks are forgotten here, before the
+ * child's code runs (the record cache, the reclaimer and the direct
+ * transport's grants do the same for themselves: rcache.c,
+ * files_delete.c, transport_direct_grants.c).  The open files and forks
+ * stay open: the child's first request to a server re-registers them on
+ * its own connection (conn_connect.c). */
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&gc_g.lock, NULL); /* the only thread now */
+    for (int i = 0; gc_g.conns && i < gc_g.nservers; i++)
+        gc_conn_after_fork(gc_g.conns[i]);
+    gc_nb_after_fork();
+    gc_lease_after_fork();
+}
+
+static void after_fork_register(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
 int gfs_init(const char *cluster_file)
 {
+    static pthread_once_t after_fork_once = PTHREAD_ONCE_INIT;
+    pthread_once(&after_fork_once, after_fork_register);
     /* GALLEY_TRANSPORT: -EINVAL for a name that is not one */
     int transport = (int)g_config_int(G_CFG_TRANSPORT);
     if (transport < 0)

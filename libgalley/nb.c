@@ -95,6 +95,27 @@ static int ensure_workers(void)
     return 0;
 }
 
+void gc_nb_after_fork(void)
+{
+    pthread_mutex_init(&nb_lock, NULL); /* the only thread now */
+    pthread_cond_init(&nb_work, NULL);
+    pthread_cond_init(&nb_done, NULL);
+    nb_workers = NULL; /* the parent's threads: not here to join */
+    nb_nworkers = 0;
+    nb_stop = false;
+    q_head = q_tail = -1;
+    for (int h = -1; (h = gc_idtab_next(&nb_tab, h)) >= 0;) {
+        nb_handle *p = gc_idtab_at(&nb_tab, h);
+        if (p->state != H_QUEUED)
+            continue;
+        if (p->op) /* still queued: never run here */
+            gc_op_free(p->op);
+        p->op = NULL;
+        p->result = GFS_ESERVERDOWN;
+        p->state = H_DONE;
+    }
+}
+
 void gc_nb_shutdown(void)
 {
     pthread_mutex_lock(&nb_lock);

@@ -60,7 +60,8 @@
  * server ties the grants to the channel: when the channel breaks (server
  * restart) they are void, so every request first checks that the channel
  * is still up (one poll) and asks again if not.  A child after fork()
- * uses the server path (its connection is its parent's).
+ * starts with none (transport_direct_grants.c) and asks for its own over
+ * its own connection (lifecycle.c).
  *
  * Threads: any.  One mutex (gc_dg.lock) guards the grant table and
  * channels and is held across a channel's round trip (rare: once per fork); the
@@ -120,7 +121,7 @@
  *   - its bytes are counted, and added to the grant's at free, so the
  *     server's IO_STATS get them at the fork's release, as direct_xfer's;
  *   - a child after fork() closes its copies (atfork_child): its reads
- *     decline and go the server path, as every child's.
+ *     decline until a reader is built again from its own grants.
  */
 typedef struct dreader {
     gc_reader head;       /* its ops: gc_transport_direct's */

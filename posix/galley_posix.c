@@ -45,10 +45,11 @@
  *   - The client starts (gfs_init, $GALLEY_CLUSTER) at the first galley:
  *     name and is never finalised: nothing is buffered here, so a program
  *     that exits without running atexit handlers loses nothing.
- *   - fork(): a child without exec shares the parent's server connections,
- *     so in such a child (of a parent that had started the client) Galley
- *     calls fail with EIO instead of corrupting them; after exec the
- *     preload starts afresh (LD_PRELOAD is inherited).
+ *   - fork(): a child without exec uses its inherited Galley descriptors
+ *     and opens more, over connections of its own (libgalley makes them at
+ *     its first request); the fcntl locks stay the parent's, as POSIX says,
+ *     and so do OFD and flock locks (Linux would share those).  After exec
+ *     the preload starts afresh (LD_PRELOAD is inherited).
  *
  * Errors: negative errno values from libgalley become that errno; a dead or
  * unreachable server (GFS_ESERVERDOWN, GFS_ETIMEDOUT) becomes EIO, within
@@ -101,13 +102,20 @@ px_file *px_fds[PX_NFD];
 /* Client state: 0 not started, 1 running, <0 gfs_init's error. */
 static int px_client;
 static pthread_mutex_t px_client_lock = PTHREAD_MUTEX_INITIALIZER;
-bool px_forked; /* child of a parent whose client was running */
+static pthread_mutex_t px_sid_lock = PTHREAD_MUTEX_INITIALIZER; /* px_sid */
 static pthread_once_t px_atfork_once = PTHREAD_ONCE_INIT;
 
+/* A child after fork() goes on with the descriptors it inherited and
+ * opens more: libgalley gives it connections of its own (lifecycle.c).
+ * Locks another thread of the parent held are made anew here (this is
+ * the only thread), and the child holds none of the parent's fcntl
+ * locks. */
 static void px_after_fork_child(void)
 {
-    if (px_client == 1)
-        px_forked = true;
+    pthread_mutex_init(&px_lock, NULL);
+    pthread_mutex_init(&px_client_lock, NULL);
+    pthread_mutex_init(&px_sid_lock, NULL);
+    px_lock_after_fork();
 }
 
 static void px_register_atfork(void)
@@ -152,8 +160,6 @@ int px_fail(int64_t rc)
  * stderr once (the caller still sees EIO). */
 int px_start(void)
 {
-    if (px_forked)
-        return GFS_ESERVERDOWN;
     if (__atomic_load_n(&px_client, __ATOMIC_ACQUIRE) == 1)
         return 0; /* running: every call after the first */
     pthread_once(&px_atfork_once, px_register_atfork);
@@ -195,7 +201,7 @@ void px_put(px_file *f)
     int left = --f->refs;
     pthread_mutex_unlock(&px_lock);
     if (left == 0) {
-        if (!px_forked && f->sid >= 0) {
+        if (f->sid >= 0) {
             px_lock_last(f);
             gfs_striped_close(f->sid);
         }
@@ -207,8 +213,6 @@ void px_put(px_file *f)
 /* f's striped file id, opening the file now if its open was put off (a
  * file this process has just made: px_open); a gfs error if that fails,
  * -1 for a directory. */
-static pthread_mutex_t px_sid_lock = PTHREAD_MUTEX_INITIALIZER;
-
 int px_sid(px_file *f)
 {
     int sid = __atomic_load_n(&f->sid, __ATOMIC_ACQUIRE);
@@ -217,7 +221,7 @@ int px_sid(px_file *f)
     pthread_mutex_lock(&px_sid_lock);
     sid = f->sid;
     if (sid < 0) {
-        sid = px_forked ? GFS_ESERVERDOWN : gfs_striped_open(f->name);
+        sid = gfs_striped_open(f->name);
         if (sid >= 0)
             __atomic_store_n(&f->sid, sid, __ATOMIC_RELEASE);
     }

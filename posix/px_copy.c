@@ -197,8 +197,6 @@ static int px_allocate(px_file *f, int mode, off_t off, off_t len)
         return EBADF;
     if (off > INT64_MAX - len)
         return EFBIG;
-    if (px_forked)
-        return px_errno(GFS_ESERVERDOWN);
     int64_t size = gfs_striped_size(px_sid(f)), end = off + len;
     if (size < 0)
         return px_errno(size);

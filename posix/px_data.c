@@ -23,8 +23,6 @@
 /* Read up to n bytes at off; bytes read or a gfs error. */
 int64_t px_pread(px_file *f, void *buf, size_t n, int64_t off)
 {
-    if (px_forked)
-        return GFS_ESERVERDOWN;
     if (f->dir)
         return -EISDIR;
     if ((f->flags & O_ACCMODE) == O_WRONLY)
@@ -39,8 +37,6 @@ int64_t px_pread(px_file *f, void *buf, size_t n, int64_t off)
 
 int64_t px_pwrite(px_file *f, const void *buf, size_t n, int64_t off)
 {
-    if (px_forked)
-        return GFS_ESERVERDOWN;
     if ((f->flags & O_ACCMODE) == O_RDONLY)
         return -EBADF;
     if (off < 0)
@@ -136,7 +132,7 @@ static off_t px_lseek(px_file *f, off_t off, int whence)
     pthread_mutex_lock(&f->lock);
     int64_t size = -1;
     if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE) {
-        size = px_forked ? GFS_ESERVERDOWN : gfs_striped_size(px_sid(f));
+        size = gfs_striped_size(px_sid(f));
         if (size < 0) {
             pthread_mutex_unlock(&f->lock);
             return px_fail(size);
@@ -287,7 +283,7 @@ static ssize_t px_rwv2(px_file *f, const struct iovec *iov, int cnt,
     }
     bool append = wr && (flags & RWF_APPEND);
     if (append && off != -1) { /* at the end; the offset stays */
-        off = px_forked ? GFS_ESERVERDOWN : gfs_striped_size(px_sid(f));
+        off = gfs_striped_size(px_sid(f));
         if (off < 0)
             return px_fail(off);
     }
@@ -405,8 +401,7 @@ PX_EXPORT int ftruncate(int fd, off_t size)
         return REAL(ftruncate)(fd, size);
     int rc = (f->flags & O_ACCMODE) == O_RDONLY ? -EINVAL
              : size < 0                         ? -EINVAL
-             : px_forked                        ? GFS_ESERVERDOWN
-                         : gfs_striped_truncate(px_sid(f), size);
+                        : gfs_striped_truncate(px_sid(f), size);
     px_put(f);
     return rc ? px_fail(rc) : 0;
 }
@@ -441,7 +436,7 @@ static int px_sync(int fd, bool data)
     px_file *f = px_get(fd);
     if (!f)
         return data ? REAL(fdatasync)(fd) : REAL(fsync)(fd);
-    int rc = px_forked ? GFS_ESERVERDOWN : gfs_striped_sync(px_sid(f));
+    int rc = gfs_striped_sync(px_sid(f));
     px_put(f);
     return rc ? px_fail(rc) : 0;
 }

@@ -197,7 +197,6 @@ typedef struct px_file {
 } px_file;
 
 extern px_file *px_fds[PX_NFD];
-extern bool px_forked; /* child of a parent whose client was running */
 
 /* Is fd ours right now?  (A hint without a reference: px_get for use.) */
 static inline bool px_fds_has(int fd)
@@ -258,6 +257,8 @@ int px_lock_fcntl(px_file *f, int cmd, void *arg);
 void px_lock_closing(px_file *f);
 void px_lock_last(px_file *f);
 uint64_t px_lock_new_owner(void);
+/* In a child after fork(): it holds none of its parent's fcntl locks. */
+void px_lock_after_fork(void);
 int px_is_dir(const char *name);
 int px_stat_path(const char *name, struct stat *st);
 

@@ -38,6 +38,12 @@ static struct {
 
 static uint64_t next_owner;
 
+void px_lock_after_fork(void)
+{
+    pthread_mutex_init(&lockset.lock, NULL); /* the only thread now */
+    lockset.n = 0;
+}
+
 uint64_t px_lock_new_owner(void)
 {
     return __atomic_add_fetch(&next_owner, 1, __ATOMIC_RELAXED);
@@ -80,7 +86,7 @@ static bool lockset_take(uint64_t ino)
 
 void px_lock_closing(px_file *f)
 {
-    if (f && !px_forked && !f->dir && lockset_take(f->ino))
+    if (f && !f->dir && lockset_take(f->ino))
         gfs_striped_plock_release(px_sid(f), 0);
 }
 
@@ -156,8 +162,6 @@ int px_lock_fcntl(px_file *f, int cmd, void *arg)
     if (!get && ((type == GFS_PLOCK_SHARED && acc == O_WRONLY) ||
                  (type == GFS_PLOCK_EXCL && acc == O_RDONLY)))
         return px_fail(-EBADF);
-    if (px_forked)
-        return px_fail(GFS_ESERVERDOWN);
     gfs_plock lk = {.owner = ofd ? f->owner : 0,
                     .type = type,
                     .pid = ofd ? -1 : (int32_t)getpid()};
@@ -218,11 +222,8 @@ PX_EXPORT int flock(int fd, int op)
     }
     if (!(op & LOCK_NB))
         flags |= GFS_PLOCK_WAIT;
-    int rc = px_forked ? GFS_ESERVERDOWN : 0;
-    if (!rc) {
-        gfs_plock lk = {.owner = f->owner, .type = type, .pid = -1};
-        rc = gfs_striped_plock(px_sid(f), &lk, flags);
-    }
+    gfs_plock lk = {.owner = f->owner, .type = type, .pid = -1};
+    int rc = gfs_striped_plock(px_sid(f), &lk, flags);
     if (!rc && type != GFS_PLOCK_UNLOCK)
         __atomic_store_n(&f->ofd_locked, true, __ATOMIC_RELEASE);
     px_put(f);

@@ -160,9 +160,7 @@ static int px_rename(const char *from, const char *to)
 static int px_fstat(px_file *f, struct stat *st)
 {
     int rc = 0;
-    if (px_forked)
-        rc = GFS_ESERVERDOWN;
-    else if (f->dir)
+    if (f->dir)
         px_fill_stat(st, f->name, 0, 0, true);
     else if (__atomic_load_n(&f->sid, __ATOMIC_ACQUIRE) < 0)
         rc = px_stat_name(f->name, st); /* its open was put off */

@@ -39,10 +39,13 @@
  * exactly its fields.
  *
  * To add a message: a row in GP_OPCODES with a new opcode, its
- * GP_name_REQ and GP_name_REP below, a handler gsrv_op_name in servers/,
- * a client call in libgalley/; `python3 proto/gen_pyconst.py`.  Changing
- * a message's fields is an edit here (and GP_VERSION in gproto.h), plus
- * the code that uses the field.
+ * GP_name_REQ and GP_name_REP below, its body gsrv_do_name in servers/
+ * (the server's op that decodes the request, calls the body and encodes
+ * the reply is made from this table: servers/gsrv_stubs.h says what a
+ * body gets and does, also for tails, reply lists, data and
+ * descriptors), a client call in libgalley/; `python3
+ * proto/gen_pyconst.py`.  Changing a message's fields is an edit here
+ * (and GP_VERSION in gproto.h), plus the code that uses the field.
  */
 #ifndef GMSG_H
 #define GMSG_H

@@ -114,37 +114,29 @@ bool gsrv_auth_allows(const gsrv_conn *c, unsigned opcode)
 }
 
 /* AUTH: the client's nonce in, ours out. */
-int gsrv_op_AUTH(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_AUTH(gsrv_conn *c, const gp_AUTH_req *m, gp_AUTH_rep *r,
+                 gsrv_call *k)
 {
-    gp_AUTH_req m;
-    int rc = gp_AUTH_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const uint8_t *cn = m.cnonce;
-    if (m.cnonce_len != GP_NONCE_BYTES)
+    if (m->cnonce_len != GP_NONCE_BYTES)
         return GFS_EPROTO;
     if (!auth.on)
         return -EOPNOTSUPP; /* no secret here: nothing to prove */
     if (c->auth_state == AUTH_DONE)
         return -EALREADY;
-    memcpy(c->auth_cnonce, cn, GP_NONCE_BYTES);
+    memcpy(c->auth_cnonce, m->cnonce, GP_NONCE_BYTES);
     gp_random(c->auth_snonce, GP_NONCE_BYTES);
     c->auth_state = AUTH_CHALLENGED;
-    gp_AUTH_rep_encode(&rep->w, &(gp_AUTH_rep){.snonce = c->auth_snonce,
-                                               .snonce_len = GP_NONCE_BYTES});
+    r->snonce = c->auth_snonce;
+    r->snonce_len = GP_NONCE_BYTES;
     return 0;
 }
 
 /* AUTH_PROVE: the client's MAC in, ours out.  A wrong MAC ends the
  * connection (the handler closes it after the reply). */
-int gsrv_op_AUTH_PROVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_AUTH_PROVE(gsrv_conn *c, const gp_AUTH_PROVE_req *m,
+                       gp_AUTH_PROVE_rep *r, gsrv_call *k)
 {
-    gp_AUTH_PROVE_req m;
-    int rc = gp_AUTH_PROVE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const uint8_t *mac = m.mac;
-    if (m.mac_len != GP_MAC_BYTES)
+    if (m->mac_len != GP_MAC_BYTES)
         return GFS_EPROTO;
     if (!auth.on || c->auth_state != AUTH_CHALLENGED) {
         c->auth_failed = true;
@@ -153,7 +145,7 @@ int gsrv_op_AUTH_PROVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     uint8_t want[GP_MAC_BYTES];
     gp_auth_mac(auth.key, GP_AUTH_CLIENT_LABEL, c->auth_cnonce, c->auth_snonce,
                 want);
-    if (!gp_mac_equal(want, mac)) {
+    if (!gp_mac_equal(want, m->mac)) {
         c->auth_state = AUTH_NONE;
         c->auth_failed = true;
         gsrv_log(0, "%s: wrong cluster secret, closing", c->peer);
@@ -162,7 +154,8 @@ int gsrv_op_AUTH_PROVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     c->auth_state = AUTH_DONE;
     gp_auth_mac(auth.key, GP_AUTH_SERVER_LABEL, c->auth_snonce, c->auth_cnonce,
                 want);
-    gp_AUTH_PROVE_rep_encode(
-        &rep->w, &(gp_AUTH_PROVE_rep){.mac = want, .mac_len = GP_MAC_BYTES});
+    r->mac = want;
+    r->mac_len = GP_MAC_BYTES;
+    gsrv_reply_fields(k); /* now: want is gone after the return */
     return 0;
 }

@@ -66,30 +66,27 @@ static int write_counters(const gsrv_sub *s, const sub_counter *c, size_t n)
 }
 
 /* FETCH_ADD (set false: add delta) and FETCH_SET (set: replace by delta),
- * one body: counters hold 0 .. INT64_MAX (gproto.h). */
-static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set);
+ * one body: counters hold 0 .. INT64_MAX (gproto.h).  The value before
+ * in *old. */
+static int fetch_op(uint64_t hid, const char *key, uint64_t delta, bool set,
+                    uint64_t *old);
 
-int gsrv_op_FETCH_ADD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FETCH_ADD(gsrv_conn *c, const gp_FETCH_ADD_req *m,
+                      gp_FETCH_ADD_rep *r, gsrv_call *k)
 {
-    return fetch_op(req, rep, false);
+    return fetch_op(m->hid, m->key, m->delta, false, &r->old);
 }
 
-int gsrv_op_FETCH_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FETCH_SET(gsrv_conn *c, const gp_FETCH_SET_req *m,
+                      gp_FETCH_SET_rep *r, gsrv_call *k)
 {
-    return fetch_op(req, rep, true);
+    return fetch_op(m->hid, m->key, m->value, true, &r->old);
 }
 
-static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
+static int fetch_op(uint64_t hid, const char *key, uint64_t delta, bool set,
+                    uint64_t *oldp)
 {
-    gp_FETCH_ADD_req add;
-    gp_FETCH_SET_req put;
-    int rc = set ? gp_FETCH_SET_req_decode(req, &put)
-                 : gp_FETCH_ADD_req_decode(req, &add);
-    if (rc)
-        return rc;
-    uint64_t hid = set ? put.hid : add.hid;
-    const char *key = set ? put.key : add.key;
-    uint64_t delta = set ? put.value : add.delta;
+    int rc = 0;
     if (set && delta > (uint64_t)INT64_MAX)
         return -ERANGE;
     if (!key[0])
@@ -154,13 +151,8 @@ static int fetch_op(gp_rbuf *req, gsrv_reply *rep, bool set)
         s->ctr[i].value = old; /* a new key stays at 0: same meaning */
 out_unlock_meta:
     pthread_mutex_unlock(&subtab.meta);
-    if (rc)
-        return rc;
-    if (set)
-        gp_FETCH_SET_rep_encode(&rep->w, &(gp_FETCH_SET_rep){.old = old});
-    else
-        gp_FETCH_ADD_rep_encode(&rep->w, &(gp_FETCH_ADD_rep){.old = old});
-    return 0;
+    *oldp = old;
+    return rc;
 }
 
 int load_counters(gsrv_sub *s)

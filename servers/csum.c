@@ -378,18 +378,14 @@ int gsrv_csum_bypass_read(gsrv_fork *f, const gx_ext *e, size_t n)
 
 /* ------------------------------------------------------------ scrub ---- */
 
-int gsrv_op_SCRUB(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_SCRUB(gsrv_conn *c, const gp_SCRUB_req *m, gp_SCRUB_rep *out,
+                  gsrv_call *k)
 {
-    (void)c;
-    gp_SCRUB_req m;
-    int rc = gp_SCRUB_req_decode(req, &m);
-    if (rc)
-        return rc;
     gsrv_fork *f;
-    rc = gsrv_fork_get(m.fkid, GSRV_FORK_READ, &f);
+    int rc = gsrv_fork_get(m->fkid, GSRV_FORK_READ, &f);
     if (rc)
         return rc;
-    gp_SCRUB_rep out = {.first_bad = UINT64_MAX};
+    out->first_bad = UINT64_MAX;
     uint8_t *buf = malloc(BS);
     if (!buf)
         rc = -ENOMEM;
@@ -417,17 +413,15 @@ int gsrv_op_SCRUB(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         pthread_rwlock_unlock(&f->rw);
         if (past)
             break;
-        out.chunks += v == 0 || v == GFS_ECHECKSUM;
+        out->chunks += v == 0 || v == GFS_ECHECKSUM;
         if (v == GFS_ECHECKSUM) {
-            if (out.bad++ == 0)
-                out.first_bad = b;
+            if (out->bad++ == 0)
+                out->first_bad = b;
         } else if (v) {
             rc = v;
         }
     }
     free(buf);
     gsrv_fork_put(f);
-    if (!rc)
-        gp_SCRUB_rep_encode(&rep->w, &out);
     return rc;
 }

@@ -245,41 +245,28 @@ static int grant(gsrv_conn *c, uint64_t fkid, bool write, bool may_lock,
     return 0;
 }
 
-int gsrv_op_DIRECT_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_DIRECT_OPEN(gsrv_conn *c, const gp_DIRECT_OPEN_req *m,
+                        gp_DIRECT_OPEN_rep *r, gsrv_call *k)
 {
-    gp_DIRECT_OPEN_req m;
-    int rc = gp_DIRECT_OPEN_req_decode(req, &m);
-    if (rc)
-        return rc;
-    if (m.fkid == 0) /* only asking */
+    if (m->fkid == 0) /* only asking */
         return eligible(c) ? 0 : GFS_EDIRECT;
     bool locked;
-    rc = grant(c, m.fkid, m.write != 0, false, false, rep, &locked);
-    if (rc)
-        return rc;
-    gp_DIRECT_OPEN_rep_encode(
-        &rep->w,
-        &(gp_DIRECT_OPEN_rep){
-            .base = 0, .size = gsrv_fork_size(c->grants[c->ngrants - 1].f)});
-    return 0;
+    int rc = grant(c, m->fkid, m->write != 0, false, false, k->rep, &locked);
+    if (!rc)
+        r->size = gsrv_fork_size(c->grants[c->ngrants - 1].f);
+    return rc;
 }
 
-int gsrv_op_DIRECT_WOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_DIRECT_WOPEN(gsrv_conn *c, const gp_DIRECT_WOPEN_req *m,
+                         gp_DIRECT_WOPEN_rep *r, gsrv_call *k)
 {
-    gp_DIRECT_WOPEN_req m;
-    int rc = gp_DIRECT_WOPEN_req_decode(req, &m);
-    if (rc)
-        return rc;
     bool locked;
-    rc = grant(c, m.fkid, true, true, m.sieve != 0, rep, &locked);
-    if (rc)
-        return rc;
-    gp_DIRECT_WOPEN_rep_encode(
-        &rep->w, &(gp_DIRECT_WOPEN_rep){
-                     .base = 0,
-                     .size = gsrv_fork_size(c->grants[c->ngrants - 1].f),
-                     .locked = locked});
-    return 0;
+    int rc = grant(c, m->fkid, true, true, m->sieve != 0, k->rep, &locked);
+    if (!rc) {
+        r->size = gsrv_fork_size(c->grants[c->ngrants - 1].f);
+        r->locked = locked;
+    }
+    return rc;
 }
 
 /*
@@ -295,40 +282,35 @@ int gsrv_op_DIRECT_WOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
  * locks) to a connection holding part 0 of the fork.  Its holders take
  * no data-file locks, so its grants are never locked (rule 7).
  */
-int gsrv_op_DIRECT_COPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_DIRECT_COPEN(gsrv_conn *c, const gp_DIRECT_COPEN_req *m,
+                         gp_DIRECT_COPEN_rep *r, gsrv_call *k)
 {
-    gp_DIRECT_COPEN_req m;
-    int rc = gp_DIRECT_COPEN_req_decode(req, &m);
-    if (rc)
-        return rc;
     if (!eligible(c))
         return GFS_EDIRECT;
-    bool write = m.write != 0;
-    if (m.part > 1)
+    bool write = m->write != 0;
+    if (m->part > 1)
         return -EINVAL;
-    if (m.part == 1) {
+    if (m->part == 1) {
         for (size_t i = 0; i < c->ngrants; i++) {
             gsrv_grant *g = &c->grants[i];
-            if (g->fkid != m.fkid || !g->cs)
+            if (g->fkid != m->fkid || !g->cs)
                 continue;
             char path[64];
             snprintf(path, sizeof(path), "/proc/self/fd/%d", g->f->cfd);
             int fd = open(path, O_RDWR | O_CLOEXEC);
             if (fd < 0)
                 return -errno;
-            gp_DIRECT_COPEN_rep_encode(
-                &rep->w, &(gp_DIRECT_COPEN_rep){.base = 0,
-                                                .size = gsrv_fork_size(g->f)});
-            rep->pass_fd = fd;
+            r->size = gsrv_fork_size(g->f);
+            k->rep->pass_fd = fd;
             return 0;
         }
         return GFS_EBADID;
     }
-    rc = grants_room(c);
+    int rc = grants_room(c);
     if (rc)
         return rc;
     gsrv_fork *f;
-    rc = grant_fork(m.fkid, write, &f);
+    rc = grant_fork(m->fkid, write, &f);
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&f->rw); /* rule 1 */
@@ -347,30 +329,25 @@ int gsrv_op_DIRECT_COPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         gsrv_fork_put(f);
         return fd;
     }
-    c->grants[c->ngrants++] = (gsrv_grant){m.fkid, write, false, true, f};
-    gp_DIRECT_COPEN_rep_encode(
-        &rep->w, &(gp_DIRECT_COPEN_rep){.base = 0, .size = gsrv_fork_size(f)});
-    rep->pass_fd = fd;
+    c->grants[c->ngrants++] = (gsrv_grant){m->fkid, write, false, true, f};
+    r->size = gsrv_fork_size(f);
+    k->rep->pass_fd = fd;
     return 0;
 }
 
-int gsrv_op_DIRECT_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_DIRECT_CLOSE(gsrv_conn *c, const gp_DIRECT_CLOSE_req *m,
+                         gp_DIRECT_CLOSE_rep *r, gsrv_call *k)
 {
-    (void)rep;
-    gp_DIRECT_CLOSE_req m;
-    int rc = gp_DIRECT_CLOSE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    bool write = m.write != 0;
+    bool write = m->write != 0;
     for (size_t i = c->ngrants; i-- > 0;) {
         gsrv_grant *g = &c->grants[i];
-        if (g->fkid != m.fkid || g->write != write)
+        if (g->fkid != m->fkid || g->write != write)
             continue;
         gsrv_grant mine = *g;
         c->grants[i] = c->grants[--c->ngrants];
         release(&mine, false);
-        gsrv_iostat_count(c, true, m.written);
-        gsrv_iostat_count(c, false, m.read);
+        gsrv_iostat_count(c, true, m->written);
+        gsrv_iostat_count(c, false, m->read);
         return 0;
     }
     return GFS_EBADID;

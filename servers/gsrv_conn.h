@@ -1,8 +1,8 @@
 /*
  * gsrv_conn.h -- private to galleyd (servers/): connections and their
  * framing (handler.c, the write paths' receive calls), the registry
- * (gsrv_globals.c), the cluster secret (auth.c), replies, cross-memory
- * attach (cma.c) and the op table.
+ * (gsrv_globals.c), the cluster secret (auth.c), replies and cross-memory
+ * attach (cma.c).  The op table is gsrv_stubs.h's.
  * Included by gsrv_internal.h (after its constants and globals), never
  * on its own.
  */
@@ -129,10 +129,12 @@ void gsrv_conn_wait_idle(void);    /* until none is live */
  * Replies (handler.c)
  *
  * An op fills rep->w with the reply payload and returns 0, or returns a
- * negative error code (the reply then has an empty payload).  An op that
- * sends bulk data after rep->w sets datalen, send and cleanup: the handler
- * calls send(out, arg) after the small payload, then cleanup(arg) whether
- * or not sending worked (cleanup is also called if send is never reached).
+ * negative error code (the reply then has an empty payload); the ops are
+ * stubs.c's, their bodies write through gsrv_call (gsrv_stubs.h).  A body
+ * that sends bulk data after rep->w sets datalen, send and cleanup: the
+ * handler calls send(out, arg) after the small payload, then cleanup(arg)
+ * whether or not sending worked (cleanup is also called if send is never
+ * reached).
  * ------------------------------------------------------------------------ */
 #define GSRV_OUT_SMALL 512    /* pieces below this are copied ...  */
 #define GSRV_OUT_BOUNCE 32768 /* ... into a bounce buffer this big */
@@ -220,13 +222,5 @@ typedef struct gsrv_reply {
 /* Validate a file name as stored by the NameServer (1..GFS_NAME_MAX bytes,
  * no NUL, no newline): 0 or -EINVAL. */
 int gsrv_check_name(const char *name);
-
-/* Every opcode has exactly one handler, declared here from the X-macro so a
- * missing one fails at link time. */
-typedef int (*gsrv_op_fn)(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep);
-#define GSRV_X_PROTO(name, code, doc)                                          \
-    int gsrv_op_##name(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep);
-GP_OPCODES(GSRV_X_PROTO)
-#undef GSRV_X_PROTO
 
 #endif /* GSRV_CONN_H */

@@ -15,6 +15,9 @@
  *                 (also a large write's while it is handled, gsrv_rx_*),
  *                 dispatch through a table built from GP_OPCODES, replies
  *                 out with writev.  PING, STATFS and CMA_PROBE live here.
+ *   stubs.c       the op of every message, made from gmsg.h: decode the
+ *                 request, call the message's body (gsrv_do_NAME, in the
+ *                 unit that owns it), encode the reply (gsrv_stubs.h).
  *   nameserver.c  the NameServer: the table of names, its records in the
  *                 metadata table, start-up load (ns_internal.h).
  *   ns_ops.c      the NS_* handlers but the lease ones.
@@ -60,7 +63,8 @@
  *
  * This header holds the constants and globals; it includes the rest of
  * the shared declarations by subject: gsrv_conn.h (connections, framing,
- * replies, cross-memory attach, the op table), gsrv_meta.h (metadata
+ * replies, cross-memory attach), gsrv_stubs.h (the op table and the
+ * messages' bodies), gsrv_meta.h (metadata
  * files, table, log, NameServer) and gsrv_data.h (forks, disk, checksums,
  * cache, locks, direct access).
  *
@@ -178,6 +182,7 @@ void gsrv_log(int level, const char *fmt, ...)
 
 /* The rest, by subject (each also private to servers/). */
 #include "gsrv_conn.h"
+#include "gsrv_stubs.h"
 #include "gsrv_meta.h"
 #include "gsrv_data.h"
 

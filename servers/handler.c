@@ -428,65 +428,53 @@ int gsrv_conn_drop_open(gsrv_conn *c, uint64_t fkid)
 
 /* ------------------------------------------------------------- ops ---- */
 
-int gsrv_op_PING(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_PING(gsrv_conn *c, const gp_PING_req *m, gp_PING_rep *r,
+                 gsrv_call *k)
 {
-    gp_PING_req m;
-    int rc = gp_PING_req_decode(req, &m);
-    if (rc)
-        return rc;
-    gp_PING_rep_encode(&rep->w, &(gp_PING_rep){.version = GP_VERSION,
-                                               .data_limit = gsrv_g.data_limit,
-                                               .pid = (uint64_t)getpid()});
+    *r = (gp_PING_rep){.version = GP_VERSION,
+                       .data_limit = gsrv_g.data_limit,
+                       .pid = (uint64_t)getpid()};
     return 0;
 }
 
-int gsrv_op_STATFS(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_STATFS(gsrv_conn *c, const gp_STATFS_req *m, gp_STATFS_rep *r,
+                   gsrv_call *k)
 {
-    gp_STATFS_req m;
-    int rc = gp_STATFS_req_decode(req, &m);
-    if (rc)
-        return rc;
     struct statvfs sv;
     if (fstatvfs(gsrv_g.dfd, &sv) < 0)
         return -errno;
     uint64_t nsub, nforks, used, hits, misses;
     gsrv_sub_stats(&nsub, &nforks, &used);
     gsrv_cache_stats(&hits, &misses);
-    gp_STATFS_rep_encode(
-        &rep->w,
-        &(gp_STATFS_rep){.bytes_used = used,
+    *r = (gp_STATFS_rep){.bytes_used = used,
                          .bytes_free = (uint64_t)sv.f_bavail * sv.f_frsize,
                          .bytes_total = (uint64_t)sv.f_blocks * sv.f_frsize,
                          .nrecords = gsrv_ns_count(),
                          .nsubfiles = nsub,
                          .nforks = nforks,
                          .cache_hits = hits,
-                         .cache_misses = misses});
+                         .cache_misses = misses};
     return 0;
 }
 
 /* Can the server reach this client's memory?  Copies 8 bytes from src to
  * dst in the client (gproto.h). */
-int gsrv_op_CMA_PROBE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_CMA_PROBE(gsrv_conn *c, const gp_CMA_PROBE_req *probe,
+                      gp_CMA_PROBE_rep *r, gsrv_call *k)
 {
-    gp_CMA_PROBE_req probe;
-    int rc = gp_CMA_PROBE_req_decode(req, &probe);
-    if (rc)
-        return rc;
-    uint64_t src = probe.src, dst = probe.dst;
     gsrv_rmem m;
-    rc = gsrv_rmem_init(&m, c);
+    int rc = gsrv_rmem_init(&m, c);
     if (rc)
         return rc;
     uint8_t v[8];
     struct iovec lv = {v, sizeof(v)};
-    gsrv_mseg seg = {.addr = src, .size = sizeof(v), .count = 1};
+    gsrv_mseg seg = {.addr = probe->src, .size = sizeof(v), .count = 1};
     m.s = &seg;
     m.n = 1;
     m.bytes = sizeof(v);
     rc = gsrv_rmem_xfer(&m, false, &lv, 1);
     if (!rc) {
-        seg.addr = dst;
+        seg.addr = probe->dst;
         m.pos = 0;
         rc = gsrv_rmem_xfer(&m, true, &lv, 1);
     }

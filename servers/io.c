@@ -54,58 +54,6 @@
 
 /* ------------------------------------------------------------ decode ---- */
 
-/* The fields of IO_READ / IO_WRITE / IO_READV / IO_WRITEV before their
- * tails (gmsg.h), and of their replies before any data. */
-#define IO_MSGS(X, write, cma)                                                 \
-    if (write && cma)                                                          \
-        X(IO_WRITEV);                                                          \
-    else if (write)                                                            \
-        X(IO_WRITE);                                                           \
-    else if (cma)                                                              \
-        X(IO_READV);                                                           \
-    else                                                                       \
-        X(IO_READ);
-
-int gsrv_io_decode_head(gp_rbuf *r, io_req *q, uint64_t *fkid)
-{
-    int rc;
-    bool write = q->write, cma = q->cma;
-    if (q->cwire && write) {
-        gp_IO_CWRITE_req m;
-        rc = gp_IO_CWRITE_req_decode(r, &m);
-        *fkid = m.fkid;
-        q->crc = m.crc;
-        return rc;
-    }
-    if (q->cwire) {
-        gp_IO_CREAD_req m;
-        rc = gp_IO_CREAD_req_decode(r, &m);
-        *fkid = m.fkid;
-        return rc;
-    }
-#define IO_REQ(OP)                                                             \
-    do {                                                                       \
-        gp_##OP##_req m;                                                       \
-        rc = gp_##OP##_req_decode(r, &m);                                      \
-        *fkid = m.fkid;                                                        \
-    } while (0)
-    IO_MSGS(IO_REQ, write, cma)
-#undef IO_REQ
-    return rc;
-}
-
-void gsrv_io_encode_reply_head(gp_wbuf *w, const io_req *q, uint64_t size)
-{
-    bool write = q->write, cma = q->cma;
-    if (q->cwire && write) {
-        gp_IO_CWRITE_rep_encode(w, &(gp_IO_CWRITE_rep){.size = size});
-        return;
-    }
-#define IO_REP(OP) gp_##OP##_rep_encode(w, &(gp_##OP##_rep){.size = size})
-    IO_MSGS(IO_REP, write, cma)
-#undef IO_REP
-}
-
 int gsrv_io_decode(gp_rbuf *r, io_req *q)
 {
     uint32_t nseg = gp_get_u32(r);
@@ -411,7 +359,8 @@ void gsrv_io_free(void *arg)
 }
 
 /* A request of connection c; NULL with *rc set when it cannot be had. */
-io_req *gsrv_io_new(gsrv_conn *c, bool write, bool cma, bool cwire, int *rc)
+io_req *gsrv_io_new(gsrv_conn *c, bool write, bool cma, const uint32_t *crc,
+                    int *rc)
 {
     gsrv_rmem m;
     *rc = cma ? gsrv_rmem_init(&m, c) : 0;
@@ -425,7 +374,8 @@ io_req *gsrv_io_new(gsrv_conn *c, bool write, bool cma, bool cwire, int *rc)
     q->write = write;
     q->conn = c;
     q->cma = cma;
-    q->cwire = cwire;
+    q->cwire = crc != NULL;
+    q->crc = crc ? *crc : 0;
     if (cma)
         q->rmem = m;
     return q;

@@ -66,19 +66,20 @@ typedef struct io_req {
     size_t wfirst, wlast; /* items of the extents the window covers */
 } io_req;
 
-/* A request of connection c; NULL with *rc set when it cannot be had.
- * gsrv_io_free (a reply's cleanup too) releases everything it holds:
- * the window's blocks, the fork's lock and reference, its buffers. */
-io_req *gsrv_io_new(gsrv_conn *c, bool write, bool cma, bool cwire, int *rc);
+/* A request of connection c (cma: IO_READV / IO_WRITEV; crc non-NULL:
+ * IO_CREAD / IO_CWRITE, and *crc the CRC the request carries, or 0);
+ * NULL with *rc set when it cannot be had.  gsrv_io_free (a reply's
+ * cleanup too) releases everything it holds: the window's blocks, the
+ * fork's lock and reference, its buffers. */
+io_req *gsrv_io_new(gsrv_conn *c, bool write, bool cma, const uint32_t *crc,
+                    int *rc);
 void gsrv_io_free(void *arg);
 
-/* Decoding (rules 1-2): the fields before the segments (the fork's
- * handle, IO_CWRITE's CRC), then the segments and the data or `mem`
- * list, expanded into q->it.  0 or the request's error. */
-int gsrv_io_decode_head(gp_rbuf *r, io_req *q, uint64_t *fkid);
+/* Decoding (rules 1-2): the tail of the request, whose fields (the
+ * fork's handle, IO_CWRITE's CRC) the op has decoded (stubs.c): the
+ * segments and the data or `mem` list, expanded into q->it.  0 or the
+ * request's error. */
 int gsrv_io_decode(gp_rbuf *r, io_req *q);
-/* A reply's fields before any data: the fork's size. */
-void gsrv_io_encode_reply_head(gp_wbuf *w, const io_req *q, uint64_t size);
 
 /* A write piece's data: in the payload, or in q->resolved. */
 static inline const uint8_t *gsrv_io_item_data(const io_req *q,

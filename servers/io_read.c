@@ -83,12 +83,11 @@ static void send_staged(gsrv_out *o, void *arg)
     gsrv_out_add(o, q->staged, q->bytes);
 }
 
-/* IO_CREAD's reply head: the size and the CRC of the data as it leaves
- * (the test-only fault switch flips a bit after: csum.c). */
-static void encode_cread_head(gp_wbuf *w, io_req *q)
+/* IO_CREAD's reply field crc: the CRC of the data as it leaves (the
+ * test-only fault switch flips a bit after: csum.c). */
+static void cread_crc(io_req *q, uint32_t *crc)
 {
-    uint32_t crc = gp_crc32c(0, q->staged, q->bytes);
-    gp_IO_CREAD_rep_encode(w, &(gp_IO_CREAD_rep){.size = q->size, .crc = crc});
+    *crc = gp_crc32c(0, q->staged, q->bytes);
     if (q->bytes && gsrv_csum_fault_flip())
         q->staged[q->bytes / 2] ^= 0x10;
 }
@@ -132,7 +131,7 @@ static int read_zeros(io_req *q)
 
 /* A read of a fork that direct writers hold: from its file, not the
  * cache, into one reply buffer. */
-static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep)
+static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep, uint32_t *crc)
 {
     int rc = -ENOMEM;
     q->staged = malloc(q->bytes);
@@ -146,8 +145,8 @@ static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep)
                         : gx_fd_read(q->f->fd, 0, q->it, q->n, NULL);
     if (rc)
         goto out_free;
-    if (q->cwire)
-        encode_cread_head(&rep->w, q);
+    if (crc)
+        cread_crc(q, crc);
     pthread_rwlock_unlock(&q->f->rw);
     q->locked = false;
     gsrv_iostat_count(c, false, q->bytes);
@@ -162,17 +161,18 @@ out_free:
     return rc;
 }
 
-static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
-                   bool cwire)
+/* A read of fork fkid (IO_READ; cma: IO_READV; crc: IO_CREAD, the data's
+ * CRC in *crc): its reply's size in *size, its data set up in k->rep. */
+static int io_read(gsrv_conn *c, uint64_t fkid, gsrv_call *k, bool cma,
+                   uint64_t *size, uint32_t *crc)
 {
     int rc;
-    io_req *q = gsrv_io_new(c, false, cma, cwire, &rc);
+    gsrv_reply *rep = k->rep;
+    io_req *q = gsrv_io_new(c, false, cma, crc, &rc);
     if (!q)
         return rc;
-    uint64_t fkid;
-    rc = gsrv_io_decode_head(req, q, &fkid);
-    if (!rc)
-        rc = gsrv_io_decode(req, q);
+    bool cwire = q->cwire;
+    rc = gsrv_io_decode(k->tail, q);
     if (rc)
         goto out_free;
     rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &q->f); /* none: all zeros */
@@ -189,14 +189,13 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     q->locked = true;
     q->size = gsrv_fork_size(q->f);
     q->limit = q->size;
-    if (cwire && q->n == 0)
-        encode_cread_head(&rep->w, q);
-    else if (!cwire) /* IO_CREAD's: once its data is ready */
-        gsrv_io_encode_reply_head(&rep->w, q, q->size);
+    *size = q->size;
+    if (cwire && q->n == 0) /* else once its data is ready */
+        cread_crc(q, crc);
     if (q->n == 0)
         goto out_free;
     if (gsrv_fork_direct(q->f)) /* direct.c, rule 2: from the file */
-        return read_bypass(c, q, rep);
+        return read_bypass(c, q, rep, crc);
 
     if (!cma && !cwire && q->f->cfd < 0 &&
         q->bytes / q->n >= STREAM_SPLICE_MIN) {
@@ -260,7 +259,7 @@ static int io_read(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     if (rc)
         goto out_free;
     if (cwire)
-        encode_cread_head(&rep->w, q);
+        cread_crc(q, crc);
     pthread_rwlock_unlock(&q->f->rw);
     q->locked = false;
     rep->datalen = q->bytes;
@@ -278,17 +277,20 @@ out_free:
     return rc;
 }
 
-int gsrv_op_IO_READ(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_IO_READ(gsrv_conn *c, const gp_IO_READ_req *m, gp_IO_READ_rep *r,
+                    gsrv_call *k)
 {
-    return io_read(c, req, rep, false, false);
+    return io_read(c, m->fkid, k, false, &r->size, NULL);
 }
 
-int gsrv_op_IO_READV(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_IO_READV(gsrv_conn *c, const gp_IO_READV_req *m, gp_IO_READV_rep *r,
+                     gsrv_call *k)
 {
-    return io_read(c, req, rep, true, false);
+    return io_read(c, m->fkid, k, true, &r->size, NULL);
 }
 
-int gsrv_op_IO_CREAD(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_IO_CREAD(gsrv_conn *c, const gp_IO_CREAD_req *m, gp_IO_CREAD_rep *r,
+                     gsrv_call *k)
 {
-    return io_read(c, req, rep, false, true);
+    return io_read(c, m->fkid, k, false, &r->size, &r->crc);
 }

@@ -83,13 +83,10 @@ static int pull_data(gsrv_conn *c, io_req *q)
 
 /* A write whose frame is still arriving (gsrv_rx_*): has its description
  * -- everything before the data -- arrived whole? */
-static bool head_arrived(const gsrv_conn *c, const gp_rbuf *req, io_req *q)
+static bool head_arrived(const gsrv_conn *c, const gp_rbuf *req)
 {
-    gp_rbuf r = *req;
+    gp_rbuf r = *req; /* at the segments: the fields are decoded */
     r.len = c->rx_have;
-    uint64_t fkid;
-    if (gsrv_io_decode_head(&r, q, &fkid))
-        return false;
     uint32_t nseg = gp_get_u32(&r);
     for (uint32_t i = 0; i < nseg && !r.err; i++) {
         gp_seg s;
@@ -116,19 +113,17 @@ static enum write_mode write_mode(const gsrv_conn *c, const io_req *q,
 /* Decode the request (a frame still arriving: once its description is
  * here), check IO_CWRITE's CRC, and pull a local write's small pieces in
  * before the fork's lock is taken.  0 or the request's error. */
-static int write_decode(gsrv_conn *c, gp_rbuf *req, io_req *q, uint64_t *fkid)
+static int write_decode(gsrv_conn *c, gp_rbuf *req, io_req *q, uint64_t fkid)
 {
     int rc = 0;
-    if (gsrv_rx_partial(c) && !head_arrived(c, req, q))
+    if (gsrv_rx_partial(c) && !head_arrived(c, req))
         rc = gsrv_rx_fill(c, req->len);
-    if (!rc)
-        rc = gsrv_io_decode_head(req, q, fkid);
     if (!rc)
         rc = gsrv_io_decode(req, q);
     /* the data as the client computed it, or nothing is written */
     if (!rc && q->cwire && gp_crc32c(0, q->data, q->bytes) != q->crc) {
         gsrv_log(0, "fork %llx: write data failed its checksum in transit",
-                 (unsigned long long)*fkid);
+                 (unsigned long long)fkid);
         rc = GFS_ECHECKSUM_WIRE;
     }
     /* small pieces: copy the data in before taking the fork's lock */
@@ -160,15 +155,17 @@ static int write_data(gsrv_conn *c, gp_rbuf *req, io_req *q,
     return rc;
 }
 
-static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
-                    bool cwire)
+/* A write to fork fkid (IO_WRITE; cma: IO_WRITEV; crc: IO_CWRITE, the
+ * data's CRC): the fork's size after in *size. */
+static int io_write(gsrv_conn *c, uint64_t fkid, gsrv_call *k, bool cma,
+                    const uint32_t *crc, uint64_t *size)
 {
     int rc;
-    io_req *q = gsrv_io_new(c, true, cma, cwire, &rc);
+    gp_rbuf *req = k->tail;
+    io_req *q = gsrv_io_new(c, true, cma, crc, &rc);
     if (!q)
         return rc;
-    uint64_t fkid;
-    rc = write_decode(c, req, q, &fkid);
+    rc = write_decode(c, req, q, fkid);
     if (rc)
         goto out_free;
     rc = gsrv_fork_get(fkid, GSRV_FORK_WRITE, &q->f);
@@ -178,7 +175,7 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     q->locked = true;
     q->size = gsrv_fork_size(q->f);
     q->limit = UINT64_MAX;
-    if (cwire && q->f->cfd < 0) { /* its first: checksummed from now on */
+    if (q->cwire && q->f->cfd < 0) { /* its first: checksummed from now on */
         rc = gsrv_fork_direct(q->f) ? GFS_EDIRECT : gsrv_csum_create(q->f);
         if (rc)
             goto out_free;
@@ -223,23 +220,26 @@ static int io_write(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep, bool cma,
     }
 out_reply:
     gsrv_iostat_count(c, true, q->bytes);
-    gsrv_io_encode_reply_head(&rep->w, q, q->size);
+    *size = q->size;
 out_free:
     gsrv_io_free(q);
     return rc;
 }
 
-int gsrv_op_IO_WRITE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_IO_WRITE(gsrv_conn *c, const gp_IO_WRITE_req *m, gp_IO_WRITE_rep *r,
+                     gsrv_call *k)
 {
-    return io_write(c, req, rep, false, false);
+    return io_write(c, m->fkid, k, false, NULL, &r->size);
 }
 
-int gsrv_op_IO_WRITEV(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_IO_WRITEV(gsrv_conn *c, const gp_IO_WRITEV_req *m,
+                      gp_IO_WRITEV_rep *r, gsrv_call *k)
 {
-    return io_write(c, req, rep, true, false);
+    return io_write(c, m->fkid, k, true, NULL, &r->size);
 }
 
-int gsrv_op_IO_CWRITE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_IO_CWRITE(gsrv_conn *c, const gp_IO_CWRITE_req *m,
+                      gp_IO_CWRITE_rep *r, gsrv_call *k)
 {
-    return io_write(c, req, rep, false, true);
+    return io_write(c, m->fkid, k, false, &m->crc, &r->size);
 }

@@ -54,20 +54,15 @@ void gsrv_iostat_count(gsrv_conn *c, bool write, uint64_t bytes)
     __atomic_fetch_add(&counters[k], bytes, __ATOMIC_RELAXED);
 }
 
-int gsrv_op_IO_STATS(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_IO_STATS(gsrv_conn *c, const gp_IO_STATS_req *m, gp_IO_STATS_rep *r,
+                     gsrv_call *k)
 {
-    (void)c;
-    gp_IO_STATS_req m;
-    int rc = gp_IO_STATS_req_decode(req, &m);
-    if (rc)
-        return rc;
     uint64_t v[ST_N];
-    for (int k = 0; k < ST_N; k++)
-        v[k] = __atomic_load_n(&counters[k], __ATOMIC_RELAXED);
-    gp_IO_STATS_rep_encode(&rep->w,
-                           &(gp_IO_STATS_rep){.written_local = v[ST_WR_LOCAL],
-                                              .written_remote = v[ST_WR_REMOTE],
-                                              .read_local = v[ST_RD_LOCAL],
-                                              .read_remote = v[ST_RD_REMOTE]});
+    for (int i = 0; i < ST_N; i++)
+        v[i] = __atomic_load_n(&counters[i], __ATOMIC_RELAXED);
+    *r = (gp_IO_STATS_rep){.written_local = v[ST_WR_LOCAL],
+                           .written_remote = v[ST_WR_REMOTE],
+                           .read_local = v[ST_RD_LOCAL],
+                           .read_remote = v[ST_RD_REMOTE]};
     return 0;
 }

@@ -4,6 +4,7 @@ bin_PROGRAMS += servers/galleyd
 servers_galleyd_SOURCES = \
 	servers/gsrv_internal.h \
 	servers/gsrv_conn.h \
+	servers/gsrv_stubs.h \
 	servers/gsrv_meta.h \
 	servers/gsrv_data.h \
 	servers/htable.h \
@@ -11,6 +12,7 @@ servers_galleyd_SOURCES = \
 	servers/galleyd.c \
 	servers/gsrv_globals.c \
 	servers/handler.c \
+	servers/stubs.c \
 	servers/ns_internal.h \
 	servers/nameserver.c \
 	servers/ns_lease.c \

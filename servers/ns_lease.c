@@ -167,60 +167,57 @@ static void lease_acked(ns_client *k, uint64_t acked)
     pthread_cond_broadcast(&ns.cv);
 }
 
-int gsrv_op_NS_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_LEASE(gsrv_conn *c, const gp_NS_LEASE_req *m, gp_NS_LEASE_rep *r,
+                     gsrv_call *k)
 {
-    gp_NS_LEASE_req m;
-    int rc = gp_NS_LEASE_req_decode(req, &m);
-    if (!rc && !m.client)
-        rc = -EINVAL;
-    if (rc)
-        return rc;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    uint32_t lease = 0;
-    ns_ent *e = ns_lock_record(m.name, NULL, rec);
+    if (!m->client)
+        return -EINVAL;
+    int rc = 0;
+    ns_ent *e = ns_lock_record(m->name, NULL, r->rec);
     if (e)
-        lease = ns_lease_grant(c, e, m.client);
+        r->lease_ms = ns_lease_grant(c, e, m->client);
     else
         rc = -ENOENT;
     pthread_mutex_unlock(&ns.lock);
-    if (!rc)
-        gp_NS_LEASE_rep_encode(&rep->w, &(gp_NS_LEASE_rep){.lease_ms = lease,
-                                                           .epoch = ns.epoch,
-                                                           .rec = rec});
-    free(rec);
+    r->epoch = ns.epoch;
     return rc;
 }
 
-int gsrv_op_NS_RENEW(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+/* NS_RENEW and NS_LET_GO: ns.lock taken, and the known client of id (or
+ * NULL); -EINVAL (nothing locked) for id 0, which names no client. */
+static int lock_client(uint64_t id, ns_client **k)
 {
-    gp_NS_RENEW_req m;
-    int rc = gp_NS_RENEW_req_decode(req, &m);
-    if (!rc && !m.client)
-        rc = -EINVAL;
+    if (!id)
+        return -EINVAL;
+    pthread_mutex_lock(&ns.lock);
+    *k = client_find(id);
+    return 0;
+}
+
+int gsrv_do_NS_RENEW(gsrv_conn *c, const gp_NS_RENEW_req *m, gp_NS_RENEW_rep *r,
+                     gsrv_call *call)
+{
+    ns_client *k;
+    int rc = lock_client(m->client, &k);
     if (rc)
         return rc;
-    pthread_mutex_lock(&ns.lock);
-    ns_client *k = client_find(m.client);
     uint8_t known = k != NULL;
     if (k)
-        lease_acked(k, m.acked);
+        lease_acked(k, m->acked);
     else
-        k = client_get(m.client);
+        k = client_get(m->client);
     if (k)
         k->until = g_now_ms() + ns.lease_ms;
-    c->md_client = m.client;
+    c->md_client = m->client;
     uint32_t n = k ? (uint32_t)k->nrecall : 0;
-    gp_NS_RENEW_rep_encode(&rep->w,
-                           &(gp_NS_RENEW_rep){.lease_ms = (uint32_t)ns.lease_ms,
-                                              .epoch = ns.epoch,
-                                              .known = known,
-                                              .seq = k ? k->seq : 0,
-                                              .n = n});
+    *r = (gp_NS_RENEW_rep){.lease_ms = (uint32_t)ns.lease_ms,
+                           .epoch = ns.epoch,
+                           .known = known,
+                           .seq = k ? k->seq : 0,
+                           .n = n};
+    gp_wbuf *w = gsrv_reply_fields(call);
     for (uint32_t i = 0; i < n; i++)
-        gp_NAME_item_encode(&rep->w,
-                            &(gp_NAME_item){.name = k->recall[i].name});
+        gp_NAME_item_encode(w, &(gp_NAME_item){.name = k->recall[i].name});
     pthread_mutex_unlock(&ns.lock);
     return 0;
 }
@@ -230,16 +227,13 @@ int gsrv_op_NS_RENEW(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
  * not acknowledged: a change waiting for them goes on at once.  A lease
  * granted to it later renews its old ones again, which it no longer
  * trusts: a recall of one is acknowledged at its next renewal. */
-int gsrv_op_NS_LET_GO(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_LET_GO(gsrv_conn *c, const gp_NS_LET_GO_req *m,
+                      gp_NS_LET_GO_rep *r, gsrv_call *call)
 {
-    gp_NS_LET_GO_req m;
-    int rc = gp_NS_LET_GO_req_decode(req, &m);
-    if (!rc && !m.client)
-        rc = -EINVAL;
+    ns_client *k;
+    int rc = lock_client(m->client, &k);
     if (rc)
         return rc;
-    pthread_mutex_lock(&ns.lock);
-    ns_client *k = client_find(m.client);
     if (k) {
         lease_acked(k, k->seq); /* (wakes the changes waiting) */
         k->until = g_now_ms();  /* the others run out now */

@@ -14,19 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_RESERVE(gsrv_conn *c, const gp_NS_RESERVE_req *m,
+                       gp_NS_RESERVE_rep *r, gsrv_call *k)
 {
-    gp_NS_RESERVE_req m;
-    int rc = gp_NS_RESERVE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const char *name = m.name;
+    int rc;
     uint64_t h;
-    ns_ent *e = ns_lock_find(name, NULL, &h);
+    ns_ent *e = ns_lock_find(m->name, NULL, &h);
     if (e) {
         rc = -EEXIST;
     } else {
-        rc = ns_insert(name, h, &e);
+        rc = ns_insert(m->name, h, &e);
         if (!rc)
             e->owner = c->id;
     }
@@ -35,7 +32,7 @@ int gsrv_op_NS_RESERVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 }
 
 /* NS_COMMIT, and (client != 0) a lease on the record for that client. */
-static int commit(gsrv_conn *c, const char *name, gp_record *rec,
+static int commit(gsrv_conn *c, const char *name, const gp_record *rec,
                   uint64_t client, uint32_t *lease)
 {
     int rc = 0;
@@ -73,45 +70,26 @@ out_unlock:
     return rc;
 }
 
-int gsrv_op_NS_COMMIT(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_COMMIT(gsrv_conn *c, const gp_NS_COMMIT_req *m,
+                      gp_NS_COMMIT_rep *r, gsrv_call *k)
 {
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    gp_NS_COMMIT_req m = {.rec = rec};
-    int rc = gp_NS_COMMIT_req_decode(req, &m);
-    if (!rc)
-        rc = commit(c, m.name, rec, 0, NULL);
-    free(rec);
+    return commit(c, m->name, m->rec, 0, NULL);
+}
+
+int gsrv_do_NS_COMMIT_LEASE(gsrv_conn *c, const gp_NS_COMMIT_LEASE_req *m,
+                            gp_NS_COMMIT_LEASE_rep *r, gsrv_call *k)
+{
+    int rc = m->client ? commit(c, m->name, m->rec, m->client, &r->lease_ms)
+                       : -EINVAL;
+    r->epoch = ns.epoch;
     return rc;
 }
 
-int gsrv_op_NS_COMMIT_LEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_RELEASE(gsrv_conn *c, const gp_NS_RELEASE_req *m,
+                       gp_NS_RELEASE_rep *r, gsrv_call *k)
 {
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    gp_NS_COMMIT_LEASE_req m = {.rec = rec};
-    uint32_t lease = 0;
-    int rc = gp_NS_COMMIT_LEASE_req_decode(req, &m);
-    if (!rc)
-        rc = m.client ? commit(c, m.name, rec, m.client, &lease) : -EINVAL;
-    if (!rc)
-        gp_NS_COMMIT_LEASE_rep_encode(
-            &rep->w,
-            &(gp_NS_COMMIT_LEASE_rep){.lease_ms = lease, .epoch = ns.epoch});
-    free(rec);
-    return rc;
-}
-
-int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_NS_RELEASE_req m;
-    int rc = gp_NS_RELEASE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const char *name = m.name;
-    ns_ent *e = ns_lock_find(name, NULL, NULL);
+    int rc = 0;
+    ns_ent *e = ns_lock_find(m->name, NULL, NULL);
     if (e && !e->committed)
         ns_unlink(e);
     else
@@ -120,49 +98,22 @@ int gsrv_op_NS_RELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     return rc;
 }
 
-int gsrv_op_NS_LOOKUP(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_LOOKUP(gsrv_conn *c, const gp_NS_LOOKUP_req *m,
+                      gp_NS_LOOKUP_rep *r, gsrv_call *k)
 {
-    gp_NS_LOOKUP_req m;
-    int rc = gp_NS_LOOKUP_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const char *name = m.name;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    if (!ns_lock_record(name, NULL, rec))
-        rc = -ENOENT;
+    ns_ent *e = ns_lock_record(m->name, NULL, r->rec);
     pthread_mutex_unlock(&ns.lock);
-    if (!rc)
-        gp_NS_LOOKUP_rep_encode(&rep->w, &(gp_NS_LOOKUP_rep){.rec = rec});
-    free(rec);
-    return rc;
+    return e ? 0 : -ENOENT;
 }
 
-int gsrv_op_NS_REMOVE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_REMOVE(gsrv_conn *c, const gp_NS_REMOVE_req *m,
+                      gp_NS_REMOVE_rep *r, gsrv_call *k)
 {
-    gp_NS_REMOVE_req m;
-    int rc = gp_NS_REMOVE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const char *name = m.name;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    ns_ent *e = ns_lock_record(name, c, rec); /* others' leases first */
-    if (!e) {
-        rc = -ENOENT;
-        goto out_unlock;
-    }
-    rc = ns_remove_record(e->id);
-    if (rc)
-        goto out_unlock;
-    ns_unlink(e);
-out_unlock:
-    pthread_mutex_unlock(&ns.lock);
+    ns_ent *e = ns_lock_record(m->name, c, r->rec); /* others' leases first */
+    int rc = e ? ns_remove_record(e->id) : -ENOENT;
     if (!rc)
-        gp_NS_REMOVE_rep_encode(&rep->w, &(gp_NS_REMOVE_rep){.rec = rec});
-    free(rec);
+        ns_unlink(e);
+    pthread_mutex_unlock(&ns.lock);
     return rc;
 }
 
@@ -171,13 +122,11 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_LIST(gsrv_conn *c, const gp_NS_LIST_req *m, gp_NS_LIST_rep *r,
+                    gsrv_call *k)
 {
-    gp_NS_LIST_req m;
-    int rc = gp_NS_LIST_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const char *prefix = m.prefix;
+    int rc = 0;
+    const char *prefix = m->prefix;
     size_t plen = strlen(prefix);
 
     pthread_mutex_lock(&ns.lock);
@@ -201,12 +150,10 @@ int gsrv_op_NS_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         goto out_free_names;
     }
     qsort(names, n, sizeof(*names), cmp_name);
-    gp_NS_LIST_rep_encode(&rep->w, &(gp_NS_LIST_rep){.n = (uint32_t)n});
-    gp_NAME_item item;
-    for (size_t i = 0; i < n; i++) {
-        item.name = names[i];
-        gp_NAME_item_encode(&rep->w, &item);
-    }
+    r->n = (uint32_t)n;
+    gp_wbuf *w = gsrv_reply_fields(k);
+    for (size_t i = 0; i < n; i++)
+        gp_NAME_item_encode(w, &(gp_NAME_item){.name = names[i]});
 out_free_names:
     free(names);
 out_unlock:
@@ -214,32 +161,26 @@ out_unlock:
     return rc;
 }
 
-int gsrv_op_NS_SETATTR(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_SETATTR(gsrv_conn *c, const gp_NS_SETATTR_req *m,
+                       gp_NS_SETATTR_rep *r, gsrv_call *k)
 {
-    gp_NS_SETATTR_req m;
-    int rc = gp_NS_SETATTR_req_decode(req, &m);
-    if (rc)
-        return rc;
-    const char *name = m.name;
-    uint32_t alen = m.attrs_len;
-    const uint8_t *attrs = m.attrs;
-    rc = ns_check_attrs(attrs, alen);
+    uint32_t alen = m->attrs_len;
+    int rc = ns_check_attrs(m->attrs, alen);
     if (rc)
         return rc;
     gp_record *rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    ns_ent *e = ns_lock_record(name, c, rec); /* others' leases first */
-    if (!e) {
+    ns_ent *e = ns_lock_record(m->name, c, rec); /* others' leases first */
+    if (e) {
+        if (alen)
+            memcpy(rec->attrs, m->attrs, alen);
+        rec->attrs[alen] = '\0';
+        rec->attrlen = alen;
+        rc = ns_ent_replace(e, rec);
+    } else {
         rc = -ENOENT;
-        goto out_unlock;
     }
-    if (alen)
-        memcpy(rec->attrs, attrs, alen);
-    rec->attrs[alen] = '\0';
-    rec->attrlen = alen;
-    rc = ns_ent_replace(e, rec);
-out_unlock:
     pthread_mutex_unlock(&ns.lock);
     free(rec);
     return rc;
@@ -250,21 +191,20 @@ out_unlock:
  * wins and the other decides again from the new one.  Only the replica
  * part changes (and copy 0's header, rebuilt by resync on a wiped
  * server): the servers of copy 0 and the attributes stay. */
-int gsrv_op_NS_REPL_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_NS_REPL_SET(gsrv_conn *c, const gp_NS_REPL_SET_req *m,
+                        gp_NS_REPL_SET_rep *r, gsrv_call *k)
 {
-    gp_record *in = malloc(sizeof(*in)), *rec = malloc(sizeof(*rec));
-    int rc = in && rec ? 0 : -ENOMEM;
-    gp_NS_REPL_SET_req m = {.rec = in};
-    if (!rc)
-        rc = gp_NS_REPL_SET_req_decode(req, &m);
-    if (rc)
-        goto out_free;
+    const gp_record *in = m->rec;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    int rc = 0;
     uint64_t gen = 0;
-    ns_ent *e = ns_lock_find(m.name, NULL, NULL);
+    ns_ent *e = ns_lock_find(m->name, NULL, NULL);
     if (e && e->committed && !e->repl && e->nhold) {
         /* one copy so far: other clients may hold it leased */
-        ns_lease_break(c, m.name, g_fnv1a(m.name));
-        e = ns_find(m.name, g_fnv1a(m.name));
+        ns_lease_break(c, m->name, g_fnv1a(m->name));
+        e = ns_find(m->name, g_fnv1a(m->name));
     }
     if (!e || !e->committed) {
         rc = -ENOENT;
@@ -291,10 +231,7 @@ int gsrv_op_NS_REPL_SET(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     gen = rec->repl.gen;
 out_unlock:
     pthread_mutex_unlock(&ns.lock);
-    if (!rc)
-        gp_NS_REPL_SET_rep_encode(&rep->w, &(gp_NS_REPL_SET_rep){.gen = gen});
-out_free:
-    free(in);
+    r->gen = gen;
     free(rec);
     return rc;
 }

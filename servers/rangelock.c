@@ -297,47 +297,43 @@ static int unlock(gsrv_conn *c, int space, uint64_t hid, uint64_t off,
     return 0;
 }
 
-int gsrv_op_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_LOCK(gsrv_conn *c, const gp_LOCK_req *m, gp_LOCK_rep *r,
+                 gsrv_call *k)
 {
-    (void)rep;
-    gp_LOCK_req m;
-    int rc = gp_LOCK_req_decode(req, &m);
-    return rc ? rc : lock(c, SPACE_BYTES, m.hid, m.off, m.len, m.excl);
+    return lock(c, SPACE_BYTES, m->hid, m->off, m->len, m->excl);
 }
 
-int gsrv_op_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_UNLOCK(gsrv_conn *c, const gp_UNLOCK_req *m, gp_UNLOCK_rep *r,
+                   gsrv_call *k)
 {
-    (void)rep;
-    gp_UNLOCK_req m;
-    int rc = gp_UNLOCK_req_decode(req, &m);
-    return rc ? rc : unlock(c, SPACE_BYTES, m.hid, m.off, m.len);
+    return unlock(c, SPACE_BYTES, m->hid, m->off, m->len);
 }
 
-int gsrv_op_BLOCK_LOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_BLOCK_LOCK(gsrv_conn *c, const gp_BLOCK_LOCK_req *m,
+                       gp_BLOCK_LOCK_rep *r, gsrv_call *k)
 {
-    (void)rep;
-    gp_BLOCK_LOCK_req m;
-    int rc = gp_BLOCK_LOCK_req_decode(req, &m);
-    return rc ? rc : lock(c, SPACE_BLOCKS, m.hid, m.off, m.len, m.excl);
+    return lock(c, SPACE_BLOCKS, m->hid, m->off, m->len, m->excl);
 }
 
-int gsrv_op_BLOCK_UNLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_BLOCK_UNLOCK(gsrv_conn *c, const gp_BLOCK_UNLOCK_req *m,
+                         gp_BLOCK_UNLOCK_rep *r, gsrv_call *k)
 {
-    (void)rep;
-    gp_BLOCK_UNLOCK_req m;
-    int rc = gp_BLOCK_UNLOCK_req_decode(req, &m);
-    return rc ? rc : unlock(c, SPACE_BLOCKS, m.hid, m.off, m.len);
+    return unlock(c, SPACE_BLOCKS, m->hid, m->off, m->len);
 }
 
-void gsrv_locks_drop_conn(uint64_t conn_id)
+/* Take every lock of connection conn out of the table (locktab.lock
+ * held), or, with posix, only its POSIX locks of that owner on that
+ * subfile; waiters are woken.  The locks taken out, a list for
+ * free_locks. */
+static rlock *unlink_locks(uint64_t conn, const rlock *posix)
 {
     rlock *dead = NULL;
-    pthread_mutex_lock(&locktab.lock);
-    ensure_init();
     rlock **pp = &locktab.head;
     while (*pp) {
         rlock *l = *pp;
-        if (l->conn == conn_id) {
+        if (l->conn == conn &&
+            (!posix ||
+             (l->posix && l->owner == posix->owner && l->hid == posix->hid))) {
             *pp = l->next;
             l->next = dead;
             dead = l;
@@ -347,12 +343,25 @@ void gsrv_locks_drop_conn(uint64_t conn_id)
     }
     if (dead)
         pthread_cond_broadcast(&locktab.cond);
-    pthread_mutex_unlock(&locktab.lock);
+    return dead;
+}
+
+static void free_locks(rlock *dead)
+{
     while (dead) {
         rlock *next = dead->next;
         free(dead);
         dead = next;
     }
+}
+
+void gsrv_locks_drop_conn(uint64_t conn_id)
+{
+    pthread_mutex_lock(&locktab.lock);
+    ensure_init();
+    rlock *dead = unlink_locks(conn_id, NULL);
+    pthread_mutex_unlock(&locktab.lock);
+    free_locks(dead);
 }
 
 void gsrv_locks_wake_all(void)
@@ -451,22 +460,48 @@ static void plock_apply(const asker *a, uint64_t hid, uint64_t start,
     locktab.head = n;
 }
 
-int gsrv_op_PLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+/* The fields PLOCK and PGETLK share (POSIX_REQ(m) of either request), and
+ * what posix_check makes of them: the asker and its range. */
+typedef struct posix_req {
+    uint64_t hid, owner, off, len;
+    uint8_t type, flags;
+    asker a;
+    uint64_t start, end;
+} posix_req;
+#define POSIX_REQ(m)                                                           \
+    ((posix_req){.hid = (m)->hid,                                              \
+                 .owner = (m)->owner,                                          \
+                 .off = (m)->off,                                              \
+                 .len = (m)->len,                                              \
+                 .type = (m)->type,                                            \
+                 .flags = (m)->flags})
+
+/* PLOCK's and PGETLK's prologue: the type at least min_type and at most
+ * GP_PLOCK_EXCL, no flag but those of flags (else -EINVAL); the subfile
+ * there (else GFS_ESTALE); p's asker (an owner of c) and range set. */
+static int posix_check(gsrv_conn *c, posix_req *p, uint8_t min_type,
+                       uint8_t flags)
 {
-    gp_PLOCK_req m;
-    int rc = gp_PLOCK_req_decode(req, &m);
+    if (p->type < min_type || p->type > GP_PLOCK_EXCL || (p->flags & ~flags))
+        return -EINVAL;
+    if (!gsrv_sub_exists(p->hid))
+        return GFS_ESTALE;
+    p->a = (asker){.conn = c->id,
+                   .owner = p->owner,
+                   .posix = true,
+                   .whole = (p->flags & GP_PLOCK_WHOLE) != 0};
+    range_of(p->off, p->len, &p->start, &p->end);
+    return 0;
+}
+
+int gsrv_do_PLOCK(gsrv_conn *c, const gp_PLOCK_req *m, gp_PLOCK_rep *r,
+                  gsrv_call *k)
+{
+    posix_req p = POSIX_REQ(m);
+    int rc =
+        posix_check(c, &p, GP_PLOCK_UNLOCK, GP_PLOCK_WAIT | GP_PLOCK_WHOLE);
     if (rc)
         return rc;
-    if (m.type > GP_PLOCK_EXCL || (m.flags & ~(GP_PLOCK_WAIT | GP_PLOCK_WHOLE)))
-        return -EINVAL;
-    if (!gsrv_sub_exists(m.hid))
-        return GFS_ESTALE;
-    asker a = {.conn = c->id,
-               .owner = m.owner,
-               .posix = true,
-               .whole = (m.flags & GP_PLOCK_WHOLE) != 0};
-    uint64_t start, end;
-    range_of(m.off, m.len, &start, &end);
     rlock *spare[2] = {calloc(1, sizeof(rlock)), calloc(1, sizeof(rlock))};
     if (!spare[0] || !spare[1]) {
         rc = -ENOMEM;
@@ -474,23 +509,23 @@ int gsrv_op_PLOCK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
     }
     pthread_mutex_lock(&locktab.lock);
     ensure_init();
-    if (m.type != GP_PLOCK_UNLOCK) {
+    if (p.type != GP_PLOCK_UNLOCK) {
         if (count_conn(c->id) + 2 > GSRV_MAX_LOCKS_PER_CONN) {
             rc = -ENOLCK;
             goto out_unlock;
         }
-        rc = wait_compatible(c, &a, m.hid, start, end, m.type == GP_PLOCK_EXCL,
-                             (m.flags & GP_PLOCK_WAIT) ? PLOCK_WAIT_MS : 0);
+        rc = wait_compatible(c, &p.a, p.hid, p.start, p.end,
+                             p.type == GP_PLOCK_EXCL,
+                             (p.flags & GP_PLOCK_WAIT) ? PLOCK_WAIT_MS : 0);
         if (rc)
             goto out_unlock;
     }
-    plock_apply(&a, m.hid, start, end, m.type, m.pid, spare);
+    plock_apply(&p.a, p.hid, p.start, p.end, p.type, m->pid, spare);
     /* Anything released or downgraded may let a waiter in. */
     pthread_cond_broadcast(&locktab.cond);
-    uint32_t held = count_posix(c->id);
-    if (held)
+    r->held = count_posix(c->id);
+    if (r->held)
         c->holds_locks = true;
-    gp_PLOCK_rep_encode(&rep->w, &(gp_PLOCK_rep){.held = held});
 out_unlock:
     pthread_mutex_unlock(&locktab.lock);
 out_free:
@@ -499,71 +534,40 @@ out_free:
     return rc;
 }
 
-int gsrv_op_PGETLK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_PGETLK(gsrv_conn *c, const gp_PGETLK_req *m, gp_PGETLK_rep *r,
+                   gsrv_call *k)
 {
-    gp_PGETLK_req m;
-    int rc = gp_PGETLK_req_decode(req, &m);
+    posix_req p = POSIX_REQ(m);
+    int rc = posix_check(c, &p, GP_PLOCK_SHARED, GP_PLOCK_WHOLE);
     if (rc)
         return rc;
-    if (m.type < GP_PLOCK_SHARED || m.type > GP_PLOCK_EXCL ||
-        (m.flags & ~GP_PLOCK_WHOLE))
-        return -EINVAL;
-    if (!gsrv_sub_exists(m.hid))
-        return GFS_ESTALE;
-    asker a = {.conn = c->id,
-               .owner = m.owner,
-               .posix = true,
-               .whole = (m.flags & GP_PLOCK_WHOLE) != 0};
-    uint64_t start, end;
-    range_of(m.off, m.len, &start, &end);
-    gp_PGETLK_rep out = {.type = GP_PLOCK_UNLOCK};
+    r->type = GP_PLOCK_UNLOCK;
     pthread_mutex_lock(&locktab.lock);
     ensure_init();
     expire_locks(c->id);
-    rlock *l = first_conflict(&a, m.hid, start, end, m.type == GP_PLOCK_EXCL);
+    rlock *l =
+        first_conflict(&p.a, p.hid, p.start, p.end, p.type == GP_PLOCK_EXCL);
     if (l) {
-        out.type = l->excl ? GP_PLOCK_EXCL : GP_PLOCK_SHARED;
-        out.off = l->start;
-        out.len = l->end == UINT64_MAX ? 0 : l->end - l->start;
+        r->type = l->excl ? GP_PLOCK_EXCL : GP_PLOCK_SHARED;
+        r->off = l->start;
+        r->len = l->end == UINT64_MAX ? 0 : l->end - l->start;
         /* A LOCK lock has no process to name: report -1, as for an open
          * file description's lock. */
-        out.pid = l->posix ? l->pid : UINT32_MAX;
+        r->pid = l->posix ? l->pid : UINT32_MAX;
     }
     pthread_mutex_unlock(&locktab.lock);
-    gp_PGETLK_rep_encode(&rep->w, &out);
     return 0;
 }
 
-int gsrv_op_PRELEASE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_PRELEASE(gsrv_conn *c, const gp_PRELEASE_req *m, gp_PRELEASE_rep *r,
+                     gsrv_call *k)
 {
-    gp_PRELEASE_req m;
-    int rc = gp_PRELEASE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    rlock *dead = NULL;
     pthread_mutex_lock(&locktab.lock);
     ensure_init();
-    rlock **pp = &locktab.head;
-    while (*pp) {
-        rlock *l = *pp;
-        if (l->posix && l->conn == c->id && l->owner == m.owner &&
-            l->hid == m.hid) {
-            *pp = l->next;
-            l->next = dead;
-            dead = l;
-        } else {
-            pp = &l->next;
-        }
-    }
-    if (dead)
-        pthread_cond_broadcast(&locktab.cond);
-    uint32_t held = count_posix(c->id);
+    rlock *dead =
+        unlink_locks(c->id, &(rlock){.owner = m->owner, .hid = m->hid});
+    r->held = count_posix(c->id);
     pthread_mutex_unlock(&locktab.lock);
-    while (dead) {
-        rlock *next = dead->next;
-        free(dead);
-        dead = next;
-    }
-    gp_PRELEASE_rep_encode(&rep->w, &(gp_PRELEASE_rep){.held = held});
+    free_locks(dead);
     return 0;
 }

@@ -48,13 +48,9 @@ int gsrv_repl_init(void)
     return rc;
 }
 
-int gsrv_op_REPL_ID(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_REPL_ID(gsrv_conn *c, const gp_REPL_ID_req *m, gp_REPL_ID_rep *r,
+                    gsrv_call *k)
 {
-    (void)c;
-    gp_REPL_ID_req m;
-    int rc = gp_REPL_ID_req_decode(req, &m);
-    if (rc)
-        return rc;
-    gp_REPL_ID_rep_encode(&rep->w, &(gp_REPL_ID_rep){.dsid = dsid});
+    r->dsid = dsid;
     return 0;
 }

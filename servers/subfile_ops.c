@@ -96,16 +96,10 @@ out_free_sub:
     return rc;
 }
 
-int gsrv_op_SUB_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_SUB_CREATE(gsrv_conn *c, const gp_SUB_CREATE_req *m,
+                       gp_SUB_CREATE_rep *r, gsrv_call *k)
 {
-    gp_SUB_CREATE_req m;
-    uint64_t hid;
-    int rc = gp_SUB_CREATE_req_decode(req, &m);
-    if (!rc)
-        rc = sub_create(m.filename, m.subfile, NULL, &hid);
-    if (!rc)
-        gp_SUB_CREATE_rep_encode(&rep->w, &(gp_SUB_CREATE_rep){.hid = hid});
-    return rc;
+    return sub_create(m->filename, m->subfile, NULL, &r->hid);
 }
 
 /* When nobody has a fork of s open there is nothing to defer, so no
@@ -197,42 +191,38 @@ out_unlock_meta:
     return rc;
 }
 
-int gsrv_op_SUB_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_SUB_DELETE(gsrv_conn *c, const gp_SUB_DELETE_req *m,
+                       gp_SUB_DELETE_rep *r, gsrv_call *k)
 {
-    gp_SUB_DELETE_req m;
-    int rc = gp_SUB_DELETE_req_decode(req, &m);
-    return rc ? rc : sub_delete(m.hid);
+    return sub_delete(m->hid);
 }
 
 /* Many SUB_DELETEs in one request (a client's removes, batched): their
  * log records share one commit, made before the reply (handler.c). */
-int gsrv_op_SUB_DELETE_MANY(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_SUB_DELETE_MANY(gsrv_conn *c, const gp_SUB_DELETE_MANY_req *m,
+                            gp_SUB_DELETE_MANY_rep *r, gsrv_call *k)
 {
-    gp_SUB_DELETE_MANY_req m;
-    int rc = gp_SUB_DELETE_MANY_req_decode(req, &m);
-    if (!rc && m.hids_len % 8)
-        rc = -EINVAL;
-    if (rc)
-        return rc;
-    gp_rbuf r;
-    gp_rbuf_init(&r, m.hids, m.hids_len);
-    uint32_t deleted = 0;
-    for (uint32_t i = 0; i < m.hids_len / 8; i++) {
-        int k = sub_delete(gp_get_u64(&r));
-        if (!k)
-            deleted++;
-        else if (k != GFS_ESTALE && !rc)
-            rc = k; /* (every other one is still deleted) */
+    if (m->hids_len % 8)
+        return -EINVAL;
+    int rc = 0;
+    gp_rbuf hids;
+    gp_rbuf_init(&hids, m->hids, m->hids_len);
+    for (uint32_t i = 0; i < m->hids_len / 8; i++) {
+        int e = sub_delete(gp_get_u64(&hids));
+        if (!e)
+            r->deleted++;
+        else if (e != GFS_ESTALE && !rc)
+            rc = e; /* (every other one is still deleted) */
     }
-    if (!rc)
-        gp_SUB_DELETE_MANY_rep_encode(
-            &rep->w, &(gp_SUB_DELETE_MANY_rep){.deleted = deleted});
     return rc;
 }
 
-/* A new fork `name` of subfile hid. */
-static int fork_create(uint64_t hid, const char *name)
+/* A new fork of subfile m->hid. */
+int gsrv_do_FORK_CREATE(gsrv_conn *c, const gp_FORK_CREATE_req *m,
+                        gp_FORK_CREATE_rep *r, gsrv_call *k)
 {
+    uint64_t hid = m->hid;
+    const char *name = m->fork;
     int rc = 0;
     hdr_fork *v = NULL;
     gsrv_fork *f = NULL;
@@ -281,66 +271,37 @@ out_unlock_meta:
     return rc;
 }
 
-int gsrv_op_FORK_CREATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
-{
-    gp_FORK_CREATE_req m;
-    int rc = gp_FORK_CREATE_req_decode(req, &m);
-    return rc ? rc : fork_create(m.hid, m.fork);
-}
-
 /* SUB_CREATE and FORK_CREATE in one request (a striped file's subfile and
  * its data fork): one round trip, one header written, and one wait for
  * the metadata log. */
-int gsrv_op_SUB_CREATE_FORK(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_SUB_CREATE_FORK(gsrv_conn *c, const gp_SUB_CREATE_FORK_req *m,
+                            gp_SUB_CREATE_FORK_rep *r, gsrv_call *k)
 {
-    gp_SUB_CREATE_FORK_req m;
-    uint64_t hid;
-    int rc = gp_SUB_CREATE_FORK_req_decode(req, &m);
-    if (!rc)
-        rc = sub_create(m.filename, m.subfile, m.fork, &hid);
-    if (rc)
-        return rc;
-    gp_SUB_CREATE_FORK_rep_encode(&rep->w,
-                                  &(gp_SUB_CREATE_FORK_rep){.hid = hid});
-    return 0;
+    return sub_create(m->filename, m->subfile, m->fork, &r->hid);
 }
 
-int gsrv_op_FORK_OPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FORK_OPEN(gsrv_conn *c, const gp_FORK_OPEN_req *m,
+                      gp_FORK_OPEN_rep *r, gsrv_call *k)
 {
-    gp_FORK_OPEN_req m;
-    int rc = gp_FORK_OPEN_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t hid = m.hid;
-    const char *name = m.fork;
-
-    uint64_t fkid = 0, size = 0;
     gsrv_sub *s;
     gsrv_fork *f;
-    rc = lock_sub(hid, false, name, &s, &f);
+    int rc = lock_sub(m->hid, false, m->fork, &s, &f);
     if (!rc)
         rc = gsrv_conn_add_open(c, f->fkid);
     if (!rc) {
         f->opens++;
-        fkid = f->fkid;
-        size = gsrv_fork_size(f);
+        r->fkid = f->fkid;
+        r->size = gsrv_fork_size(f);
     }
     pthread_mutex_unlock(&subtab.lock);
-    if (rc)
-        return rc;
-    gp_FORK_OPEN_rep_encode(&rep->w,
-                            &(gp_FORK_OPEN_rep){.fkid = fkid, .size = size});
-    return 0;
+    return rc;
 }
 
-int gsrv_op_FORK_REOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FORK_REOPEN(gsrv_conn *c, const gp_FORK_REOPEN_req *m,
+                        gp_FORK_REOPEN_rep *r, gsrv_call *k)
 {
-    gp_FORK_REOPEN_req m;
-    int rc = gp_FORK_REOPEN_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t fkid = m.fkid;
-    uint64_t size = 0;
+    int rc;
+    uint64_t fkid = m->fkid;
     pthread_mutex_lock(&subtab.lock);
     gsrv_sub *s = sub_find(gsrv_fkid_hid(fkid));
     ssize_t pos = s ? fork_pos(s, gsrv_fkid_idx(fkid)) : -1;
@@ -352,45 +313,31 @@ int gsrv_op_FORK_REOPEN(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
         rc = gsrv_conn_add_open(c, fkid);
         if (!rc) {
             s->forks[pos]->opens++;
-            size = gsrv_fork_size(s->forks[pos]);
+            r->size = gsrv_fork_size(s->forks[pos]);
         }
     }
     pthread_mutex_unlock(&subtab.lock);
-    if (rc)
-        return rc;
-    gp_FORK_REOPEN_rep_encode(&rep->w, &(gp_FORK_REOPEN_rep){.size = size});
-    return 0;
+    return rc;
 }
 
-int gsrv_op_FORK_CLOSE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FORK_CLOSE(gsrv_conn *c, const gp_FORK_CLOSE_req *m,
+                       gp_FORK_CLOSE_rep *r, gsrv_call *k)
 {
-    gp_FORK_CLOSE_req m;
-    int rc = gp_FORK_CLOSE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t fkid = m.fkid;
-    rc = gsrv_conn_drop_open(c, fkid);
-    if (rc)
-        return rc;
-    gsrv_fork_close(fkid, 1);
-    return 0;
+    int rc = gsrv_conn_drop_open(c, m->fkid);
+    if (!rc)
+        gsrv_fork_close(m->fkid, 1);
+    return rc;
 }
 
-int gsrv_op_FORK_DELETE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FORK_DELETE(gsrv_conn *c, const gp_FORK_DELETE_req *m,
+                        gp_FORK_DELETE_rep *r, gsrv_call *k)
 {
-    gp_FORK_DELETE_req m;
-    int rc = gp_FORK_DELETE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t hid = m.hid;
-    const char *name = m.fork;
-
     gsrv_fork *reaplist = NULL;
     hdr_fork *v = NULL;
     size_t pos = 0, n = 0;
     gsrv_sub *s;
     gsrv_fork *f;
-    rc = lock_sub(hid, true, name, &s, &f);
+    int rc = lock_sub(m->hid, true, m->fork, &s, &f);
     if (!rc)
         rc = image_of(s, &v);
     if (!rc) {
@@ -432,15 +379,11 @@ static int cmp_list_item(const void *a, const void *b)
     return strcmp(((const list_item *)a)->name, ((const list_item *)b)->name);
 }
 
-int gsrv_op_FORK_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FORK_LIST(gsrv_conn *c, const gp_FORK_LIST_req *m,
+                      gp_FORK_LIST_rep *r, gsrv_call *k)
 {
-    gp_FORK_LIST_req m;
-    int rc = gp_FORK_LIST_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t hid = m.hid;
     gsrv_sub *s;
-    rc = lock_sub(hid, false, NULL, &s, NULL);
+    int rc = lock_sub(m->hid, false, NULL, &s, NULL);
     if (rc)
         goto out_unlock;
     list_item *v = malloc((s->nforks ? s->nforks : 1) * sizeof(*v));
@@ -454,47 +397,37 @@ int gsrv_op_FORK_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
             v[n++] =
                 (list_item){s->forks[i]->name, gsrv_fork_size(s->forks[i])};
     qsort(v, n, sizeof(*v), cmp_list_item);
-    gp_FORK_LIST_rep_encode(&rep->w, &(gp_FORK_LIST_rep){.n = (uint32_t)n});
-    gp_FORK_item it;
-    for (size_t i = 0; i < n; i++) {
-        it.fork = v[i].name;
-        it.size = v[i].size;
-        gp_FORK_item_encode(&rep->w, &it);
-    }
+    r->n = (uint32_t)n;
+    gp_wbuf *w = gsrv_reply_fields(k);
+    for (size_t i = 0; i < n; i++)
+        gp_FORK_item_encode(
+            w, &(gp_FORK_item){.fork = v[i].name, .size = v[i].size});
     free(v);
 out_unlock:
     pthread_mutex_unlock(&subtab.lock);
     return rc;
 }
 
-int gsrv_op_FORK_SIZE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FORK_SIZE(gsrv_conn *c, const gp_FORK_SIZE_req *m,
+                      gp_FORK_SIZE_rep *r, gsrv_call *k)
 {
-    gp_FORK_SIZE_req m;
-    int rc = gp_FORK_SIZE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t fkid = m.fkid;
     gsrv_fork *f;
-    rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
+    int rc = gsrv_fork_get(m->fkid, GSRV_FORK_READ, &f);
     if (rc)
         return rc;
-    gp_FORK_SIZE_rep_encode(&rep->w,
-                            &(gp_FORK_SIZE_rep){.size = gsrv_fork_size(f)});
+    r->size = gsrv_fork_size(f);
     gsrv_fork_put(f);
     return 0;
 }
 
-int gsrv_op_FORK_TRUNCATE(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FORK_TRUNCATE(gsrv_conn *c, const gp_FORK_TRUNCATE_req *m,
+                          gp_FORK_TRUNCATE_rep *r, gsrv_call *k)
 {
-    gp_FORK_TRUNCATE_req m;
-    int rc = gp_FORK_TRUNCATE_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t fkid = m.fkid, size = m.size;
+    uint64_t fkid = m->fkid, size = m->size;
     if (size > GP_MAX_OFFSET)
         return -EFBIG;
     gsrv_fork *f;
-    rc = gsrv_fork_get(fkid, GSRV_FORK_WRITE, &f);
+    int rc = gsrv_fork_get(fkid, GSRV_FORK_WRITE, &f);
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&f->rw);
@@ -514,16 +447,13 @@ out_unlock:
     return rc;
 }
 
-int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_FORK_SYNC(gsrv_conn *c, const gp_FORK_SYNC_req *m,
+                      gp_FORK_SYNC_rep *r, gsrv_call *k)
 {
     char path[64];
-    gp_FORK_SYNC_req m;
-    int rc = gp_FORK_SYNC_req_decode(req, &m);
-    if (rc)
-        return rc;
-    uint64_t fkid = m.fkid;
+    uint64_t fkid = m->fkid;
     gsrv_fork *f;
-    rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
+    int rc = gsrv_fork_get(fkid, GSRV_FORK_READ, &f);
     if (rc)
         return rc;
     /* Acknowledged writes are already in the kernel (write-through), and
@@ -548,26 +478,21 @@ int gsrv_op_FORK_SYNC(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
 
 #define SUB_LIST_MAX 4096 /* headers per reply; the client asks again */
 
-int gsrv_op_SUB_LIST(gsrv_conn *c, gp_rbuf *req, gsrv_reply *rep)
+int gsrv_do_SUB_LIST(gsrv_conn *c, const gp_SUB_LIST_req *m, gp_SUB_LIST_rep *r,
+                     gsrv_call *k)
 {
-    gp_SUB_LIST_req m;
-    int rc = gp_SUB_LIST_req_decode(req, &m);
-    if (rc)
-        return rc;
     gsrv_sub_info *v;
     size_t n;
-    rc = gsrv_sub_list(m.after, SUB_LIST_MAX, &v, &n);
+    int rc = gsrv_sub_list(m->after, SUB_LIST_MAX, &v, &n);
     if (rc)
         return rc;
-    gp_SUB_LIST_rep_encode(&rep->w, &(gp_SUB_LIST_rep){.n = (uint32_t)n});
-    gp_SUB_item it;
-    for (size_t i = 0; i < n; i++) {
-        it.hid = v[i].hid;
-        it.file = v[i].filename;
-        it.subfile = v[i].subidx;
-        it.deleted = v[i].deleted;
-        gp_SUB_item_encode(&rep->w, &it);
-    }
+    r->n = (uint32_t)n;
+    gp_wbuf *w = gsrv_reply_fields(k);
+    for (size_t i = 0; i < n; i++)
+        gp_SUB_item_encode(w, &(gp_SUB_item){.hid = v[i].hid,
+                                             .file = v[i].filename,
+                                             .subfile = v[i].subidx,
+                                             .deleted = v[i].deleted});
     gsrv_sub_info_free(v, n);
     return 0;
 }

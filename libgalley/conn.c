@@ -308,9 +308,9 @@ static void read_turn(gc_conn *c, int wait_ms)
     struct pollfd p = {fd, POLLIN, 0};
     int k = 0;
     /* Poll briefly before sleeping, unless polling is backed off
-     * (proto/gspin.h: the policy, and when it backs off). */
+     * (common/gspin.h: the policy, and when it backs off). */
     if (wait_ms > 0)
-        k = gp_spin_readable(fd, (unsigned)gc_spin_us());
+        k = g_spin_readable(fd, (unsigned)gc_spin_us());
     if (k == 0)
         k = poll(&p, 1, wait_ms);
     int err = 0;
@@ -459,7 +459,7 @@ int gc_conn_transport(gc_conn *c)
 static bool xfer_offered(const gc_xfer *x)
 {
     /* a checksummed fork's transfer: the direct transport keeps its
-     * CRCs itself (proto/csfile.h) or declines it to the stream, which
+     * CRCs itself (common/csfile.h) or declines it to the stream, which
      * carries them (gc_conn_io_submit) */
     /* a replicated fork's copy: its server is what the copies'
      * acknowledgement rule talks to (repl.c), never the direct path */

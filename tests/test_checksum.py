@@ -188,7 +188,7 @@ def test_scrub_finds_flip_no_read_touched(make_cluster, tmp_path):
     cp, out = get(c, tmp_path, "s/f", env=SERVER_PATH)
     assert cp.returncode == 0 and out.read_bytes() == src.read_bytes()
     # a same-host client reading the file itself checks the disk's bytes
-    # (proto/csfile.h): the flip fails its read
+    # (common/csfile.h): the flip fails its read
     cp, out = get(c, tmp_path, "s/f", env={"GALLEY_TRANSPORT": "direct"})
     assert cp.returncode == 1, describe(cp)
     assert "failed its checksum on the I/O server's disk" in cp.stderr
@@ -374,7 +374,7 @@ DIRECT = {"GALLEY_TRANSPORT": "direct"}
 
 
 def test_direct_write_checked_and_flip_found(make_cluster, tmp_path):
-    """A same-host client writes a checksummed file itself (proto/csfile.h):
+    """A same-host client writes a checksummed file itself (common/csfile.h):
     the CRCs it stores are the ones the server checks (scrub clean, reads
     through the server right); a byte flipped on disk then fails direct
     and server reads alike, the server logging the chunk; a partial write

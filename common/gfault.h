@@ -14,7 +14,7 @@
 
 /* True for the first N calls with this *left (initialise it to -1), N
  * being the value of the variable id (0 when unset, never below 0). */
-static inline bool gp_fault_take(long *left, enum g_cfg_id id)
+static inline bool g_fault_take(long *left, enum g_cfg_id id)
 {
     long n = __atomic_load_n(left, __ATOMIC_RELAXED);
     if (n < 0) {

@@ -48,7 +48,8 @@ typedef struct chunk {
 } chunk;
 
 /* The test-only fault switch (servers/csum.c documents it): flip one bit
- * of the data of the first N checksummed writes this process sends. */
+ * of the data of the first N checksummed writes this process sends.  Only
+ * in the test build (common/gfault.h); otherwise always false. */
 static bool fault_flip(void)
 {
     static long left = -1;

@@ -84,6 +84,7 @@
 #include "csfile.h"
 #include "dial.h"
 #include "fdio.h"
+#include "gfault.h"
 #include "gsend.h"
 
 #include <errno.h>
@@ -318,10 +319,11 @@ static void direct_reader_free(gc_reader *rh)
  * (csfile.h: g_cs_write's between): GALLEY_TEST_CLIENT_CRASH_AFTER_CRC=1
  * exits between its CRCs and its data, =2 halfway through its data (a
  * chunk half written).  galleyd's is GALLEY_TEST_CRASH_AFTER_CRC
- * (servers/csum.c). */
+ * (servers/csum.c).  Only in the test build (common/gfault.h): without
+ * it the switch reads 0 and no write is given a crash point. */
 static void crash_point(int stage)
 {
-    if (g_config_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) == stage + 1)
+    if (g_fault_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) == stage + 1)
         _exit(99);
 }
 
@@ -465,13 +467,12 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
         rc = GC_DECLINE; /* a layout or an overlap csfile.h does not take */
     } else if (!rc && g->cs) { /* keeping the CRCs (csfile.h) */
         pthread_mutex_lock(&g->xlock);
-        rc =
-            write
-                ? g_cs_write(fd, g->cfd, e, n, &bad,
-                             g_config_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) > 0
-                                 ? crash_point
-                                 : NULL)
-                : g_cs_read(fd, g->cfd, e, n, &bad);
+        rc = write
+                 ? g_cs_write(fd, g->cfd, e, n, &bad,
+                              g_fault_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) > 0
+                                  ? crash_point
+                                  : NULL)
+                 : g_cs_read(fd, g->cfd, e, n, &bad);
         pthread_mutex_unlock(&g->xlock);
     } else if (!rc && write && g->locked) {
         pthread_mutex_lock(&g->xlock);

@@ -52,10 +52,12 @@
  *    (clients send it inline with IO_CWRITE / IO_CREAD, whose CRC covers
  *    the data in transit).
  *
- * Test-only fault switches, read once from the environment:
+ * Test-only fault switches, read once from the environment, and only by
+ * the test build, galleyd-test (common/gfault.h; galleyd ignores them):
  *   GALLEY_TEST_FLIP_WIRE=N     flip one bit of the data of the first N
  *                               IO_CREAD replies after their CRC is made
- *                               (the client flips its IO_CWRITEs the same)
+ *                               (io_read.c; the client flips its
+ *                               IO_CWRITEs the same)
  *   GALLEY_TEST_CRASH_AFTER_CRC=1  _exit in the first write of a
  *                               checksummed fork after its sidecar entries
  *                               are written and before its data is
@@ -87,17 +89,12 @@
 
 _Static_assert(GSRV_BLOCK_SIZE == G_CS_CHUNK, "a chunk is a cache block");
 
-/* The test-only fault switches (see the header comment). */
-static long flips_left = -1;
-
+/* The test-only crash point (see the header comment): only in
+ * galleyd-test (common/gfault.h). */
+#ifdef GALLEY_TEST_HOOKS
 static bool crash_after_crc(void)
 {
-    return g_config_int(G_CFG_TEST_CRASH_AFTER_CRC) > 0; /* read once */
-}
-
-bool gsrv_csum_fault_flip(void)
-{
-    return g_fault_take(&flips_left, G_CFG_TEST_FLIP_WIRE);
+    return g_fault_int(G_CFG_TEST_CRASH_AFTER_CRC) > 0; /* read once */
 }
 
 static void fault_crash_point(int stage)
@@ -110,6 +107,14 @@ static void fault_crash_point(int stage)
         _exit(99);
     }
 }
+#define CRASH_HOOK (crash_after_crc() ? fault_crash_point : NULL)
+#else
+#define CRASH_HOOK NULL
+static inline void fault_crash_point(int stage)
+{
+    (void)stage;
+}
+#endif
 
 static void sidecar_file(uint64_t fkid, char *out, size_t len)
 {
@@ -359,8 +364,7 @@ static void log_bad_chunk(const gsrv_fork *f, uint64_t bno)
 int gsrv_csum_bypass_write(gsrv_fork *f, const gp_ext *e, size_t n)
 {
     uint64_t bad = 0;
-    int rc = g_cs_write(f->fd, f->cfd, e, n, &bad,
-                        crash_after_crc() ? fault_crash_point : NULL);
+    int rc = g_cs_write(f->fd, f->cfd, e, n, &bad, CRASH_HOOK);
     if (rc == GFS_ECHECKSUM)
         log_bad_chunk(f, bad);
     return rc;

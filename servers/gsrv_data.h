@@ -162,8 +162,6 @@ int gsrv_csum_truncate(gsrv_fork *f, uint64_t size);
 struct gp_ext;
 int gsrv_csum_bypass_write(gsrv_fork *f, const struct gp_ext *e, size_t n);
 int gsrv_csum_bypass_read(gsrv_fork *f, const struct gp_ext *e, size_t n);
-/* Test-only: should this checksummed reply's data get a flipped bit? */
-bool gsrv_csum_fault_flip(void);
 
 /* ------------------------------------------------------------------------
  * CacheManager (cache.c)

@@ -31,6 +31,7 @@
 #include "fdio.h"
 
 #include "crc32c.h"
+#include "gfault.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -84,12 +85,14 @@ static void send_staged(gsrv_out *o, void *arg)
 }
 
 /* IO_CREAD's reply head: the size and the CRC of the data as it leaves
- * (the test-only fault switch flips a bit after: csum.c). */
+ * (the test-only fault switch GALLEY_TEST_FLIP_WIRE flips a bit after:
+ * csum.c; only in galleyd-test, common/gfault.h). */
 static void encode_cread_head(gp_wbuf *w, io_req *q)
 {
+    static long flips_left = -1;
     uint32_t crc = g_crc32c(0, q->staged, q->bytes);
     gp_IO_CREAD_rep_encode(w, &(gp_IO_CREAD_rep){.size = q->size, .crc = crc});
-    if (q->bytes && gsrv_csum_fault_flip())
+    if (q->bytes && g_fault_take(&flips_left, G_CFG_TEST_FLIP_WIRE))
         q->staged[q->bytes / 2] ^= 0x10;
 }
 

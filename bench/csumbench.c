@@ -17,7 +17,7 @@
  * the others the server's share is not in it.  The transport in
  * use is printed (GALLEY_TRANSPORT chooses it: the same-host direct path
  * by default, where the client computes and checks every chunk's CRC
- * itself, proto/csfile.h).
+ * itself, common/csfile.h).
  */
 #include "galley.h"
 #include "bench_stats.h"

@@ -147,16 +147,17 @@ static const g_cfg_var table[G_CFG_COUNT] = {
         "build)"),
     INT(G_CFG_TEST_FLIP_WIRE, "GALLEY_TEST_FLIP_WIRE", CL | SV,
         G_CFG_TEST | G_CFG_ONCE | G_CFG_CLAMP, 0, 0, LLONG_MAX, "", NULL,
-        "tests only: flip a bit in the data of the first N checksummed "
-        "messages sent (read once)"),
+        "test build only: flip a bit in the data of the first N "
+        "checksummed messages sent (read once)"),
     INT(G_CFG_TEST_CRASH_AFTER_CRC, "GALLEY_TEST_CRASH_AFTER_CRC", SV,
         G_CFG_TEST | G_CFG_ONCE, 0, LLONG_MIN, LLONG_MAX, "", NULL,
-        "tests only: 1: galleyd exits between a write's checksums and its "
-        "data (read once)"),
+        "test build only: 1: galleyd-test exits between a write's "
+        "checksums and its data (read once)"),
     INT(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC, "GALLEY_TEST_CLIENT_CRASH_AFTER_CRC",
         CL, G_CFG_TEST | G_CFG_ONCE, 0, LLONG_MIN, LLONG_MAX, "", NULL,
-        "tests only: 1 (2: halfway through the data): a same-host direct "
-        "client exits between a write's checksums and its data (read once)"),
+        "test build only: 1 (2: halfway through the data): a same-host "
+        "direct client exits between a write's checksums and its data (read "
+        "once)"),
 };
 
 const g_cfg_var *g_config_var(enum g_cfg_id id)

@@ -86,7 +86,8 @@ enum {
                         * the default */
     G_CFG_STRICT = 16, /* enum: an unknown name answers -EINVAL (else the
                         * default) */
-    G_CFG_TEST = 32,   /* for tests only: damages data on purpose */
+    G_CFG_TEST = 32,   /* for tests only: damages data on purpose (only the
+                        * test builds act on it: gfault.h) */
 };
 
 typedef struct g_cfg_choice {

@@ -9,6 +9,6 @@ fuse_galley_fuse_SOURCES = fuse/galley_fuse.c fuse/gf_dir.c fuse/gf_internal.h \
 	libgalley/cluster_file.c libgalley/cluster_file.h
 fuse_galley_fuse_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/posix \
 	-I$(top_srcdir)/libgalley $(FUSE3_CFLAGS)
-fuse_galley_fuse_LDADD = libgalley/libgalley.la common/libgcommon.la \
+fuse_galley_fuse_LDADD = libgalley/libgalley.la common/libgconfig.la \
 	$(FUSE3_LIBS)
 endif

@@ -9,7 +9,7 @@
 
 /* --------------------------------------------------------------- io.c -- */
 
-/* A piece of a transfer is a gx_ext (extent.h): len bytes at fork offset
+/* A piece of a transfer is a gp_ext (extent.h): len bytes at fork offset
  * off <-> mem. */
 
 /* A transfer to one fork (one server). */
@@ -20,7 +20,7 @@ typedef struct gc_xfer {
     int rkid;    /* a replicated fork: its id + 1 (repl.c), else 0 */
     uint8_t way; /* enum gc_way: how it moves (route.h) */
     int sub;     /* striped ops: the subfile it belongs to */
-    const gx_ext *pieces;
+    const gp_ext *pieces;
     size_t n; /* pieces move in this order; file-adjacent neighbours
                * are merged into one wire extent */
     /* What the op that cut the pieces learnt of them on the way, so the
@@ -45,7 +45,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx);
  * them out to their copies through this). */
 int gc_transfer_plain(int op, gc_xfer *x, size_t nx);
 /* The transfer of pieces to fork k (id kid), its way from route.c. */
-gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gx_ext *pieces, size_t n);
+gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gp_ext *pieces, size_t n);
 
 /*
  * A prepared data operation: the transfers it needs (pieces owned by the
@@ -58,7 +58,7 @@ struct gc_op {
     int op; /* GFS_READ or GFS_WRITE */
     gc_xfer *x;
     size_t nx;
-    gx_ext *store; /* every piece of every xfer */
+    gp_ext *store; /* every piece of every xfer */
     int64_t total; /* bytes asked for */
     int64_t off;   /* single-range reads: the range, for EOF */
     int sid;       /* striped ops: the striped file */
@@ -80,7 +80,7 @@ int64_t gc_op_run(gc_op *o);
 void gc_op_free(gc_op *o);
 
 /* Prepare I/O of n pieces (taking ownership of `pieces`) on fork kid. */
-int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
+int gc_op_fork(gc_op **out, int kid, int op, gp_ext *pieces, size_t n,
                int64_t total);
 /* Prepare plain / list I/O on a fork (io.c). */
 int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,

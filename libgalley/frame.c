@@ -233,9 +233,9 @@ static void read_turn(gc_conn *c, int wait_ms)
     struct pollfd p = {fd, POLLIN, 0};
     int k = 0;
     /* Poll briefly before sleeping, unless polling is backed off
-     * (proto/gspin.h: the policy, and when it backs off). */
+     * (common/gspin.h: the policy, and when it backs off). */
     if (wait_ms > 0)
-        k = gp_spin_readable(fd, (unsigned)gc_spin_us());
+        k = g_spin_readable(fd, (unsigned)gc_spin_us());
     if (k == 0)
         k = poll(&p, 1, wait_ms);
     int err = 0;

@@ -21,7 +21,7 @@ typedef struct group {
     int64_t max_requests, max_bytes;
     /* pending */
     int kid, op;
-    gx_ext *p;
+    gp_ext *p;
     size_t n, cap;
     int64_t bytes;
     /* in flight */
@@ -111,7 +111,7 @@ static int group_add(int kid, int op, int64_t offset, void *buf, int64_t size)
         rc = flush(&g.st.flush_op);
     if (!rc && g.n == g.cap) {
         size_t cap = g.cap ? g.cap * 2 : 64;
-        gx_ext *np = realloc(g.p, sizeof(*np) * cap);
+        gp_ext *np = realloc(g.p, sizeof(*np) * cap);
         if (!np)
             rc = -ENOMEM;
         else {
@@ -122,7 +122,7 @@ static int group_add(int kid, int op, int64_t offset, void *buf, int64_t size)
     if (!rc) {
         g.kid = kid;
         g.op = op;
-        g.p[g.n++] = (gx_ext){(uint64_t)offset, (uint64_t)size, {buf}};
+        g.p[g.n++] = (gp_ext){(uint64_t)offset, (uint64_t)size, {buf}};
         g.bytes += size;
         g.st.requests++;
         if ((int64_t)g.n >= g.max_requests)

@@ -405,7 +405,7 @@ bool gc_record_same(const gp_record *a, const gp_record *b);
 
 /* Expand a list / nested / batched request into pieces (structured.c). */
 int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
-                    gx_ext **out, size_t *np, int64_t *total);
+                    gp_ext **out, size_t *np, int64_t *total);
 
 /* Fork-size request for many forks at once (concurrently). */
 int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes);

@@ -49,11 +49,12 @@ typedef struct chunk {
 } chunk;
 
 /* The test-only fault switch (servers/csum.c documents it): flip one bit
- * of the data of the first N checksummed writes this process sends. */
+ * of the data of the first N checksummed writes this process sends.  Only
+ * in the test build (common/gfault.h); otherwise always false. */
 static bool fault_flip(void)
 {
     static long left = -1;
-    return gp_fault_take(&left, G_CFG_TEST_FLIP_WIRE);
+    return g_fault_take(&left, G_CFG_TEST_FLIP_WIRE);
 }
 
 /* Test-only: send a copy of the data with one bit flipped (the CRC in the
@@ -131,7 +132,7 @@ static void head_encode(gp_wbuf *d, int op, const gc_xfer *x, uint32_t crc)
 /*
  * Build the next request of x from the cursor; NULL with *err = 0 when
  * there is nothing left.  The file side is folded straight into the
- * descriptor after its head (gx_folder, extent.h): file-adjacent pieces
+ * descriptor after its head (gp_folder, extent.h): file-adjacent pieces
  * merge into one extent, equal-size pieces at a constant file stride
  * become one strided segment, so regular patterns stay compact on the
  * wire whatever interface produced them.  Memory is the client's
@@ -154,14 +155,14 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
     gp_wbuf *d = &c->ch.desc;
     gp_wbuf_init(d);
     head_encode(d, op, x, 0); /* a CWRITE's CRC is filled in below */
-    gx_folder segs;
-    gx_folder_init(&segs, d, GC_MAX_CHUNK_SEGS);
+    gp_folder segs;
+    gp_folder_init(&segs, d, GC_MAX_CHUNK_SEGS);
     size_t cap = 16;
     c->ch.iov = malloc(sizeof(*c->ch.iov) * cap);
     uint64_t npieces = 0; /* at most limit / GP_PIECE_DIVISOR (gproto.h) */
 
     while (cur->piece < x->n && c->ch.iov) {
-        const gx_ext *p = &x->pieces[cur->piece];
+        const gp_ext *p = &x->pieces[cur->piece];
         if (p->len == 0) {
             cur->piece++;
             continue;
@@ -173,7 +174,7 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
         uint64_t take = p->len - cur->done;
         if (take > room)
             take = room;
-        if (!gx_folder_add(&segs, off, take))
+        if (!gp_folder_add(&segs, off, take))
             break;
         char *mem = p->mem + cur->done;
         if (c->ch.niov > 0 && (char *)c->ch.iov[c->ch.niov - 1].iov_base +
@@ -200,14 +201,14 @@ static chunk *chunk_build(int op, const gc_xfer *x, cursor *cur, int *err)
             cur->done = 0;
         }
     }
-    gx_folder_end(&segs);
+    gp_folder_end(&segs);
     c->ch.csum = x->csum;
     if (x->csum && op == GFS_WRITE && c->ch.iov && !d->err) {
         /* the CRC of the data, computed here from the caller's buffer,
          * into the head written before it was known (same length) */
         size_t end = d->len;
         d->len = 0;
-        head_encode(d, op, x, gp_crc32c_iov(0, c->ch.iov, c->ch.niov));
+        head_encode(d, op, x, g_crc32c_iov(0, c->ch.iov, c->ch.niov));
         d->len = end;
     }
     int e = d->err;
@@ -241,7 +242,7 @@ static int chunk_submit(int op, const gc_xfer *x, chunk *c)
  * the CRC the server sent?  If not, it is wiped before anyone sees it. */
 static int cread_check(chunk *c, uint32_t crc)
 {
-    if (gp_crc32c_iov(0, c->ch.iov, c->ch.niov) == crc)
+    if (g_crc32c_iov(0, c->ch.iov, c->ch.niov) == crc)
         return 0;
     for (int i = 0; i < c->ch.niov; i++)
         memset(c->ch.iov[i].iov_base, 0, c->ch.iov[i].iov_len);
@@ -375,7 +376,7 @@ int gc_transfer(int op, gc_xfer *x, size_t nx)
     return gc_transfer_plain(op, x, nx);
 }
 
-gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gx_ext *pieces, size_t n)
+gc_xfer gc_xfer_of(const gc_fork *k, int kid, const gp_ext *pieces, size_t n)
 {
     return (gc_xfer){.server = k->server,
                      .fkid = k->fkid,
@@ -440,13 +441,13 @@ gc_op *gc_op_alloc(size_t nx, size_t nstore)
 {
     size_t xoff = (sizeof(gc_op) + 15) & ~(size_t)15;
     size_t soff = xoff + ((nx * sizeof(gc_xfer) + 15) & ~(size_t)15);
-    char *m = malloc(soff + (nstore ? nstore : 1) * sizeof(gx_ext));
+    char *m = malloc(soff + (nstore ? nstore : 1) * sizeof(gp_ext));
     if (!m)
         return NULL;
     memset(m, 0, soff);
     gc_op *o = (gc_op *)m;
     o->x = (gc_xfer *)(m + xoff);
-    o->store = (gx_ext *)(m + soff);
+    o->store = (gp_ext *)(m + soff);
     o->one = true;
     return o;
 }
@@ -484,7 +485,7 @@ static int64_t fork_read_result(gc_op *o)
     return before_end(o->x[0].fork_size, o->off, o->total);
 }
 
-int gc_op_fork(gc_op **out, int kid, int op, gx_ext *pieces, size_t n,
+int gc_op_fork(gc_op **out, int kid, int op, gp_ext *pieces, size_t n,
                int64_t total)
 {
     gc_fork k;
@@ -514,7 +515,7 @@ int gc_prep_listio(gc_op **o, int kid, int op, int64_t n,
         return -EINVAL;
     if ((uint64_t)n > GP_MAX_PIECES)
         return GFS_ETOOBIG;
-    gx_ext *p = malloc(sizeof(*p) * (size_t)(n ? n : 1));
+    gp_ext *p = malloc(sizeof(*p) * (size_t)(n ? n : 1));
     if (!p)
         return -ENOMEM;
     int64_t total = 0;
@@ -539,10 +540,10 @@ int gc_prep_rw(gc_op **o, int kid, int op, int64_t offset, void *buf,
 {
     if (!gc_range_ok(offset, size) || (size && !buf))
         return -EINVAL;
-    gx_ext *p = malloc(sizeof(*p));
+    gp_ext *p = malloc(sizeof(*p));
     if (!p)
         return -ENOMEM;
-    *p = (gx_ext){(uint64_t)offset, (uint64_t)size, {buf}};
+    *p = (gp_ext){(uint64_t)offset, (uint64_t)size, {buf}};
     int rc = gc_op_fork(o, kid, op, p, size ? 1 : 0, size);
     if (!rc && op == GFS_READ) {
         (*o)->finish = fork_read_result;
@@ -574,14 +575,14 @@ int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
     if (n < 0 || len < 0)
         return -EINVAL;
     gc_xfer *x = calloc((size_t)(n ? n : 1), sizeof(*x));
-    gx_ext *p = calloc((size_t)(n ? n : 1), sizeof(*p));
+    gp_ext *p = calloc((size_t)(n ? n : 1), sizeof(*p));
     int rc = x && p ? 0 : -ENOMEM;
     for (int i = 0; i < n && !rc; i++) {
         gc_fork k;
         rc = gc_fork_get(kids[i], &k);
         if (!rc && !gc_range_ok(offs[i], len))
             rc = -EINVAL;
-        p[i] = (gx_ext){
+        p[i] = (gp_ext){
             (uint64_t)offs[i], (uint64_t)len, {buf + (size_t)i * (size_t)len}};
         x[i] = gc_xfer_of(&k, kids[i], &p[i], 1);
     }

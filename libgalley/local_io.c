@@ -16,10 +16,10 @@
 /* Cut a list request into pieces of at most one block each, in list
  * order; a piece's off is its logical offset until place() makes it a
  * fork offset. */
-static int cut_blocks(uint64_t B, const gc_pieces *pc, gx_ext **out,
+static int cut_blocks(uint64_t B, const gc_pieces *pc, gp_ext **out,
                       size_t *nout, int64_t *total)
 {
-    gx_ext *fr = NULL;
+    gp_ext *fr = NULL;
     size_t nfr = 0, capfr = 0;
     int rc = gc_pieces_check(pc, total);
     gc_pieces cur = *pc;
@@ -29,7 +29,7 @@ static int cut_blocks(uint64_t B, const gc_pieces *pc, gx_ext **out,
         while (left > 0) {
             if (nfr == capfr) {
                 capfr = capfr ? capfr * 2 : 64;
-                gx_ext *nf = realloc(fr, sizeof(*nf) * capfr);
+                gp_ext *nf = realloc(fr, sizeof(*nf) * capfr);
                 if (!nf) {
                     rc = -ENOMEM;
                     break;
@@ -37,10 +37,10 @@ static int cut_blocks(uint64_t B, const gc_pieces *pc, gx_ext **out,
                 fr = nf;
             }
             uint64_t within, len;
-            gl_block(B, x, &within, &len);
+            gp_block(B, x, &within, &len);
             if (len > left)
                 len = left;
-            fr[nfr++] = (gx_ext){.off = x, .len = len, .mem = mem};
+            fr[nfr++] = (gp_ext){.off = x, .len = len, .mem = mem};
             x += len;
             mem += len;
             left -= len;
@@ -53,7 +53,7 @@ static int cut_blocks(uint64_t B, const gc_pieces *pc, gx_ext **out,
 
 /* The distinct blocks the pieces touch, by block number, each with how
  * far the request writes it. */
-static int touched_blocks(uint64_t B, const gx_ext *fr, size_t nfr, want **out,
+static int touched_blocks(uint64_t B, const gp_ext *fr, size_t nfr, want **out,
                           size_t *nout)
 {
     want *w = malloc(sizeof(*w) * (nfr ? nfr : 1));
@@ -103,7 +103,7 @@ static int prepare_blocks(gc_local *l, int op, const want *w, size_t nw)
 
 /* Under l->lock: each piece's subfile (-1 for a hole, whose memory reads
  * as zeros) and fork offset, slot * B + offset in the block. */
-static void place(gc_local *l, gx_ext *fr, size_t nfr, int *subof)
+static void place(gc_local *l, gp_ext *fr, size_t nfr, int *subof)
 {
     uint64_t B = l->bsize;
     for (size_t i = 0; i < nfr; i++) {
@@ -117,7 +117,7 @@ static void place(gc_local *l, gx_ext *fr, size_t nfr, int *subof)
 }
 
 /* The transfers of the op: per subfile, its pieces in list order. */
-static int fill_xfers(gc_local *l, gc_op *o, const gx_ext *fr, size_t nfr,
+static int fill_xfers(gc_local *l, gc_op *o, const gp_ext *fr, size_t nfr,
                       const int *subof, const int *kids)
 {
     size_t at = 0;
@@ -142,7 +142,7 @@ int gc_local_op(gc_local *l, int sid, gc_op **out, int op, const gc_pieces *p,
 {
     if (op != GFS_READ && op != GFS_WRITE)
         return -EINVAL;
-    gx_ext *fr;
+    gp_ext *fr;
     size_t nfr, nw = 0;
     int64_t total;
     want *w = NULL;

@@ -73,7 +73,7 @@ static int span_move(const gp_record *rec, int s, const char *fork, int from,
     uint64_t ff = 0, tf = 0;
     *src_err = true;
     int rc = gc_repl_copy_open(rec, s, from, fork, &ff);
-    gx_ext p = {off, len, {buf}};
+    gp_ext p = {off, len, {buf}};
     gc_xfer t = {.server = fs,
                  .fkid = ff,
                  .csum = csum,
@@ -249,7 +249,7 @@ static int copy_fork(int ss, uint64_t shid, int ds, uint64_t dhid,
         NULL);
     for (uint64_t off = 0; !rc && off < size; off += RESYNC_CHUNK) {
         uint64_t len = size - off < RESYNC_CHUNK ? size - off : RESYNC_CHUNK;
-        gx_ext p = {off, len, {buf}};
+        gp_ext p = {off, len, {buf}};
         gc_xfer t = {.server = ss,
                      .fkid = so.fkid,
                      .csum = csum, /* a checksummed copy stays one */

@@ -76,8 +76,8 @@ enum gc_whole gc_route_whole(int op, const gc_xfer *x, uint64_t *bytesp,
         if (x->pieces[i].len) {
             bytes += x->pieces[i].len;
             nonempty++;
-            if (gx_end(&x->pieces[i]) > end)
-                end = gx_end(&x->pieces[i]);
+            if (gp_end(&x->pieces[i]) > end)
+                end = gp_end(&x->pieces[i]);
             if (x->pieces[i].off < start)
                 start = x->pieces[i].off;
         }

@@ -175,7 +175,7 @@ static long fragment_rw(MFILE *f, int op, long offset, char *buf, unsigned size)
     bool short_read = false;
     while (left > 0) {
         uint64_t ufoff, len;
-        int sub = (int)gl_locate(unit, ns, x, &ufoff, &len);
+        int sub = (int)gp_locate(unit, ns, x, &ufoff, &len);
         if (len > left)
             len = left;
         int64_t foff = (int64_t)ufoff;

@@ -45,35 +45,35 @@ int gc_op_striped(gc_op **out, int sid, int op, const gc_pieces *p)
 
 /* The first pass over checked pieces: how many fragments each subfile
  * gets, and (segs != NULL) how many wire segments they fold into in list
- * order (gx_folder, as io.c sends them). */
+ * order (gp_folder, as io.c sends them). */
 static void split_count(const gfs_layout *lay, const gc_pieces *pc, size_t *cnt,
                         int64_t *segs)
 {
     unsigned ns = (unsigned)lay->nsubfiles; /* 1..GFS_MAX_SUBFILES */
     uint64_t unit = (uint64_t)lay->unit;
-    gx_folder fold[GFS_MAX_SUBFILES];
+    gp_folder fold[GFS_MAX_SUBFILES];
     memset(cnt, 0, ns * sizeof(cnt[0]));
     for (unsigned i = 0; i < ns && segs; i++)
-        gx_folder_init(&fold[i], NULL, 0);
+        gp_folder_init(&fold[i], NULL, 0);
     gc_pieces cur = *pc;
-    gl_cursor gc = gl_cursor_init(unit, ns);
+    gp_cursor gc = gp_cursor_init(unit, ns);
     uint64_t x, left;
     char *mem;
     while (gc_pieces_next(&cur, &x, &mem, &left)) {
         while (left > 0) {
             uint64_t foff, len;
-            unsigned sub = gl_cursor_locate(&gc, x, &foff, &len);
+            unsigned sub = gp_cursor_locate(&gc, x, &foff, &len);
             if (len > left)
                 len = left;
             if (segs)
-                gx_folder_add(&fold[sub], foff, len);
+                gp_folder_add(&fold[sub], foff, len);
             cnt[sub]++;
             x += len;
             left -= len;
         }
     }
     for (unsigned i = 0; i < ns && segs; i++)
-        *segs += (int64_t)gx_folder_end(&fold[i]);
+        *segs += (int64_t)gp_folder_end(&fold[i]);
 }
 
 /*
@@ -173,14 +173,14 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         ordered[i] = true;
     }
     cur = *pc;
-    gl_cursor gc = gl_cursor_init(unit, ns);
+    gp_cursor gc = gp_cursor_init(unit, ns);
     while (gc_pieces_next(&cur, &x, &mem, &left)) {
         while (left > 0) {
             uint64_t foff, len;
-            unsigned sub = gl_cursor_locate(&gc, x, &foff, &len);
+            unsigned sub = gp_cursor_locate(&gc, x, &foff, &len);
             if (len > left)
                 len = left;
-            o->store[at[sub]++] = (gx_ext){.off = foff, .len = len, .mem = mem};
+            o->store[at[sub]++] = (gp_ext){.off = foff, .len = len, .mem = mem};
             bytes[sub] += len;
             if (foff < hi[sub])
                 ordered[sub] = false; /* before the end of one placed */
@@ -193,16 +193,16 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
             left -= len;
         }
     }
-    gx_ext *p = o->store;
+    gp_ext *p = o->store;
     for (unsigned i = 0; i < ns && !rc; i++) {
         if (cnt[i] == 0)
             continue;
         if (!ordered[i]) {
-            gx_order(p, cnt[i], op == GFS_WRITE);
+            gp_order(p, cnt[i], op == GFS_WRITE);
             hi[i] = 0;
             for (size_t k = 0; k < cnt[i]; k++)
-                if (gx_end(&p[k]) > hi[i])
-                    hi[i] = gx_end(&p[k]);
+                if (gp_end(&p[k]) > hi[i])
+                    hi[i] = gp_end(&p[k]);
         }
         gc_fork k;
         rc = gc_fork_get(s->kids[i], &k);
@@ -212,7 +212,7 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         *t = gc_xfer_of(&k, s->kids[i], p, cnt[i]);
         t->sub = (int)i;
         t->shaped = true;
-        t->ordered = ordered[i] || gx_disjoint(p, cnt[i]); /* as gx_order left
+        t->ordered = ordered[i] || gp_disjoint(p, cnt[i]); /* as gp_order left
                                                             * them */
         t->bytes = bytes[i];
         t->lo = lo[i];
@@ -314,11 +314,11 @@ static int fast_read(int sid, int64_t off, void *buf, int64_t len)
     uint64_t foffs[GC_FAST_UNITS], lens[GC_FAST_UNITS];
     size_t np = 0;
     int rc = 0;
-    gl_cursor gc = gl_cursor_init((uint64_t)lay.unit, (unsigned)lay.nsubfiles);
+    gp_cursor gc = gp_cursor_init((uint64_t)lay.unit, (unsigned)lay.nsubfiles);
     uint64_t x = (uint64_t)off, left = (uint64_t)len;
     while (left && !rc) {
         uint64_t foff, n;
-        unsigned sub = gl_cursor_locate(&gc, x, &foff, &n);
+        unsigned sub = gp_cursor_locate(&gc, x, &foff, &n);
         if (n > left)
             n = left;
         if (np && subs[np - 1] == sub && foffs[np - 1] + lens[np - 1] == foff)

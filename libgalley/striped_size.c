@@ -23,7 +23,7 @@ int64_t gc_st_logical_size(const gfs_layout *lay, const int64_t *sizes)
     uint64_t u[GFS_MAX_SUBFILES];
     for (int i = 0; i < lay->nsubfiles; i++)
         u[i] = (uint64_t)sizes[i];
-    return (int64_t)gl_logical_size((uint64_t)lay->unit,
+    return (int64_t)gp_logical_size((uint64_t)lay->unit,
                                     (unsigned)lay->nsubfiles, u);
 }
 
@@ -248,7 +248,7 @@ int gc_striped_truncate(int sid, int64_t size)
         return rc;
     for (int i = 0; i < s.lay.nsubfiles; i++) {
         uint64_t fs =
-            gl_fork_size((uint64_t)s.lay.unit, (unsigned)s.lay.nsubfiles,
+            gp_fork_size((uint64_t)s.lay.unit, (unsigned)s.lay.nsubfiles,
                          (unsigned)i, (uint64_t)size);
         int k = gc_fork_truncate(s.kids[i], (int64_t)fs);
         if (k && !rc)

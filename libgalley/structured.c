@@ -50,7 +50,7 @@ static int entry_check(const gfs_batch_entry *e, bool have_buf,
 }
 
 int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
-                    gx_ext **out, size_t *np, int64_t *total)
+                    gp_ext **out, size_t *np, int64_t *total)
 {
     if (n < 0 || (n && !e))
         return -EINVAL;
@@ -66,7 +66,7 @@ int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
         count += k;
         bytes += (int64_t)k * e[i].size;
     }
-    gx_ext *p = malloc(sizeof(*p) * (count ? count : 1));
+    gp_ext *p = malloc(sizeof(*p) * (count ? count : 1));
     if (!p)
         return -ENOMEM;
     size_t at = 0;
@@ -88,7 +88,7 @@ int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
                 off += (uint64_t)(idx[l] * b->levels[l].fstride);
                 mem += idx[l] * b->levels[l].mstride;
             }
-            p[at++] = (gx_ext){off, (uint64_t)b->size, {mem}};
+            p[at++] = (gp_ext){off, (uint64_t)b->size, {mem}};
             int l = L - 1;
             while (l >= 0 && ++idx[l] == b->levels[l].count) {
                 idx[l] = 0;
@@ -111,7 +111,7 @@ int gc_prep_batch(gc_op **o, int kid, int op, int64_t n,
 {
     if (op != GFS_READ && op != GFS_WRITE)
         return -EINVAL;
-    gx_ext *p;
+    gp_ext *p;
     size_t np;
     int64_t total;
     int rc = gc_expand_batch(n, e, buf, &p, &np, &total);

@@ -42,12 +42,12 @@ int gc_cma_io_submit(gc_conn *c, int op, gc_chunk *ch)
      * the file side, so a million 16-byte pieces of memory with gaps are
      * one strided segment, not a million addresses. */
     gp_wbuf *d = &ch->desc;
-    gx_folder mem;
-    gx_folder_init(&mem, d, 0);
+    gp_folder mem;
+    gp_folder_init(&mem, d, 0);
     for (int i = 0; i < ch->niov; i++)
-        gx_folder_add(&mem, (uint64_t)(uintptr_t)ch->iov[i].iov_base,
+        gp_folder_add(&mem, (uint64_t)(uintptr_t)ch->iov[i].iov_base,
                       ch->iov[i].iov_len);
-    gx_folder_end(&mem);
+    gp_folder_end(&mem);
     if (d->err) {
         ch->req.state = GC_REQ_DONE;
         return ch->req.status = d->err;

@@ -28,7 +28,7 @@
  * nobody else writes the span, so it asks for the fork in locked mode
  * (DIRECT_WOPEN with sieve, servers/direct.c): then every writer of the
  * file, the server included, takes an OFD lock on what it writes
- * (fdio.h: gx_fd_write_locked), and a writer killed mid-span leaves no
+ * (fdio.h: g_fd_write_locked), and a writer killed mid-span leaves no
  * lock behind.  Where a writer that takes no locks holds the fork (a
  * plain direct writer), locked mode is refused and the pieces go to the
  * server by cross-memory attach.  Forks are never put in locked mode by
@@ -43,8 +43,8 @@
  *
  * Checksummed forks (x->csum): the grant comes from DIRECT_COPEN with the
  * fork's CRC sidecar beside the file, and the data moves through
- * proto/csfile.c (chunk locks on the sidecar, CRCs from and checks before
- * the application's buffer) instead of gx_fd_*; a list of overlapping
+ * common/csfile.c (chunk locks on the sidecar, CRCs from and checks before
+ * the application's buffer) instead of g_fd_*; a list of overlapping
  * write pieces, and a chunk that fails its check, go to the server
  * (which then says so and logs it), and so do small pieces, never sieved
  * here (servers/direct.c, rule 7: such a fork is never in locked mode).
@@ -80,6 +80,7 @@
 #include "csfile.h"
 #include "dial.h"
 #include "fdio.h"
+#include "gfault.h"
 #include "gsend.h"
 
 #include <errno.h>
@@ -293,13 +294,14 @@ static void direct_reader_free(gc_reader *rh)
 /* -------------------------------------------------------------- data -- */
 
 /* The test-only crash points of a same-host client's checksummed write
- * (csfile.h: gp_cs_write's between): GALLEY_TEST_CLIENT_CRASH_AFTER_CRC=1
+ * (csfile.h: g_cs_write's between): GALLEY_TEST_CLIENT_CRASH_AFTER_CRC=1
  * exits between its CRCs and its data, =2 halfway through its data (a
  * chunk half written).  galleyd's is GALLEY_TEST_CRASH_AFTER_CRC
- * (servers/csum.c). */
+ * (servers/csum.c).  Only in the test build (common/gfault.h): without
+ * it the switch reads 0 and no write is given a crash point. */
 static void crash_point(int stage)
 {
-    if (g_config_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) == stage + 1)
+    if (g_fault_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) == stage + 1)
         _exit(99);
 }
 
@@ -311,7 +313,7 @@ static void crash_point(int stage)
  * pwritev (transport.h: xfer): no chunk, no wire descriptor, no reply;
  * no allocation for a list of up to SMALL_PIECES pieces.  Writes keep
  * list order where pieces overlap (a later one wins); reads are sorted
- * (gx_fd_read sieves pieces close together).
+ * (g_fd_read sieves pieces close together).
  */
 /* What x needs of its fork's grant (G_*), with its bytes and end, from
  * route.c's case; -1: no bytes (nothing to do), -2: the server's. */
@@ -397,17 +399,17 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
         x->status = rc;
         return 0;
     }
-    const gx_ext *e = x->pieces;
+    const gp_ext *e = x->pieces;
     size_t n = x->n;
-    gx_ext small[SMALL_PIECES], *sorted = NULL;
+    gp_ext small[SMALL_PIECES], *sorted = NULL;
     bool ordered = x->shaped && x->ordered; /* sorted and disjoint */
-    if (!ordered && !gx_sorted(e, n)) {
+    if (!ordered && !gp_sorted(e, n)) {
         sorted = n <= SMALL_PIECES ? small : malloc(n * sizeof(*sorted));
         if (sorted) {
             memcpy(sorted, e, n * sizeof(*sorted));
             /* writes: sorted and disjoint, so neighbours merge; where
              * pieces overlap, list order */
-            if (gx_sort(sorted, n) == 0 && (!write || gx_disjoint(sorted, n)))
+            if (gp_sort(sorted, n) == 0 && (!write || gp_disjoint(sorted, n)))
                 e = sorted;
         }
         if (!write && e == x->pieces)
@@ -418,26 +420,26 @@ static int direct_xfer(gc_conn *c, int op, gc_xfer *x)
     uint64_t bad;
     if (!rc && g->cs &&
         (g->base ||
-         (write && !ordered && (!gx_sorted(e, n) || !gx_disjoint(e, n))))) {
+         (write && !ordered && (!gp_sorted(e, n) || !gp_disjoint(e, n))))) {
         rc = GC_DECLINE; /* a layout or an overlap csfile.h does not take */
     } else if (!rc && g->cs) { /* keeping the CRCs (csfile.h) */
         pthread_mutex_lock(&g->xlock);
-        rc = write ? gp_cs_write(
-                         fd, g->cfd, e, n, &bad,
-                         g_config_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) > 0
-                             ? crash_point
-                             : NULL)
-                   : gp_cs_read(fd, g->cfd, e, n, &bad);
+        rc = write
+                 ? g_cs_write(fd, g->cfd, e, n, &bad,
+                              g_fault_int(G_CFG_TEST_CLIENT_CRASH_AFTER_CRC) > 0
+                                  ? crash_point
+                                  : NULL)
+                 : g_cs_read(fd, g->cfd, e, n, &bad);
         pthread_mutex_unlock(&g->xlock);
     } else if (!rc && write && g->locked) {
         pthread_mutex_lock(&g->xlock);
-        rc = gx_fd_write_locked(fd, g->base, e, n, true);
+        rc = g_fd_write_locked(fd, g->base, e, n, true);
         pthread_mutex_unlock(&g->xlock);
     } else if (!rc && write) {
-        rc = gx_fd_write(fd, g->base, e, n);
+        rc = g_fd_write(fd, g->base, e, n);
     } else if (!rc) {
         eof = false;
-        rc = gx_fd_read(fd, g->base, e, n, &eof);
+        rc = g_fd_read(fd, g->base, e, n, &eof);
     }
     if (!rc && !write) {
         struct stat st;

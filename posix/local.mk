@@ -10,7 +10,7 @@ posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/px_path.c \
 	posix/px_fsinfo.c posix/px_fsinfo.h
 posix_libgalley_posix_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 posix_libgalley_posix_la_LIBADD = libgalley/libgalley.la \
-	common/libgcommon.la -ldl
+	common/libgconfig.la -ldl
 posix_libgalley_posix_la_LDFLAGS = -module -avoid-version -shared
 
 # The POSIX test program posix-tests/ runs under `galley exec` (an ordinary

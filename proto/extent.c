@@ -12,7 +12,7 @@
 
 /* ---------------------------------------------------------- expansion -- */
 
-void gp_seg_expand(const gp_seg *s, gx_ext *out, uint64_t *n)
+void gp_seg_expand(const gp_seg *s, gp_ext *out, uint64_t *n)
 {
     if (s->kind == GP_SEG_EXTENT) {
         out[*n].off = s->off;
@@ -42,14 +42,14 @@ void gp_seg_expand(const gp_seg *s, gx_ext *out, uint64_t *n)
     }
 }
 
-size_t gx_number(gx_ext *e, size_t n)
+size_t gp_number(gp_ext *e, size_t n)
 {
     size_t w = 0;
     uint64_t src = 0;
     for (size_t i = 0; i < n; i++) {
         if (e[i].len == 0)
             continue;
-        e[w] = (gx_ext){.off = e[i].off, .len = e[i].len, .src = src};
+        e[w] = (gp_ext){.off = e[i].off, .len = e[i].len, .src = src};
         src += e[i].len;
         w++;
     }
@@ -58,7 +58,7 @@ size_t gx_number(gx_ext *e, size_t n)
 
 /* ------------------------------------------------------------ sorting -- */
 
-bool gx_sorted(const gx_ext *e, size_t n)
+bool gp_sorted(const gp_ext *e, size_t n)
 {
     for (size_t i = 1; i < n; i++)
         if (e[i].off < e[i - 1].off)
@@ -66,24 +66,24 @@ bool gx_sorted(const gx_ext *e, size_t n)
     return true;
 }
 
-bool gx_disjoint(const gx_ext *e, size_t n)
+bool gp_disjoint(const gp_ext *e, size_t n)
 {
     for (size_t i = 1; i < n; i++)
-        if (e[i].off < gx_end(&e[i - 1]))
+        if (e[i].off < gp_end(&e[i - 1]))
             return false;
     return true;
 }
 
-static bool before(const gx_ext *a, const gx_ext *b, bool by_src)
+static bool before(const gp_ext *a, const gp_ext *b, bool by_src)
 {
     return by_src ? a->src < b->src : a->off < b->off;
 }
 
 /* Stable bottom-up merge sort of e[0..n) through tmp[0..n): by offset, or
  * by src (which is unique).  Runs already in order cost one comparison. */
-static void msort(gx_ext *e, gx_ext *tmp, size_t n, bool by_src)
+static void msort(gp_ext *e, gp_ext *tmp, size_t n, bool by_src)
 {
-    gx_ext *from = e, *to = tmp;
+    gp_ext *from = e, *to = tmp;
     for (size_t w = 1; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n;
@@ -100,7 +100,7 @@ static void msort(gx_ext *e, gx_ext *tmp, size_t n, bool by_src)
             k += mid - a;
             memcpy(to + k, from + b, (hi - b) * sizeof(*e));
         }
-        gx_ext *t = from;
+        gp_ext *t = from;
         from = to;
         to = t;
     }
@@ -108,14 +108,14 @@ static void msort(gx_ext *e, gx_ext *tmp, size_t n, bool by_src)
         memcpy(e, from, n * sizeof(*e));
 }
 
-static int sort_by(gx_ext *e, size_t n, bool by_src)
+static int sort_by(gp_ext *e, size_t n, bool by_src)
 {
     size_t i = 1;
     while (i < n && !before(&e[i], &e[i - 1], by_src))
         i++;
     if (i >= n)
         return 0; /* already in order */
-    gx_ext *tmp = malloc(n * sizeof(*tmp));
+    gp_ext *tmp = malloc(n * sizeof(*tmp));
     if (!tmp)
         return -ENOMEM;
     msort(e, tmp, n, by_src);
@@ -123,45 +123,45 @@ static int sort_by(gx_ext *e, size_t n, bool by_src)
     return 0;
 }
 
-int gx_sort(gx_ext *e, size_t n)
+int gp_sort(gp_ext *e, size_t n)
 {
     return sort_by(e, n, false);
 }
 
-int gx_sort_src(gx_ext *e, size_t n)
+int gp_sort_src(gp_ext *e, size_t n)
 {
     return sort_by(e, n, true);
 }
 
-void gx_order(gx_ext *e, size_t n, bool write)
+void gp_order(gp_ext *e, size_t n, bool write)
 {
-    if (gx_disjoint(e, n))
+    if (gp_disjoint(e, n))
         return;
-    gx_ext *copy = NULL;
+    gp_ext *copy = NULL;
     if (write) {
         copy = malloc(n * sizeof(*copy));
         if (!copy)
             return; /* list order is always correct, just slower */
         memcpy(copy, e, n * sizeof(*copy));
     }
-    if (gx_sort(e, n) == 0 && copy && !gx_disjoint(e, n))
+    if (gp_sort(e, n) == 0 && copy && !gp_disjoint(e, n))
         memcpy(e, copy, n * sizeof(*copy));
     free(copy);
 }
 
 /* ------------------------------------------------------------ extents -- */
 
-size_t gx_extent_at(const gx_ext *e, size_t n, size_t i, uint64_t *off,
+size_t gp_extent_at(const gp_ext *e, size_t n, size_t i, uint64_t *off,
                     uint64_t *end, bool *overlap)
 {
-    uint64_t x = gx_end(&e[i]);
+    uint64_t x = gp_end(&e[i]);
     bool ov = false;
     size_t k = i + 1;
     while (k < n && e[k].off <= x) {
         if (e[k].off < x)
             ov = true;
-        if (gx_end(&e[k]) > x)
-            x = gx_end(&e[k]);
+        if (gp_end(&e[k]) > x)
+            x = gp_end(&e[k]);
         k++;
     }
     *off = e[i].off;
@@ -171,7 +171,7 @@ size_t gx_extent_at(const gx_ext *e, size_t n, size_t i, uint64_t *off,
     return k;
 }
 
-int gx_resolve(gx_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
+int gp_resolve(gp_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
                uint64_t flag)
 {
     *resolved = NULL;
@@ -179,7 +179,7 @@ int gx_resolve(gx_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
     for (size_t i = 0; i < *n;) {
         uint64_t off, end;
         bool ov;
-        size_t j = gx_extent_at(e, *n, i, &off, &end, &ov);
+        size_t j = gp_extent_at(e, *n, i, &off, &end, &ov);
         if (ov)
             need += end - off;
         i = j;
@@ -195,7 +195,7 @@ int gx_resolve(gx_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
     for (size_t i = 0; i < *n;) {
         uint64_t off, end;
         bool ov;
-        size_t j = gx_extent_at(e, *n, i, &off, &end, &ov);
+        size_t j = gp_extent_at(e, *n, i, &off, &end, &ov);
         if (!ov) {
             memmove(&e[w], &e[i], (j - i) * sizeof(*e));
             w += j - i;
@@ -209,7 +209,7 @@ int gx_resolve(gx_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
         }
         for (size_t k = i; k < j; k++)
             memcpy(buf + roff + (e[k].off - off), data + e[k].src, e[k].len);
-        e[w++] = (gx_ext){.off = off, .len = end - off, .src = flag | roff};
+        e[w++] = (gp_ext){.off = off, .len = end - off, .src = flag | roff};
         roff += end - off;
         i = j;
     }
@@ -220,7 +220,7 @@ int gx_resolve(gx_ext *e, size_t *n, const uint8_t *data, uint8_t **resolved,
 
 /* ------------------------------------------------------------ folding -- */
 
-static void gx_fold_start(gp_seg *s, uint64_t off, uint64_t len)
+static void gp_fold_start(gp_seg *s, uint64_t off, uint64_t len)
 {
     s->kind = GP_SEG_EXTENT;
     s->nlev = 0;
@@ -228,7 +228,7 @@ static void gx_fold_start(gp_seg *s, uint64_t off, uint64_t len)
     s->size = len;
 }
 
-static bool gx_fold(gp_seg *s, uint64_t off, uint64_t len)
+static bool gp_fold(gp_seg *s, uint64_t off, uint64_t len)
 {
     if (s->kind == GP_SEG_EXTENT) {
         if (s->off + s->size == off) {
@@ -250,7 +250,7 @@ static bool gx_fold(gp_seg *s, uint64_t off, uint64_t len)
     return false;
 }
 
-void gx_folder_init(gx_folder *f, gp_wbuf *out, uint64_t max)
+void gp_folder_init(gp_folder *f, gp_wbuf *out, uint64_t max)
 {
     f->out = out;
     f->max = max;
@@ -258,25 +258,25 @@ void gx_folder_init(gx_folder *f, gp_wbuf *out, uint64_t max)
     f->open = false;
     if (out) {
         f->count_at = out->len;
-        gp_put_u32(out, 0); /* filled in by gx_folder_end */
+        gp_put_u32(out, 0); /* filled in by gp_folder_end */
     }
 }
 
-bool gx_folder_add(gx_folder *f, uint64_t off, uint64_t len)
+bool gp_folder_add(gp_folder *f, uint64_t off, uint64_t len)
 {
-    if (f->open && gx_fold(&f->s, off, len))
+    if (f->open && gp_fold(&f->s, off, len))
         return true;
     if (f->max && f->nseg == f->max)
         return false;
     if (f->open && f->out)
         gp_put_seg(f->out, &f->s);
-    gx_fold_start(&f->s, off, len);
+    gp_fold_start(&f->s, off, len);
     f->open = true;
     f->nseg++;
     return true;
 }
 
-uint64_t gx_folder_end(gx_folder *f)
+uint64_t gp_folder_end(gp_folder *f)
 {
     if (f->open && f->out)
         gp_put_seg(f->out, &f->s);

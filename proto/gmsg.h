@@ -325,7 +325,7 @@
 #define GP_IO_CWRITE_REP(F) F(u64, size)
 
 /* DIRECT_COPEN: DIRECT_OPEN for a checksummed fork's same-host client,
- * which then keeps the CRCs itself (proto/csfile.h; servers/direct.c).
+ * which then keeps the CRCs itself (common/csfile.h; servers/direct.c).
  * part 0: the fork's file (read-only unless write; the fork becomes
  * checksummed if it was not), DIRECT_CLOSE'd as DIRECT_OPEN's; part 1:
  * its CRC sidecar (read-write), for a connection holding part 0. */

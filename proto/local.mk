@@ -1,15 +1,12 @@
 # The wire protocol, compiled into both libgalley and galleyd.
 noinst_LTLIBRARIES += proto/libgproto.la
 proto_libgproto_la_SOURCES = proto/gproto.c proto/gproto.h \
-	proto/extent.c proto/extent.h \
-	proto/fdio.c proto/fdio.h \
+	proto/extent.c proto/extent.h proto/layout.h \
 	proto/gauth.c proto/gauth.h \
-	proto/gerror.c proto/gerror.h proto/fnv.h proto/gclock.h \
-	proto/crc32c.c proto/crc32c.h proto/gfault.h \
-	proto/gspin.c proto/gspin.h \
-	proto/csfile.c proto/csfile.h
+	proto/gerror.c proto/gerror.h
 # the cluster secret's MAC and random numbers come from libsodium; the
-# GALLEY_* variables from common/ (common/local.mk)
+# GALLEY_* variables, clocks, CRC32C and the other shared code not of the
+# protocol from common/ (common/local.mk)
 proto_libgproto_la_CFLAGS = $(AM_CFLAGS) $(SODIUM_CFLAGS)
 proto_libgproto_la_LIBADD = $(SODIUM_LIBS) common/libgcommon.la
 

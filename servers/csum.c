@@ -41,7 +41,7 @@
  *    checked when read, or made by a checked write.
  * 6. Same-host clients (direct.c: DIRECT_COPEN) read and write a
  *    checksummed fork's file themselves and keep these entries
- *    themselves, with proto/csfile.c, under per-chunk locks on the
+ *    themselves, with common/csfile.c, under per-chunk locks on the
  *    sidecar's entries; while any holds the fork, this server's own
  *    reads and writes of it bypass the cache and use the same code
  *    ("bypass" below).  Every finished write settles its entries to
@@ -52,10 +52,12 @@
  *    (clients send it inline with IO_CWRITE / IO_CREAD, whose CRC covers
  *    the data in transit).
  *
- * Test-only fault switches, read once from the environment:
+ * Test-only fault switches, read once from the environment, and only by
+ * the test build, galleyd-test (common/gfault.h; galleyd ignores them):
  *   GALLEY_TEST_FLIP_WIRE=N     flip one bit of the data of the first N
  *                               IO_CREAD replies after their CRC is made
- *                               (the client flips its IO_CWRITEs the same)
+ *                               (io_read.c; the client flips its
+ *                               IO_CWRITEs the same)
  *   GALLEY_TEST_CRASH_AFTER_CRC=1  _exit in the first write of a
  *                               checksummed fork after its sidecar entries
  *                               are written and before its data is
@@ -83,21 +85,16 @@
 #include <unistd.h>
 
 #define BS ((uint64_t)GSRV_BLOCK_SIZE)
-#define ENT GP_CS_ENT /* sidecar bytes per chunk */
+#define ENT G_CS_ENT /* sidecar bytes per chunk */
 
-_Static_assert(GSRV_BLOCK_SIZE == GP_CS_CHUNK, "a chunk is a cache block");
+_Static_assert(GSRV_BLOCK_SIZE == G_CS_CHUNK, "a chunk is a cache block");
 
-/* The test-only fault switches (see the header comment). */
-static long flips_left = -1;
-
+/* The test-only crash point (see the header comment): only in
+ * galleyd-test (common/gfault.h). */
+#ifdef GALLEY_TEST_HOOKS
 static bool crash_after_crc(void)
 {
-    return g_config_int(G_CFG_TEST_CRASH_AFTER_CRC) > 0; /* read once */
-}
-
-bool gsrv_csum_fault_flip(void)
-{
-    return gp_fault_take(&flips_left, G_CFG_TEST_FLIP_WIRE);
+    return g_fault_int(G_CFG_TEST_CRASH_AFTER_CRC) > 0; /* read once */
 }
 
 static void fault_crash_point(int stage)
@@ -110,6 +107,14 @@ static void fault_crash_point(int stage)
         _exit(99);
     }
 }
+#define CRASH_HOOK (crash_after_crc() ? fault_crash_point : NULL)
+#else
+#define CRASH_HOOK NULL
+static inline void fault_crash_point(int stage)
+{
+    (void)stage;
+}
+#endif
 
 static void sidecar_file(uint64_t fkid, char *out, size_t len)
 {
@@ -150,10 +155,10 @@ int gsrv_csum_create(gsrv_fork *f)
     if (n && !buf)
         rc = -ENOMEM;
     for (uint64_t b = 0; b < n && !rc; b++) {
-        rc = gp_cs_read_chunk(f->fd, b, buf);
+        rc = g_cs_read_chunk(f->fd, b, buf);
         uint8_t e[ENT];
-        uint32_t c = rc ? 0 : gp_crc32c(0, buf, BS);
-        gp_cs_put(e, c, c);
+        uint32_t c = rc ? 0 : g_crc32c(0, buf, BS);
+        g_cs_put(e, c, c);
         if (!rc && pwrite(cfd, e, ENT, (off_t)(b * ENT)) != ENT)
             rc = -EIO;
     }
@@ -192,13 +197,13 @@ static void log_bad(uint64_t fkid, uint64_t bno, uint32_t crc, uint32_t stored)
 int gsrv_csum_verify(int cfd, uint64_t fkid, uint64_t bno, const uint8_t *blk)
 {
     uint8_t e[ENT];
-    int rc = gp_cs_read_entries(cfd, bno, 1, e);
+    int rc = g_cs_read_entries(cfd, bno, 1, e);
     if (rc)
         return rc;
-    uint32_t crc = gp_crc32c(0, blk, BS);
-    if (gp_cs_ok(e, crc))
+    uint32_t crc = g_crc32c(0, blk, BS);
+    if (g_cs_ok(e, crc))
         return 0;
-    log_bad(fkid, bno, crc, gp_cs_cur(e));
+    log_bad(fkid, bno, crc, g_cs_cur(e));
     return GFS_ECHECKSUM;
 }
 
@@ -213,14 +218,14 @@ int gsrv_csum_update(gsrv_fork *f, const uint64_t *bno, gsrv_block **blk,
         while (j < n && bno[j] == bno[j - 1] + 1 && j - i < 1024)
             j++;
         uint8_t e[1024 * ENT];
-        int rc = gp_cs_read_entries(f->cfd, bno[i], j - i, e);
+        int rc = g_cs_read_entries(f->cfd, bno[i], j - i, e);
         if (rc)
             return rc;
         for (size_t k = i; k < j; k++) {
             uint8_t *p = e + (k - i) * ENT;
-            uint32_t c = gp_crc32c(0, blk[k]->data, BS), cur = gp_cs_cur(p);
+            uint32_t c = g_crc32c(0, blk[k]->data, BS), cur = g_cs_cur(p);
             if (c != cur) /* the disk holds cur until the data is written */
-                gp_cs_put(p, c, cur);
+                g_cs_put(p, c, cur);
         }
         ssize_t w = pwrite(f->cfd, e, (j - i) * ENT, (off_t)(bno[i] * ENT));
         if (w != (ssize_t)((j - i) * ENT))
@@ -242,12 +247,11 @@ int gsrv_csum_settled(gsrv_fork *f, const uint64_t *bno, size_t n)
         while (j < n && bno[j] == bno[j - 1] + 1 && j - i < 1024)
             j++;
         uint8_t e[1024 * ENT];
-        int rc = gp_cs_read_entries(f->cfd, bno[i], j - i, e);
+        int rc = g_cs_read_entries(f->cfd, bno[i], j - i, e);
         if (rc)
             return rc;
         for (size_t k = 0; k < j - i; k++)
-            gp_cs_put(e + k * ENT, gp_cs_cur(e + k * ENT),
-                      gp_cs_cur(e + k * ENT));
+            g_cs_put(e + k * ENT, g_cs_cur(e + k * ENT), g_cs_cur(e + k * ENT));
         ssize_t w = pwrite(f->cfd, e, (j - i) * ENT, (off_t)(bno[i] * ENT));
         if (w != (ssize_t)((j - i) * ENT))
             return w < 0 ? -errno : -EIO;
@@ -277,33 +281,33 @@ void gsrv_csum_settle_dead(gsrv_fork *f)
     for (uint64_t b0 = 0; b0 < n; b0 += 1024) {
         uint8_t e[1024 * ENT];
         size_t m = n - b0 < 1024 ? (size_t)(n - b0) : 1024;
-        if (gp_cs_read_entries(f->cfd, b0, m, e))
+        if (g_cs_read_entries(f->cfd, b0, m, e))
             break;
         for (size_t k = 0; k < m; k++) {
             uint8_t *p = e + k * ENT;
             if (!memcmp(p, p + 4, 4))
                 continue; /* settled */
             uint64_t b = b0 + k;
-            if (gp_cs_lock(f->cfd, b, 1, true))
+            if (g_cs_lock(f->cfd, b, 1, true))
                 continue;
             uint8_t cur[ENT];
-            if (!gp_cs_read_entries(f->cfd, b, 1, cur) &&
-                memcmp(cur, cur + 4, 4) && !gp_cs_read_chunk(f->fd, b, buf)) {
-                uint32_t crc = gp_crc32c(0, buf, BS);
-                if (!gp_cs_ok(cur, crc))
+            if (!g_cs_read_entries(f->cfd, b, 1, cur) &&
+                memcmp(cur, cur + 4, 4) && !g_cs_read_chunk(f->fd, b, buf)) {
+                uint32_t crc = g_crc32c(0, buf, BS);
+                if (!g_cs_ok(cur, crc))
                     gsrv_log(0,
                              "fork %" PRIx64 ": chunk %" PRIu64
                              " was being written when its same-host writer "
                              "died; its checksum is made from the bytes on "
                              "disk",
                              f->fkid, b);
-                gp_cs_put(cur, crc, crc);
+                g_cs_put(cur, crc, crc);
                 if (pwrite(f->cfd, cur, ENT, (off_t)(b * ENT)) != ENT)
                     gsrv_log(0,
                              "fork %" PRIx64 ": cannot settle chunk %" PRIu64,
                              f->fkid, b);
             }
-            gp_cs_unlock(f->cfd, b, 1);
+            g_cs_unlock(f->cfd, b, 1);
         }
     }
     free(buf);
@@ -316,7 +320,7 @@ int gsrv_csum_truncate(gsrv_fork *f, uint64_t size)
     uint64_t n = (size + BS - 1) / BS;
     /* same-host writers (csfile.h) hold chunks by their entries' locks */
     uint64_t from = n ? n - 1 : 0;
-    int rc = gp_cs_lock(f->cfd, from, 0, true);
+    int rc = g_cs_lock(f->cfd, from, 0, true);
     if (rc)
         return rc;
     if (ftruncate(f->cfd, (off_t)(n * ENT)) < 0)
@@ -325,16 +329,16 @@ int gsrv_csum_truncate(gsrv_fork *f, uint64_t size)
     if (!rc && size % BS && !(buf = malloc(BS)))
         rc = -ENOMEM;
     if (!rc && buf)
-        rc = gp_cs_read_chunk(f->fd, n - 1, buf);
+        rc = g_cs_read_chunk(f->fd, n - 1, buf);
     if (!rc && buf) {
         uint8_t e[ENT];
-        uint32_t c = gp_crc32c(0, buf, BS);
-        gp_cs_put(e, c, c);
+        uint32_t c = g_crc32c(0, buf, BS);
+        g_cs_put(e, c, c);
         if (pwrite(f->cfd, e, ENT, (off_t)((n - 1) * ENT)) != ENT)
             rc = -EIO;
     }
     free(buf);
-    gp_cs_unlock(f->cfd, from, 0);
+    g_cs_unlock(f->cfd, from, 0);
     return rc;
 }
 
@@ -349,28 +353,27 @@ int gsrv_csum_truncate(gsrv_fork *f, uint64_t size)
 static void log_bad_chunk(const gsrv_fork *f, uint64_t bno)
 {
     uint8_t *buf = malloc(BS), e[ENT];
-    if (buf && !gp_cs_read_chunk(f->fd, bno, buf) &&
-        !gp_cs_read_entries(f->cfd, bno, 1, e))
-        log_bad(f->fkid, bno, gp_crc32c(0, buf, BS), gp_cs_cur(e));
+    if (buf && !g_cs_read_chunk(f->fd, bno, buf) &&
+        !g_cs_read_entries(f->cfd, bno, 1, e))
+        log_bad(f->fkid, bno, g_crc32c(0, buf, BS), g_cs_cur(e));
     else
         log_bad(f->fkid, bno, 0, 0);
     free(buf);
 }
 
-int gsrv_csum_bypass_write(gsrv_fork *f, const gx_ext *e, size_t n)
+int gsrv_csum_bypass_write(gsrv_fork *f, const gp_ext *e, size_t n)
 {
     uint64_t bad = 0;
-    int rc = gp_cs_write(f->fd, f->cfd, e, n, &bad,
-                         crash_after_crc() ? fault_crash_point : NULL);
+    int rc = g_cs_write(f->fd, f->cfd, e, n, &bad, CRASH_HOOK);
     if (rc == GFS_ECHECKSUM)
         log_bad_chunk(f, bad);
     return rc;
 }
 
-int gsrv_csum_bypass_read(gsrv_fork *f, const gx_ext *e, size_t n)
+int gsrv_csum_bypass_read(gsrv_fork *f, const gp_ext *e, size_t n)
 {
     uint64_t bad = 0;
-    int rc = gp_cs_read(f->fd, f->cfd, e, n, &bad);
+    int rc = g_cs_read(f->fd, f->cfd, e, n, &bad);
     if (rc == GFS_ECHECKSUM)
         log_bad_chunk(f, bad);
     return rc;
@@ -402,14 +405,14 @@ int gsrv_do_SCRUB(gsrv_conn *c, const gp_SCRUB_req *m, gp_SCRUB_rep *out,
         else
             pthread_rwlock_rdlock(&f->rw);
         direct = gsrv_fork_direct(f);
-        int v = direct ? gp_cs_lock(f->cfd, b, 1, false) : 0;
+        int v = direct ? g_cs_lock(f->cfd, b, 1, false) : 0;
         bool past = b * BS >= gsrv_fork_size(f);
         if (!v && !past)
-            v = gp_cs_read_chunk(f->fd, b, buf);
+            v = g_cs_read_chunk(f->fd, b, buf);
         if (!past && !v)
             v = gsrv_csum_verify(f->cfd, f->fkid, b, buf);
         if (direct)
-            gp_cs_unlock(f->cfd, b, 1);
+            g_cs_unlock(f->cfd, b, 1);
         pthread_rwlock_unlock(&f->rw);
         if (past)
             break;

@@ -32,8 +32,8 @@
  *      fork's blocks are dropped and f->direct_w is raised.
  *   2. While f->direct_w > 0, the data path (io*.c) neither reads nor
  *      fills the cache for the fork: reads come from the file
- *      (gx_fd_read), writes go to the
- *      file with exactly the bytes the request carries (gx_fd_write),
+ *      (g_fd_read), writes go to the
+ *      file with exactly the bytes the request carries (g_fd_write),
  *      never a block with bytes around them; and the fork's size is the
  *      file's (gsrv_fork_size: fstat), since direct writers grow it.
  *   3. The last writable grant's release stores the file's size as the
@@ -48,7 +48,7 @@
  * (data sieving, as ROMIO's ufs: does under fcntl locks) -- only if no
  * other writer can change the span meanwhile.  So while f->direct_lk > 0
  * every writer of the file locks what it writes with an exclusive OFD
- * lock (fdio.h: gx_fd_write_locked): each locked holder on its own open
+ * lock (fdio.h: g_fd_write_locked): each locked holder on its own open
  * file description, and write_bypass.c on ours.  Kept by four more rules:
  *
  *   4. A fork enters locked mode only while every writable grant is
@@ -271,7 +271,7 @@ int gsrv_do_DIRECT_WOPEN(gsrv_conn *c, const gp_DIRECT_WOPEN_req *m,
 
 /*
  * DIRECT_COPEN: a checksummed fork for a client that keeps its CRCs
- * itself (proto/csfile.h: every holder, this server included, takes the
+ * itself (common/csfile.h: every holder, this server included, takes the
  * chunks' locks on the sidecar).  Part 0 is a grant as DIRECT_OPEN's,
  * except that the fork is made checksummed if it is not yet (as by its
  * first IO_CWRITE) and that every such grant, read-only too, counts in

@@ -81,7 +81,7 @@ static void usage(FILE *f)
             "the next\n"
             "                     request before sleeping, unless polling "
             "is backed\n"
-            "                     off (proto/gspin.h; default 50; 0 never)\n"
+            "                     off (common/gspin.h; default 50; 0 never)\n"
             "  --key FILE         the cluster secret (galley-cluster's "
             "DIR/cluster.key):\n"
             "                     only clients that prove they know it are "

@@ -83,7 +83,7 @@ static inline bool gsrv_fork_direct(const gsrv_fork *f)
     return __atomic_load_n(&f->direct_w, __ATOMIC_ACQUIRE) != 0;
 }
 /* True while the fork is in locked mode (direct.c): its writes take OFD
- * locks (fdio.h: gx_fd_write_locked).  Read under f->rw. */
+ * locks (fdio.h: g_fd_write_locked).  Read under f->rw. */
 static inline bool gsrv_fork_locked(const gsrv_fork *f)
 {
     return __atomic_load_n(&f->direct_lk, __ATOMIC_ACQUIRE) != 0;
@@ -156,14 +156,12 @@ void gsrv_csum_settle_dead(gsrv_fork *f);
 /* After the data file was truncated to size (rw held exclusively). */
 int gsrv_csum_truncate(gsrv_fork *f, uint64_t size);
 /* While same-host clients hold the fork (gsrv_fork_direct): pieces
- * (gx_ext.mem; writes sorted and disjoint, reads sorted) to or from its
- * file, chunk-locked and checked as they do (proto/csfile.h), rw held
+ * (gp_ext.mem; writes sorted and disjoint, reads sorted) to or from its
+ * file, chunk-locked and checked as they do (common/csfile.h), rw held
  * exclusively.  0, GFS_ECHECKSUM (logged) or -errno. */
-struct gx_ext;
-int gsrv_csum_bypass_write(gsrv_fork *f, const struct gx_ext *e, size_t n);
-int gsrv_csum_bypass_read(gsrv_fork *f, const struct gx_ext *e, size_t n);
-/* Test-only: should this checksummed reply's data get a flipped bit? */
-bool gsrv_csum_fault_flip(void);
+struct gp_ext;
+int gsrv_csum_bypass_write(gsrv_fork *f, const struct gp_ext *e, size_t n);
+int gsrv_csum_bypass_read(gsrv_fork *f, const struct gp_ext *e, size_t n);
 
 /* ------------------------------------------------------------------------
  * CacheManager (cache.c)

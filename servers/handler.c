@@ -605,9 +605,9 @@ void *gsrv_handler_main(void *arg)
     for (;;) {
         /* a same-host client usually sends its next request within
          * microseconds: poll for it briefly unless polling is backed off
-         * (proto/gspin.h) */
+         * (common/gspin.h) */
         if (c->local)
-            gp_spin_readable(c->fd, gsrv_g.spin_us);
+            g_spin_readable(c->fd, gsrv_g.spin_us);
         /* between frames a client may idle as long as it likes, once it
          * has authenticated; within a frame it must keep sending */
         int idle_ms = -1;

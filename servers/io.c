@@ -24,11 +24,11 @@
  *    GFS_EPROTO).
  * 2. Expand (gp_seg_expand, extent.h) into pieces in list order;
  *    zero-length pieces are dropped (they move nothing).  A piece is a
- *    gx_ext of 24 bytes: offset, length, and where its data starts in the
+ *    gp_ext of 24 bytes: offset, length, and where its data starts in the
  *    payload / reply ("src"), which is also its position in list order.
- * 3. Sort by offset (gx_sort) and coalesce adjacent or overlapping pieces
- *    into extents (gx_extent_at) before touching the cache.  For writes, an
- *    extent whose pieces overlap is resolved first (gx_resolve): its pieces
+ * 3. Sort by offset (gp_sort) and coalesce adjacent or overlapping pieces
+ *    into extents (gp_extent_at) before touching the cache.  For writes, an
+ *    extent whose pieces overlap is resolved first (gp_resolve): its pieces
  *    are applied in list order into a scratch buffer (a later piece wins)
  *    and replaced by one piece.
  * 4. Blocks: the extents are walked block by block; a window of at most
@@ -108,7 +108,7 @@ int gsrv_io_decode(gp_rbuf *r, io_req *q)
         return 0;
 
     /* pass 2: expand into pieces, numbered in list order */
-    gx_ext *pc = malloc(npieces * sizeof(*pc));
+    gp_ext *pc = malloc(npieces * sizeof(*pc));
     if (!pc)
         return -ENOMEM;
     gp_rbuf r2 = *r;
@@ -123,7 +123,7 @@ int gsrv_io_decode(gp_rbuf *r, io_req *q)
             gp_seg_expand(&s, pc, &k);
     }
     q->it = pc;
-    q->n = gx_number(pc, (size_t)k);
+    q->n = gp_number(pc, (size_t)k);
     return 0;
 }
 
@@ -137,7 +137,7 @@ int gsrv_io_alloc_window(io_req *q)
     size_t W = gsrv_cache_window(), need = 0;
     uint64_t last = UINT64_MAX; /* last block counted */
     for (size_t i = 0; i < q->n && need < W; i++) {
-        uint64_t b0 = q->it[i].off / BS, b1 = (gx_end(&q->it[i]) - 1) / BS;
+        uint64_t b0 = q->it[i].off / BS, b1 = (gp_end(&q->it[i]) - 1) / BS;
         if (last != UINT64_MAX && b0 <= last)
             b0 = last + 1;
         if (b1 >= b0 && (last == UINT64_MAX || b1 > last)) {
@@ -196,7 +196,7 @@ size_t gsrv_io_fill_window(io_req *q)
             if (q->inext >= q->n)
                 break;
             q->elast =
-                gx_extent_at(q->it, q->n, q->inext, &q->eoff, &q->eend, NULL);
+                gp_extent_at(q->it, q->n, q->inext, &q->eoff, &q->eend, NULL);
             q->efirst = q->inext;
             q->inext = q->elast;
             q->ebno = q->eoff / BS;
@@ -299,9 +299,9 @@ int gsrv_io_copy_window(io_req *q)
         whi = q->limit;
     size_t k = 0; /* items are sorted by offset: blocks only move forward */
     for (size_t i = q->wfirst; i < q->wlast; i++) {
-        const gx_ext *it = &q->it[i];
+        const gp_ext *it = &q->it[i];
         uint64_t a = it->off > wlo ? it->off : wlo;
-        uint64_t e = gx_end(it) < whi ? gx_end(it) : whi;
+        uint64_t e = gp_end(it) < whi ? gp_end(it) : whi;
         if (a >= e)
             continue;
         if (q->bno[k] > a / BS) /* an overlapping piece starting earlier */

@@ -36,7 +36,7 @@ typedef struct io_req {
                       * the blocks as the windows need it (gsrv_rx_into) */
     size_t dpos;     /* stream: where the data starts in the frame */
     uint8_t *pulled; /* cma write: the data, copied in (malloc'd) */
-    gx_ext *it;      /* the pieces, numbered (gx_number) */
+    gp_ext *it;      /* the pieces, numbered (gp_number) */
     size_t n;
     uint64_t bytes;      /* sum of piece lengths */
     const uint8_t *data; /* write: the payload's data part */
@@ -83,7 +83,7 @@ int gsrv_io_decode(gp_rbuf *r, io_req *q);
 
 /* A write piece's data: in the payload, or in q->resolved. */
 static inline const uint8_t *gsrv_io_item_data(const io_req *q,
-                                               const gx_ext *it)
+                                               const gp_ext *it)
 {
     if (it->src & IO_RESOLVED)
         return q->resolved + (it->src & ~IO_RESOLVED);

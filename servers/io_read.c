@@ -10,7 +10,7 @@
  * list order, zeros past the end of the fork.  The ways, picked in io_read:
  *   - a fork whose file same-host clients write themselves (direct.c:
  *     f->direct_w > 0): from its file, not the cache, into one reply
- *     buffer (gx_fd_read, or csum.c's bypass read for a checksummed fork:
+ *     buffer (g_fd_read, or csum.c's bypass read for a checksummed fork:
  *     chunk-locked and checked as the clients' are); the size is the
  *     file's;
  *   - pieces of STREAM_SPLICE_MIN bytes or more on average (not IO_READV,
@@ -31,6 +31,7 @@
 #include "fdio.h"
 
 #include "crc32c.h"
+#include "gfault.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -44,8 +45,8 @@ static void send_from_cache(gsrv_out *o, void *arg)
 {
     io_req *q = arg;
     for (size_t i = 0; i < q->n && !o->err; i++) {
-        const gx_ext *it = &q->it[i];
-        uint64_t pos = it->off, e = gx_end(it);
+        const gp_ext *it = &q->it[i];
+        uint64_t pos = it->off, e = gp_end(it);
         size_t k = 0;
         while (pos < e) {
             if (pos >= q->size) {
@@ -84,11 +85,13 @@ static void send_staged(gsrv_out *o, void *arg)
 }
 
 /* IO_CREAD's reply field crc: the CRC of the data as it leaves (the
- * test-only fault switch flips a bit after: csum.c). */
+ * test-only fault switch GALLEY_TEST_FLIP_WIRE flips a bit after: csum.c;
+ * only in galleyd-test, common/gfault.h). */
 static void cread_crc(io_req *q, uint32_t *crc)
 {
-    *crc = gp_crc32c(0, q->staged, q->bytes);
-    if (q->bytes && gsrv_csum_fault_flip())
+    static long flips_left = -1;
+    *crc = g_crc32c(0, q->staged, q->bytes);
+    if (q->bytes && g_fault_take(&flips_left, G_CFG_TEST_FLIP_WIRE))
         q->staged[q->bytes / 2] ^= 0x10;
 }
 
@@ -111,10 +114,10 @@ static int read_windows(io_req *q)
 static int read_zeros(io_req *q)
 {
     for (size_t i = 0; i < q->n; i++) {
-        const gx_ext *it = &q->it[i];
+        const gp_ext *it = &q->it[i];
         for (uint64_t a = it->off > q->size ? it->off : q->size;
-             a < gx_end(it);) {
-            uint64_t z = gx_end(it) - a;
+             a < gp_end(it);) {
+            uint64_t z = gp_end(it) - a;
             if (!q->direct) {
                 memset(q->staged + it->src + (a - it->off), 0, z);
                 break;
@@ -136,13 +139,13 @@ static int read_bypass(gsrv_conn *c, io_req *q, gsrv_reply *rep, uint32_t *crc)
     int rc = -ENOMEM;
     q->staged = malloc(q->bytes);
     if (q->staged)
-        rc = gx_sort(q->it, q->n); /* src keeps each piece's reply place */
+        rc = gp_sort(q->it, q->n); /* src keeps each piece's reply place */
     if (rc)
         goto out_free;
     for (size_t i = 0; i < q->n; i++)
         q->it[i].mem = (char *)q->staged + q->it[i].src;
     rc = q->f->cfd >= 0 ? gsrv_csum_bypass_read(q->f, q->it, q->n)
-                        : gx_fd_read(q->f->fd, 0, q->it, q->n, NULL);
+                        : g_fd_read(q->f->fd, 0, q->it, q->n, NULL);
     if (rc)
         goto out_free;
     if (crc)
@@ -209,8 +212,8 @@ static int io_read(gsrv_conn *c, uint64_t fkid, gsrv_call *k, bool cma,
         gsrv_iostat_count(c, false, q->bytes);
         return 0;
     }
-    bool in_order = gx_sorted(q->it, q->n);
-    rc = in_order ? 0 : gx_sort(q->it, q->n);
+    bool in_order = gp_sorted(q->it, q->n);
+    rc = in_order ? 0 : gp_sort(q->it, q->n);
     if (!rc)
         rc = gsrv_io_alloc_window(q);
     if (rc)
@@ -221,7 +224,7 @@ static int io_read(gsrv_conn *c, uint64_t fkid, gsrv_call *k, bool cma,
         /* every block fits in one window: send from the cache */
         rc = gsrv_io_get_window(q);
         if (!rc && !in_order)
-            rc = gx_sort_src(q->it, q->n); /* the reply is in list order */
+            rc = gp_sort_src(q->it, q->n); /* the reply is in list order */
         if (rc)
             goto out_free;
         rep->datalen = q->bytes;

@@ -103,7 +103,7 @@ static enum write_mode write_mode(const gsrv_conn *c, const io_req *q,
 {
     if (gsrv_fork_direct(q->f)) /* direct.c, rule 2 */
         return WRITE_BYPASS;
-    if (!gsrv_rx_partial(c) || !in_order || !gx_disjoint(q->it, q->n))
+    if (!gsrv_rx_partial(c) || !in_order || !gp_disjoint(q->it, q->n))
         return WRITE_CACHE; /* the data is needed whole first */
     if (q->f->cfd < 0 && q->bytes / q->n >= STREAM_SPLICE_MIN)
         return WRITE_SPLICE;
@@ -121,7 +121,7 @@ static int write_decode(gsrv_conn *c, gp_rbuf *req, io_req *q, uint64_t fkid)
     if (!rc)
         rc = gsrv_io_decode(req, q);
     /* the data as the client computed it, or nothing is written */
-    if (!rc && q->cwire && gp_crc32c(0, q->data, q->bytes) != q->crc) {
+    if (!rc && q->cwire && g_crc32c(0, q->data, q->bytes) != q->crc) {
         gsrv_log(0, "fork %llx: write data failed its checksum in transit",
                  (unsigned long long)fkid);
         rc = GFS_ECHECKSUM_WIRE;
@@ -147,7 +147,7 @@ static int write_data(gsrv_conn *c, gp_rbuf *req, io_req *q,
     }
     if (q->cma && !q->data) {
         /* large pieces: straight from the client into the cache blocks */
-        if (mode == WRITE_BYPASS || !gx_disjoint(q->it, q->n))
+        if (mode == WRITE_BYPASS || !gp_disjoint(q->it, q->n))
             rc = pull_data(c, q);
         else
             q->direct = true;
@@ -183,15 +183,15 @@ static int io_write(gsrv_conn *c, uint64_t fkid, gsrv_call *k, bool cma,
     if (q->n == 0)
         goto out_reply;
 
-    bool in_order = gx_sorted(q->it, q->n);
-    rc = in_order ? 0 : gx_sort(q->it, q->n);
+    bool in_order = gp_sorted(q->it, q->n);
+    rc = in_order ? 0 : gp_sort(q->it, q->n);
     if (rc)
         goto out_free;
     enum write_mode mode = write_mode(c, q, in_order);
     rc = write_data(c, req, q, mode);
     if (rc)
         goto out_free;
-    rc = gx_resolve(q->it, &q->n, q->data, &q->resolved, IO_RESOLVED);
+    rc = gp_resolve(q->it, &q->n, q->data, &q->resolved, IO_RESOLVED);
     if (!rc && mode == WRITE_BYPASS) {
         rc = gsrv_write_bypass(q); /* rolls nothing back */
         if (rc)
@@ -199,7 +199,7 @@ static int io_write(gsrv_conn *c, uint64_t fkid, gsrv_call *k, bool cma,
         goto out_reply;
     }
     /* after resolving, pieces are disjoint and sorted: the last ends last */
-    uint64_t end = q->n ? gx_end(&q->it[q->n - 1]) : 0;
+    uint64_t end = q->n ? gp_end(&q->it[q->n - 1]) : 0;
     if (!rc)
         rc = mode == WRITE_SPLICE ? gsrv_write_splice(c, q)
                                   : gsrv_write_cache(q);

@@ -33,8 +33,8 @@
 /* Write n bytes at off (fdio.h); 0 or -errno. */
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 {
-    gx_ext e = {.off = off, .len = n, .mem = (char *)p};
-    return gx_fd_write(fd, 0, &e, 1);
+    gp_ext e = {.off = off, .len = n, .mem = (char *)p};
+    return g_fd_write(fd, 0, &e, 1);
 }
 
 /* The connection's pipe for rx_to_file, made at its first use and
@@ -148,7 +148,7 @@ int gsrv_write_splice(gsrv_conn *c, io_req *q)
 {
     int rc = 0;
     for (size_t i = 0; i < q->n && !rc; i++) {
-        gsrv_cache_forget(q->f->fkid, q->it[i].off, gx_end(&q->it[i]));
+        gsrv_cache_forget(q->f->fkid, q->it[i].off, gp_end(&q->it[i]));
         rc = rx_to_file(c, q->dpos + q->it[i].src, q->f->fd, q->it[i].off,
                         q->it[i].len);
     }

@@ -64,7 +64,12 @@ def find_program(rel, name):
                 "GALLEY_BUILD to the build directory" % rel, pytrace=False)
 
 
-def galleyd_path():
+def galleyd_path(test_hooks=False):
+    """galleyd; test_hooks: galleyd-test, the same server with the
+    test-only fault points (common/gfault.h: GALLEY_TEST_FLIP_WIRE,
+    GALLEY_TEST_CRASH_AFTER_CRC), built and never installed."""
+    if test_hooks:
+        return find_program("servers/galleyd-test", "galleyd-test")
     return find_program("servers/galleyd", "galleyd")
 
 
@@ -152,11 +157,13 @@ def authenticate(call, key):
 
 
 class Cluster:
-    """A set of galleyd servers in `dir`, run through galley-cluster."""
+    """A set of galleyd servers in `dir`, run through galley-cluster;
+    test_hooks=True: galleyd-test servers (galleyd_path)."""
 
-    def __init__(self, dir, n=4, env=None, start_args=()):
+    def __init__(self, dir, n=4, env=None, start_args=(), test_hooks=False):
         self.dir = Path(dir)
         self.n = n
+        self.test_hooks = test_hooks
         self.cluster_file = self.dir / "cluster"
         self.env = base_env(env)
         self.env["GALLEY_CLUSTER"] = str(self.cluster_file)
@@ -169,7 +176,7 @@ class Cluster:
         cmd = [sys.executable, str(CLUSTER_SCRIPT), args[0],
                "--dir", str(self.dir)] + list(args[1:])
         env = dict(self.env)
-        env["GALLEYD"] = galleyd_path()
+        env["GALLEYD"] = galleyd_path(self.test_hooks)
         return run(cmd, env=env, check=check, timeout=timeout)
 
     def start(self, resync=False):
@@ -348,9 +355,9 @@ def fresh_cluster(tmp_path):
 def make_cluster(tmp_path):
     made = []
 
-    def make(n=4, env=None, start_args=(), name=None):
+    def make(n=4, env=None, start_args=(), name=None, test_hooks=False):
         c = Cluster(tmp_path / (name or "cluster%d" % len(made)), n=n,
-                    env=env, start_args=start_args)
+                    env=env, start_args=start_args, test_hooks=test_hooks)
         made.append(c)
         return c.start()
 

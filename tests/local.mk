@@ -24,7 +24,10 @@ tests_helpers_t_structured_LDADD = libgalley/libgalley.la
 tests_helpers_t_local_SOURCES = tests/helpers/t_local.c tests/helpers/thelp.h
 tests_helpers_t_local_LDADD = libgalley/libgalley.la
 tests_helpers_t_checksum_SOURCES = tests/helpers/t_checksum.c tests/helpers/thelp.h
-tests_helpers_t_checksum_LDADD = libgalley/libgalley.la
+# t_checksum links the test build of libgalley (libgalley/local.mk): the
+# client's test-only fault points (GALLEY_TEST_FLIP_WIRE,
+# GALLEY_TEST_CLIENT_CRASH_AFTER_CRC) are there.
+tests_helpers_t_checksum_LDADD = libgalley/libgalley-test.la
 tests_helpers_t_mdstorm_SOURCES = tests/helpers/t_mdstorm.c tests/helpers/thelp.h
 tests_helpers_t_mdstorm_LDADD = libgalley/libgalley.la
 tests_helpers_t_repl_SOURCES = tests/helpers/t_repl.c tests/helpers/thelp.h

@@ -6,7 +6,11 @@ Real servers throughout; bytes are flipped in the servers' data files
 behind their backs, and on the wire by the test-only fault switches
 GALLEY_TEST_FLIP_WIRE (client: its checksummed writes; server: its
 checksummed read replies) and GALLEY_TEST_CRASH_AFTER_CRC (galleyd exits
-between a write's checksums and its data)."""
+between a write's checksums and its data).  Those exist only in the test
+builds (common/gfault.h): the server's in galleyd-test (a cluster made
+with test_hooks=True), the client's in the test build of libgalley that
+tests/helpers/t_checksum links; the installed galleyd, libgalley and
+galley ignore them (test_product_builds_ignore_fault_switches)."""
 
 import os
 import re
@@ -39,6 +43,21 @@ def crc32c(data, crc=0):
     return crc ^ 0xFFFFFFFF
 
 
+def t_fill(n, seed):
+    """tests/helpers/thelp.h's t_fill(buf, n, seed): splitmix64 words,
+    little-endian."""
+    m = (1 << 64) - 1
+    st = (seed * 7919 + 1) & m
+    out = bytearray()
+    while len(out) < n:
+        st = (st + 0x9E3779B97F4A7C15) & m
+        z = st
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        out += (z ^ (z >> 31)).to_bytes(8, "little")
+    return bytes(out[:n])
+
+
 def data_files(c, i):
     """Server i's fork data files (sub/HID/IDX.dat), largest first."""
     sub = Path(c.dir) / ("server%d" % i) / "sub"
@@ -56,6 +75,8 @@ def flip(path, at, bit=0x04):
 # The server path, whatever GALLEY_TRANSPORT says: for what only the
 # server does (its cache, the wire's CRCs, its own crash point).
 SERVER_PATH = {"GALLEY_TRANSPORT": "tcp"}
+# The same-host direct path (the client moves the data itself).
+DIRECT = {"GALLEY_TRANSPORT": "direct"}
 
 
 def put_checksummed(c, tmp_path, name, size=5 * UNIT + 1234, env=None):
@@ -188,7 +209,7 @@ def test_scrub_finds_flip_no_read_touched(make_cluster, tmp_path):
     cp, out = get(c, tmp_path, "s/f", env=SERVER_PATH)
     assert cp.returncode == 0 and out.read_bytes() == src.read_bytes()
     # a same-host client reading the file itself checks the disk's bytes
-    # (proto/csfile.h): the flip fails its read
+    # (common/csfile.h): the flip fails its read
     cp, out = get(c, tmp_path, "s/f", env={"GALLEY_TRANSPORT": "direct"})
     assert cp.returncode == 1, describe(cp)
     assert "failed its checksum on the I/O server's disk" in cp.stderr
@@ -209,63 +230,97 @@ def test_sidecar_goes_with_the_file(make_cluster, tmp_path):
 # ------------------------------------------------------------ the wire ---
 
 def test_wire_flip_client_to_server(make_cluster, tmp_path):
-    """A bit flipped in a write's data on its way: the server refuses it
-    (GFS_ECHECKSUM_WIRE) and writes nothing; the client sends it again.
-    Flipped every time: the call fails, and no damaged byte is stored."""
+    """A bit flipped in a write's data on its way (t_checksum: the test
+    build of libgalley): the server refuses it (GFS_ECHECKSUM_WIRE) and
+    writes nothing; the client sends it again.  Flipped every time: the
+    call fails, and no damaged byte is stored."""
     c = make_cluster(n=2)
-    src = tmp_path / "src"
-    src.write_bytes(os.urandom(3 * UNIT + 17))
-    cp = c.galley("put", "-C", src, "w/once",
+    size = 3 * UNIT + 17
+    put_checksummed(c, tmp_path, "w/once", size=size)
+    cp = c.helper("t_checksum", "overwrite", "w/once", 0, size, 4,
                   env={"GALLEY_TEST_FLIP_WIRE": "1", **SERVER_PATH})
-    assert cp.returncode == 0, describe(cp)
+    assert cp.stdout.strip() == "ok", describe(cp)
     assert "write data failed its checksum in transit" in \
         c.log(0) + c.log(1)
     cp, out = get(c, tmp_path, "w/once")
-    assert cp.returncode == 0 and out.read_bytes() == src.read_bytes(), \
+    assert cp.returncode == 0 and out.read_bytes() == t_fill(size, 4), \
         describe(cp)
 
-    cp = c.helper("t_checksum", "overwrite", "w/once", 100, 5000, 4,
+    cp = c.helper("t_checksum", "overwrite", "w/once", 100, 5000, 5,
                   env={"GALLEY_TEST_FLIP_WIRE": "1000", **SERVER_PATH})
     assert cp.returncode == 1 and "-1041" in cp.stdout, describe(cp)
     cp, out = get(c, tmp_path, "w/once")
-    assert cp.returncode == 0 and out.read_bytes() == src.read_bytes(), \
+    assert cp.returncode == 0 and out.read_bytes() == t_fill(size, 4), \
         describe(cp)
     cp = c.galley("scrub")
     assert cp.returncode == 0, describe(cp)
 
 
 def test_wire_flip_server_to_client(make_cluster, tmp_path):
-    """A bit flipped in a read reply's data: the client finds it before
-    the call returns and reads again; flipped every time, the read fails
-    and the output never appears."""
-    c = make_cluster(n=1, env={"GALLEY_TEST_FLIP_WIRE": "1"})
+    """A bit flipped in a read reply's data (galleyd-test): the client
+    finds it before the call returns and reads again; flipped every time,
+    the read fails and the output never appears."""
+    c = make_cluster(n=1, env={"GALLEY_TEST_FLIP_WIRE": "1"},
+                     test_hooks=True)
     src = tmp_path / "src"
     src.write_bytes(os.urandom(2 * UNIT))
-    # the clients' own switch off; replies come over the wire
-    noflip = {"GALLEY_TEST_FLIP_WIRE": "0", **SERVER_PATH}
-    cp = c.galley("put", "-C", src, "r/once", env=noflip)
+    # replies come over the wire (galley is the installed client: the
+    # variable does nothing in it)
+    cp = c.galley("put", "-C", src, "r/once", env=SERVER_PATH)
     assert cp.returncode == 0, describe(cp)
-    cp, out = get(c, tmp_path, "r/once", env=noflip)
+    cp, out = get(c, tmp_path, "r/once", env=SERVER_PATH)
     assert cp.returncode == 0, describe(cp)
     assert out.read_bytes() == src.read_bytes()
 
     c.stop()
     c.env["GALLEY_TEST_FLIP_WIRE"] = "1000"
     c.start()
-    cp, out = get(c, tmp_path, "r/once", env=noflip)
+    cp, out = get(c, tmp_path, "r/once", env=SERVER_PATH)
     assert cp.returncode == 1, describe(cp)
     assert "checksum in transit" in cp.stderr, describe(cp)
     assert not out.exists()
+
+
+def test_product_builds_ignore_fault_switches(make_cluster, tmp_path):
+    """The fault switches are compiled only into the test builds
+    (common/gfault.h): the installed galleyd and galley, with every one of
+    them set, write and read checksummed files over the wire and on the
+    direct path without a checksum error or a crash, where galleyd-test
+    with GALLEY_TEST_FLIP_WIRE set fails the same read."""
+    faults = {"GALLEY_TEST_FLIP_WIRE": "1000",
+              "GALLEY_TEST_CRASH_AFTER_CRC": "1",
+              "GALLEY_TEST_CLIENT_CRASH_AFTER_CRC": "1"}
+    c = make_cluster(n=2, env=faults, name="product")
+    for i, env in enumerate((SERVER_PATH, DIRECT)):
+        name = "p/f%d" % i
+        src = put_checksummed(c, tmp_path, name, size=3 * UNIT + 17,
+                              env=env)
+        cp, out = get(c, tmp_path, name, env=env)
+        assert cp.returncode == 0, describe(cp)
+        assert out.read_bytes() == src.read_bytes()
+    cp = c.galley("scrub")
+    assert cp.returncode == 0, describe(cp)
+    logs = c.log(0) + c.log(1)
+    assert "in transit" not in logs, logs
+    assert "exiting between the checksums and the data" not in logs, logs
+    c.check_alive()
+
+    t = make_cluster(n=1, env={"GALLEY_TEST_FLIP_WIRE": "1000"},
+                     name="test", test_hooks=True)
+    put_checksummed(t, tmp_path, "p/f", size=UNIT, env=SERVER_PATH)
+    cp, out = get(t, tmp_path, "p/f", env=SERVER_PATH)
+    assert cp.returncode == 1, describe(cp)
+    assert "checksum in transit" in cp.stderr, describe(cp)
 
 
 # ------------------------------------------------------------ a crash ----
 
 def test_crash_between_checksum_and_data(make_cluster, tmp_path):
     """galleyd dies after a write's checksums are stored and before its
-    data is: after a restart the file reads back as it was (the write was
-    never acknowledged), without a false checksum error; the same write
-    then succeeds and survives another restart."""
-    c = make_cluster(n=1)
+    data is (galleyd-test): after a restart the file reads back as it was
+    (the write was never acknowledged), without a false checksum error;
+    the same write then succeeds and survives another restart."""
+    c = make_cluster(n=1, test_hooks=True)
     src = put_checksummed(c, tmp_path, "k/f", size=4 * CHUNK + 100)
     before = src.read_bytes()
     c.stop()
@@ -370,11 +425,9 @@ def test_raw_messages(cluster, uniq, tmp_path):
 
 # ------------------------------------------------ the same-host direct path
 
-DIRECT = {"GALLEY_TRANSPORT": "direct"}
-
 
 def test_direct_write_checked_and_flip_found(make_cluster, tmp_path):
-    """A same-host client writes a checksummed file itself (proto/csfile.h):
+    """A same-host client writes a checksummed file itself (common/csfile.h):
     the CRCs it stores are the ones the server checks (scrub clean, reads
     through the server right); a byte flipped on disk then fails direct
     and server reads alike, the server logging the chunk; a partial write

@@ -280,7 +280,7 @@ static int local_crc(const cur *c, int64_t off, int64_t len, char *back,
     if (m == MAP_FAILED) {
         if (read_side(c, false, off, len, back, err, errlen))
             return -1;
-        *crc = gp_crc32c(0, back, (size_t)len);
+        *crc = g_crc32c(0, back, (size_t)len);
         return 0;
     }
     struct stat st;
@@ -292,7 +292,7 @@ static int local_crc(const cur *c, int64_t off, int64_t len, char *back,
                  "during the copy?");
         return -1;
     }
-    *crc = gp_crc32c(0, (char *)m + lead, (size_t)len);
+    *crc = g_crc32c(0, (char *)m + lead, (size_t)len);
     munmap(m, (size_t)(len + lead));
     return 0;
 }
@@ -327,12 +327,12 @@ static int do_task(const plan *p, const stask *t, cur *c, char *buf, char *back,
             return local_crc(c, t->off, t->len, back, dcrc, err, errlen);
         if (read_side(c, true, t->off, t->len, back, err, errlen))
             return -1;
-        *dcrc = gp_crc32c(0, back, (size_t)t->len);
+        *dcrc = g_crc32c(0, back, (size_t)t->len);
         return 0;
     }
     if (read_side(c, !p->in, t->off, t->len, buf, err, errlen))
         return -1;
-    *scrc = gp_crc32c(0, buf, (size_t)t->len);
+    *scrc = g_crc32c(0, buf, (size_t)t->len);
     if (p->in) {
         int64_t w = gfs_striped_write(c->sid, t->off, buf, t->len);
         if (w != t->len) {
@@ -341,11 +341,11 @@ static int do_task(const plan *p, const stask *t, cur *c, char *buf, char *back,
             return -1;
         }
     } else {
-        int rc = gx_fd_write(c->fd, 0,
-                             &(gx_ext){.off = (uint64_t)t->off,
-                                       .len = (uint64_t)t->len,
-                                       .mem = buf},
-                             1);
+        int rc = g_fd_write(c->fd, 0,
+                            &(gp_ext){.off = (uint64_t)t->off,
+                                      .len = (uint64_t)t->len,
+                                      .mem = buf},
+                            1);
         if (rc < 0) {
             snprintf(err, errlen, "write to local side failed: %s",
                      strerror(-rc));
@@ -356,7 +356,7 @@ static int do_task(const plan *p, const stask *t, cur *c, char *buf, char *back,
         return local_crc(c, t->off, t->len, back, dcrc, err, errlen);
     if (read_side(c, true, t->off, t->len, back, err, errlen))
         return -1;
-    *dcrc = gp_crc32c(0, back, (size_t)t->len);
+    *dcrc = g_crc32c(0, back, (size_t)t->len);
     return 0;
 }
 

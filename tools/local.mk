@@ -7,7 +7,7 @@ tools_galley_SOURCES = tools/galley.c tools/fsck.c tools/galley_cli.h \
 # The cluster-file reader of libgalley (private to it), compiled in too so
 # that the addresses shown are the ones the library reads.
 tools_galley_SOURCES += libgalley/cluster_file.c libgalley/cluster_file.h
-tools_galley_LDADD = libgalley/libgalley.la common/libgcommon.la
+tools_galley_LDADD = libgalley/libgalley.la common/libgconfig.la
 tools_galley_SOURCES += tools/galley_exec.c tools/galley_exec.h \
 	tools/galley_mount.c tools/galley_mount.h
 tools_galley_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libgalley \

@@ -120,7 +120,7 @@ static void check_seg(gp_rbuf *r)
     uint64_t np, nb;
     if (!gp_seg_measure(&s, &np, &nb) || np > MAX_EXPAND)
         return;
-    gx_ext *p = malloc((np ? np : 1) * sizeof(*p));
+    gp_ext *p = malloc((np ? np : 1) * sizeof(*p));
     ENSURE(p != NULL);
     uint64_t n = 0, bytes = 0;
     gp_seg_expand(&s, p, &n);

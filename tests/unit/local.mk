@@ -82,21 +82,21 @@ tests_unit_fuzz_proto_SOURCES += tests/unit/fuzz_msg.c tests/unit/msg_sample.h
 tests_unit_fuzz_proto_asan_SOURCES += tests/unit/fuzz_msg.c \
 	tests/unit/msg_sample.h proto/gcodec.c
 
-# test_crc32c  proto/crc32c.c: the check value, hardware and table paths
+# test_crc32c  common/crc32c.c: the check value, hardware and table paths
 #              agree, continuation over pieces and iovecs
 check_PROGRAMS += tests/unit/test_crc32c
 TESTS += tests/unit/test_crc32c
 tests_unit_test_crc32c_SOURCES = tests/unit/test_crc32c.c tests/unit/utest.h
 tests_unit_test_crc32c_LDADD = proto/libgproto.la
 
-# test_spin    proto/gspin.c, the polling policy of both sides: refused on a
+# test_spin    common/gspin.c, the polling policy of both sides: refused on a
 #              host this test oversubscribes with busy children
 check_PROGRAMS += tests/unit/test_spin
 TESTS += tests/unit/test_spin
 tests_unit_test_spin_SOURCES = tests/unit/test_spin.c tests/unit/utest.h
 tests_unit_test_spin_LDADD = proto/libgproto.la
 
-# test_fdio    proto/fdio.c, the direct path's data mover, against a byte
+# test_fdio    common/fdio.c, the direct path's data mover, against a byte
 #              model: gaps bridged by sieved reads or not, overlaps, the
 #              end of the file, plain and locked (sieved) writes
 check_PROGRAMS += tests/unit/test_fdio

@@ -1,8 +1,8 @@
 /*
- * test_fdio.c -- proto/fdio.c's reads and writes against a byte model on
+ * test_fdio.c -- common/fdio.c's reads and writes against a byte model on
  * a real file: sorted pieces with every kind of gap (none, overlapping,
  * small enough to be bridged by a sieved read, too large, around the
- * bridging budget GX_FD_SIEVE_GAP) and pieces reaching past the end of
+ * bridging budget G_FD_SIEVE_GAP) and pieces reaching past the end of
  * the file, which read as zeros and set eof.
  *
  * Threads: single-threaded.
@@ -30,7 +30,7 @@ static uint32_t rnd(uint32_t n)
 }
 
 /* n sorted pieces whose gaps are drawn around gap (overlaps too) */
-static size_t make_pieces(gx_ext *e, size_t n, uint32_t len, uint32_t gap,
+static size_t make_pieces(gp_ext *e, size_t n, uint32_t len, uint32_t gap,
                           uint64_t start, char *mem)
 {
     uint64_t at = start;
@@ -51,12 +51,12 @@ static size_t make_pieces(gx_ext *e, size_t n, uint32_t len, uint32_t gap,
     return used;
 }
 
-static void check_read(int fd, const gx_ext *e, size_t n, char *mem,
+static void check_read(int fd, const gp_ext *e, size_t n, char *mem,
                        size_t used)
 {
     memset(mem, 0x5a, used);
     bool eof = false, want_eof = false;
-    CHECK_EQ(gx_fd_read(fd, BASE, e, n, &eof), 0);
+    CHECK_EQ(g_fd_read(fd, BASE, e, n, &eof), 0);
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
         for (uint64_t b = 0; b < e[i].len; b++)
@@ -80,7 +80,7 @@ int main(void)
     CHECK(pwrite(fd, img, FSIZE, BASE) == (ssize_t)FSIZE);
 
     enum { N = 600 };
-    gx_ext e[N];
+    gp_ext e[N];
     char *mem = malloc((size_t)N * 9000);
     /* piece size, gap: around the bridging budget, both sides of it */
     static const uint32_t cases[][2] = {
@@ -124,8 +124,8 @@ int main(void)
                            round < 2 ? 16 : UINT32_MAX, rnd(5000), mem);
         for (size_t i = 0; i < used; i++)
             mem[i] = (char)rnd(256);
-        int rc = round & 1 ? gx_fd_write_locked(fd, BASE, e, N, true)
-                           : gx_fd_write(fd, BASE, e, N);
+        int rc = round & 1 ? g_fd_write_locked(fd, BASE, e, N, true)
+                           : g_fd_write(fd, BASE, e, N);
         CHECK_EQ(rc, 0);
         for (size_t i = 0; i < N; i++)
             for (uint64_t b = 0; b < e[i].len; b++)

@@ -269,7 +269,7 @@ static void test_measure(void)
 
 /* Reference expansion: recursive nested loop, outermost level first. */
 static void ref_expand(const gp_seg *s, unsigned lev, uint64_t base,
-                       gx_ext *out, uint64_t *n)
+                       gp_ext *out, uint64_t *n)
 {
     if (lev == s->nlev) {
         out[*n].off = base;
@@ -286,7 +286,7 @@ static void test_expand(void)
     /* A worked example: levels outermost first, last level fastest. */
     uint64_t c[2] = {2, 3}, st[2] = {100, 10};
     gp_seg s = strided(7, 4, 2, c, st);
-    gx_ext out[16];
+    gp_ext out[16];
     uint64_t n = 0;
     gp_seg_expand(&s, out, &n);
     static const uint64_t want[6] = {7, 17, 27, 107, 117, 127};
@@ -314,8 +314,8 @@ static void test_expand(void)
 
     /* Random segments against the reference, and against measure. */
     enum { CAP = 4096 };
-    gx_ext *got = calloc(CAP, sizeof(*got)); /* memcmp: ref zeroed */
-    gx_ext *ref = calloc(CAP, sizeof(*ref));
+    gp_ext *got = calloc(CAP, sizeof(*got)); /* memcmp: ref zeroed */
+    gp_ext *ref = calloc(CAP, sizeof(*ref));
     if (!got || !ref)
         abort();
     int mismatches = 0, measured_wrong = 0;

@@ -1,5 +1,5 @@
 /*
- * test_spin.c -- proto/gspin.c, the polling policy: no polling asked for
+ * test_spin.c -- common/gspin.c, the polling policy: no polling asked for
  * means none; input already there is left to read; and on a host made
  * oversubscribed here by threads that never yield (three busy children
  * per online CPU) polling backs off within a few poll phases, so that a
@@ -35,11 +35,11 @@ int main(void)
     int sv[2];
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     /* no polling asked for: the caller blocks, whatever the host */
-    CHECK_EQ(gp_spin_readable(sv[0], 0), 0);
+    CHECK_EQ(g_spin_readable(sv[0], 0), 0);
     /* input already there, polling allowed or not: never an error, and
      * the input is left for the caller to read */
     CHECK(write(sv[1], "x", 1) == 1);
-    int k = gp_spin_readable(sv[0], 1000);
+    int k = g_spin_readable(sv[0], 1000);
     CHECK(k == 0 || k == 1);
     char c;
     CHECK(read(sv[0], &c, 1) == 1 && c == 'x');
@@ -62,18 +62,18 @@ int main(void)
     /* polls that find nothing: their yields come back a time slice
      * late, so within a few of them polling is backed off */
     int phases = 0;
-    while (gp_spin_allowed() && phases < 50) {
-        CHECK_EQ(gp_spin_readable(sv[0], 50000), 0);
+    while (g_spin_allowed() && phases < 50) {
+        CHECK_EQ(g_spin_readable(sv[0], 50000), 0);
         phases++;
     }
-    CHECK(!gp_spin_allowed());
+    CHECK(!g_spin_allowed());
     CHECK(phases >= 2);
     if (phases >= 50)
         fprintf(stderr, "still polling after %d phases\n", phases);
     /* two seconds of polling asked for while backed off: back at once
      * (the bound is generous: the call polls nothing) */
     double t0 = now_s();
-    k = gp_spin_readable(sv[0], 2000000);
+    k = g_spin_readable(sv[0], 2000000);
     double dt = now_s() - t0;
     CHECK_EQ(k, 0);
     CHECK(dt < 1.0);

@@ -42,7 +42,7 @@ static void table_init(void)
     __atomic_store_n(&table_ready, true, __ATOMIC_RELEASE);
 }
 
-uint32_t gp_crc32c_sw(uint32_t crc, const void *p, size_t n)
+uint32_t g_crc32c_sw(uint32_t crc, const void *p, size_t n)
 {
     if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE))
         table_init(); /* idempotent: every thread writes the same values */
@@ -250,7 +250,7 @@ crc32c_vpcl(uint32_t crc, const uint8_t *b, size_t n)
 }
 #endif
 
-uint32_t gp_crc32c(uint32_t crc, const void *p, size_t n)
+uint32_t g_crc32c(uint32_t crc, const void *p, size_t n)
 {
 #if defined(__x86_64__)
     static int hw = -1; /* 0: none, 1: crc32q, 2: and VPCLMULQDQ */
@@ -272,12 +272,12 @@ uint32_t gp_crc32c(uint32_t crc, const void *p, size_t n)
     if (h)
         return crc32c_hw(crc, p, n);
 #endif
-    return gp_crc32c_sw(crc, p, n);
+    return g_crc32c_sw(crc, p, n);
 }
 
-uint32_t gp_crc32c_iov(uint32_t crc, const struct iovec *iov, int niov)
+uint32_t g_crc32c_iov(uint32_t crc, const struct iovec *iov, int niov)
 {
     for (int i = 0; i < niov; i++)
-        crc = gp_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+        crc = g_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
     return crc;
 }

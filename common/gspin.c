@@ -11,7 +11,7 @@
 static unsigned history;       /* last poll phases, 1: a slow yield */
 static uint64_t backoff_until; /* no polling before this (ns) */
 
-bool gp_spin_allowed(void)
+bool g_spin_allowed(void)
 {
     return g_now_ns() >= __atomic_load_n(&backoff_until, __ATOMIC_RELAXED);
 }
@@ -23,14 +23,14 @@ static void phase_end(bool slow, uint64_t now)
     h = ((h << 1) | slow) & 0xfu;
     if (__builtin_popcount(h) >= 2) {
         __atomic_store_n(&backoff_until,
-                         now + (uint64_t)GP_SPIN_BACKOFF_MS * 1000000ull,
+                         now + (uint64_t)G_SPIN_BACKOFF_MS * 1000000ull,
                          __ATOMIC_RELAXED);
         h = 0; /* after the back-off, polling starts with a clean slate */
     }
     __atomic_store_n(&history, h, __ATOMIC_RELAXED);
 }
 
-int gp_spin_readable(int fd, unsigned spin_us)
+int g_spin_readable(int fd, unsigned spin_us)
 {
     if (!spin_us)
         return 0;
@@ -44,7 +44,7 @@ int gp_spin_readable(int fd, unsigned spin_us)
     while ((k = poll(&p, 1, 0)) == 0 && t < end && !slow) {
         sched_yield();
         uint64_t t2 = g_now_ns();
-        slow = t2 - t >= (uint64_t)GP_SPIN_SLICE_US * 1000;
+        slow = t2 - t >= (uint64_t)G_SPIN_SLICE_US * 1000;
         t = t2;
     }
     if (k == 0 && slow)

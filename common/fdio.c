@@ -88,7 +88,7 @@ static bool iov_push(struct iovec *iov, int *cnt, char *p, size_t len)
     return true;
 }
 
-int gx_fd_write(int fd, uint64_t base, const gx_ext *e, size_t n)
+int g_fd_write(int fd, uint64_t base, const gp_ext *e, size_t n)
 {
     struct iovec iov[FD_IOV];
     size_t i = 0;
@@ -137,7 +137,7 @@ static char *bounce_get(size_t len)
         return t_bounce;
     pthread_once(&bounce_once, bounce_key_make);
     free(t_bounce);
-    t_bcap = len < GX_FD_SIEVE_MAX ? GX_FD_SIEVE_MAX : len;
+    t_bcap = len < G_FD_SIEVE_MAX ? G_FD_SIEVE_MAX : len;
     t_bounce = malloc(t_bcap);
     if (!t_bounce)
         t_bcap = 0;
@@ -164,7 +164,7 @@ static inline void copy_out(char *to, const char *from, size_t len)
     }
 }
 
-int gx_fd_read(int fd, uint64_t base, const gx_ext *e, size_t n, bool *eof)
+int g_fd_read(int fd, uint64_t base, const gp_ext *e, size_t n, bool *eof)
 {
     struct iovec iov[FD_IOV];
     int rc = 0;
@@ -175,17 +175,17 @@ int gx_fd_read(int fd, uint64_t base, const gx_ext *e, size_t n, bool *eof)
             continue;
         }
         /* a cluster [i, k): pieces close enough to read as one span */
-        uint64_t start = e[i].off, end = gx_end(&e[i]);
+        uint64_t start = e[i].off, end = gp_end(&e[i]);
         bool adjacent = true; /* every piece starts where the last ended */
         size_t k = i + 1;
         /* a gap is bridged when it and the piece after it fit in
-         * GX_FD_SIEVE_GAP (fdio.h: the copy it costs against a system
+         * G_FD_SIEVE_GAP (fdio.h: the copy it costs against a system
          * call) */
         while (k < n && (e[k].off <= end ||
-                         e[k].off - end + e[k].len <= GX_FD_SIEVE_GAP)) {
-            uint64_t ke = gx_end(&e[k]);
+                         e[k].off - end + e[k].len <= G_FD_SIEVE_GAP)) {
+            uint64_t ke = gp_end(&e[k]);
             uint64_t ne = ke > end ? ke : end;
-            if (ne - start > GX_FD_SIEVE_MAX)
+            if (ne - start > G_FD_SIEVE_MAX)
                 break;
             if (e[k].off != end)
                 adjacent = false;
@@ -246,15 +246,15 @@ static int ofd_lock(int fd, short type, uint64_t off, uint64_t len)
 /* pieces [i, k) of e written under the lock already held on [start, end):
  * sieved (the span read, the pieces copied in, the span written) or
  * piece by piece. */
-static int write_cluster(int fd, uint64_t base, const gx_ext *e, size_t i,
+static int write_cluster(int fd, uint64_t base, const gp_ext *e, size_t i,
                          size_t k, uint64_t start, uint64_t end, bool sieve)
 {
     if (!sieve)
-        return gx_fd_write(fd, base, e + i, k - i);
+        return g_fd_write(fd, base, e + i, k - i);
     size_t span = (size_t)(end - start);
     char *bounce = bounce_get(span);
     if (!bounce)
-        return gx_fd_write(fd, base, e + i, k - i);
+        return g_fd_write(fd, base, e + i, k - i);
     struct iovec one = {bounce, span};
     int r = preadv_full(fd, &one, 1, base + start);
     if (r < 0)
@@ -266,23 +266,23 @@ static int write_cluster(int fd, uint64_t base, const gx_ext *e, size_t i,
     return pwritev_full(fd, &one, 1, base + start);
 }
 
-int gx_fd_write_locked(int fd, uint64_t base, const gx_ext *e, size_t n,
-                       bool sieve)
+int g_fd_write_locked(int fd, uint64_t base, const gp_ext *e, size_t n,
+                      bool sieve)
 {
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < n; i++)
         if (e[i].len) {
             lo = e[i].off < lo ? e[i].off : lo;
-            hi = gx_end(&e[i]) > hi ? gx_end(&e[i]) : hi;
+            hi = gp_end(&e[i]) > hi ? gp_end(&e[i]) : hi;
         }
     if (hi == 0)
         return 0;
-    if (!gx_sorted(e, n) || !gx_disjoint(e, n)) {
+    if (!gp_sorted(e, n) || !gp_disjoint(e, n)) {
         /* overlapping or out of order: list order, under one lock */
         int rc = ofd_lock(fd, F_WRLCK, base + lo, hi - lo);
         if (rc)
             return rc;
-        rc = gx_fd_write(fd, base, e, n);
+        rc = g_fd_write(fd, base, e, n);
         int u = ofd_lock(fd, F_UNLCK, base + lo, hi - lo);
         return rc ? rc : u;
     }
@@ -293,14 +293,14 @@ int gx_fd_write_locked(int fd, uint64_t base, const gx_ext *e, size_t n,
             continue;
         }
         /* a cluster [i, k): pieces close enough to write as one span */
-        uint64_t start = e[i].off, end = gx_end(&e[i]);
+        uint64_t start = e[i].off, end = gp_end(&e[i]);
         size_t k = i + 1, pieces = 1;
         bool adjacent = true;
-        while (k < n && e[k].off <= end + GX_FD_SIEVE_GAP &&
-               gx_end(&e[k]) - start <= GX_FD_WSIEVE_MAX) {
+        while (k < n && e[k].off <= end + G_FD_SIEVE_GAP &&
+               gp_end(&e[k]) - start <= G_FD_WSIEVE_MAX) {
             if (e[k].len) {
                 adjacent = adjacent && e[k].off == end;
-                end = gx_end(&e[k]);
+                end = gp_end(&e[k]);
                 pieces++;
             }
             k++;
@@ -309,7 +309,7 @@ int gx_fd_write_locked(int fd, uint64_t base, const gx_ext *e, size_t n,
         if (rc)
             return rc;
         rc = write_cluster(fd, base, e, i, k, start, end,
-                           sieve && !adjacent && pieces >= GX_FD_WSIEVE_PIECES);
+                           sieve && !adjacent && pieces >= G_FD_WSIEVE_PIECES);
         int u = ofd_lock(fd, F_UNLCK, base + start, end - start);
         if (rc || u)
             return rc ? rc : u;

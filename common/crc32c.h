@@ -20,10 +20,10 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-uint32_t gp_crc32c(uint32_t crc, const void *p, size_t n);
+uint32_t g_crc32c(uint32_t crc, const void *p, size_t n);
 /* The same over an iovec array, in order. */
-uint32_t gp_crc32c_iov(uint32_t crc, const struct iovec *iov, int niov);
+uint32_t g_crc32c_iov(uint32_t crc, const struct iovec *iov, int niov);
 /* The portable table version, for the tests. */
-uint32_t gp_crc32c_sw(uint32_t crc, const void *p, size_t n);
+uint32_t g_crc32c_sw(uint32_t crc, const void *p, size_t n);
 
 #endif /* GCRC32C_H */

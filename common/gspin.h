@@ -13,9 +13,9 @@
  * woken at once (a null request with six busy loops on two cores: 168-224
  * us polling, 38-48 us sleeping; with three MPI ranks in a barrier and
  * nothing else: 8-21 us polling, 154-159 us sleeping).  So a poll phase
- * in which a yield came back only after GP_SPIN_SLICE_US counts against
+ * in which a yield came back only after G_SPIN_SLICE_US counts against
  * polling; two such phases among the last four stop polling for
- * GP_SPIN_BACKOFF_MS, after which polling is tried again.  (On an idle
+ * G_SPIN_BACKOFF_MS, after which polling is tried again.  (On an idle
  * or MPI-only host under one yield in a thousand takes that long; with
  * threads that do not yield, most do.)
  *
@@ -27,15 +27,15 @@
 
 #include <stdbool.h>
 
-#define GP_SPIN_SLICE_US 1000 /* a yield this long: the CPU went elsewhere */
-#define GP_SPIN_BACKOFF_MS 200
+#define G_SPIN_SLICE_US 1000 /* a yield this long: the CPU went elsewhere */
+#define G_SPIN_BACKOFF_MS 200
 
 /* True unless polling is backed off (see above). */
-bool gp_spin_allowed(void);
+bool g_spin_allowed(void);
 
 /* Poll fd for input for up to spin_us microseconds (yielding between
- * polls), if gp_spin_allowed; > 0 when fd is readable, 0 when the caller
+ * polls), if g_spin_allowed; > 0 when fd is readable, 0 when the caller
  * should block, < 0 on a poll error. */
-int gp_spin_readable(int fd, unsigned spin_us);
+int g_spin_readable(int fd, unsigned spin_us);
 
 #endif

@@ -1,12 +1,12 @@
 /*
- * fdio.h -- pieces (gx_ext, extent.h) moved between memory and a Unix file
- * descriptor with pread / preadv / pwritev: the direct path's data mover,
- * the same for a same-host client holding a fork's descriptor
- * (libgalley/direct.c) and for the server while such clients exist
- * (servers/io.c, which then bypasses its cache).
+ * fdio.h -- pieces (gp_ext, proto/extent.h) moved between memory and a
+ * Unix file descriptor with pread / preadv / pwritev: the direct path's
+ * data mover, the same for a same-host client holding a fork's
+ * descriptor (libgalley/direct.c) and for the server while such clients
+ * exist (servers/io.c, which then bypasses its cache).
  *
  * The fork's byte x is the file's byte base + x.  Pieces name memory
- * (gx_ext.mem).
+ * (gp_ext.mem).
  *
  * Threads: any; no shared state.
  */
@@ -26,16 +26,16 @@
  * the gap's copy and the piece's second copy, at most a page, which is
  * less than the system call it saves; 4 KiB pieces 4 KiB apart read
  * faster with one preadv each (gbench).
- * Writes (gx_fd_write_locked) bridge gaps of at most this many bytes. */
-#define GX_FD_SIEVE_GAP 4096u
-#define GX_FD_SIEVE_MAX (4u << 20) /* largest span read at once */
+ * Writes (g_fd_write_locked) bridge gaps of at most this many bytes. */
+#define G_FD_SIEVE_GAP 4096u
+#define G_FD_SIEVE_MAX (4u << 20) /* largest span read at once */
 
 /*
  * Read every piece of e[0..n), sorted by offset (overlaps allowed: each
  * piece gets its bytes).  Bytes at or past the end of the file read as
  * zeros, and *eof (if not NULL) is set when there were any.  0 or -errno.
  */
-int gx_fd_read(int fd, uint64_t base, const gx_ext *e, size_t n, bool *eof);
+int g_fd_read(int fd, uint64_t base, const gp_ext *e, size_t n, bool *eof);
 
 /*
  * Write exactly the bytes of the pieces e[0..n) in that order (a later
@@ -43,15 +43,15 @@ int gx_fd_read(int fd, uint64_t base, const gx_ext *e, size_t n, bool *eof);
  * file, in that order, go in one pwritev.  Returns 0 or -errno (some bytes
  * may have been written).
  */
-int gx_fd_write(int fd, uint64_t base, const gx_ext *e, size_t n);
+int g_fd_write(int fd, uint64_t base, const gp_ext *e, size_t n);
 
 /*
- * gx_fd_write under exclusive OFD locks (F_OFD_SETLKW) on the bytes it
+ * g_fd_write under exclusive OFD locks (F_OFD_SETLKW) on the bytes it
  * writes, a span at a time, for the files in locked mode
  * (servers/direct.c): every writer of such a file locks what it writes,
  * so a writer holding a span's lock may write the whole span.  With
- * sieve, a span of at least GX_FD_WSIEVE_PIECES pieces with gaps of at
- * most GX_FD_SIEVE_GAP bytes (and at most GX_FD_WSIEVE_MAX long) is
+ * sieve, a span of at least G_FD_WSIEVE_PIECES pieces with gaps of at
+ * most G_FD_SIEVE_GAP bytes (and at most G_FD_WSIEVE_MAX long) is
  * read, patched and written in one pwrite each way (data sieving, as
  * ROMIO's ufs: does under fcntl locks): one system call pair for many
  * small pieces instead of one pwrite each.  Pieces out of order or
@@ -59,9 +59,9 @@ int gx_fd_write(int fd, uint64_t base, const gx_ext *e, size_t n);
  * range.  Locks die with the description: a writer killed mid-span
  * leaves none.  0 or -errno (some bytes may have been written).
  */
-#define GX_FD_WSIEVE_MAX (1u << 20)
-#define GX_FD_WSIEVE_PIECES 3
-int gx_fd_write_locked(int fd, uint64_t base, const gx_ext *e, size_t n,
-                       bool sieve);
+#define G_FD_WSIEVE_MAX (1u << 20)
+#define G_FD_WSIEVE_PIECES 3
+int g_fd_write_locked(int fd, uint64_t base, const gp_ext *e, size_t n,
+                      bool sieve);
 
 #endif

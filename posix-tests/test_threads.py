@@ -1,10 +1,13 @@
-"""Threads of one program on one galley file through `galley exec`: fio's
-jobs as threads of one process (--thread), 4 KiB random reads and writes
-with verification on a shared file, each at its own offset.  The threads
-open, move and close the forks of one file at once, sharing their direct
-grants (libgalley/transport_direct.c).  Each run must exit 0 with no
-verify error, and `galley fsck` must find nothing.  The long version of
-the same job, run after run: posix-tests/helpers/fio-stress.sh.
+"""Threads of one program, and processes forked without exec, on one galley
+file through `galley exec`: fio's jobs as threads of one process
+(--thread) or as its forked children (fio's default), 4 KiB random reads
+and writes with verification on a shared file, each at its own offset.
+The threads open, move and close the forks of one file at once, sharing
+their direct grants (libgalley/transport_direct.c); the children each use
+connections and grants of their own (libgalley/lifecycle.c).  Each run
+must exit 0 with no verify error, and `galley fsck` must find nothing.
+The long version of the threaded job, run after run:
+posix-tests/helpers/fio-stress.sh.
 
 Environment: GALLEY_BUILD (build tree, default <repo>/_build).
 """
@@ -23,25 +26,30 @@ pytestmark = pytest.mark.skipif(
     reason="no fio (apt-get install fio; ./quickstart build installs it)")
 
 
-def fio_job(cluster, gdir, size, jobs):
+def fio_job(cluster, gdir, size, jobs, threads=True):
     args = [gt.galley_path(), "-c", str(cluster.cluster_file), "exec",
             "-m", "/gfio=" + gdir, "--",
             "fio", "--name=x", "--rw=randrw", "--bs=4k", "--size=" + size,
             "--numjobs=%d" % jobs, "--offset_increment=" + size,
             "--pre_read=1", "--filename=/gfio/x", "--ioengine=psync",
-            "--thread", "--invalidate=0", "--verify=crc32c",
+            "--invalidate=0", "--verify=crc32c",
             "--do_verify=1", "--fallocate=none", "--verify_state_save=0"]
+    if threads:
+        args.append("--thread")
     env = dict(cluster.env, GALLEY_TRANSPORT="direct")
     return gt.run(args, env=env, timeout=120)
 
 
-def test_fio_threads_verify_on_one_file(cluster, uniq):
-    """Four fio threads, three runs, each on a new file: exit 0, every job
-    err= 0 with its reads verified, no verify error, fsck clean, and the
-    file as large as the jobs wrote."""
+@pytest.mark.parametrize("threads", [True, False],
+                         ids=["threads", "forked"])
+def test_fio_jobs_verify_on_one_file(cluster, uniq, threads):
+    """Four fio jobs (threads, or processes fio forks without exec), three
+    runs, each on a new file: exit 0, every job err= 0 with its reads
+    verified, no verify error, fsck clean, and the file as large as the
+    jobs wrote."""
     for i in range(3):
         gdir = "/%s/r%d" % (uniq, i)
-        cp = fio_job(cluster, gdir, "8M", 4)
+        cp = fio_job(cluster, gdir, "8M", 4, threads)
         assert cp.returncode == 0, describe(cp)
         out = cp.stdout + cp.stderr
         assert not re.search(r"verify: bad|bad magic|verify failed", out), \

@@ -281,19 +281,8 @@ static int gf_lock(const char *p, struct fuse_file_info *fi, int cmd,
     if (cmd == F_GETLK) {
         if (type == GFS_PLOCK_UNLOCK)
             return -EINVAL;
-        rc = gfs_striped_plock_test(h->sid, &g, 0);
-        if (rc)
-            return gf_err(rc);
-        if (g.type == GFS_PLOCK_UNLOCK) {
-            lk->l_type = F_UNLCK;
-            return 0;
-        }
-        lk->l_type = g.type == GFS_PLOCK_EXCL ? F_WRLCK : F_RDLCK;
-        lk->l_whence = SEEK_SET;
-        lk->l_start = g.start;
-        lk->l_len = g.len;
-        lk->l_pid = g.pid;
-        return 0;
+        rc = px_plock_getlk(h->sid, &g, lk);
+        return rc ? gf_err(rc) : 0;
     }
     rc = gfs_striped_plock(h->sid, &g, cmd == F_SETLKW ? GFS_PLOCK_WAIT : 0);
     if (rc)

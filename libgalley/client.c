@@ -101,6 +101,18 @@ int gc_check_name(const char *name, size_t max)
     return gp_name_ok(name) ? 0 : -EINVAL;
 }
 
+int gc_named_record(const char *name, gp_record **rec)
+{
+    *rec = NULL;
+    int rc = gc_check_init();
+    if (!rc)
+        rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    *rec = calloc(1, sizeof(**rec));
+    return *rec ? 0 : -ENOMEM;
+}
+
 /* ------------------------------------------------------------ tables --- */
 
 /* Ids are slots of handle.c's tables: a closed id, or one of another

@@ -285,15 +285,10 @@ int gc_file_register(const char *name, const gp_record *rec)
 
 int gc_file_open(const char *name)
 {
-    int rc = gc_check_init();
+    gp_record *rec;
+    int rc = gc_named_record(name, &rec);
     if (rc)
         return rc;
-    rc = gc_check_name(name, GFS_NAME_MAX);
-    if (rc)
-        return rc;
-    gp_record *rec = calloc(1, sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
     rc = gc_lease_lookup(name, rec);
     if (!rc)
         rc = gc_file_register(name, rec);
@@ -430,13 +425,17 @@ static int check_key(const char *key)
     return 0;
 }
 
+/* File fid copied to *f, when key is a valid attribute name. */
+static int file_and_key(int fid, const char *key, gc_file *f)
+{
+    int rc = gc_file_get(fid, f);
+    return rc ? rc : check_key(key);
+}
+
 static int gc_set_attr(int fid, const char *key, const char *value)
 {
     gc_file f;
-    int rc = gc_file_get(fid, &f);
-    if (rc)
-        return rc;
-    rc = check_key(key);
+    int rc = file_and_key(fid, key, &f);
     if (rc)
         return rc;
     if (!value || strlen(value) > 1023 || strchr(value, '\n'))
@@ -508,10 +507,7 @@ out_free:
 int gfs_get_attr(int fid, const char *key, char *value, size_t len)
 {
     gc_file f;
-    int rc = gc_file_get(fid, &f);
-    if (rc)
-        return rc;
-    rc = check_key(key);
+    int rc = file_and_key(fid, key, &f);
     if (rc)
         return rc;
     if (!value)

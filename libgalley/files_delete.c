@@ -198,15 +198,10 @@ static int reclaim_queue(const gp_record *rec)
 
 int gc_file_delete(const char *name)
 {
-    int rc = gc_check_init();
+    gp_record *rec;
+    int rc = gc_named_record(name, &rec);
     if (rc)
         return rc;
-    rc = gc_check_name(name, GFS_NAME_MAX);
-    if (rc)
-        return rc;
-    gp_record *rec = calloc(1, sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
     /* The record goes first (the name is free at once); subfile headers
      * follow: a file of one copy's in the background (reclaim_send), a
      * replicated file's before the answer.  A subfile on a dead server

@@ -290,6 +290,9 @@ int gc_open_handles(int server, uint64_t **fkids, int *n);
 
 /* Validate a file or fork name. */
 int gc_check_name(const char *name, size_t max);
+/* The client is started and `name` is a valid file name: *rec is a zeroed
+ * record for the caller to fill and free.  0, or the error (*rec NULL). */
+int gc_named_record(const char *name, gp_record **rec);
 
 /* ------------------------------------------------------------ files.c -- */
 

@@ -17,11 +17,19 @@
 
 /* ------------------------------------------- locks and counters ------- */
 
-/* Subfile 0's server and header id: home of a file's locks/counters. */
-static int home_of(const gc_striped *s, int *server, uint64_t *hid)
+/* Subfile 0's server and header id of striped file sid: home of a file's
+ * locks/counters.  -EINVAL when the sid is good but bad_args (the caller's
+ * check of its other arguments) is true. */
+static int home_of(int sid, bool bad_args, int *server, uint64_t *hid)
 {
+    gc_striped s;
+    int rc = gc_st_get(sid, &s);
+    if (rc)
+        return rc;
+    if (bad_args)
+        return -EINVAL;
     gc_file f;
-    int rc = gc_file_get(s->fid, &f);
+    rc = gc_file_get(s.fid, &f);
     if (rc)
         return rc;
     *server = (int)f.rec.server[0];
@@ -94,15 +102,9 @@ int64_t gc_counter(int server, uint64_t hid, const char *key, bool set,
 static int lock_call(int sid, bool lock, int64_t offset, int64_t len,
                      int exclusive)
 {
-    gc_striped s;
-    int rc = gc_st_get(sid, &s);
-    if (rc)
-        return rc;
-    if (offset < 0 || len < 0)
-        return -EINVAL;
     int server;
     uint64_t hid;
-    rc = home_of(&s, &server, &hid);
+    int rc = home_of(sid, offset < 0 || len < 0, &server, &hid);
     if (rc)
         return rc;
     uint64_t ulen = len == 0 ? GP_MAX_OFFSET - (uint64_t)offset : (uint64_t)len;
@@ -129,17 +131,14 @@ static void sleep_ms(long ms)
 
 int gfs_striped_plock(int sid, const gfs_plock *lk, int flags)
 {
-    gc_striped s;
-    int rc = gc_st_get(sid, &s);
-    if (rc)
-        return rc;
-    if (!lk || lk->start < 0 || lk->len < 0 || lk->type < GFS_PLOCK_UNLOCK ||
-        lk->type > GFS_PLOCK_EXCL ||
-        (flags & ~(GFS_PLOCK_WAIT | GFS_PLOCK_WHOLE)))
-        return -EINVAL;
     int server;
     uint64_t hid;
-    rc = home_of(&s, &server, &hid);
+    int rc =
+        home_of(sid,
+                !lk || lk->start < 0 || lk->len < 0 ||
+                    lk->type < GFS_PLOCK_UNLOCK || lk->type > GFS_PLOCK_EXCL ||
+                    (flags & ~(GFS_PLOCK_WAIT | GFS_PLOCK_WHOLE)),
+                &server, &hid);
     if (rc)
         return rc;
     /* The server waits a fraction of a second, then -EAGAIN: ask again.
@@ -174,16 +173,13 @@ int gfs_striped_plock(int sid, const gfs_plock *lk, int flags)
 
 int gfs_striped_plock_test(int sid, gfs_plock *lk, int flags)
 {
-    gc_striped s;
-    int rc = gc_st_get(sid, &s);
-    if (rc)
-        return rc;
-    if (!lk || lk->start < 0 || lk->len < 0 || lk->type < GFS_PLOCK_SHARED ||
-        lk->type > GFS_PLOCK_EXCL || (flags & ~GFS_PLOCK_WHOLE))
-        return -EINVAL;
     int server;
     uint64_t hid;
-    rc = home_of(&s, &server, &hid);
+    int rc = home_of(
+        sid,
+        !lk || lk->start < 0 || lk->len < 0 || lk->type < GFS_PLOCK_SHARED ||
+            lk->type > GFS_PLOCK_EXCL || (flags & ~GFS_PLOCK_WHOLE),
+        &server, &hid);
     if (rc)
         return rc;
     gp_PGETLK_rep m;
@@ -210,13 +206,9 @@ int gfs_striped_plock_test(int sid, gfs_plock *lk, int flags)
 
 int gfs_striped_plock_release(int sid, uint64_t owner)
 {
-    gc_striped s;
-    int rc = gc_st_get(sid, &s);
-    if (rc)
-        return rc;
     int server;
     uint64_t hid;
-    rc = home_of(&s, &server, &hid);
+    int rc = home_of(sid, false, &server, &hid);
     if (rc)
         return rc;
     gp_PRELEASE_rep m;

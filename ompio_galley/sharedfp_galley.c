@@ -195,38 +195,42 @@ static unsigned nlost(ompio_file_t *fh)
     return gf ? gf->nlost : 0;
 }
 
-static int sfp_read_ordered(ompio_file_t *fh, void *buf, int count,
-                            struct ompi_datatype_t *datatype,
-                            ompi_status_public_t *status)
+/* An ordered transfer: take the place, then the collective read or write
+ * (buf is written to only by a read). */
+static int sfp_ordered(ompio_file_t *fh, bool write, const void *buf, int count,
+                       struct ompi_datatype_t *datatype,
+                       ompi_status_public_t *status)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
     unsigned before = nlost(fh);
     int rc = take_ordered(fh, bytes_of(count, datatype), &at);
     if (rc != OMPI_SUCCESS)
         return rc; /* the same on every rank (broadcast) */
-    rc =
-        mca_common_ompio_file_read_at_all(fh, at, buf, count, datatype, status);
+    rc = write ? mca_common_ompio_file_write_at_all(fh, at, buf, count,
+                                                    datatype, status)
+               : mca_common_ompio_file_read_at_all(fh, at, (void *)buf, count,
+                                                   datatype, status);
     return lost_since(fh, before, rc);
+}
+
+static int sfp_read_ordered(ompio_file_t *fh, void *buf, int count,
+                            struct ompi_datatype_t *datatype,
+                            ompi_status_public_t *status)
+{
+    return sfp_ordered(fh, false, buf, count, datatype, status);
 }
 
 static int sfp_write_ordered(ompio_file_t *fh, const void *buf, int count,
                              struct ompi_datatype_t *datatype,
                              ompi_status_public_t *status)
 {
-    OMPI_MPI_OFFSET_TYPE at = 0;
-    unsigned before = nlost(fh);
-    int rc = take_ordered(fh, bytes_of(count, datatype), &at);
-    if (rc != OMPI_SUCCESS)
-        return rc; /* the same on every rank (broadcast) */
-    rc = mca_common_ompio_file_write_at_all(fh, at, buf, count, datatype,
-                                            status);
-    return lost_since(fh, before, rc);
+    return sfp_ordered(fh, true, buf, count, datatype, status);
 }
 
 /* Split collectives: the begin takes the place and starts the collective
  * transfer; the end waits for it. */
-static int sfp_read_ordered_begin(ompio_file_t *fh, void *buf, int count,
-                                  struct ompi_datatype_t *datatype)
+static int sfp_ordered_begin(ompio_file_t *fh, bool write, const void *buf,
+                             int count, struct ompi_datatype_t *datatype)
 {
     OMPI_MPI_OFFSET_TYPE at = 0;
     if (fh->f_split_coll_in_use)
@@ -236,27 +240,25 @@ static int sfp_read_ordered_begin(ompio_file_t *fh, void *buf, int count,
         gf->split_nlost = gf->nlost;
     int rc = take_ordered(fh, bytes_of(count, datatype), &at);
     if (rc == OMPI_SUCCESS)
-        rc = mca_common_ompio_file_iread_at_all(fh, at, buf, count, datatype,
-                                                &fh->f_split_coll_req);
+        rc = write ? mca_common_ompio_file_iwrite_at_all(
+                         fh, at, buf, count, datatype, &fh->f_split_coll_req)
+                   : mca_common_ompio_file_iread_at_all(fh, at, (void *)buf,
+                                                        count, datatype,
+                                                        &fh->f_split_coll_req);
     fh->f_split_coll_in_use = rc == OMPI_SUCCESS;
     return rc;
+}
+
+static int sfp_read_ordered_begin(ompio_file_t *fh, void *buf, int count,
+                                  struct ompi_datatype_t *datatype)
+{
+    return sfp_ordered_begin(fh, false, buf, count, datatype);
 }
 
 static int sfp_write_ordered_begin(ompio_file_t *fh, const void *buf, int count,
                                    struct ompi_datatype_t *datatype)
 {
-    OMPI_MPI_OFFSET_TYPE at = 0;
-    if (fh->f_split_coll_in_use)
-        return MPI_ERR_REQUEST;
-    ompio_galley_file *gf = ompio_galley_file_of(fh);
-    if (gf)
-        gf->split_nlost = gf->nlost;
-    int rc = take_ordered(fh, bytes_of(count, datatype), &at);
-    if (rc == OMPI_SUCCESS)
-        rc = mca_common_ompio_file_iwrite_at_all(fh, at, buf, count, datatype,
-                                                 &fh->f_split_coll_req);
-    fh->f_split_coll_in_use = rc == OMPI_SUCCESS;
-    return rc;
+    return sfp_ordered_begin(fh, true, buf, count, datatype);
 }
 
 static int sfp_ordered_end(ompio_file_t *fh, ompi_status_public_t *status)

@@ -20,31 +20,33 @@
  * Data
  * ------------------------------------------------------------------------ */
 
-/* Read up to n bytes at off; bytes read or a gfs error. */
-int64_t px_pread(px_file *f, void *buf, size_t n, int64_t off)
+/* Read (wr false) up to n bytes or write n bytes at off; bytes moved or a
+ * gfs error.  A directory reads as -EISDIR. */
+static int64_t px_prw(px_file *f, void *buf, size_t n, int64_t off, bool wr)
 {
-    if (f->dir)
+    if (!wr && f->dir)
         return -EISDIR;
-    if ((f->flags & O_ACCMODE) == O_WRONLY)
+    if ((f->flags & O_ACCMODE) == (wr ? O_RDONLY : O_WRONLY))
         return -EBADF;
     if (off < 0)
         return -EINVAL;
     if (n == 0)
         return 0;
     int sid = px_sid(f);
-    return sid < 0 ? sid : gfs_striped_read(sid, off, buf, (int64_t)n);
+    if (sid < 0)
+        return sid;
+    return wr ? gfs_striped_write(sid, off, buf, (int64_t)n)
+              : gfs_striped_read(sid, off, buf, (int64_t)n);
+}
+
+int64_t px_pread(px_file *f, void *buf, size_t n, int64_t off)
+{
+    return px_prw(f, buf, n, off, false);
 }
 
 int64_t px_pwrite(px_file *f, const void *buf, size_t n, int64_t off)
 {
-    if ((f->flags & O_ACCMODE) == O_RDONLY)
-        return -EBADF;
-    if (off < 0)
-        return -EINVAL;
-    if (n == 0)
-        return 0;
-    int sid = px_sid(f);
-    return sid < 0 ? sid : gfs_striped_write(sid, off, buf, (int64_t)n);
+    return px_prw(f, (void *)buf, n, off, true);
 }
 
 /* read()/write() at the shared offset (and at the end for O_APPEND, or
@@ -60,7 +62,7 @@ static ssize_t px_rw(px_file *f, void *buf, size_t n, bool wr, bool append)
             return px_fail(off);
         }
     }
-    k = wr ? px_pwrite(f, buf, n, off) : px_pread(f, buf, n, off);
+    k = px_prw(f, buf, n, off, wr);
     if (k > 0)
         f->off = off + k;
     pthread_mutex_unlock(&f->lock);
@@ -74,7 +76,7 @@ static ssize_t px_at(px_file *f, void *buf, size_t n, int64_t off, bool wr,
 {
     if (off == -1)
         return px_rw(f, buf, n, wr, append);
-    int64_t r = wr ? px_pwrite(f, buf, n, off) : px_pread(f, buf, n, off);
+    int64_t r = px_prw(f, buf, n, off, wr);
     return r < 0 ? px_fail(r) : (ssize_t)r;
 }
 

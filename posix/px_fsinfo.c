@@ -26,3 +26,20 @@ void px_cluster_statvfs(struct statvfs *sv)
     sv->f_fsid = PX_FS_MAGIC;
     sv->f_namemax = GFS_NAME_MAX;
 }
+
+int px_plock_getlk(int sid, gfs_plock *lk, struct flock *fl)
+{
+    int rc = gfs_striped_plock_test(sid, lk, 0);
+    if (rc)
+        return rc;
+    if (lk->type == GFS_PLOCK_UNLOCK) {
+        fl->l_type = F_UNLCK;
+        return 0;
+    }
+    fl->l_type = lk->type == GFS_PLOCK_EXCL ? F_WRLCK : F_RDLCK;
+    fl->l_whence = SEEK_SET;
+    fl->l_start = lk->start;
+    fl->l_len = lk->len;
+    fl->l_pid = lk->pid;
+    return 0;
+}

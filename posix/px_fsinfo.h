@@ -1,12 +1,16 @@
 /*
  * px_fsinfo.h -- what statvfs says of a cluster, shared by
  * libgalley-posix.so (statvfs of a mapped path) and galley-fuse (statfs of
- * a mount), so `df` shows the same figures both ways.
+ * a mount), so `df` shows the same figures both ways; and how both answer
+ * F_GETLK.
  */
 #ifndef PX_FSINFO_H
 #define PX_FSINFO_H
 
+#include <fcntl.h>
 #include <sys/statvfs.h>
+
+#include "galley.h"
 
 /* f_type / f_fsid of Galley: "GALY". */
 #define PX_FS_MAGIC 0x47414c59
@@ -15,5 +19,10 @@
  * as the file count, GFS_NAME_MAX as the name limit, 4 KiB blocks.  The
  * client must be started. */
 void px_cluster_statvfs(struct statvfs *sv);
+
+/* F_GETLK on striped file sid: test lk (owner, type, range, pid set);
+ * fl becomes the lock that conflicts (SEEK_SET, its range and pid), or
+ * l_type F_UNLCK when none does.  0 or a gfs error. */
+int px_plock_getlk(int sid, gfs_plock *lk, struct flock *fl);
 
 #endif

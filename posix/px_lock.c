@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "px_internal.h"
+#include "px_fsinfo.h"
 
 static struct {
     pthread_mutex_t lock;
@@ -169,19 +170,8 @@ int px_lock_fcntl(px_file *f, int cmd, void *arg)
     if (rc)
         return px_fail(rc);
     if (get) {
-        rc = gfs_striped_plock_test(px_sid(f), &lk, 0);
-        if (rc)
-            return px_fail(rc);
-        if (lk.type == GFS_PLOCK_UNLOCK) {
-            fl->l_type = F_UNLCK;
-            return 0;
-        }
-        fl->l_type = lk.type == GFS_PLOCK_EXCL ? F_WRLCK : F_RDLCK;
-        fl->l_whence = SEEK_SET;
-        fl->l_start = lk.start;
-        fl->l_len = lk.len;
-        fl->l_pid = lk.pid;
-        return 0;
+        rc = px_plock_getlk(px_sid(f), &lk, fl);
+        return rc ? px_fail(rc) : 0;
     }
     bool wait = cmd == F_SETLKW || cmd == F_OFD_SETLKW;
     rc = gfs_striped_plock(px_sid(f), &lk, wait ? GFS_PLOCK_WAIT : 0);
@@ -269,9 +259,5 @@ PX_EXPORT int lockf(int fd, int cmd, off_t len)
 
 PX_EXPORT int lockf64(int fd, int cmd, off64_t len)
 {
-    px_file *f = px_get(fd);
-    if (!f)
-        return REAL(lockf)(fd, cmd, len);
-    px_put(f);
-    return px_lockf(fd, cmd, len);
+    return lockf(fd, cmd, len);
 }

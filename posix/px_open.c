@@ -158,16 +158,25 @@ static mode_t px_va_mode(int flags, va_list ap)
                : 0;
 }
 
+/* open (at false) or openat (at true, relative to dirfd): ours by px_open,
+ * else the real call with `large` (0 or O_LARGEFILE) added to flags. */
+static int px_open_path(bool at, int dirfd, const char *path, int flags,
+                        mode_t mode, int large)
+{
+    const char *name = at ? px_name_at(dirfd, path) : px_name(path);
+    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
+        return px_open(name, flags, mode);
+    return at ? REAL(openat)(dirfd, path, flags | large, mode)
+              : REAL(open)(path, flags | large, mode);
+}
+
 PX_EXPORT int open(const char *path, int flags, ...)
 {
     va_list ap;
     va_start(ap, flags);
     mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = px_name(path);
-    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
-        return px_open(name, flags, mode);
-    return REAL(open)(path, flags, mode);
+    return px_open_path(false, -1, path, flags, mode, 0);
 }
 
 PX_EXPORT int open64(const char *path, int flags, ...)
@@ -176,10 +185,7 @@ PX_EXPORT int open64(const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = px_name(path);
-    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
-        return px_open(name, flags, mode);
-    return REAL(open)(path, flags | O_LARGEFILE, mode);
+    return px_open_path(false, -1, path, flags, mode, O_LARGEFILE);
 }
 
 PX_EXPORT int __open_2(const char *path, int flags)
@@ -198,10 +204,7 @@ PX_EXPORT int openat(int dirfd, const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = px_name_at(dirfd, path);
-    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
-        return px_open(name, flags, mode);
-    return REAL(openat)(dirfd, path, flags, mode);
+    return px_open_path(true, dirfd, path, flags, mode, 0);
 }
 
 PX_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
@@ -210,10 +213,7 @@ PX_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = px_va_mode(flags, ap);
     va_end(ap);
-    const char *name = px_name_at(dirfd, path);
-    if (name && !(px_from_mount && (flags & O_DIRECTORY)))
-        return px_open(name, flags, mode);
-    return REAL(openat)(dirfd, path, flags | O_LARGEFILE, mode);
+    return px_open_path(true, dirfd, path, flags, mode, O_LARGEFILE);
 }
 
 PX_EXPORT int __openat_2(int dirfd, const char *path, int flags)

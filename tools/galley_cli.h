@@ -88,8 +88,17 @@ int out_close(outfile *o, bool ok);
 int in_open(const char *path); /* "-" is stdin; fd or -errno */
 void in_close(int fd);
 
+/* `file` in one of the directories rel[0..n) relative to this executable's
+ * (each from '/' to '/'), the first ok() accepts, into buf (through
+ * realpath when resolve); 0, or -1 when none does. */
+int find_beside_exe(char *buf, size_t len, const char *const *rel, size_t n,
+                    const char *file, int (*ok)(const char *), bool resolve);
+
 /* Open file `name` (printing the error); fid or < 0. */
 int open_file(const char *name);
+/* Open file `name` and stat it into *st (printing the error); fid, or < 0
+ * with nothing left open. */
+int open_stat(const char *name, gfs_file_stat *st);
 /* Parse SUBFILE of file fid into *sub; 0, or an exit status (printed). */
 int subfile_arg(int fid, const char *name, const char *arg, int *sub);
 
@@ -99,6 +108,20 @@ struct fork_print {
     const char *indent;
 };
 int print_fork(const char *name, uint64_t size, void *arg);
+
+/* What put/get and fork write/read copy to or from: a striped file
+ * (gfs_striped_*) or one fork (gfs_read/gfs_write on a fork id). */
+typedef struct copy_obj {
+    int id;           /* sid, or kid */
+    bool striped;     /* id is a sid */
+    const char *name; /* the file's or the fork's name, for messages */
+} copy_obj;
+
+/* Copy the local input fd into g from offset 0 on and set g's size to
+ * what was copied; copy all of g into the local output `local`.  buf
+ * holds CHUNK bytes.  EXIT_OK or EXIT_FAIL (printed). */
+int copy_in(const copy_obj *g, int fd, const char *local, char *buf);
+int copy_out(const copy_obj *g, const char *local, char *buf);
 
 /* ------------------------------------------------------------------------
  * Commands

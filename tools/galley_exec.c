@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "galley_cli.h"
 #include "galley_exec.h"
 #include "gconfig.h"
 
@@ -34,23 +35,11 @@ static int find_lib(char *buf, size_t len)
         snprintf(buf, len, "%s", env);
         return readable(buf) ? 0 : -1;
     }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
-    if (slash) {
-        *slash = '\0';
-        static const char *const rel[] = {"/../lib/", "/../../posix/.libs/",
-                                          "/../posix/.libs/"};
-        for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
-            char real[PATH_MAX];
-            if ((size_t)snprintf(buf, len, "%s%s%s", exe, rel[i], LIBNAME) <
-                    len &&
-                readable(buf) && realpath(buf, real)) {
-                snprintf(buf, len, "%s", real);
-                return 0;
-            }
-        }
-    }
+    static const char *const rel[] = {"/../lib/", "/../../posix/.libs/",
+                                      "/../posix/.libs/"};
+    if (find_beside_exe(buf, len, rel, sizeof(rel) / sizeof(*rel), LIBNAME,
+                        readable, true) == 0)
+        return 0;
 #ifdef GALLEY_LIBDIR
     snprintf(buf, len, "%s/%s", GALLEY_LIBDIR, LIBNAME);
     if (readable(buf))

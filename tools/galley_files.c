@@ -53,16 +53,11 @@ static int stat_local_blocks(int sid)
 int cmd_stat(opts *o)
 {
     const char *name = o->pos[0];
-    int fid = open_file(name);
+    gfs_file_stat st;
+    int fid = open_stat(name, &st);
     if (fid < 0)
         return EXIT_FAIL;
-    int ret = EXIT_OK;
-    gfs_file_stat st;
-    int rc = gfs_stat_file(fid, &st);
-    if (rc < 0) {
-        ret = fail(rc, "cannot stat", name);
-        goto out_close;
-    }
+    int ret = EXIT_OK, rc;
     printf("file:      %s\n", name);
     printf("subfiles:  %d\n", st.nsubfiles);
     char algo[32];
@@ -131,7 +126,6 @@ int cmd_stat(opts *o)
         }
     }
     free(cp);
-out_close:
     gfs_close_file(fid);
     return ret;
 }
@@ -319,35 +313,10 @@ int cmd_put(opts *o)
         ret = fail(sid, "cannot open", name);
         goto out_delete;
     }
-    int64_t off = 0;
-    for (;;) {
-        ssize_t n = read_full(fd, buf, CHUNK);
-        if (n < 0) {
-            ret = fail_errno((int)-n, "cannot read", local);
-            goto out_sclose;
-        }
-        if (n == 0)
-            break;
-        int64_t w = gfs_striped_write(sid, off, buf, n);
-        if (w < 0) {
-            ret = fail((int)w, "cannot write", name);
-            goto out_sclose;
-        }
-        if (w != n) {
-            fprintf(stderr, "%s: short write to '%s' (%" PRId64 " of %zd)\n",
-                    prog, name, w, n);
-            ret = EXIT_FAIL;
-            goto out_sclose;
-        }
-        off += n;
-        if ((size_t)n < CHUNK)
-            break;
-    }
-    rc = gfs_striped_truncate(sid, off);
-    if (rc < 0) {
-        ret = fail(rc, "cannot set size of", name);
+    copy_obj g = {sid, true, name};
+    ret = copy_in(&g, fd, local, buf);
+    if (ret)
         goto out_sclose;
-    }
     gfs_striped_close(sid);
     goto out_free;
 
@@ -372,47 +341,14 @@ int cmd_get(opts *o)
     int sid = gfs_striped_open(name);
     if (sid < 0)
         return fail(sid, "cannot open", name);
-    int ret = EXIT_OK;
-    char *buf = NULL;
-    int64_t size = gfs_striped_size(sid);
-    if (size < 0) {
-        ret = fail((int)size, "cannot get size of", name);
-        goto out_close;
-    }
-    buf = malloc(CHUNK);
+    int ret;
+    char *buf = malloc(CHUNK);
     if (!buf) {
         ret = fail_errno(ENOMEM, "cannot allocate buffer for", name);
-        goto out_close;
+    } else {
+        copy_obj g = {sid, true, name};
+        ret = copy_out(&g, local, buf);
     }
-    outfile out;
-    int rc = out_open(&out, local);
-    if (rc < 0) {
-        ret = fail_errno(-rc, "cannot create", local);
-        goto out_close;
-    }
-    bool ok = true;
-    for (int64_t off = 0; off < size;) {
-        int64_t want = size - off < CHUNK ? size - off : CHUNK;
-        int64_t r = gfs_striped_read(sid, off, buf, want);
-        if (r < 0) {
-            ret = fail((int)r, "cannot read", name);
-            ok = false;
-            break;
-        }
-        if (r == 0) /* shrunk under us: copy what there is */
-            break;
-        rc = write_all(out.fd, buf, (size_t)r);
-        if (rc < 0) {
-            ret = fail_errno(-rc, "cannot write", local);
-            ok = false;
-            break;
-        }
-        off += r;
-    }
-    rc = out_close(&out, ok);
-    if (ok && rc < 0)
-        ret = fail_errno(-rc, "cannot finish", local);
-out_close:
     free(buf);
     gfs_striped_close(sid);
     return ret;

@@ -13,7 +13,10 @@
 
 #include "galley_cli.h"
 
-int fork_create(opts *o)
+/* `fork create|rm FILE SUBFILE FORK`: op is gfs_create_fork or
+ * gfs_delete_fork, what the message when it fails. */
+static int fork_named_op(opts *o, int (*op)(int, int, const char *),
+                         const char *what)
 {
     const char *name = o->pos[1];
     int fid = open_file(name), sub;
@@ -21,43 +24,32 @@ int fork_create(opts *o)
         return EXIT_FAIL;
     int ret = subfile_arg(fid, name, o->pos[2], &sub);
     if (ret == 0) {
-        int rc = gfs_create_fork(fid, sub, o->pos[3]);
+        int rc = op(fid, sub, o->pos[3]);
         if (rc < 0)
-            ret = fail(rc, "cannot create fork", o->pos[3]);
+            ret = fail(rc, what, o->pos[3]);
     }
     gfs_close_file(fid);
     return ret;
 }
 
+int fork_create(opts *o)
+{
+    return fork_named_op(o, gfs_create_fork, "cannot create fork");
+}
+
 int fork_rm(opts *o)
 {
-    const char *name = o->pos[1];
-    int fid = open_file(name), sub;
-    if (fid < 0)
-        return EXIT_FAIL;
-    int ret = subfile_arg(fid, name, o->pos[2], &sub);
-    if (ret == 0) {
-        int rc = gfs_delete_fork(fid, sub, o->pos[3]);
-        if (rc < 0)
-            ret = fail(rc, "cannot delete fork", o->pos[3]);
-    }
-    gfs_close_file(fid);
-    return ret;
+    return fork_named_op(o, gfs_delete_fork, "cannot delete fork");
 }
 
 int fork_ls(opts *o)
 {
     const char *name = o->pos[1];
-    int fid = open_file(name);
+    gfs_file_stat st;
+    int fid = open_stat(name, &st);
     if (fid < 0)
         return EXIT_FAIL;
-    int ret = EXIT_OK;
-    gfs_file_stat st;
-    int rc = gfs_stat_file(fid, &st);
-    if (rc < 0) {
-        ret = fail(rc, "cannot stat", name);
-        goto out_close;
-    }
+    int ret = EXIT_OK, rc;
     int lo = 0, hi = st.nsubfiles - 1;
     if (o->npos > 2) {
         ret = subfile_arg(fid, name, o->pos[2], &lo);
@@ -81,129 +73,78 @@ out_close:
     return ret;
 }
 
-int fork_write(opts *o)
+/* For fork write (create true: the fork is created when missing) and
+ * fork read: open file o->pos[1], its fork o->pos[3] on subfile o->pos[2],
+ * and a CHUNK buffer.  0 with all three (fork_done closes them), or an
+ * exit status (printed, nothing left open). */
+static int fork_start(opts *o, bool create, int *fid, int *kid, char **buf)
 {
     const char *name = o->pos[1], *fork = o->pos[3], *local = o->pos[4];
-    int fd = in_open(local);
-    if (fd < 0)
-        return fail_errno(-fd, "cannot open", local);
-    int ret = EXIT_OK, sub, kid = -1, rc;
-    char *buf = NULL;
-    int fid = open_file(name);
-    if (fid < 0) {
-        ret = EXIT_FAIL;
-        goto out_in;
-    }
-    ret = subfile_arg(fid, name, o->pos[2], &sub);
+    int sub, rc;
+    *fid = open_file(name);
+    if (*fid < 0)
+        return EXIT_FAIL;
+    int ret = subfile_arg(*fid, name, o->pos[2], &sub);
     if (ret)
         goto out_file;
-    kid = gfs_open_fork(fid, sub, fork);
-    if (kid == -ENOENT) {
-        rc = gfs_create_fork(fid, sub, fork);
+    *kid = gfs_open_fork(*fid, sub, fork);
+    if (create && *kid == -ENOENT) {
+        rc = gfs_create_fork(*fid, sub, fork);
         if (rc < 0 && rc != -EEXIST) {
             ret = fail(rc, "cannot create fork", fork);
             goto out_file;
         }
-        kid = gfs_open_fork(fid, sub, fork);
+        *kid = gfs_open_fork(*fid, sub, fork);
     }
-    if (kid < 0) {
-        ret = fail(kid, "cannot open fork", fork);
+    if (*kid < 0) {
+        ret = fail(*kid, "cannot open fork", fork);
         goto out_file;
     }
-    buf = malloc(CHUNK);
-    if (!buf) {
-        ret = fail_errno(ENOMEM, "cannot allocate buffer for", local);
-        goto out_fork;
-    }
-    int64_t off = 0;
-    for (;;) {
-        ssize_t n = read_full(fd, buf, CHUNK);
-        if (n < 0) {
-            ret = fail_errno((int)-n, "cannot read", local);
-            goto out_fork;
-        }
-        if (n == 0)
-            break;
-        int64_t w = gfs_write(kid, off, buf, n);
-        if (w < 0) {
-            ret = fail((int)w, "cannot write fork", fork);
-            goto out_fork;
-        }
-        off += n;
-        if ((size_t)n < CHUNK)
-            break;
-    }
-    rc = gfs_truncate_fork(kid, off);
-    if (rc < 0)
-        ret = fail(rc, "cannot set size of fork", fork);
-out_fork:
+    *buf = malloc(CHUNK);
+    if (*buf)
+        return 0;
+    ret = fail_errno(ENOMEM, "cannot allocate buffer for", local);
+    gfs_close_fork(*kid);
+out_file:
+    gfs_close_file(*fid);
+    return ret;
+}
+
+static void fork_done(int fid, int kid, char *buf)
+{
     free(buf);
     gfs_close_fork(kid);
-out_file:
     gfs_close_file(fid);
-out_in:
+}
+
+int fork_write(opts *o)
+{
+    const char *fork = o->pos[3], *local = o->pos[4];
+    int fd = in_open(local);
+    if (fd < 0)
+        return fail_errno(-fd, "cannot open", local);
+    int fid, kid;
+    char *buf;
+    int ret = fork_start(o, true, &fid, &kid, &buf);
+    if (ret == 0) {
+        copy_obj g = {kid, false, fork};
+        ret = copy_in(&g, fd, local, buf);
+        fork_done(fid, kid, buf);
+    }
     in_close(fd);
     return ret;
 }
 
 int fork_read(opts *o)
 {
-    const char *name = o->pos[1], *fork = o->pos[3], *local = o->pos[4];
-    int ret = EXIT_OK, sub, rc;
-    char *buf = NULL;
-    int fid = open_file(name);
-    if (fid < 0)
-        return EXIT_FAIL;
-    ret = subfile_arg(fid, name, o->pos[2], &sub);
-    if (ret)
-        goto out_file;
-    int kid = gfs_open_fork(fid, sub, fork);
-    if (kid < 0) {
-        ret = fail(kid, "cannot open fork", fork);
-        goto out_file;
+    const char *fork = o->pos[3], *local = o->pos[4];
+    int fid, kid;
+    char *buf;
+    int ret = fork_start(o, false, &fid, &kid, &buf);
+    if (ret == 0) {
+        copy_obj g = {kid, false, fork};
+        ret = copy_out(&g, local, buf);
+        fork_done(fid, kid, buf);
     }
-    int64_t size = gfs_fork_size(kid);
-    if (size < 0) {
-        ret = fail((int)size, "cannot get size of fork", fork);
-        goto out_fork;
-    }
-    buf = malloc(CHUNK);
-    if (!buf) {
-        ret = fail_errno(ENOMEM, "cannot allocate buffer for", local);
-        goto out_fork;
-    }
-    outfile out;
-    rc = out_open(&out, local);
-    if (rc < 0) {
-        ret = fail_errno(-rc, "cannot create", local);
-        goto out_fork;
-    }
-    bool ok = true;
-    for (int64_t off = 0; off < size;) {
-        int64_t want = size - off < CHUNK ? size - off : CHUNK;
-        int64_t r = gfs_read(kid, off, buf, want);
-        if (r < 0) {
-            ret = fail((int)r, "cannot read fork", fork);
-            ok = false;
-            break;
-        }
-        if (r == 0)
-            break;
-        rc = write_all(out.fd, buf, (size_t)r);
-        if (rc < 0) {
-            ret = fail_errno(-rc, "cannot write", local);
-            ok = false;
-            break;
-        }
-        off += r;
-    }
-    rc = out_close(&out, ok);
-    if (ok && rc < 0)
-        ret = fail_errno(-rc, "cannot finish", local);
-out_fork:
-    free(buf);
-    gfs_close_fork(kid);
-out_file:
-    gfs_close_file(fid);
     return ret;
 }

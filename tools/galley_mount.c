@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "galley_cli.h"
 #include "galley_mount.h"
 #include "gconfig.h"
 
@@ -42,18 +43,10 @@ static int find_daemon(char *buf, size_t len)
         snprintf(buf, len, "%s", env);
         return executable(buf) ? 0 : -1;
     }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
-    if (slash) {
-        *slash = '\0';
-        static const char *const rel[] = {"/", "/../../fuse/", "/../fuse/"};
-        for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++)
-            if ((size_t)snprintf(buf, len, "%s%sgalley-fuse", exe, rel[i]) <
-                    len &&
-                executable(buf))
-                return 0;
-    }
+    static const char *const rel[] = {"/", "/../../fuse/", "/../fuse/"};
+    if (find_beside_exe(buf, len, rel, sizeof(rel) / sizeof(*rel),
+                        "galley-fuse", executable, false) == 0)
+        return 0;
 #ifdef GALLEY_BINDIR
     snprintf(buf, len, "%s/galley-fuse", GALLEY_BINDIR);
     if (executable(buf))

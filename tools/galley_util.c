@@ -397,12 +397,56 @@ void in_close(int fd)
         close(fd);
 }
 
+/* Look for `file` in the directories rel[0..n) (each from '/' to '/'),
+ * taken relative to the directory of this executable; buf gets the first
+ * path ok() accepts, through realpath when resolve.  0, or -1 when none
+ * does. */
+int find_beside_exe(char *buf, size_t len, const char *const *rel, size_t n,
+                    const char *file, int (*ok)(const char *), bool resolve)
+{
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char *slash = k > 0 ? (exe[k] = '\0', strrchr(exe, '/')) : NULL;
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    for (size_t i = 0; i < n; i++) {
+        char real[PATH_MAX];
+        if ((size_t)snprintf(buf, len, "%s%s%s", exe, rel[i], file) >= len ||
+            !ok(buf))
+            continue;
+        if (!resolve)
+            return 0;
+        if (realpath(buf, real)) {
+            snprintf(buf, len, "%s", real);
+            return 0;
+        }
+    }
+    return -1;
+}
+
 /* Open file `name`; prints the error itself.  Returns fid or < 0. */
 int open_file(const char *name)
 {
     int fid = gfs_open_file(name);
     if (fid < 0)
         fail(fid, "cannot open", name);
+    return fid;
+}
+
+/* Open file `name` and stat it into *st; prints the error itself.  Returns
+ * fid, or < 0 with nothing left open. */
+int open_stat(const char *name, gfs_file_stat *st)
+{
+    int fid = open_file(name);
+    if (fid < 0)
+        return fid;
+    int rc = gfs_stat_file(fid, st);
+    if (rc < 0) {
+        fail(rc, "cannot stat", name);
+        gfs_close_file(fid);
+        return rc;
+    }
     return fid;
 }
 
@@ -432,4 +476,86 @@ int print_fork(const char *name, uint64_t size, void *arg)
            h);
     fp->count++;
     return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Copying between a local file and a striped file or a fork
+ * ------------------------------------------------------------------------ */
+
+/* Report a library error on g: "<verb> '<name>'" for a striped file,
+ * "<verb> fork '<name>'" for a fork.  Returns EXIT_FAIL. */
+static int copy_fail(const copy_obj *g, int rc, const char *verb)
+{
+    char what[64];
+    snprintf(what, sizeof(what), "%s%s", verb, g->striped ? "" : " fork");
+    return fail(rc, what, g->name);
+}
+
+/* Copy fd (local, for messages) into g from offset 0 on, CHUNK bytes at a
+ * time through buf, then set g's size to the bytes copied.  EXIT_OK or
+ * EXIT_FAIL (printed). */
+int copy_in(const copy_obj *g, int fd, const char *local, char *buf)
+{
+    int64_t off = 0;
+    for (;;) {
+        ssize_t n = read_full(fd, buf, CHUNK);
+        if (n < 0)
+            return fail_errno((int)-n, "cannot read", local);
+        if (n == 0)
+            break;
+        int64_t w = g->striped ? gfs_striped_write(g->id, off, buf, n)
+                               : gfs_write(g->id, off, buf, n);
+        if (w < 0)
+            return copy_fail(g, (int)w, "cannot write");
+        if (w != n) {
+            fprintf(stderr, "%s: short write to '%s' (%" PRId64 " of %zd)\n",
+                    prog, g->name, w, n);
+            return EXIT_FAIL;
+        }
+        off += n;
+        if ((size_t)n < CHUNK)
+            break;
+    }
+    int rc = g->striped ? gfs_striped_truncate(g->id, off)
+                        : gfs_truncate_fork(g->id, off);
+    return rc < 0 ? copy_fail(g, rc, "cannot set size of") : EXIT_OK;
+}
+
+/* Copy all of g into the local output `local` (out_open: written under a
+ * temporary name and renamed when whole), CHUNK bytes at a time through
+ * buf.  EXIT_OK or EXIT_FAIL (printed). */
+int copy_out(const copy_obj *g, const char *local, char *buf)
+{
+    int64_t size = g->striped ? gfs_striped_size(g->id) : gfs_fork_size(g->id);
+    if (size < 0)
+        return copy_fail(g, (int)size, "cannot get size of");
+    outfile out;
+    int rc = out_open(&out, local);
+    if (rc < 0)
+        return fail_errno(-rc, "cannot create", local);
+    int ret = EXIT_OK;
+    bool ok = true;
+    for (int64_t off = 0; off < size;) {
+        int64_t want = size - off < CHUNK ? size - off : CHUNK;
+        int64_t r = g->striped ? gfs_striped_read(g->id, off, buf, want)
+                               : gfs_read(g->id, off, buf, want);
+        if (r < 0) {
+            ret = copy_fail(g, (int)r, "cannot read");
+            ok = false;
+            break;
+        }
+        if (r == 0) /* shrunk under us: copy what there is */
+            break;
+        rc = write_all(out.fd, buf, (size_t)r);
+        if (rc < 0) {
+            ret = fail_errno(-rc, "cannot write", local);
+            ok = false;
+            break;
+        }
+        off += r;
+    }
+    rc = out_close(&out, ok);
+    if (ok && rc < 0)
+        ret = fail_errno(-rc, "cannot finish", local);
+    return ret;
 }

@@ -632,15 +632,16 @@ static void usage(void)
     exit(2);
 }
 
-int main(int argc, char **argv)
+/* The options: -N into *nops, -T into *tmpdir, -o into *model_out; the
+ * others into the globals they set. */
+static void parse_args(int argc, char **argv, long *nops, const char **tmpdir,
+                       const char **model_out)
 {
-    long nops = 1000;
-    const char *tmpdir = getenv("TMPDIR"), *model_out = NULL;
     int c;
     while ((c = getopt(argc, argv, "N:S:l:T:o:v")) != -1) {
         switch (c) {
         case 'N':
-            nops = atol(optarg);
+            *nops = atol(optarg);
             break;
         case 'S':
             seed = strtoull(optarg, NULL, 0);
@@ -649,10 +650,10 @@ int main(int argc, char **argv)
             maxlen = strtoul(optarg, NULL, 0);
             break;
         case 'T':
-            tmpdir = optarg;
+            *tmpdir = optarg;
             break;
         case 'o':
-            model_out = optarg;
+            *model_out = optarg;
             break;
         case 'v':
             verbose = true;
@@ -664,6 +665,12 @@ int main(int argc, char **argv)
     if (optind != argc - 1 || maxlen < 2)
         usage();
     path = argv[optind];
+}
+
+/* Buffers, the pipe, the local source and sink files (in tmpdir), and
+ * the file under test, created empty.  0, or 2 (printed). */
+static int set_up(const char *tmpdir)
+{
     rng = seed;
     maxop = maxlen / 2;
     model = calloc(1, maxlen);
@@ -682,60 +689,62 @@ int main(int argc, char **argv)
         return 2;
     }
     open_file(O_CREAT | O_TRUNC);
-    check_state();
-    for (opno = 1; opno <= nops; opno++) {
-        int op = pick_op();
-        count[op]++;
-        switch (op) {
-        case OP_WRITE:
-        case OP_PWRITE:
-        case OP_WRITEV:
-        case OP_PWRITEV:
-            op_write(op);
-            break;
-        case OP_PWRITEV2:
-            op_pwritev2();
-            break;
-        case OP_READ:
-        case OP_READV:
-        case OP_PREAD:
-        case OP_PREADV:
-        case OP_PREADV2:
-            op_read(op);
-            break;
-        case OP_SEEK_READ:
-            op_seek_read();
-            break;
-        case OP_TRUNCATE:
-            op_truncate();
-            break;
-        case OP_FALLOCATE:
-            op_fallocate();
-            break;
-        case OP_COPY_SELF:
-            op_copy_self();
-            break;
-        case OP_COPY_IN:
-        case OP_SENDFILE_IN:
-        case OP_SPLICE_IN:
-            op_in(op);
-            break;
-        case OP_COPY_OUT:
-        case OP_SENDFILE_OUT:
-        case OP_SPLICE_OUT:
-            op_out(op);
-            break;
-        case OP_SYNC:
-            op_sync();
-            break;
-        default:
-            op_reopen();
-        }
-        check_state();
-    }
-    opno = nops;
+    return 0;
+}
 
-    /* The whole file, then the model for the caller. */
+static void run_op(int op)
+{
+    switch (op) {
+    case OP_WRITE:
+    case OP_PWRITE:
+    case OP_WRITEV:
+    case OP_PWRITEV:
+        op_write(op);
+        break;
+    case OP_PWRITEV2:
+        op_pwritev2();
+        break;
+    case OP_READ:
+    case OP_READV:
+    case OP_PREAD:
+    case OP_PREADV:
+    case OP_PREADV2:
+        op_read(op);
+        break;
+    case OP_SEEK_READ:
+        op_seek_read();
+        break;
+    case OP_TRUNCATE:
+        op_truncate();
+        break;
+    case OP_FALLOCATE:
+        op_fallocate();
+        break;
+    case OP_COPY_SELF:
+        op_copy_self();
+        break;
+    case OP_COPY_IN:
+    case OP_SENDFILE_IN:
+    case OP_SPLICE_IN:
+        op_in(op);
+        break;
+    case OP_COPY_OUT:
+    case OP_SENDFILE_OUT:
+    case OP_SPLICE_OUT:
+        op_out(op);
+        break;
+    case OP_SYNC:
+        op_sync();
+        break;
+    default:
+        op_reopen();
+    }
+}
+
+/* The whole file, then the model for the caller (into model_out when
+ * given) and the counts.  0, or 2 (printed). */
+static int finish(const char *model_out, long nops)
+{
     moved(pread(fd, buf2, maxlen, 0), (size_t)size, "final pread");
     check_bytes(buf2, 0, (size_t)size, "final read");
     ok(close(fd), "close");
@@ -752,4 +761,22 @@ int main(int argc, char **argv)
     for (int i = 0; i < NOPS; i++)
         printf("  %-12s %ld\n", op_name[i], count[i]);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    long nops = 1000;
+    const char *tmpdir = getenv("TMPDIR"), *model_out = NULL;
+    parse_args(argc, argv, &nops, &tmpdir, &model_out);
+    if (set_up(tmpdir))
+        return 2;
+    check_state();
+    for (opno = 1; opno <= nops; opno++) {
+        int op = pick_op();
+        count[op]++;
+        run_op(op);
+        check_state();
+    }
+    opno = nops;
+    return finish(model_out, nops);
 }

@@ -240,37 +240,10 @@ static void stop_child(void)
         fflush(stdout);                                                        \
     } while (0)
 
-int main(int argc, char **argv)
+/* Conflicts between processes and what F_GETLK reports. */
+static void step_conflicts(int fd)
 {
-    if (argc == 3 && !strcmp(argv[1], "--child")) {
-        path = argv[2];
-        parent_pid = getppid();
-        return child_main();
-    }
-    if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: t_locks FILE [OTHER]\n");
-        return 2;
-    }
-    path = argv[1];
-    other_path = argc == 3 ? argv[2] : path;
-    parent_pid = getpid();
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0)
-        return 2;
-    self[n] = 0;
     char buf[256];
-
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        perror(path);
-        return 2;
-    }
-    if (write(fd, "0123456789", 10) != 10)
-        return 2;
-    start_child(self);
-
-    /* Conflicts between processes and what F_GETLK reports. */
     SAY("P setlk W 0 100: %s", rc_str(setlk(fd, F_SETLK, 'W', 0, 100, 0)));
     SAY("C setlk W 50 10: %s", ask("setlk W 50 10"));
     SAY("C setlk R 50 10: %s", ask("setlk R 50 10"));
@@ -283,16 +256,22 @@ int main(int argc, char **argv)
     SAY("P getlk R 100 10: %s", buf);
     getlk(fd, F_GETLK, 'W', 0, 10, buf, sizeof(buf));
     SAY("P getlk W 0 10 (own lock): %s", buf);
+}
 
-    /* Unlock of a sub-range splits the lock. */
+/* Unlock of a sub-range splits the lock. */
+static void step_unlock_split(int fd)
+{
     SAY("P unlock 20 30: %s", rc_str(setlk(fd, F_SETLK, 'U', 20, 30, 0)));
     SAY("C getlk W 20 30: %s", ask("getlk W 20 30"));
     SAY("C getlk W 10 20: %s", ask("getlk W 10 20"));
     SAY("C getlk W 45 10: %s", ask("getlk W 45 10"));
     SAY("C setlk W 25 5: %s", ask("setlk W 25 5"));
     SAY("C setlk U 25 5: %s", ask("setlk U 25 5"));
+}
 
-    /* Merging, downgrade and upgrade. */
+/* Merging, downgrade and upgrade. */
+static void step_merging(int fd)
+{
     SAY("P setlk R 200 10: %s", rc_str(setlk(fd, F_SETLK, 'R', 200, 10, 0)));
     SAY("P setlk R 210 10: %s", rc_str(setlk(fd, F_SETLK, 'R', 210, 10, 0)));
     SAY("C getlk W 215 1: %s", ask("getlk W 215 1"));
@@ -303,8 +282,12 @@ int main(int argc, char **argv)
     SAY("C getlk W 212 3: %s", ask("getlk W 212 3"));
     SAY("P setlk R 200 20: %s", rc_str(setlk(fd, F_SETLK, 'R', 200, 20, 0)));
     SAY("C getlk W 201 30: %s", ask("getlk W 201 30"));
+}
 
-    /* Ranges: to the end, SEEK_CUR, SEEK_END, negative lengths. */
+/* Ranges: to the end, SEEK_CUR, SEEK_END, negative lengths. */
+static void step_ranges(int fd)
+{
+    char buf[256];
     SAY("P unlock 0 0: %s", rc_str(setlk(fd, F_SETLK, 'U', 0, 0, 0)));
     SAY("P setlk W 1000 0: %s", rc_str(setlk(fd, F_SETLK, 'W', 1000, 0, 0)));
     SAY("C getlk R 5000 7: %s", ask("getlk R 5000 7"));
@@ -323,9 +306,12 @@ int main(int argc, char **argv)
     SAY("P setlk whence 7: %s", rc_str(setlk(fd, F_SETLK, 'W', 0, 5, 7)));
     SAY("P getlk U: %s",
         (getlk(fd, F_GETLK, 'U', 0, 5, buf, sizeof(buf)), buf));
+}
 
-    /* POSIX: closing any descriptor of the file releases the process's
-     * locks on it, also those taken through another descriptor. */
+/* POSIX: closing any descriptor of the file releases the process's
+ * locks on it, also those taken through another descriptor. */
+static void step_close_releases(int fd)
+{
     int fd2 = open(path, O_RDONLY);
     SAY("C getlk W 300 10 (before close): %s", ask("getlk W 300 10"));
     SAY("P close other fd: %s", rc_str(close(fd2)));
@@ -339,8 +325,11 @@ int main(int argc, char **argv)
     SAY("C getlk W 0 0 (after dup2): %s", ask("getlk W 0 0"));
     close(fd3);
     close(fd4);
+}
 
-    /* Access modes. */
+/* Access modes. */
+static void step_access_modes(void)
+{
     int ro = open(path, O_RDONLY), wo = open(path, O_WRONLY);
     SAY("P setlk W on O_RDONLY: %s", rc_str(setlk(ro, F_SETLK, 'W', 0, 1, 0)));
     SAY("P setlk R on O_WRONLY: %s", rc_str(setlk(wo, F_SETLK, 'R', 0, 1, 0)));
@@ -349,8 +338,12 @@ int main(int argc, char **argv)
     close(ro); /* releases both */
     close(wo);
     SAY("C getlk W 0 0 (after closes): %s", ask("getlk W 0 0"));
+}
 
-    /* OFD locks: owned by the open file description. */
+/* OFD locks: owned by the open file description. */
+static void step_ofd(void)
+{
+    char buf[256];
     int o1 = open(path, O_RDWR), o2 = open(path, O_RDWR);
     struct flock ofl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 10};
     SAY("P ofd setlk o1 W 0 10: %s", rc_str(fcntl(o1, F_OFD_SETLK, &ofl)));
@@ -372,8 +365,11 @@ int main(int argc, char **argv)
     SAY("C getlk W 0 0 (o1 closed, dup open): %s", ask("getlk W 0 0"));
     close(o3);
     SAY("C getlk W 0 0 (all closed): %s", ask("soon getlk W 0 0"));
+}
 
-    /* flock: per open file description, apart from fcntl locks. */
+/* flock: per open file description, apart from fcntl locks. */
+static void step_flock(const char *self)
+{
     int f1 = open(path, O_RDONLY), f2 = open(path, O_RDONLY);
     SAY("P flock f1 EX: %s", rc_str(flock(f1, LOCK_EX)));
     SAY("P flock f2 EX|NB: %s", rc_str(flock(f2, LOCK_EX | LOCK_NB)));
@@ -389,8 +385,11 @@ int main(int argc, char **argv)
     SAY("C flock EX|NB (closed): %s", ask("soon flock_nb W"));
     stop_child(); /* its flock goes with it */
     start_child(self);
+}
 
-    /* lockf. */
+/* lockf. */
+static void step_lockf(int fd)
+{
     lseek(fd, 0, SEEK_SET);
     SAY("P lockf F_LOCK 10: %s", rc_str(lockf(fd, F_LOCK, 10)));
     SAY("P lockf F_TEST 10: %s", rc_str(lockf(fd, F_TEST, 10)));
@@ -400,8 +399,12 @@ int main(int argc, char **argv)
     SAY("C lockf F_TLOCK 10: %s", ask("lockf_tlock W 10"));
     SAY("P lockf F_TLOCK 5: %s", rc_str(lockf(fd, F_TLOCK, 5)));
     SAY("P lockf bad: %s", rc_str(lockf(fd, 99, 5)));
+}
 
-    /* F_SETLKW waits for the holder's unlock. */
+/* F_SETLKW waits for the holder's unlock. */
+static void step_setlkw(int fd)
+{
+    char buf[256];
     SAY("C unlock_after: %s", ask("unlock_after W 400 0 10"));
     double t0 = now();
     int rc = setlk(fd, F_SETLKW, 'W', 0, 10, 0);
@@ -414,8 +417,11 @@ int main(int argc, char **argv)
     SAY("C unlocked: %s", ans);
     SAY("C setlk W 0 10: %s", ask("setlk W 0 10"));
     SAY("P unlock 0 0: %s", rc_str(setlk(fd, F_SETLK, 'U', 0, 0, 0)));
+}
 
-    /* The holder dies: its locks go. */
+/* The holder dies: its locks go. */
+static void step_holder_dies(int fd)
+{
     SAY("C setlk W 0 0: %s", ask("setlk W 0 0"));
     SAY("P setlk W 0 1 (held): %s", rc_str(setlk(fd, F_SETLK, 'W', 0, 1, 0)));
     fputs("die\n", to_child);
@@ -427,11 +433,54 @@ int main(int argc, char **argv)
     fclose(from_child);
     child_pid = 0;
     /* The server sees the connection go a moment after the exit. */
-    t0 = now();
+    double t0 = now();
+    int rc;
     do
         rc = setlk(fd, F_SETLK, 'W', 0, 1, 0);
     while (rc && errno == EAGAIN && now() - t0 < 5 && usleep(10000) == 0);
     SAY("P setlk W 0 1 (holder dead): %s", rc_str(rc));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--child")) {
+        path = argv[2];
+        parent_pid = getppid();
+        return child_main();
+    }
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: t_locks FILE [OTHER]\n");
+        return 2;
+    }
+    path = argv[1];
+    other_path = argc == 3 ? argv[2] : path;
+    parent_pid = getpid();
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return 2;
+    self[n] = 0;
+
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        perror(path);
+        return 2;
+    }
+    if (write(fd, "0123456789", 10) != 10)
+        return 2;
+    start_child(self);
+
+    step_conflicts(fd);
+    step_unlock_split(fd);
+    step_merging(fd);
+    step_ranges(fd);
+    step_close_releases(fd);
+    step_access_modes();
+    step_ofd();
+    step_flock(self);
+    step_lockf(fd);
+    step_setlkw(fd);
+    step_holder_dies(fd);
 
     close(fd);
     return 0;

@@ -423,8 +423,9 @@ static void write_ckpt(int argc, char **argv)
  * ready=F (after warm=N calls).  Every rank then frees the group and
  * prints
  *   RESULT rank=R ok=N rc=RC t_err=T free=RC
+ * after a line "ERROR rank=R <the error's first line>" when a call failed.
  * ok: calls that succeeded; t_err: CLOCK_REALTIME when the failing call
- * returned; the same line goes to the file out.R when out= is given.  The
+ * returned; the same lines go to the file out.R when out= is given.  The
  * checks are the test's. */
 static void fault_loop(int argc, char **argv)
 {
@@ -466,15 +467,20 @@ static void fault_loop(int argc, char **argv)
     }
     clock_gettime(CLOCK_REALTIME, &t);
     double t_err = rc < 0 ? t.tv_sec + t.tv_nsec * 1e-9 : 0;
-    if (rc < 0)
-        printf("rank %d: %s\n", me, ga_errmsg());
+    char line[1024] = "";
+    if (rc < 0) {
+        /* the message's first line only: the error stack follows it */
+        const char *msg = ga_errmsg();
+        snprintf(line, sizeof(line), "ERROR rank=%d %.*s\n", me,
+                 (int)strcspn(msg, "\n"), msg);
+    }
     int frc = ga_group_free(g);
-    char line[256];
-    snprintf(line, sizeof(line),
+    size_t n = strlen(line);
+    snprintf(line + n, sizeof(line) - n,
              "RESULT rank=%d ok=%d rc=%d t_err=%.6f free=%d\n", me, ok,
              rc < 0 ? rc : 0, t_err, frc);
     fputs(line, stdout);
-    /* and to a file of its own: mpiexec may interleave the ranks' lines */
+    /* and to a file of its own: mpiexec may interleave the ranks' output */
     const char *out = arg(argc, argv, "out", NULL);
     if (out) {
         char fn[4096];

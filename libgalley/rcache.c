@@ -19,10 +19,13 @@
  * until the lease runs out it IS the record, and a stat or an open may
  * use it without asking.  The server recalls the lease before anyone
  * else removes the name or changes its attributes, and waits until this
- * process has dropped it (a renewal thread here sends NS_RENEW to each
- * server where it holds leases every GALLEY_MD_RENEW_MS, default 200:
- * that renews them, brings the names recalled, and acknowledges the
- * previous recalls) or until the lease ran out.  A lease counts from
+ * process has dropped it or until the lease ran out.  A renewal thread
+ * per server where this process holds leases keeps one NS_RENEW waiting
+ * there, on a control connection of its own (conn.c): the server answers
+ * it at once when it recalls a name, else after GALLEY_MD_RENEW_MS
+ * (default 200); each answer renews the leases there and brings the
+ * names recalled, and the next renewal, sent at once, acknowledges them.
+ * So a recall costs a change about a round trip.  A lease counts from
  * before its request was sent, less a tenth, so it ends here before it
  * ends at the server.  A remove by this process drops its own lease
  * first.  This process's id for the servers is random, and new in a
@@ -32,7 +35,10 @@
  * GALLEY_MD_IDLE_MS (default 30000; 0: never) are let go, unless a file
  * of theirs is open here: their entries stay as hints, the renewals to
  * that server stop, and the next open or stat of such a name asks once
- * and is granted a lease again.  So an idle process sends nothing.
+ * and is granted a lease again.  So an idle process sends nothing.  A
+ * process lets all its leases go at gfs_finalize, and at exit() when it
+ * never called it (the preload does not), so that nobody waits for
+ * leases of a process that has ended.
  *
  * Open files.  A striped file opened under a lease opens its forks at
  * their first use (striped.c).  Before a recall of its lease is
@@ -54,13 +60,15 @@
  * attribute cache, with close-to-open.
  *
  * Threads: any; rc_lock, a leaf lock, around every access; the renewal
- * thread takes it between its requests, never across one.
+ * threads take it between their requests, never across one.
  */
 #include "internal.h"
 #include "fnv.h"
 #include "gclock.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -112,9 +120,11 @@ static struct {
         int64_t used;   /* a lease there last granted or used (ms) */
         int64_t gone;   /* its leases let go (NS_LET_GO) up to then: a
                          * lease asked for no later is only a hint */
+        bool running;   /* its renewal thread runs */
     } * srv;
-    bool running, stop;
-    pthread_t thread;
+    int nrunning; /* renewal threads running */
+    bool stop;    /* no renewal thread starts; those running end */
+    bool atexit;  /* exit_let_go is registered */
     uint64_t closes; /* file ids closed so far */
     uint64_t seq;    /* entries put so far */
 } rl;
@@ -142,9 +152,11 @@ static void check_fork(void)
             rc_tab[i].lserver = -1;
             rc_tab[i].size = -1;
         }
-    for (int i = 0; i < rl.nserv; i++)
+    for (int i = 0; i < rl.nserv; i++) {
         rl.srv[i].nheld = 0;
-    rl.running = false; /* the parent's thread is not here */
+        rl.srv[i].running = false; /* the parent's threads are not here */
+    }
+    rl.nrunning = 0;
     rl.stop = false;
     uint64_t id = 0;
     if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
@@ -193,7 +205,7 @@ static rc_ent *slot(const char *name)
     return old;
 }
 
-static void *renewer(void *arg);
+static void start_renewer(int s);
 
 /* Keep rec for name; with a lease from `server` (asked for at `sent`,
  * until `until`) when server >= 0 (and then its size, or -1). */
@@ -245,11 +257,7 @@ static void put(const char *name, const gp_record *rec, int server,
         e->size_at = g_now_ms();
         rl.srv[server].nheld++;
         rl.srv[server].used = e->size_at;
-        if (!rl.running && !rl.stop &&
-            pthread_create(&rl.thread, NULL, renewer, NULL) == 0) {
-            pthread_detach(rl.thread);
-            rl.running = true;
-        }
+        start_renewer(server);
     }
     pthread_mutex_unlock(&rc_lock);
 }
@@ -426,19 +434,23 @@ static void pins_of_server(rc_pins *p, int s)
         }
 }
 
-/* One renewal at server s: 0, or an error (the leases there then run
- * out by themselves).  *again: names were recalled, acknowledge now
- * (after the files of theirs open here have their forks: pins_run). */
-static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
+/* One renewal at server s on conn, held there up to wait_ms while
+ * nothing is recalled: 0, or an error (the leases there then run out by
+ * themselves).  The names recalled are dropped (the files of theirs open
+ * here get their forks first: pins_run) and acknowledged by the next one
+ * (*owe: names were recalled). */
+static int renew(int s, gc_conn *conn, uint64_t client, uint64_t *acked,
+                 uint32_t wait_ms, bool *owe)
 {
     rc_pins pins = {0};
     int64_t sent = g_now_ms();
     gc_tail t;
     gp_NS_RENEW_rep m;
-    *again = false;
-    int rc = gc_NS_RENEW_call(
-        gc_server_conn(s),
-        &(gp_NS_RENEW_req){.client = client, .acked = *acked}, &m, &t);
+    int rc = gc_NS_RENEW_call(conn,
+                              &(gp_NS_RENEW_req){.client = client,
+                                                 .acked = *acked,
+                                                 .wait_ms = wait_ms},
+                              &m, &t);
     if (rc)
         return rc;
     pthread_mutex_lock(&rc_lock);
@@ -468,7 +480,7 @@ static int renew(int s, uint64_t client, uint64_t *acked, bool *again)
     } else {
         if (m.n) {
             *acked = m.seq;
-            *again = true;
+            *owe = true;
         }
         rl.srv[s].until = sent + (int64_t)m.lease_ms * 9 / 10;
         rl.srv[s].epoch = m.epoch; /* extends the leases of this start only */
@@ -518,56 +530,102 @@ static void let_go(int s, uint64_t client)
     pthread_mutex_lock(&rc_lock);
 }
 
+/* The renewal thread of server s: renewals held at the server (renew)
+ * one after the other while leases are held there, on a control
+ * connection of its own. */
 static void *renewer(void *arg)
 {
-    (void)arg;
+    int s = (int)(intptr_t)arg;
     long ms = (long)g_config_int(G_CFG_MD_RENEW_MS);
     long idle = (long)g_config_int(G_CFG_MD_IDLE_MS);
+    long cap = gc_timeout_ms() / 2; /* a held renewal never times out */
+    uint32_t wait = (uint32_t)(ms < cap ? ms : cap);
+    uint64_t acked = 0;
+    bool owe = false; /* recalls to acknowledge, even with no lease left */
+    gc_conn *conn = NULL;
     pthread_mutex_lock(&rc_lock);
     uint64_t client = rl.client;
-    int nserv = rl.nserv;
-    uint64_t *acked = calloc((size_t)nserv, sizeof(*acked));
-    while (!rl.stop && acked) {
-        bool any = false;
-        for (int s = 0; s < nserv && !rl.stop; s++) {
-            if (!rl.srv[s].nheld)
-                continue;
-            if (idle && g_now_ms() - rl.srv[s].used >= idle && !open_at(s)) {
-                let_go(s, client);
-                continue;
-            }
-            any = true;
-            pthread_mutex_unlock(&rc_lock);
-            bool again = true;
-            for (int k = 0; again && k < 4; k++)
-                if (renew(s, client, &acked[s], &again))
-                    again = false;
-            pthread_mutex_lock(&rc_lock);
+    while (!rl.stop && (rl.srv[s].nheld || owe)) {
+        if (idle && g_now_ms() - rl.srv[s].used >= idle && !open_at(s)) {
+            let_go(s, client);
+            break;
         }
-        if (!any)
-            break; /* started again by the next lease */
-        struct timespec ts = g_deadline_ms(ms);
-        if (!rl.stop)
+        /* (the last leases recalled: acknowledged without waiting; an
+         * error loses the acknowledgement: the leases then run out) */
+        uint32_t w = rl.srv[s].nheld ? wait : 0;
+        owe = false;
+        pthread_mutex_unlock(&rc_lock);
+        if (!conn)
+            conn = gc_conn_new_control(gc_server_conn(s));
+        int rc = conn ? renew(s, conn, client, &acked, w, &owe) : -ENOMEM;
+        pthread_mutex_lock(&rc_lock);
+        if (rc && !rl.stop) { /* the server down, a time-out: a period on */
+            struct timespec ts = g_deadline_ms(ms);
             pthread_cond_timedwait(&rc_cv, &rc_lock, &ts);
+        }
     }
-    free(acked);
-    rl.running = false;
+    rl.srv[s].running = false; /* the next lease there starts another */
+    pthread_mutex_unlock(&rc_lock);
+    gc_conn_free(conn);
+    pthread_mutex_lock(&rc_lock);
+    rl.nrunning--;
     pthread_cond_broadcast(&rc_cv);
     pthread_mutex_unlock(&rc_lock);
     return NULL;
 }
 
+/* Let every lease of this process go (gfs_finalize, exit): the servers
+ * are told, so nobody waits for them, and answer the renewals held there
+ * at once, so the renewal threads end (rc_lock held; released meanwhile). */
+static void let_go_all(void)
+{
+    rl.stop = true;
+    pthread_cond_broadcast(&rc_cv);
+    uint64_t client = rl.client;
+    for (int s = 0; s < rl.nserv; s++)
+        if (rl.srv[s].nheld || rl.srv[s].running)
+            let_go(s, client);
+}
+
+/* At exit() of a process that holds leases and did not call
+ * gfs_finalize (the preload never does): let them go, so that a remove
+ * by another process does not wait for them to run out. */
+static void exit_let_go(void)
+{
+    pthread_mutex_lock(&rc_lock);
+    if (rl.pid == getpid() && rl.srv && !rl.stop)
+        let_go_all();
+    pthread_mutex_unlock(&rc_lock);
+}
+
+/* Start server s's renewal thread unless it runs (rc_lock held). */
+static void start_renewer(int s)
+{
+    if (rl.srv[s].running || rl.stop)
+        return;
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &at, renewer, (void *)(intptr_t)s) == 0) {
+        rl.srv[s].running = true;
+        rl.nrunning++;
+        if (!rl.atexit)
+            rl.atexit = atexit(exit_let_go) == 0;
+    }
+    pthread_attr_destroy(&at);
+}
+
 void gc_rcache_clear(void)
 {
     pthread_mutex_lock(&rc_lock);
-    if (rl.pid == getpid()) {
-        rl.stop = true; /* the renewal thread, before the connections go */
-        pthread_cond_broadcast(&rc_cv);
-        while (rl.running)
+    if (rl.pid == getpid() && rl.srv) {
+        let_go_all(); /* (the renewal threads, before the connections go) */
+        while (rl.nrunning)
             pthread_cond_wait(&rc_cv, &rc_lock);
     }
     rl.stop = false;
-    rl.running = false;
+    rl.nrunning = 0;
     for (size_t i = 0; i < RC_SLOTS; i++)
         ent_clear(&rc_tab[i]);
     for (size_t i = 0; i < RC_OPEN_SLOTS; i++)

@@ -122,7 +122,8 @@ static void ns_repl_to(const ns_repl *p, gp_record *rec)
 }
 
 ns_table ns = {.lock = PTHREAD_MUTEX_INITIALIZER,
-               .cv = PTHREAD_COND_INITIALIZER};
+               .cv = PTHREAD_COND_INITIALIZER,
+               .recall = PTHREAD_COND_INITIALIZER};
 
 /* ----------------------------------------------------------- helpers ---- */
 
@@ -448,6 +449,9 @@ int gsrv_ns_init(void)
     rc = gsrv_meta_scan(&sc); /* record files from before the table */
     if (!rc)
         rc = gsrv_tab_each("ns/", load_key, rec);
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; !rc && (l = gsrv_ht_next(&ns.tab, &it));)
+        GSRV_HT_ENTRY(l, ns_ent, hlink)->loaded = true;
     if (!rc)
         gsrv_log(1, "nameserver: %" PRIu64 " records", ns.ncommitted);
     free(rec);

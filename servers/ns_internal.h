@@ -21,6 +21,7 @@ typedef struct ns_ent {
     gsrv_hlink hlink; /* in ns.tab, keyed by g_fnv1a(name) */
     char *name;
     bool committed;
+    bool loaded;    /* there at this start: a lease from before may hold */
     uint64_t id;    /* record file id, when committed */
     uint64_t owner; /* reserving connection, when not committed */
     uint32_t nsub;
@@ -35,9 +36,11 @@ typedef struct ns_ent {
 
 /* A client's lease on one record: live while its client renews (until),
  * or, once recalled, until the client's expiry at the recall (frozen) or
- * the client acknowledges the recall (then it is gone). */
+ * the client acknowledges the recall (then it is gone), or the client
+ * lets its leases go (NS_LET_GO: gen). */
 typedef struct ns_hold {
     uint64_t client;
+    uint32_t gen;   /* its client's gen when granted */
     uint64_t rseq;  /* 0, or the recall's number (ns_client.seq) */
     int64_t frozen; /* recalled: live until then at most (ms, monotonic) */
 } ns_hold;
@@ -46,6 +49,7 @@ typedef struct ns_hold {
 typedef struct ns_client {
     uint64_t id;
     int64_t until; /* its leases are live until then (ms, monotonic) */
+    uint32_t gen;  /* NS_LET_GOs so far: holds of an earlier gen are gone */
     uint64_t seq;  /* last recall number */
     struct ns_recall {
         char *name;
@@ -56,7 +60,8 @@ typedef struct ns_client {
 
 typedef struct ns_table {
     pthread_mutex_t lock;
-    pthread_cond_t cv; /* a lease acknowledged (NS_RENEW) */
+    pthread_cond_t cv;     /* a lease acknowledged (NS_RENEW) */
+    pthread_cond_t recall; /* a name recalled, or a client let go */
     int64_t lease_ms;  /* granted lease; 0: no leases */
     int64_t grace;     /* until then, changes wait as if leases were live */
     uint64_t epoch;    /* this start's (random): leases of others are gone */

@@ -129,6 +129,12 @@ static int gf_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
     st->st_atim = st->st_mtim = st->st_ctim = gf.t0;
     switch (w.kind) {
     case K_FILE:
+        /* its data's modification time (the only time kept), else the
+         * mount's start, as for directories */
+        if (w.mtime > 0)
+            st->st_atim = st->st_mtim = st->st_ctim =
+                (struct timespec){.tv_sec = w.mtime / 1000000000,
+                                  .tv_nsec = w.mtime % 1000000000};
         st->st_mode = S_IFREG | 0644;
         st->st_nlink = 1;
         st->st_size = w.size;
@@ -377,8 +383,8 @@ static int gf_statfs(const char *p, struct statvfs *sv)
     return 0;
 }
 
-/* Galley keeps no times, modes or owners: accept and ignore, so tools
- * that set them (touch, cp -p) work. */
+/* Galley sets no times (a file's is its data's) and keeps no modes or
+ * owners: accept and ignore, so tools that set them (touch, cp -p) work. */
 static int gf_utimens(const char *p, const struct timespec tv[2],
                       struct fuse_file_info *fi)
 {

@@ -165,7 +165,7 @@ int gf_classify(const char *p, what *w)
     }
     gfs_layout lay;
     int64_t size;
-    int sid = gfs_striped_stat(p, &size, &lay); /* without opening it */
+    int sid = gfs_striped_stat_mtime(p, &size, &lay, &w->mtime); /* unopened */
     if (sid >= 0) {
         w->size = size;
         w->unit = lay.unit;

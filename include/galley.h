@@ -496,6 +496,15 @@ int64_t gfs_striped_size(int sid);
  * round trips.  0, -ENOENT, GFS_ELAYOUT (not a striped file), ... */
 int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout);
 
+/* Modification times.  A striped file's is the newest of its subfiles'
+ * data files' (each server's clock, so writes through any path count;
+ * ns since the epoch), or 0 while none of them has data (never
+ * written).  gfs_striped_stat with it, and an open file's size with it
+ * (0 for the locality layout, which keeps none). */
+int gfs_striped_stat_mtime(const char *name, int64_t *size, gfs_layout *layout,
+                           int64_t *mtime_ns);
+int gfs_striped_size_mtime(int sid, int64_t *size, int64_t *mtime_ns);
+
 /* Set the logical size: shrink or extend (with zeros) every subfile's fork. */
 int gfs_striped_truncate(int sid, int64_t size);
 

@@ -44,7 +44,8 @@ gc_conn *gc_conn_new(int server, const char *host, const char *port)
 
 gc_conn *gc_conn_new_control(const gc_conn *like)
 {
-    gc_conn *c = like ? gc_conn_new(like->server, like->host, like->port) : NULL;
+    gc_conn *c =
+        like ? gc_conn_new(like->server, like->host, like->port) : NULL;
     if (c)
         c->control = true;
     return c;

@@ -369,7 +369,7 @@ int64_t gfs_fork_size(int kid)
     int64_t size = 0;
     int rc = gc_fork_get(kid, &k);
     if (!rc)
-        rc = gc_fork_sizes(&k, 1, &size);
+        rc = gc_fork_sizes(&k, 1, &size, NULL);
     return rc ? rc : size;
 }
 
@@ -485,7 +485,7 @@ static int gc_fork_scrub(int kid, int64_t *chunks, int64_t *bad,
     return 0;
 }
 
-int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
+int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes, int64_t *mtimes)
 {
     gc_pending *p = calloc((size_t)(n ? n : 1), sizeof(*p));
     if (!p)
@@ -497,10 +497,12 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
     for (int i = 0; i < n; i++) {
         gp_FORK_SIZE_rep m;
         int k = gc_FORK_SIZE_recv(&p[i], &m, NULL);
-        if (!k && m.size > INT64_MAX)
+        if (!k && (m.size > INT64_MAX || m.mtime > INT64_MAX))
             k = GFS_EPROTO;
         if (!k)
             sizes[i] = (int64_t)m.size;
+        if (!k && mtimes)
+            mtimes[i] = (int64_t)m.mtime;
         /* a replicated fork: any other copy in sync answers too */
         for (int c = 0; k && c < forks[i].ncopy; c++) {
             if (!forks[i].cfkid[c] || forks[i].cfkid[c] == forks[i].fkid)
@@ -508,10 +510,12 @@ int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes)
             k = gc_FORK_SIZE_call(
                 gc_server_conn(forks[i].cserver[c]),
                 &(gp_FORK_SIZE_req){.fkid = forks[i].cfkid[c]}, &m, NULL);
-            if (!k && m.size > INT64_MAX)
+            if (!k && (m.size > INT64_MAX || m.mtime > INT64_MAX))
                 k = GFS_EPROTO;
             if (!k)
                 sizes[i] = (int64_t)m.size;
+            if (!k && mtimes)
+                mtimes[i] = (int64_t)m.mtime;
         }
         if (k && !rc)
             rc = k;

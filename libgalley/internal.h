@@ -397,13 +397,16 @@ void gc_rcache_lease(const char *name, const gp_record *rec, int server,
                      int64_t sent, uint32_t lease_ms, uint64_t epoch,
                      int64_t size);
 /* RC_NONE, RC_HINT (rec as gc_rcache_get) or RC_LEASED (rec is the
- * record); *size (when size) the size a stat may answer, or -1. */
+ * record); *size (when size) the size a stat may answer, or -1, and
+ * *mtime (when mtime) the modification time that goes with it. */
 enum { RC_NONE, RC_HINT, RC_LEASED };
-int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size);
-/* The size of a leased entry, asked for at `at` when gc_rcache_closes
- * was `closes` (kept only if no file id was closed since). */
+int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size,
+                     int64_t *mtime);
+/* The size (and modification time) of a leased entry, asked for at `at`
+ * when gc_rcache_closes was `closes` (kept only if no file id was closed
+ * since). */
 uint64_t gc_rcache_closes(void);
-void gc_rcache_size(const char *name, int64_t size, int64_t at,
+void gc_rcache_size(const char *name, int64_t size, int64_t mtime, int64_t at,
                     uint64_t closes);
 /* A file id of this process opened (+1) or closed (-1) name. */
 void gc_rcache_opened(const char *name, int delta);
@@ -414,8 +417,9 @@ bool gc_record_same(const gp_record *a, const gp_record *b);
 int gc_expand_batch(int64_t n, const gfs_batch_entry *e, char *buf,
                     gp_ext **out, size_t *np, int64_t *total);
 
-/* Fork-size request for many forks at once (concurrently). */
-int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes);
+/* Fork-size request for many forks at once (concurrently); with mtimes,
+ * each fork's modification time too (ns, 0: never written). */
+int gc_fork_sizes(const gc_fork *forks, int n, int64_t *sizes, int64_t *mtimes);
 
 /* ------------------------------------------------------------------------
  * The locality layout (local_layout.c)
@@ -427,7 +431,8 @@ typedef struct gc_local gc_local;
 bool gc_conn_same_host(gc_conn *c);
 
 bool gc_is_local_layout(int fid);
-int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout);
+int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout,
+                    int64_t *mtime);
 /* *out = NULL for a file of another layout; else its maps, read now. */
 int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
 void gc_local_free(gc_local *l);

@@ -89,6 +89,7 @@ typedef struct rc_ent {
     int64_t until;  /* the lease's own end (ms, g_now_ms) */
     uint64_t epoch; /* its server's start when granted (gmsg.h) */
     int64_t size;   /* its size, or -1 */
+    int64_t mtime;  /* its modification time with that size (ns) */
     int64_t size_at;
     uint64_t seq; /* when it was put (rl.seq): the oldest goes first */
 } rc_ent;
@@ -122,9 +123,9 @@ static struct {
                          * lease asked for no later is only a hint */
         bool running;   /* its renewal thread runs */
     } * srv;
-    int nrunning; /* renewal threads running */
-    bool stop;    /* no renewal thread starts; those running end */
-    bool atexit;  /* exit_let_go is registered */
+    int nrunning;    /* renewal threads running */
+    bool stop;       /* no renewal thread starts; those running end */
+    bool atexit;     /* exit_let_go is registered */
     uint64_t closes; /* file ids closed so far */
     uint64_t seq;    /* entries put so far */
 } rl;
@@ -290,10 +291,11 @@ uint64_t gc_rcache_client(void)
 
 bool gc_rcache_get(const char *name, gp_record *rec)
 {
-    return gc_rcache_leased(name, rec, NULL) != RC_NONE;
+    return gc_rcache_leased(name, rec, NULL, NULL) != RC_NONE;
 }
 
-int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size)
+int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size,
+                     int64_t *mtime)
 {
     int hit = RC_NONE;
     if (size)
@@ -315,8 +317,11 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size)
             rl.srv[e->lserver].used = now;
             long max = (long)g_config_int(G_CFG_MD_SIZE_MS); /* read once */
             if (size && e->size >= 0 && now - e->size_at < max &&
-                !is_open(name))
+                !is_open(name)) {
                 *size = e->size;
+                if (mtime)
+                    *mtime = e->mtime;
+            }
         }
     }
     pthread_mutex_unlock(&rc_lock);
@@ -331,7 +336,8 @@ uint64_t gc_rcache_closes(void)
     return n;
 }
 
-void gc_rcache_size(const char *name, int64_t size, int64_t at, uint64_t closes)
+void gc_rcache_size(const char *name, int64_t size, int64_t mtime, int64_t at,
+                    uint64_t closes)
 {
     pthread_mutex_lock(&rc_lock);
     rc_ent *e = slot(name);
@@ -339,6 +345,7 @@ void gc_rcache_size(const char *name, int64_t size, int64_t at, uint64_t closes)
     if (e->name && strcmp(e->name, name) == 0 && e->lserver >= 0 &&
         !is_open(name) && closes == rl.closes) {
         e->size = size;
+        e->mtime = mtime;
         e->size_at = at;
     }
     pthread_mutex_unlock(&rc_lock);

@@ -204,7 +204,7 @@ static bool lazy_ok(const char *name, const gp_record *rec,
     if (!lazy_on() || rec->repl.ncopy > 1 || lay->kind != GFS_LAYOUT_STRIPED)
         return false;
     gp_record *r = malloc(sizeof(*r));
-    bool ok = r && gc_rcache_leased(name, r, NULL) == RC_LEASED &&
+    bool ok = r && gc_rcache_leased(name, r, NULL, NULL) == RC_LEASED &&
               gc_record_same(r, rec);
     free(r);
     return ok;
@@ -339,7 +339,7 @@ int gc_striped_open(const char *name)
     if (rc)
         return rc;
     gp_record *cached = calloc(1, sizeof(*cached));
-    int hit = cached ? gc_rcache_leased(name, cached, NULL) : RC_NONE;
+    int hit = cached ? gc_rcache_leased(name, cached, NULL, NULL) : RC_NONE;
     if (hit != RC_NONE) {
         gfs_layout lay;
         if (gc_st_layout_of(cached, &lay) == 0 && hit == RC_LEASED &&

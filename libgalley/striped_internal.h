@@ -42,6 +42,6 @@ int gc_st_from_fid(int fid, const int *kids);
 /* The logical size of a striped file whose forks have these sizes, and
  * the sizes of open s's forks (striped_size.c). */
 int64_t gc_st_logical_size(const gfs_layout *lay, const int64_t *sizes);
-int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes);
+int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes, int64_t *mtimes);
 
 #endif /* GALLEY_STRIPED_INTERNAL_H */

@@ -247,7 +247,7 @@ static int64_t striped_read_result(gc_op *o)
         gc_striped s;
         int rc = gc_st_get(o->sid, &s);
         if (!rc)
-            rc = gc_st_fork_sizes(o->sid, &s, sizes);
+            rc = gc_st_fork_sizes(o->sid, &s, sizes, NULL);
         if (rc)
             return rc;
         lower = gc_st_logical_size(&s.lay, sizes);

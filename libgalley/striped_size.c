@@ -28,12 +28,14 @@ int64_t gc_st_logical_size(const gfs_layout *lay, const int64_t *sizes)
 }
 
 static int list_sizes(const char *name, const gp_record *r, const char *fork,
-                      gp_record *look, int *lookrc, int64_t *sizes);
+                      gp_record *look, int *lookrc, int64_t *sizes,
+                      int64_t *mtime);
 
 /* Every fork's size: asked of the open forks (FORK_SIZE), or, when this
  * id has opened none yet, listed by the record's header ids (FORK_LIST,
- * as a stat does: no fork opened for it). */
-int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes)
+ * as a stat does: no fork opened for it).  *mtime (when mtime): the
+ * newest of their modification times (ns; 0: none written). */
+int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes, int64_t *mtime)
 {
     bool none = true;
     for (int i = 0; i < s->lay.nsubfiles; i++)
@@ -42,7 +44,8 @@ int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes)
         gc_file *f = malloc(sizeof(*f));
         int rc = f ? gc_file_get(s->fid, f) : -ENOMEM;
         if (!rc)
-            rc = list_sizes(f->name, &f->rec, s->lay.fork, NULL, NULL, sizes);
+            rc = list_sizes(f->name, &f->rec, s->lay.fork, NULL, NULL, sizes,
+                            mtime);
         free(f);
         return rc;
     }
@@ -55,26 +58,52 @@ int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes)
         if (rc)
             return rc;
     }
-    return gc_fork_sizes(k, s->lay.nsubfiles, sizes);
+    int64_t mt[GFS_MAX_SUBFILES];
+    rc = gc_fork_sizes(k, s->lay.nsubfiles, sizes, mt);
+    for (int i = 0; !rc && mtime && i < s->lay.nsubfiles; i++)
+        if (i == 0 || mt[i] > *mtime)
+            *mtime = mt[i];
+    return rc;
 }
 
-int64_t gc_striped_size(int sid)
+/* An open file's size, and (when mtime) its modification time (0 for
+ * the locality layout: not kept). */
+static int64_t size_mtime(int sid, int64_t *mtime)
 {
     gc_striped s;
     int rc = gc_st_get(sid, &s);
+    if (mtime)
+        *mtime = 0;
     if (rc)
         return rc;
     if (s.loc)
         return gc_local_size(s.loc);
     int64_t sizes[GFS_MAX_SUBFILES];
-    rc = gc_st_fork_sizes(sid, &s, sizes);
+    rc = gc_st_fork_sizes(sid, &s, sizes, mtime);
     if (rc)
         return rc;
     return gc_st_logical_size(&s.lay, sizes);
 }
 
-/* Size of subfile i's fork `fork` from a FORK_LIST reply. */
-static int size_in_list(gc_pending *p, const char *fork, int64_t *size)
+int64_t gc_striped_size(int sid)
+{
+    return size_mtime(sid, NULL);
+}
+
+int gfs_striped_size_mtime(int sid, int64_t *size, int64_t *mtime_ns)
+{
+    int64_t n = size_mtime(sid, mtime_ns);
+    if (n < 0)
+        return (int)n;
+    if (size)
+        *size = n;
+    return 0;
+}
+
+/* Size and modification time of subfile i's fork `fork` from a
+ * FORK_LIST reply. */
+static int size_in_list(gc_pending *p, const char *fork, int64_t *size,
+                        int64_t *mtime)
 {
     gc_tail t;
     gp_FORK_LIST_rep m;
@@ -87,8 +116,10 @@ static int size_in_list(gc_pending *p, const char *fork, int64_t *size)
         if (gp_FORK_item_decode(&t.r, &it))
             break;
         if (strcmp(it.fork, fork) == 0) {
-            found = it.size <= INT64_MAX ? 0 : GFS_EPROTO;
+            found =
+                it.size <= INT64_MAX && it.mtime <= INT64_MAX ? 0 : GFS_EPROTO;
             *size = (int64_t)it.size;
+            *mtime = (int64_t)it.mtime;
         }
     }
     rc = gc_tail_end(&t);
@@ -96,10 +127,12 @@ static int size_in_list(gc_pending *p, const char *fork, int64_t *size)
 }
 
 /* Every subfile's fork list at once, and (look) the record's lookup with
- * them: sizes[i] is the size of fork `fork` in subfile i.  0 or the
- * first error of the lists; the lookup's own result in *lookrc. */
+ * them: sizes[i] is the size of fork `fork` in subfile i, *mtime (when
+ * mtime) the newest of theirs modification times.  0 or the first error
+ * of the lists; the lookup's own result in *lookrc. */
 static int list_sizes(const char *name, const gp_record *r, const char *fork,
-                      gp_record *look, int *lookrc, int64_t *sizes)
+                      gp_record *look, int *lookrc, int64_t *sizes,
+                      int64_t *mtime)
 {
     int n = (int)r->nsub, rc = 0;
     gc_pending *p = calloc((size_t)n + 1, sizeof(*p));
@@ -114,10 +147,15 @@ static int list_sizes(const char *name, const gp_record *r, const char *fork,
     if (look)
         *lookrc =
             gc_NS_LOOKUP_recv(&p[n], &(gp_NS_LOOKUP_rep){.rec = look}, NULL);
+    if (mtime)
+        *mtime = 0;
     for (int i = 0; i < n; i++) {
-        int k = size_in_list(&p[i], fork, &sizes[i]);
+        int64_t mt = 0;
+        int k = size_in_list(&p[i], fork, &sizes[i], &mt);
         if (k && !rc)
             rc = k;
+        if (mtime && mt > *mtime)
+            *mtime = mt;
     }
     free(p);
     return rc;
@@ -128,7 +166,8 @@ static int list_sizes(const char *name, const gp_record *r, const char *fork,
  * when the record is cached: the lookup goes with the lists, whose
  * answers count only if the record is still the cached one).  The
  * locality layout's size needs its block maps: opened as for I/O. */
-int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
+int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout,
+                    int64_t *mtime)
 {
     int rc = gc_check_init();
     if (!rc)
@@ -140,12 +179,12 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
     gp_record *from = NULL; /* the record whose subfiles are asked */
     int64_t *sizes = NULL;
     gfs_layout lay;
-    int64_t total = 0;
+    int64_t total = 0, mt = 0;
     if (!cached) {
         rc = -ENOMEM;
         goto out_free;
     }
-    int hit = gc_rcache_leased(name, cached, &total);
+    int hit = gc_rcache_leased(name, cached, &total, &mt);
     if (hit == RC_LEASED && total >= 0 && gc_st_layout_of(cached, &lay) == 0 &&
         !gc_st_is_local_layout(cached))
         goto out_done; /* the record and its size under a lease: no
@@ -166,7 +205,7 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
     if (hit != RC_NONE && gc_st_layout_of(cached, &lay) == 0 &&
         !gc_st_is_local_layout(cached)) {
         int lookrc;
-        int k = list_sizes(name, cached, lay.fork, rec, &lookrc, sizes);
+        int k = list_sizes(name, cached, lay.fork, rec, &lookrc, sizes, &mt);
         if (lookrc) {
             gc_rcache_drop(name);
             rc = lookrc;
@@ -197,7 +236,7 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
             rc = sid;
             goto out_free;
         }
-        total = gc_striped_size(sid);
+        total = size_mtime(sid, &mt);
         gc_striped_close(sid);
         rc = total < 0 ? (int)total : 0;
         goto out_done;
@@ -205,12 +244,12 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
 ask_sizes:;
     int64_t t0 = g_now_ms();
     uint64_t closes = gc_rcache_closes();
-    rc = list_sizes(name, from, lay.fork, NULL, NULL, sizes);
+    rc = list_sizes(name, from, lay.fork, NULL, NULL, sizes, &mt);
     if (rc)
         goto out_free;
     total = gc_st_logical_size(&lay, sizes);
     if (total >= 0) /* (kept only under a lease) */
-        gc_rcache_size(name, total, t0, closes);
+        gc_rcache_size(name, total, mt, t0, closes);
     rc = total < 0 ? (int)total : 0;
     goto out_done;
 out_size:
@@ -219,6 +258,8 @@ out_size:
 out_done:
     if (!rc && size)
         *size = total;
+    if (!rc && mtime)
+        *mtime = mt;
     if (!rc && layout)
         *layout = lay;
 out_free:
@@ -230,7 +271,13 @@ out_free:
 
 int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
 {
-    return gc_striped_stat(name, size, layout);
+    return gc_striped_stat(name, size, layout, NULL);
+}
+
+int gfs_striped_stat_mtime(const char *name, int64_t *size, gfs_layout *layout,
+                           int64_t *mtime_ns)
+{
+    return gc_striped_stat(name, size, layout, mtime_ns);
 }
 
 int gc_striped_truncate(int sid, int64_t size)

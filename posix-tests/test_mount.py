@@ -81,6 +81,22 @@ def test_bytes_through_the_mount(cluster, mnt, uniq, tmp_path):
         "/%s/\n" % uniq
 
 
+def test_file_times_through_the_mount(mnt, uniq):
+    """A file's modification time on the mount is its data's: written
+    now, it shows now; written again later, it moves on."""
+    d = mnt.dir / uniq
+    d.mkdir(parents=True)
+    t0 = time.time()
+    (d / "t").write_bytes(b"first")
+    m1 = (d / "t").stat().st_mtime
+    assert t0 - 1 <= m1 <= time.time() + 1, (t0, m1)
+    time.sleep(0.3)
+    with open(d / "t", "ab") as f:
+        f.write(b"again")
+    m2 = (d / "t").stat().st_mtime
+    assert m2 - m1 >= 0.2, (m1, m2)
+
+
 def test_plain_file_as_directory(cluster, mnt, uniq, tmp_path):
     name = "/%s/plain" % uniq
     cluster.galley("create", name, "-n", "2", "-p", check=True)

@@ -259,6 +259,31 @@ def test_mapped_paths_normalised(cluster, uniq, tmp_path):
         describe(cp)
 
 
+def test_file_times_are_its_datas(cluster, uniq, tmp_path):
+    """A file's modification time is its data's (the newest of its
+    subfiles' data files): a file written before a stamp is not
+    `find -newer` it, one written after is; an append moves it on; stat
+    and fstat of the open file agree."""
+    stamp = tmp_path / "stamp"
+    d, cp = _mapped(cluster, tmp_path, uniq,
+                    'echo a > "$1/old" && sleep 0.3 && : > "$2" && '
+                    'sleep 0.3 && echo b > "$1/new" && '
+                    'find "$1" -newer "$2" -type f && '
+                    'stat -c "%Y" "$1/old" "$2" "$1/new" && '
+                    'python3 -c "import os, sys, time\n'
+                    'b = os.stat(sys.argv[1]).st_mtime_ns; time.sleep(0.3)\n'
+                    'f = open(sys.argv[1], \'a\'); f.write(\'c\'); f.flush()\n'
+                    'o = os.fstat(f.fileno()).st_mtime_ns; f.close()\n'
+                    'a = os.stat(sys.argv[1]).st_mtime_ns\n'
+                    'print(o == a, a - b >= 200000000)" "$1/old"', stamp)
+    lines = cp.stdout.split("\n")
+    assert cp.returncode == 0 and lines[0] == "%s/new" % d, describe(cp)
+    t_old, t_stamp, t_new = (int(x) for x in lines[1:4])
+    assert t_old <= t_stamp <= t_new, describe(cp)
+    assert abs(t_new - time.time()) < 60, describe(cp)
+    assert lines[4:] == ["True True", ""], describe(cp)
+
+
 def test_mapped_realpath_statvfs(cluster, uniq, tmp_path):
     """realpath of a mapped path is the path read as the kernel reads it
     once the name exists (pfind and io500 resolve their directories so;

@@ -266,7 +266,7 @@ int px_stat_path(const char *name, struct stat *st);
  * px_stat_name answers 0 or a gfs error; px_rmdir -1 with errno or 0. */
 int px_stat_name(const char *name, struct stat *st);
 void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
-                  bool dir);
+                  int64_t mtime, bool dir);
 int px_rmdir(const char *name);
 
 #pragma GCC visibility pop

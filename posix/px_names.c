@@ -50,7 +50,7 @@ static void px_set_t0(void)
 }
 
 void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
-                  bool dir)
+                  int64_t mtime, bool dir)
 {
     memset(st, 0, sizeof(*st));
     st->st_dev = PX_DEV;
@@ -64,20 +64,27 @@ void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
     st->st_size = size;
     st->st_blksize = unit > 0 ? unit : GFS_DEFAULT_STRIPE_UNIT;
     st->st_blocks = (size + 511) / 512;
-    /* Galley keeps no times: report one fixed time (this process's first
-     * stat), so tools that watch for changes (tar) see none. */
+    /* A file's modification time is its data's (libgalley: the newest of
+     * its subfiles' data files); Galley keeps no other times: access and
+     * change time are the same.  A file never written and a directory
+     * have none: one fixed time (this process's first stat), so tools
+     * that watch for changes (tar) see none. */
     st->st_atim = st->st_mtim = st->st_ctim = px_t0;
+    if (mtime > 0)
+        st->st_atim = st->st_mtim = st->st_ctim = (struct timespec){
+            .tv_sec = mtime / 1000000000, .tv_nsec = mtime % 1000000000};
 }
 
 /* stat of an open striped file. */
 static int px_stat_sid(int sid, const char *name, struct stat *st)
 {
-    int64_t size = gfs_striped_size(sid);
-    if (size < 0)
-        return (int)size;
+    int64_t size, mtime;
+    int rc = gfs_striped_size_mtime(sid, &size, &mtime);
+    if (rc)
+        return rc;
     gfs_layout lay;
-    int rc = gfs_striped_layout(sid, &lay);
-    px_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, false);
+    rc = gfs_striped_layout(sid, &lay);
+    px_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, mtime, false);
     return 0;
 }
 
@@ -107,17 +114,17 @@ int px_stat_name(const char *name, struct stat *st)
     int rc = px_start();
     if (rc)
         return rc;
-    int64_t size;
+    int64_t size, mtime;
     gfs_layout lay;
     int sid = *name && !px_mapped_root(name)
-                  ? gfs_striped_stat(name, &size, &lay)
+                  ? gfs_striped_stat_mtime(name, &size, &lay, &mtime)
                   : -ENOENT;
     if (sid >= 0) { /* without opening it: two round trips */
-        px_fill_stat(st, name, size, lay.unit, false);
+        px_fill_stat(st, name, size, lay.unit, mtime, false);
         return 0;
     }
     if (sid == GFS_ELAYOUT) { /* a plain (non-striped) file */
-        px_fill_stat(st, name, 0, 0, true);
+        px_fill_stat(st, name, 0, 0, 0, true);
         return 0;
     }
     if (sid != -ENOENT)
@@ -127,7 +134,7 @@ int px_stat_name(const char *name, struct stat *st)
         return rc;
     if (!rc)
         return -ENOENT;
-    px_fill_stat(st, name, 0, 0, true);
+    px_fill_stat(st, name, 0, 0, 0, true);
     return 0;
 }
 
@@ -161,7 +168,7 @@ static int px_fstat(px_file *f, struct stat *st)
 {
     int rc = 0;
     if (f->dir)
-        px_fill_stat(st, f->name, 0, 0, true);
+        px_fill_stat(st, f->name, 0, 0, 0, true);
     else if (__atomic_load_n(&f->sid, __ATOMIC_ACQUIRE) < 0)
         rc = px_stat_name(f->name, st); /* its open was put off */
     else

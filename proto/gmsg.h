@@ -212,7 +212,7 @@
 #define GP_FORK_LIST_REP(F) F(list, n, FORK, GP_MAX_NAMES)
 
 #define GP_FORK_SIZE_REQ(F) F(u64, fkid)
-#define GP_FORK_SIZE_REP(F) F(u64, size)
+#define GP_FORK_SIZE_REP(F) F(u64, size) F(u64, mtime) /* as GP_ITEM_FORK */
 
 #define GP_FORK_TRUNCATE_REQ(F) F(u64, fkid) F(u64, size)
 #define GP_FORK_TRUNCATE_REP(F)
@@ -357,7 +357,10 @@
 #define GP_ITEMS(Y) Y(NAME) Y(FORK) Y(SUB)
 
 #define GP_ITEM_NAME(F) F(str, name, GFS_NAME_MAX)
-#define GP_ITEM_FORK(F) F(str, fork, GFS_FORK_NAME_MAX) F(u64, size)
+/* mtime: the fork's data file's modification time (ns since the epoch),
+ * 0 while it has none (never written) */
+#define GP_ITEM_FORK(F)                                                        \
+    F(str, fork, GFS_FORK_NAME_MAX) F(u64, size) F(u64, mtime)
 #define GP_ITEM_SUB(F)                                                         \
     F(u64, hid) F(str, file, GFS_NAME_MAX) F(u32, subfile) F(u8, deleted)
 

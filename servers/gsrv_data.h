@@ -97,6 +97,10 @@ static inline uint64_t gsrv_fork_size(const gsrv_fork *f)
         return gsrv_fork_file_size(f);
     return __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
 }
+/* The modification time of the fork's data file (ns since the epoch; the
+ * kernel's, so direct writers' writes count), 0 while it has none
+ * (subfile.c; subtab.lock or a reference held). */
+uint64_t gsrv_fork_mtime(uint64_t hid, const gsrv_fork *f);
 static inline void gsrv_fork_set_size(gsrv_fork *f, uint64_t size)
 {
     __atomic_store_n(&f->size, size, __ATOMIC_RELEASE);

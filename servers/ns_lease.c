@@ -10,9 +10,9 @@
  * renewing: at most lease_ms).  A client keeps one NS_RENEW waiting here
  * (wait_ms, on a connection of its own, so its handler thread may block
  * in it): a recall answers it at once, and the client acknowledges in
- * the next one, a round trip after the recall.  The holder's own lease (the same client
- * id on this connection) goes at once: its library dropped it first.
- * While a recall is waiting, no new lease is granted on that name.  The
+ * the next one, a round trip after the recall.  The holder's own lease (the
+ * same client id on this connection) goes at once: its library dropped it
+ * first. While a recall is waiting, no new lease is granted on that name.  The
  * leases live in memory only: for lease_ms after a start, a change of a
  * record that was there at the start waits as if a lease were live (a
  * restarted server does not know who held one; a record made since has
@@ -269,8 +269,8 @@ int gsrv_do_NS_LET_GO(gsrv_conn *c, const gp_NS_LET_GO_req *m,
     if (rc)
         return rc;
     if (k) {
-        lease_acked(k, k->seq); /* (wakes the changes waiting) */
-        k->gen++;               /* and the others are gone */
+        lease_acked(k, k->seq);             /* (wakes the changes waiting) */
+        k->gen++;                           /* and the others are gone */
         pthread_cond_broadcast(&ns.recall); /* its NS_RENEW answers */
     }
     pthread_mutex_unlock(&ns.lock);

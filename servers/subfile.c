@@ -78,6 +78,17 @@ void fork_file(uint64_t hid, uint32_t idx, char *out, size_t len)
     snprintf(out, len, "sub/%" PRIu64 "/%" PRIu32 ".dat", hid, idx);
 }
 
+uint64_t gsrv_fork_mtime(uint64_t hid, const gsrv_fork *f)
+{
+    struct stat st;
+    char path[64];
+    fork_file(hid, f->index, path, sizeof(path));
+    if (f->fd >= 0 ? fstat(f->fd, &st) : fstatat(gsrv_g.dfd, path, &st, 0))
+        return 0;
+    return (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+           (uint64_t)st.st_mtim.tv_nsec;
+}
+
 int sub_dir_make(uint64_t hid)
 {
     char path[64];

@@ -371,7 +371,7 @@ out_unlock_meta:
 
 typedef struct list_item {
     const char *name;
-    uint64_t size;
+    uint64_t size, mtime;
 } list_item;
 
 static int cmp_list_item(const void *a, const void *b)
@@ -394,14 +394,15 @@ int gsrv_do_FORK_LIST(gsrv_conn *c, const gp_FORK_LIST_req *m,
     size_t n = 0;
     for (size_t i = 0; i < s->nforks; i++)
         if (!s->forks[i]->deleted)
-            v[n++] =
-                (list_item){s->forks[i]->name, gsrv_fork_size(s->forks[i])};
+            v[n++] = (list_item){s->forks[i]->name, gsrv_fork_size(s->forks[i]),
+                                 gsrv_fork_mtime(s->hid, s->forks[i])};
     qsort(v, n, sizeof(*v), cmp_list_item);
     r->n = (uint32_t)n;
     gp_wbuf *w = gsrv_reply_fields(k);
     for (size_t i = 0; i < n; i++)
-        gp_FORK_item_encode(
-            w, &(gp_FORK_item){.fork = v[i].name, .size = v[i].size});
+        gp_FORK_item_encode(w, &(gp_FORK_item){.fork = v[i].name,
+                                               .size = v[i].size,
+                                               .mtime = v[i].mtime});
     free(v);
 out_unlock:
     pthread_mutex_unlock(&subtab.lock);
@@ -416,6 +417,7 @@ int gsrv_do_FORK_SIZE(gsrv_conn *c, const gp_FORK_SIZE_req *m,
     if (rc)
         return rc;
     r->size = gsrv_fork_size(f);
+    r->mtime = gsrv_fork_mtime(gsrv_fkid_hid(f->fkid), f);
     gsrv_fork_put(f);
     return 0;
 }

@@ -434,7 +434,7 @@ def test_garbage_io_requests(cluster, open_fork):
     print(results)
     c = state["c"]
     status, p = c.call(OP["FORK_SIZE"], u64(fkid))
-    assert status == 0 and struct.unpack("<Q", p)[0] == 0, (status, p)
+    assert status == 0 and struct.unpack("<QQ", p)[0] == 0, (status, p)
     # A good write and read over the raw protocol.
     status, p = c.call(OP["IO_WRITE"], u64(fkid) + u32(2) + extent(0, 5) +
                        extent(100, 3) + b"helloabc")

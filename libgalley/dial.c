@@ -33,6 +33,17 @@ static void set_stream_options(int fd, int timeout_ms)
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 }
 
+int gc_fd_high(int fd)
+{
+    if (fd < 0 || fd >= GC_FD_HIGH)
+        return fd;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, GC_FD_HIGH);
+    if (hi < 0)
+        return fd; /* (a low limit on descriptors) */
+    close(fd);
+    return hi;
+}
+
 /* A connected socket to the abstract address gp_local_addr(hostport), or
  * -1. */
 static int connect_abstract(const char *hostport)
@@ -41,7 +52,7 @@ static int connect_abstract(const char *hostport)
     int len = gp_local_addr(&sa, hostport);
     if (len < 0)
         return -1;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = gc_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (fd < 0)
         return -1;
     if (connect(fd, (struct sockaddr *)&sa, (socklen_t)len) == 0)
@@ -115,7 +126,7 @@ int gc_dial_tcp(const char *host, const char *port, int timeout_ms, int *fdp)
         return GFS_ESERVERDOWN;
     int fd = -1, rc = GFS_ESERVERDOWN;
     for (struct addrinfo *a = res; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+        fd = gc_fd_high(socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0));
         if (fd < 0)
             continue;
         int fl = fcntl(fd, F_GETFL);

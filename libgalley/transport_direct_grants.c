@@ -63,7 +63,7 @@ static int chan_recv(int fd, void *buf, size_t n, int *fdp)
             int got;
             memcpy(&got, CMSG_DATA(cm), sizeof(got));
             if (fdp && *fdp < 0)
-                *fdp = got;
+                *fdp = gc_fd_high(got);
             else
                 close(got);
         }

@@ -284,6 +284,49 @@ def test_file_times_are_its_datas(cluster, uniq, tmp_path):
     assert lines[4:] == ["True True", ""], describe(cp)
 
 
+def test_shell_redirections_of_builtins(cluster, uniq, tmp_path):
+    """bash's builtins write through glibc's own stdout and stderr, which
+    reach descriptors 1 and 2 by calls the preload cannot see: while a
+    Galley file is there (`echo > F`, `2> F`, `>&3` of `exec 3> F`) the
+    stream is swapped for the preload's, and back after, so the shell's
+    own output goes on where it went."""
+    d = tmp_path / "mapped"
+    d.mkdir()
+    cp = galley_exec(cluster, "bash", "-c",
+                     'echo one > "$1/a"; printf "two\\n" >> "$1/a"; '
+                     'echo err 2> "$1/b" >&2; exec 3> "$1/c"; '
+                     'echo three >&3; exec 3>&-; echo back; '
+                     'read -r l < "$1/a"; echo "read $l"; '
+                     'cat "$1/a" "$1/b" "$1/c"', "bash", d,
+                     mounts=["%s=/%s" % (d, uniq)])
+    assert cp.returncode == 0 and cp.stdout.split("\n") == [
+        "back", "read one", "one", "two", "err", "three", ""], describe(cp)
+    assert cp.stderr == "", describe(cp)
+
+
+def test_shell_redirections_of_commands(cluster, uniq, tmp_path):
+    """A command a shell starts with a Galley file as a descriptor
+    (`cmd > F`, `cmd >> F`, `cmd < F`, `>&3` of `exec 3> F`) finds it
+    after exec (px_inherit.c) and writes or reads it, its stdio streams
+    too (sort, wc); writes of the shell and its commands to one
+    descriptor follow each other, as through a shared offset."""
+    d = tmp_path / "mapped"
+    d.mkdir()
+    cp = galley_exec(cluster, "bash", "-c",
+                     'seq 3 -1 1 > "$1/a"; sort < "$1/a" > "$1/b"; '
+                     'echo 4 >> "$1/b"; wc -l < "$1/b"; '
+                     '{ echo h; seq 2 3; echo t; } > "$1/c"; '
+                     'exec 3> "$1/e"; seq 1 2 >&3; echo x >&3; '
+                     'python3 -c "print(\'py\')" >&3; exec 3>&-; '
+                     'cat "$1/b" "$1/c" "$1/e"', "bash", d,
+                     mounts=["%s=/%s" % (d, uniq)])
+    assert cp.returncode == 0 and cp.stdout.split("\n") == [
+        "4", "1", "2", "3", "4", "h", "2", "3", "t", "1", "2", "x", "py",
+        ""], describe(cp)
+    assert cp.stderr == "", describe(cp)
+    assert list(d.iterdir()) == [], list(d.iterdir())
+
+
 def test_mapped_realpath_statvfs(cluster, uniq, tmp_path):
     """realpath of a mapped path is the path read as the kernel reads it
     once the name exists (pfind and io500 resolve their directories so;

@@ -104,6 +104,29 @@ static int px_client;
 static pthread_mutex_t px_client_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t px_sid_lock = PTHREAD_MUTEX_INITIALIZER; /* px_sid */
 static pthread_once_t px_atfork_once = PTHREAD_ONCE_INIT;
+static int px_fd_top; /* one past the highest descriptor installed */
+
+/* After fork(), in both processes: each write-only file (not O_APPEND)
+ * they both hold writes next at the file's end, where the other may have
+ * written (a shell's `exec 3> F; cmd >&3; echo x >&3`): each process
+ * keeps an offset of its own, where POSIX would have them share one. */
+static void px_fork_offsets(void)
+{
+    int top = __atomic_load_n(&px_fd_top, __ATOMIC_ACQUIRE);
+    for (int fd = 0; fd < top; fd++) {
+        px_file *f = __atomic_load_n(&px_fds[fd], __ATOMIC_ACQUIRE);
+        if (f && !f->dir && (f->flags & O_ACCMODE) == O_WRONLY &&
+            !(f->flags & O_APPEND))
+            __atomic_store_n(&f->off_end, true, __ATOMIC_RELEASE);
+    }
+}
+
+static void px_after_fork_parent(void)
+{
+    pthread_mutex_lock(&px_lock); /* (no file freed meanwhile) */
+    px_fork_offsets();
+    pthread_mutex_unlock(&px_lock);
+}
 
 /* A child after fork() goes on with the descriptors it inherited and
  * opens more: libgalley gives it connections of its own (lifecycle.c).
@@ -116,16 +139,12 @@ static void px_after_fork_child(void)
     pthread_mutex_init(&px_client_lock, NULL);
     pthread_mutex_init(&px_sid_lock, NULL);
     px_lock_after_fork();
+    px_fork_offsets();
 }
 
 static void px_register_atfork(void)
 {
-    pthread_atfork(NULL, NULL, px_after_fork_child);
-}
-
-int px_placeholder(int flags)
-{
-    return REAL(open)("/dev/null", O_PATH | (flags & O_CLOEXEC));
+    pthread_atfork(NULL, px_after_fork_parent, px_after_fork_child);
 }
 
 /* gfs error -> errno. */
@@ -221,7 +240,10 @@ int px_sid(px_file *f)
     pthread_mutex_lock(&px_sid_lock);
     sid = f->sid;
     if (sid < 0) {
-        sid = gfs_striped_open(f->name);
+        /* (a descriptor inherited across exec: the client may not run) */
+        sid = px_start();
+        if (!sid)
+            sid = gfs_striped_open(f->name);
         if (sid >= 0)
             __atomic_store_n(&f->sid, sid, __ATOMIC_RELEASE);
     }
@@ -233,10 +255,14 @@ int px_sid(px_file *f)
  * is released. */
 void px_install(int fd, px_file *f)
 {
+    if (fd <= 2)
+        px_std_attach(fd, f->flags); /* (before: old's bytes go to old) */
     pthread_mutex_lock(&px_lock);
     px_file *old = px_fds[fd];
     f->refs++;
     __atomic_store_n(&px_fds[fd], f, __ATOMIC_RELEASE);
+    if (fd >= px_fd_top)
+        __atomic_store_n(&px_fd_top, fd + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&px_lock);
     px_put(old);
 }
@@ -246,6 +272,8 @@ void px_forget(int fd)
 {
     if (fd < 0 || fd >= PX_NFD)
         return;
+    if (fd <= 2 && px_fds_has(fd))
+        px_std_detach(fd); /* its bytes to the file still installed */
     pthread_mutex_lock(&px_lock);
     px_file *old = px_fds[fd];
     __atomic_store_n(&px_fds[fd], NULL, __ATOMIC_RELEASE);

@@ -54,7 +54,12 @@ int64_t px_pwrite(px_file *f, const void *buf, size_t n, int64_t off)
 static ssize_t px_rw(px_file *f, void *buf, size_t n, bool wr, bool append)
 {
     pthread_mutex_lock(&f->lock);
-    int64_t off = f->off, k;
+    int64_t off, k;
+    int rc = px_off(f, &off);
+    if (rc) {
+        pthread_mutex_unlock(&f->lock);
+        return px_fail(rc);
+    }
     if (wr && (append || (f->flags & O_APPEND))) {
         off = gfs_striped_size(px_sid(f));
         if (off < 0) {
@@ -140,13 +145,18 @@ static off_t px_lseek(px_file *f, off_t off, int whence)
             return px_fail(size);
         }
     }
-    int64_t pos;
+    int64_t pos, cur = 0;
+    int rc = whence == SEEK_CUR ? px_off(f, &cur) : 0;
+    if (rc) {
+        pthread_mutex_unlock(&f->lock);
+        return px_fail(rc);
+    }
     switch (whence) {
     case SEEK_SET:
         pos = off;
         break;
     case SEEK_CUR:
-        pos = f->off + off;
+        pos = cur + off;
         break;
     case SEEK_END:
         pos = size + off;
@@ -164,8 +174,10 @@ static off_t px_lseek(px_file *f, off_t off, int whence)
         pos = -EINVAL;
     if (off < 0 && (whence == SEEK_DATA || whence == SEEK_HOLE))
         pos = -ENXIO;
-    if (pos >= 0)
+    if (pos >= 0) {
         f->off = pos;
+        __atomic_store_n(&f->off_end, false, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&f->lock);
     return pos < 0 ? px_fail(pos) : (off_t)pos;
 }

@@ -184,10 +184,13 @@ void px_resolve(void);
  * ------------------------------------------------------------------------ */
 
 typedef struct px_file {
-    int refs;  /* descriptors pointing here + calls in progress (px_lock) */
-    int sid;   /* -1 until px_sid opens it, and for a directory */
-    int flags; /* O_ACCMODE bits and O_APPEND */
-    int64_t off;
+    int refs;     /* descriptors pointing here + calls in progress (px_lock) */
+    int sid;      /* -1 until px_sid opens it, and for a directory */
+    int flags;    /* O_ACCMODE bits and O_APPEND */
+    int64_t off;  /* the file offset (px_off) */
+    bool off_end; /* write-only, inherited across exec or held at a
+                   * fork: off is the file's size at its next use
+                   * (px_off, px_inherit.c; atomic) */
     uint64_t ino;
     uint64_t owner;       /* lock owner of this open file description */
     bool ofd_locked;      /* has taken OFD or flock locks (atomic) */
@@ -205,10 +208,19 @@ static inline bool px_fds_has(int fd)
            __atomic_load_n(&px_fds[fd], __ATOMIC_ACQUIRE) != NULL;
 }
 
-/* The descriptor number a Galley file or directory holds: an O_PATH
- * descriptor, on which every data call the kernel sees (one this library
- * does not serve) fails with EBADF instead of moving nothing. */
-int px_placeholder(int flags);
+/* The descriptor number a Galley file (name) or directory (NULL) holds:
+ * an O_PATH descriptor, on which every data call the kernel sees (one
+ * this library does not serve) fails with EBADF instead of moving
+ * nothing; a file's names it to a program after exec (px_inherit.c). */
+int px_placeholder(const char *name, int flags);
+
+/* stdin, stdout, stderr over a Galley file at descriptor 0-2 (px_stdio.c):
+ * swapped for a stream of ours while it is there (px_install, px_forget). */
+void px_std_attach(int fd, int flags);
+void px_std_detach(int fd);
+
+/* f's offset (f->lock held): 0 or a gfs error. */
+int px_off(px_file *f, int64_t *off);
 
 int px_errno(int64_t rc);
 int px_fail(int64_t rc);

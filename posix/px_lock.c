@@ -106,11 +106,14 @@ static int lock_range(px_file *f, const struct flock *fl, int64_t *start,
     case SEEK_SET:
         base = 0;
         break;
-    case SEEK_CUR:
+    case SEEK_CUR: {
         pthread_mutex_lock(&f->lock);
-        base = f->off;
+        int rc = px_off(f, &base);
         pthread_mutex_unlock(&f->lock);
+        if (rc)
+            return rc;
         break;
+    }
     case SEEK_END:
         base = gfs_striped_size(px_sid(f));
         if (base < 0)

@@ -20,7 +20,7 @@ static int px_new_fd(px_file *f, int flags)
     f->owner = px_lock_new_owner();
     f->ino = px_hash(f->name);
     pthread_mutex_init(&f->lock, NULL);
-    int fd = px_placeholder(flags);
+    int fd = px_placeholder(f->dir ? NULL : f->name, flags);
     if (fd < 0 || fd >= PX_NFD) {
         int e = fd < 0 ? errno : EMFILE;
         if (fd >= 0)

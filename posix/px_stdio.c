@@ -42,9 +42,9 @@ static int px_cookie_seek(void *c, off64_t *off, int whence)
     return 0;
 }
 
-static int px_cookie_close(void *c)
+/* fd's stream leaves the table (fileno no longer answers for it). */
+static void px_stream_forget(int fd)
 {
-    int fd = (int)(intptr_t)c;
     pthread_mutex_lock(&px_stream_lock);
     for (int i = 0; i < PX_NSTREAMS; i++)
         if (px_streams[i].fp && px_streams[i].fd == fd) {
@@ -53,14 +53,25 @@ static int px_cookie_close(void *c)
             break;
         }
     pthread_mutex_unlock(&px_stream_lock);
-    return close(fd);
 }
 
-/* A stream over Galley descriptor fd (which it owns), or NULL. */
-static FILE *px_stream(int fd, const char *mode)
+static int px_cookie_close(void *c)
+{
+    px_stream_forget((int)(intptr_t)c);
+    return close((int)(intptr_t)c);
+}
+
+static int px_cookie_keep(void *c) /* a std stream's: the descriptor stays */
+{
+    px_stream_forget((int)(intptr_t)c);
+    return 0;
+}
+
+/* A stream over Galley descriptor fd (closed with it when owns), or NULL. */
+static FILE *px_stream_io(int fd, const char *mode, bool owns)
 {
     cookie_io_functions_t io = {px_cookie_read, px_cookie_write, px_cookie_seek,
-                                px_cookie_close};
+                                owns ? px_cookie_close : px_cookie_keep};
     FILE *fp = fopencookie((void *)(intptr_t)fd, mode, io);
     if (!fp)
         return NULL;
@@ -74,6 +85,68 @@ static FILE *px_stream(int fd, const char *mode)
         }
     pthread_mutex_unlock(&px_stream_lock);
     return fp;
+}
+
+static FILE *px_stream(int fd, const char *mode)
+{
+    return px_stream_io(fd, mode, true);
+}
+
+/* ------------------------------------------------------------------------
+ * stdin, stdout, stderr over Galley descriptors
+ * ------------------------------------------------------------------------ */
+
+/* glibc's own stdin, stdout and stderr reach descriptors 0-2 by internal
+ * calls this library cannot see (a shell's `echo > F` is dup2 of F's
+ * descriptor onto 1, then printf): while a Galley file is there, the
+ * stream is swapped for one of ours over the descriptor, and back when
+ * it goes.  Called with the file still installed (its buffered bytes go
+ * to it).  px_std_lock guards the swaps. */
+static pthread_mutex_t px_std_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *px_std_orig[3], *px_std_ours[3];
+
+static FILE **px_std_slot(int fd)
+{
+    return fd == 0 ? &stdin : fd == 1 ? &stdout : &stderr;
+}
+
+void px_std_attach(int fd, int flags)
+{
+    if (fd < 0 || fd > 2)
+        return;
+    pthread_mutex_lock(&px_std_lock);
+    if (px_std_ours[fd]) {
+        fflush(px_std_ours[fd]); /* the file it held (still installed) */
+    } else {
+        int acc = flags & O_ACCMODE;
+        FILE *fp = px_stream_io(fd,
+                                acc == O_RDONLY   ? "r"
+                                : acc == O_WRONLY ? "w"
+                                                  : "r+",
+                                false);
+        if (fp) {
+            if (fd == 2)
+                setvbuf(fp, NULL, _IONBF, 0); /* as stderr */
+            px_std_orig[fd] = *px_std_slot(fd);
+            px_std_ours[fd] = fp;
+            *px_std_slot(fd) = fp;
+        }
+    }
+    pthread_mutex_unlock(&px_std_lock);
+}
+
+void px_std_detach(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return;
+    pthread_mutex_lock(&px_std_lock);
+    FILE *fp = px_std_ours[fd];
+    if (fp) {
+        *px_std_slot(fd) = px_std_orig[fd];
+        px_std_ours[fd] = NULL;
+        fclose(fp); /* its bytes out; the descriptor stays */
+    }
+    pthread_mutex_unlock(&px_std_lock);
 }
 
 /* fopen mode -> open flags; -1 if invalid. */

@@ -10,9 +10,11 @@
  *     Anything else goes straight to the next definition (dlsym RTLD_NEXT),
  *     so programs that never name a galley: file see libc unchanged.
  *   - A Galley descriptor is a real descriptor: open() opens an O_PATH
- *     descriptor of /dev/null with the caller's O_CLOEXEC and keeps the
- *     number it got, so numbers never clash with the program's own files
- *     or those of libraries that bypass us.  Every data call the kernel
+ *     descriptor (px_inherit.c: of a removed symbolic link naming the file,
+ *     so a program after exec finds it; a directory's is /dev/null's) with
+ *     the caller's O_CLOEXEC and keeps the number it got, so numbers never
+ *     clash with the program's own files or those of libraries that
+ *     bypass us.  Every data call the kernel
  *     sees on an O_PATH descriptor (read, write, mmap, splice, ioctl, ...)
  *     fails with EBADF: a call this library misses, or one a library makes
  *     through glibc's internal symbols, fails loudly instead of moving
@@ -49,7 +51,12 @@
  *     and opens more, over connections of its own (libgalley makes them at
  *     its first request); the fcntl locks stay the parent's, as POSIX says,
  *     and so do OFD and flock locks (Linux would share those).  After exec
- *     the preload starts afresh (LD_PRELOAD is inherited).
+ *     the preload starts afresh (LD_PRELOAD is inherited) and adopts the
+ *     Galley descriptors it inherited (px_inherit.c).  A write-only file
+ *     held at a fork writes next at its end in both processes
+ *     (px_fork_offsets).
+ *   - glibc's stdin/stdout/stderr over a Galley file at descriptor 0-2 (a
+ *     shell's redirection) are swapped for a stream of ours (px_stdio.c).
  *
  * Errors: negative errno values from libgalley become that errno; a dead or
  * unreachable server (GFS_ESERVERDOWN, GFS_ETIMEDOUT) becomes EIO, within

@@ -16,7 +16,10 @@
  *   px_names.c      stat family, access, unlink, rename, xattr
  *   px_attr.c       chmod/chown/utime families: accepted, nothing kept
  *   px_dir.c        directories: opendir/readdir/fdopendir, mkdir, rmdir
- *   px_stdio.c      fopen/fdopen/fileno over fopencookie
+ *   px_stdio.c      fopen/fdopen/fileno over fopencookie; stdin/stdout/
+ *                   stderr over a Galley file at descriptor 0-2
+ *   px_inherit.c    the placeholder descriptor; descriptors inherited
+ *                   across exec; the offset of a write-only file
  */
 #ifndef PX_INTERNAL_H
 #define PX_INTERNAL_H

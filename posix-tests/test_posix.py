@@ -203,11 +203,12 @@ def test_ordinary_tools_unchanged(cluster, tmp_path):
 
 
 # ------------------------------------------- `galley exec -m DIR`: directories
-def _mapped(cluster, tmp_path, uniq, script, *args):
-    """sh -c script under `galley exec -m D=/uniq` ($1 = D, then args)."""
+def _mapped(cluster, tmp_path, uniq, script, *args, shell="sh"):
+    """shell -c script under `galley exec -m D=/uniq` ($1 = D, then
+    args)."""
     d = tmp_path / "mapped"
     d.mkdir(exist_ok=True)
-    cp = galley_exec(cluster, "sh", "-c", script, "sh", d, *args,
+    cp = galley_exec(cluster, shell, "-c", script, shell, d, *args,
                      mounts=["%s=/%s" % (d, uniq)])
     return d, cp
 
@@ -290,15 +291,12 @@ def test_shell_redirections_of_builtins(cluster, uniq, tmp_path):
     Galley file is there (`echo > F`, `2> F`, `>&3` of `exec 3> F`) the
     stream is swapped for the preload's, and back after, so the shell's
     own output goes on where it went."""
-    d = tmp_path / "mapped"
-    d.mkdir()
-    cp = galley_exec(cluster, "bash", "-c",
-                     'echo one > "$1/a"; printf "two\\n" >> "$1/a"; '
-                     'echo err 2> "$1/b" >&2; exec 3> "$1/c"; '
-                     'echo three >&3; exec 3>&-; echo back; '
-                     'read -r l < "$1/a"; echo "read $l"; '
-                     'cat "$1/a" "$1/b" "$1/c"', "bash", d,
-                     mounts=["%s=/%s" % (d, uniq)])
+    _, cp = _mapped(cluster, tmp_path, uniq,
+                    'echo one > "$1/a"; printf "two\\n" >> "$1/a"; '
+                    'echo err 2> "$1/b" >&2; exec 3> "$1/c"; '
+                    'echo three >&3; exec 3>&-; echo back; '
+                    'read -r l < "$1/a"; echo "read $l"; '
+                    'cat "$1/a" "$1/b" "$1/c"', shell="bash")
     assert cp.returncode == 0 and cp.stdout.split("\n") == [
         "back", "read one", "one", "two", "err", "three", ""], describe(cp)
     assert cp.stderr == "", describe(cp)
@@ -310,16 +308,13 @@ def test_shell_redirections_of_commands(cluster, uniq, tmp_path):
     after exec (px_inherit.c) and writes or reads it, its stdio streams
     too (sort, wc); writes of the shell and its commands to one
     descriptor follow each other, as through a shared offset."""
-    d = tmp_path / "mapped"
-    d.mkdir()
-    cp = galley_exec(cluster, "bash", "-c",
-                     'seq 3 -1 1 > "$1/a"; sort < "$1/a" > "$1/b"; '
-                     'echo 4 >> "$1/b"; wc -l < "$1/b"; '
-                     '{ echo h; seq 2 3; echo t; } > "$1/c"; '
-                     'exec 3> "$1/e"; seq 1 2 >&3; echo x >&3; '
-                     'python3 -c "print(\'py\')" >&3; exec 3>&-; '
-                     'cat "$1/b" "$1/c" "$1/e"', "bash", d,
-                     mounts=["%s=/%s" % (d, uniq)])
+    d, cp = _mapped(cluster, tmp_path, uniq,
+                    'seq 3 -1 1 > "$1/a"; sort < "$1/a" > "$1/b"; '
+                    'echo 4 >> "$1/b"; wc -l < "$1/b"; '
+                    '{ echo h; seq 2 3; echo t; } > "$1/c"; '
+                    'exec 3> "$1/e"; seq 1 2 >&3; echo x >&3; '
+                    'python3 -c "print(\'py\')" >&3; exec 3>&-; '
+                    'cat "$1/b" "$1/c" "$1/e"', shell="bash")
     assert cp.returncode == 0 and cp.stdout.split("\n") == [
         "4", "1", "2", "3", "4", "h", "2", "3", "t", "1", "2", "x", "py",
         ""], describe(cp)

@@ -656,7 +656,8 @@ def test_server_fails_under_checkpoints(built, cluster, name, tmp_path, kind, fa
     """4 ranks write checkpoints (or timesteps) in a loop; server 1 is
     killed (or stopped past GALLEY_TIMEOUT) meanwhile.  Every rank's call
     fails, within 1 s of the kill (GALLEY_TIMEOUT + 1 s of the stop), at
-    the same call; nobody hangs; the failed call's record is not written:
+    the same call; nobody hangs; the failed call's record is not written
+    (a timestep's may be, when its own write was the call that failed):
     once the server is back, the newest complete checkpoint (the timestep
     count) is the last acknowledged one, and it reads back."""
     path = "galley:" + name + "/f"
@@ -727,8 +728,17 @@ def test_server_fails_under_checkpoints(built, cluster, name, tmp_path, kind, fa
         t_arrays(built, 3, "restart", cluster, path=path, mem="BLOCK,BLOCK@3x1",
                  dims="64x48", esize=8, expect=100 * ok)
     else:
+        # The failed call's step is not counted, unless the call that failed
+        # was its record's own write (rank 0's, after every rank's data): a
+        # change that was not acknowledged may survive (docs/durability.md),
+        # as when the stopped server goes on and writes it.  Either way what
+        # is counted reads back whole.
+        (ts,) = array_ls(cluster, path)
+        steps = len(ts["steps"])
+        record = "append step record" in lines
+        assert steps == ok or (record and steps == ok + 1), (ts, lines, what)
         t_arrays(built, 4, "read-ts", cluster, path=path, mem="BLOCK,BLOCK",
-                 dims="64x48", esize=8, steps=ok)
+                 dims="64x48", esize=8, steps=steps)
     print("%s %s: %d calls acknowledged, last error %.3f s after" % (kind, fault, ok, late))
 
 

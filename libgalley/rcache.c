@@ -122,6 +122,9 @@ static struct {
         int64_t gone;   /* its leases let go (NS_LET_GO) up to then: a
                          * lease asked for no later is only a hint */
         bool running;   /* its renewal thread runs */
+        gc_conn *conn;  /* that thread's control connection, connected by
+                         * the program's thread that got the first lease
+                         * there (control_conn), or NULL */
     } * srv;
     int nrunning;    /* renewal threads running */
     bool stop;       /* no renewal thread starts; those running end */
@@ -156,6 +159,11 @@ static void check_fork(void)
     for (int i = 0; i < rl.nserv; i++) {
         rl.srv[i].nheld = 0;
         rl.srv[i].running = false; /* the parent's threads are not here */
+        if (rl.srv[i].conn) {      /* the parent's: its copy closed, quietly */
+            gc_conn_after_fork(rl.srv[i].conn);
+            gc_conn_free(rl.srv[i].conn);
+            rl.srv[i].conn = NULL;
+        }
     }
     rl.nrunning = 0;
     rl.stop = false;
@@ -208,6 +216,47 @@ static rc_ent *slot(const char *name)
 
 static void start_renewer(int s);
 
+/* The per-server lease state, made at the first lease (rc_lock). */
+static void srv_table(void)
+{
+    if (rl.srv)
+        return;
+    rl.nserv = gc_g.nservers;
+    rl.srv = calloc((size_t)rl.nserv, sizeof(*rl.srv));
+    if (!rl.srv)
+        rl.nserv = 0;
+}
+
+/* Server s's control connection for its renewal thread, made and
+ * connected here, on the program's thread that got a lease there: a
+ * socket a background thread made could take a descriptor number the
+ * program has just closed to dup2 another onto it (a shell's `echo >
+ * F`).  Without it (no memory, a failed connect) the thread renews on
+ * the server's own connection, without waiting there. */
+static void control_conn(int s)
+{
+    pthread_mutex_lock(&rc_lock);
+    check_fork();
+    srv_table();
+    bool need = s >= 0 && s < rl.nserv && !rl.srv[s].conn;
+    pthread_mutex_unlock(&rc_lock);
+    if (!need)
+        return;
+    gc_conn *c = gc_conn_new_control(gc_server_conn(s));
+    gp_PING_rep ping;
+    if (c && gc_PING_call(c, &(gp_PING_req){}, &ping, NULL)) {
+        gc_conn_free(c);
+        return;
+    }
+    pthread_mutex_lock(&rc_lock);
+    if (c && rl.pid == getpid() && s < rl.nserv && !rl.srv[s].conn) {
+        rl.srv[s].conn = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&rc_lock);
+    gc_conn_free(c);
+}
+
 /* Keep rec for name; with a lease from `server` (asked for at `sent`,
  * until `until`) when server >= 0 (and then its size, or -1). */
 static void put(const char *name, const gp_record *rec, int server,
@@ -240,12 +289,8 @@ static void put(const char *name, const gp_record *rec, int server,
     memcpy(n.attrs, rec->attrs, (size_t)rec->attrlen + 1);
     pthread_mutex_lock(&rc_lock);
     check_fork();
-    if (server >= 0 && !rl.srv) {
-        rl.nserv = gc_g.nservers;
-        rl.srv = calloc((size_t)rl.nserv, sizeof(*rl.srv));
-        if (!rl.srv)
-            rl.nserv = 0;
-    }
+    if (server >= 0)
+        srv_table();
     rc_ent *e = slot(name);
     ent_clear(e);
     *e = n;
@@ -276,6 +321,7 @@ void gc_rcache_lease(const char *name, const gp_record *rec, int server,
         put(name, rec, -1, 0, 0, 0, -1);
         return;
     }
+    control_conn(server);
     put(name, rec, server, sent, sent + (int64_t)lease_ms * 9 / 10, epoch,
         size);
 }
@@ -549,7 +595,6 @@ static void *renewer(void *arg)
     uint32_t wait = (uint32_t)(ms < cap ? ms : cap);
     uint64_t acked = 0;
     bool owe = false; /* recalls to acknowledge, even with no lease left */
-    gc_conn *conn = NULL;
     pthread_mutex_lock(&rc_lock);
     uint64_t client = rl.client;
     while (!rl.stop && (rl.srv[s].nheld || owe)) {
@@ -559,22 +604,29 @@ static void *renewer(void *arg)
         }
         /* (the last leases recalled: acknowledged without waiting; an
          * error loses the acknowledgement: the leases then run out) */
-        uint32_t w = rl.srv[s].nheld ? wait : 0;
+        gc_conn *conn = rl.srv[s].conn;
+        uint32_t w = rl.srv[s].nheld && conn ? wait : 0;
         owe = false;
         pthread_mutex_unlock(&rc_lock);
-        if (!conn)
-            conn = gc_conn_new_control(gc_server_conn(s));
-        int rc = conn ? renew(s, conn, client, &acked, w, &owe) : -ENOMEM;
+        int rc =
+            renew(s, conn ? conn : gc_server_conn(s), client, &acked, w, &owe);
         pthread_mutex_lock(&rc_lock);
-        if (rc && !rl.stop) { /* the server down, a time-out: a period on */
+        if (rc && conn && rl.srv[s].conn == conn) {
+            /* (reconnecting here would make a socket in the background:
+             * the server's own connection until the next lease there) */
+            rl.srv[s].conn = NULL;
+            pthread_mutex_unlock(&rc_lock);
+            gc_conn_free(conn);
+            pthread_mutex_lock(&rc_lock);
+        }
+        if (!rl.stop && (rc || (!conn && !owe))) {
+            /* the server down, a time-out, or no control connection: a
+             * period on */
             struct timespec ts = g_deadline_ms(ms);
             pthread_cond_timedwait(&rc_cv, &rc_lock, &ts);
         }
     }
     rl.srv[s].running = false; /* the next lease there starts another */
-    pthread_mutex_unlock(&rc_lock);
-    gc_conn_free(conn);
-    pthread_mutex_lock(&rc_lock);
     rl.nrunning--;
     pthread_cond_broadcast(&rc_cv);
     pthread_mutex_unlock(&rc_lock);
@@ -633,6 +685,8 @@ void gc_rcache_clear(void)
     }
     rl.stop = false;
     rl.nrunning = 0;
+    for (int s = 0; s < rl.nserv && rl.pid == getpid(); s++)
+        gc_conn_free(rl.srv[s].conn); /* (their threads have ended) */
     for (size_t i = 0; i < RC_SLOTS; i++)
         ent_clear(&rc_tab[i]);
     for (size_t i = 0; i < RC_OPEN_SLOTS; i++)

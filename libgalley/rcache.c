@@ -20,12 +20,14 @@
  * use it without asking.  The server recalls the lease before anyone
  * else removes the name or changes its attributes, and waits until this
  * process has dropped it or until the lease ran out.  A renewal thread
- * per server where this process holds leases keeps one NS_RENEW waiting
- * there, on a control connection of its own (conn.c): the server answers
- * it at once when it recalls a name, else after GALLEY_MD_RENEW_MS
- * (default 200); each answer renews the leases there and brings the
- * names recalled, and the next renewal, sent at once, acknowledges them.
- * So a recall costs a change about a round trip.  A lease counts from
+ * per server where this process holds leases sends NS_RENEW there every
+ * GALLEY_MD_RENEW_MS (default 200) on the server's own connection: each
+ * answer renews the leases there and brings the names recalled, and the
+ * next renewal, sent at once, acknowledges them.  (The server can hold a
+ * renewal until it recalls a name, wait_ms, so that a recall costs a
+ * change a round trip; that needs a connection of the renewal's own,
+ * made on a thread of the program, and none is made yet: conn stays
+ * NULL and wait_ms 0.)  A lease counts from
  * before its request was sent, less a tenth, so it ends here before it
  * ends at the server.  A remove by this process drops its own lease
  * first.  This process's id for the servers is random, and new in a
@@ -122,9 +124,8 @@ static struct {
         int64_t gone;   /* its leases let go (NS_LET_GO) up to then: a
                          * lease asked for no later is only a hint */
         bool running;   /* its renewal thread runs */
-        gc_conn *conn;  /* that thread's control connection, connected by
-                         * the program's thread that got the first lease
-                         * there (control_conn), or NULL */
+        gc_conn *conn;  /* a control connection for held renewals (see
+                         * the top): none is made yet, NULL */
     } * srv;
     int nrunning;    /* renewal threads running */
     bool stop;       /* no renewal thread starts; those running end */
@@ -227,36 +228,6 @@ static void srv_table(void)
         rl.nserv = 0;
 }
 
-/* Server s's control connection for its renewal thread, made and
- * connected here, on the program's thread that got a lease there: a
- * socket a background thread made could take a descriptor number the
- * program has just closed to dup2 another onto it (a shell's `echo >
- * F`).  Without it (no memory, a failed connect) the thread renews on
- * the server's own connection, without waiting there. */
-static void control_conn(int s)
-{
-    pthread_mutex_lock(&rc_lock);
-    check_fork();
-    srv_table();
-    bool need = s >= 0 && s < rl.nserv && !rl.srv[s].conn;
-    pthread_mutex_unlock(&rc_lock);
-    if (!need)
-        return;
-    gc_conn *c = gc_conn_new_control(gc_server_conn(s));
-    gp_PING_rep ping;
-    if (c && gc_PING_call(c, &(gp_PING_req){}, &ping, NULL)) {
-        gc_conn_free(c);
-        return;
-    }
-    pthread_mutex_lock(&rc_lock);
-    if (c && rl.pid == getpid() && s < rl.nserv && !rl.srv[s].conn) {
-        rl.srv[s].conn = c;
-        c = NULL;
-    }
-    pthread_mutex_unlock(&rc_lock);
-    gc_conn_free(c);
-}
-
 /* Keep rec for name; with a lease from `server` (asked for at `sent`,
  * until `until`) when server >= 0 (and then its size, or -1). */
 static void put(const char *name, const gp_record *rec, int server,
@@ -321,7 +292,6 @@ void gc_rcache_lease(const char *name, const gp_record *rec, int server,
         put(name, rec, -1, 0, 0, 0, -1);
         return;
     }
-    control_conn(server);
     put(name, rec, server, sent, sent + (int64_t)lease_ms * 9 / 10, epoch,
         size);
 }

@@ -23,11 +23,7 @@
  * per server where this process holds leases sends NS_RENEW there every
  * GALLEY_MD_RENEW_MS (default 200) on the server's own connection: each
  * answer renews the leases there and brings the names recalled, and the
- * next renewal, sent at once, acknowledges them.  (The server can hold a
- * renewal until it recalls a name, wait_ms, so that a recall costs a
- * change a round trip; that needs a connection of the renewal's own,
- * made on a thread of the program, and none is made yet: conn stays
- * NULL and wait_ms 0.)  A lease counts from
+ * next renewal, sent at once, acknowledges them.  A lease counts from
  * before its request was sent, less a tenth, so it ends here before it
  * ends at the server.  A remove by this process drops its own lease
  * first.  This process's id for the servers is random, and new in a
@@ -68,7 +64,6 @@
 #include "fnv.h"
 #include "gclock.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -124,8 +119,6 @@ static struct {
         int64_t gone;   /* its leases let go (NS_LET_GO) up to then: a
                          * lease asked for no later is only a hint */
         bool running;   /* its renewal thread runs */
-        gc_conn *conn;  /* a control connection for held renewals (see
-                         * the top): none is made yet, NULL */
     } * srv;
     int nrunning;    /* renewal threads running */
     bool stop;       /* no renewal thread starts; those running end */
@@ -160,11 +153,6 @@ static void check_fork(void)
     for (int i = 0; i < rl.nserv; i++) {
         rl.srv[i].nheld = 0;
         rl.srv[i].running = false; /* the parent's threads are not here */
-        if (rl.srv[i].conn) {      /* the parent's: its copy closed, quietly */
-            gc_conn_after_fork(rl.srv[i].conn);
-            gc_conn_free(rl.srv[i].conn);
-            rl.srv[i].conn = NULL;
-        }
     }
     rl.nrunning = 0;
     rl.stop = false;
@@ -457,23 +445,19 @@ static void pins_of_server(rc_pins *p, int s)
         }
 }
 
-/* One renewal at server s on conn, held there up to wait_ms while
- * nothing is recalled: 0, or an error (the leases there then run out by
- * themselves).  The names recalled are dropped (the files of theirs open
- * here get their forks first: pins_run) and acknowledged by the next one
- * (*owe: names were recalled). */
-static int renew(int s, gc_conn *conn, uint64_t client, uint64_t *acked,
-                 uint32_t wait_ms, bool *owe)
+/* One renewal at server s: 0, or an error (the leases there then run
+ * out by themselves).  The names recalled are dropped (the files of
+ * theirs open here get their forks first: pins_run) and acknowledged by
+ * the next one (*owe: names were recalled). */
+static int renew(int s, uint64_t client, uint64_t *acked, bool *owe)
 {
     rc_pins pins = {0};
     int64_t sent = g_now_ms();
     gc_tail t;
     gp_NS_RENEW_rep m;
-    int rc = gc_NS_RENEW_call(conn,
-                              &(gp_NS_RENEW_req){.client = client,
-                                                 .acked = *acked,
-                                                 .wait_ms = wait_ms},
-                              &m, &t);
+    int rc = gc_NS_RENEW_call(
+        gc_server_conn(s),
+        &(gp_NS_RENEW_req){.client = client, .acked = *acked}, &m, &t);
     if (rc)
         return rc;
     pthread_mutex_lock(&rc_lock);
@@ -553,16 +537,15 @@ static void let_go(int s, uint64_t client)
     pthread_mutex_lock(&rc_lock);
 }
 
-/* The renewal thread of server s: renewals held at the server (renew)
- * one after the other while leases are held there, on a control
- * connection of its own. */
+/* The renewal thread of server s: a renewal every GALLEY_MD_RENEW_MS
+ * while leases are held there, and one at once after names were recalled
+ * (their acknowledgement, also when they were the last leases there; an
+ * error loses it: those leases then run out). */
 static void *renewer(void *arg)
 {
     int s = (int)(intptr_t)arg;
     long ms = (long)g_config_int(G_CFG_MD_RENEW_MS);
     long idle = (long)g_config_int(G_CFG_MD_IDLE_MS);
-    long cap = gc_timeout_ms() / 2; /* a held renewal never times out */
-    uint32_t wait = (uint32_t)(ms < cap ? ms : cap);
     uint64_t acked = 0;
     bool owe = false; /* recalls to acknowledge, even with no lease left */
     pthread_mutex_lock(&rc_lock);
@@ -572,26 +555,11 @@ static void *renewer(void *arg)
             let_go(s, client);
             break;
         }
-        /* (the last leases recalled: acknowledged without waiting; an
-         * error loses the acknowledgement: the leases then run out) */
-        gc_conn *conn = rl.srv[s].conn;
-        uint32_t w = rl.srv[s].nheld && conn ? wait : 0;
         owe = false;
         pthread_mutex_unlock(&rc_lock);
-        int rc =
-            renew(s, conn ? conn : gc_server_conn(s), client, &acked, w, &owe);
+        renew(s, client, &acked, &owe); /* (an error: a period on) */
         pthread_mutex_lock(&rc_lock);
-        if (rc && conn && rl.srv[s].conn == conn) {
-            /* (reconnecting here would make a socket in the background:
-             * the server's own connection until the next lease there) */
-            rl.srv[s].conn = NULL;
-            pthread_mutex_unlock(&rc_lock);
-            gc_conn_free(conn);
-            pthread_mutex_lock(&rc_lock);
-        }
-        if (!rl.stop && (rc || (!conn && !owe))) {
-            /* the server down, a time-out, or no control connection: a
-             * period on */
+        if (!rl.stop && !owe) {
             struct timespec ts = g_deadline_ms(ms);
             pthread_cond_timedwait(&rc_cv, &rc_lock, &ts);
         }
@@ -604,8 +572,8 @@ static void *renewer(void *arg)
 }
 
 /* Let every lease of this process go (gfs_finalize, exit): the servers
- * are told, so nobody waits for them, and answer the renewals held there
- * at once, so the renewal threads end (rc_lock held; released meanwhile). */
+ * are told, so nobody waits for them, and the renewal threads end
+ * (rc_lock held; released meanwhile). */
 static void let_go_all(void)
 {
     rl.stop = true;
@@ -655,8 +623,6 @@ void gc_rcache_clear(void)
     }
     rl.stop = false;
     rl.nrunning = 0;
-    for (int s = 0; s < rl.nserv && rl.pid == getpid(); s++)
-        gc_conn_free(rl.srv[s].conn); /* (their threads have ended) */
     for (size_t i = 0; i < RC_SLOTS; i++)
         ent_clear(&rc_tab[i]);
     for (size_t i = 0; i < RC_OPEN_SLOTS; i++)

@@ -60,8 +60,10 @@ int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes, int64_t *mtime)
     }
     int64_t mt[GFS_MAX_SUBFILES];
     rc = gc_fork_sizes(k, s->lay.nsubfiles, sizes, mt);
+    if (mtime)
+        *mtime = 0;
     for (int i = 0; !rc && mtime && i < s->lay.nsubfiles; i++)
-        if (i == 0 || mt[i] > *mtime)
+        if (mt[i] > *mtime)
             *mtime = mt[i];
     return rc;
 }

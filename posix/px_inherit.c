@@ -91,9 +91,7 @@ static void px_adopt(int fd)
     f->flags = (int)flags & (O_ACCMODE | O_APPEND);
     f->off_end = (f->flags & O_ACCMODE) == O_WRONLY;
     snprintf(f->name, sizeof(f->name), "%s", end + 1);
-    f->owner = px_lock_new_owner();
-    f->ino = px_hash(f->name);
-    pthread_mutex_init(&f->lock, NULL);
+    px_file_init(f);
     px_install(fd, f);
 }
 

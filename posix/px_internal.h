@@ -216,6 +216,9 @@ static inline bool px_fds_has(int fd)
  * this library does not serve) fails with EBADF instead of moving
  * nothing; a file's names it to a program after exec (px_inherit.c). */
 int px_placeholder(const char *name, int flags);
+/* The rest of a new px_file whose name is set: its lock owner, inode
+ * number and lock (px_open.c). */
+void px_file_init(px_file *f);
 
 /* stdin, stdout, stderr over a Galley file at descriptor 0-2 (px_stdio.c):
  * swapped for a stream of ours while it is there (px_install, px_forget). */

@@ -13,13 +13,18 @@
  * Opening a Galley file
  * ------------------------------------------------------------------------ */
 
-/* A descriptor for f (sid, flags, name set): 0 and installed, or -1 with
- * errno and f freed (its file closed). */
-static int px_new_fd(px_file *f, int flags)
+void px_file_init(px_file *f)
 {
     f->owner = px_lock_new_owner();
     f->ino = px_hash(f->name);
     pthread_mutex_init(&f->lock, NULL);
+}
+
+/* A descriptor for f (sid, flags, name set): 0 and installed, or -1 with
+ * errno and f freed (its file closed). */
+static int px_new_fd(px_file *f, int flags)
+{
+    px_file_init(f);
     int fd = px_placeholder(f->dir ? NULL : f->name, flags);
     if (fd < 0 || fd >= PX_NFD) {
         int e = fd < 0 ? errno : EMFILE;

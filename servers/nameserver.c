@@ -122,8 +122,7 @@ static void ns_repl_to(const ns_repl *p, gp_record *rec)
 }
 
 ns_table ns = {.lock = PTHREAD_MUTEX_INITIALIZER,
-               .cv = PTHREAD_COND_INITIALIZER,
-               .recall = PTHREAD_COND_INITIALIZER};
+               .cv = PTHREAD_COND_INITIALIZER};
 
 /* ----------------------------------------------------------- helpers ---- */
 

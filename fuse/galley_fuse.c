@@ -135,7 +135,7 @@ static int gf_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
             st->st_atim = st->st_mtim = st->st_ctim =
                 (struct timespec){.tv_sec = w.mtime / 1000000000,
                                   .tv_nsec = w.mtime % 1000000000};
-        st->st_mode = S_IFREG | 0644;
+        st->st_mode = S_IFREG | w.mode;
         st->st_nlink = 1;
         st->st_size = w.size;
         st->st_blksize = w.unit > 0 ? w.unit : GFS_DEFAULT_STRIPE_UNIT;
@@ -179,7 +179,23 @@ static handle *H(struct fuse_file_info *fi)
     return (handle *)(uintptr_t)fi->fh;
 }
 
-static int gf_open(const char *p, struct fuse_file_info *fi)
+/* May the mount's user open striped file sid as flags say?  Its owner
+ * bits decide (the kernel checks x itself), as for a file of one's own;
+ * 0 or -EACCES. */
+static int gf_permitted(int sid, int flags)
+{
+    unsigned mode;
+    int rc = gfs_striped_mode(sid, &mode);
+    if (rc || geteuid() == 0)
+        return rc;
+    int acc = flags & O_ACCMODE;
+    unsigned need = (acc != O_WRONLY ? S_IRUSR : 0) |
+                    (acc != O_RDONLY || (flags & O_TRUNC) ? S_IWUSR : 0);
+    return (mode & need) == need ? 0 : -EACCES;
+}
+
+/* Open p; `made`: this create made it (any access then). */
+static int gf_open_as(const char *p, struct fuse_file_info *fi, bool made)
 {
     handle *h = calloc(1, sizeof(*h));
     if (!h)
@@ -188,8 +204,14 @@ static int gf_open(const char *p, struct fuse_file_info *fi)
     int sid = gfs_striped_open(p);
     if (sid >= 0) {
         h->sid = sid;
+        int rc = made ? 0 : gf_permitted(sid, fi->flags);
+        if (rc) {
+            gfs_striped_close(sid);
+            free(h);
+            return gf_err(rc);
+        }
         if (fi->flags & O_TRUNC) {
-            int rc = gfs_striped_truncate(sid, 0);
+            rc = gfs_striped_truncate(sid, 0);
             if (rc) {
                 gfs_striped_close(sid);
                 free(h);
@@ -224,16 +246,24 @@ static int gf_open(const char *p, struct fuse_file_info *fi)
     return 0;
 }
 
+static int gf_open(const char *p, struct fuse_file_info *fi)
+{
+    return gf_open_as(p, fi, false);
+}
+
 static int gf_create(const char *p, mode_t mode, struct fuse_file_info *fi)
 {
     int nserv = gfs_num_servers();
     int nsub = gf.nsub > 0 && gf.nsub <= nserv ? gf.nsub : nserv;
-    int rc = gfs_create_striped(p, nsub, NULL, gf.unit, NULL);
+    /* (mode: the kernel took the umask off) */
+    int rc =
+        gfs_create_striped_mode(p, nsub, NULL, gf.unit, NULL, mode & 07777);
+    bool made = rc == 0;
     if (rc == -EEXIST && !(fi->flags & O_EXCL))
         rc = 0;
     if (rc)
         return gf_err(rc);
-    return gf_open(p, fi);
+    return gf_open_as(p, fi, made);
 }
 
 static int gf_release(const char *p, struct fuse_file_info *fi)
@@ -383,8 +413,9 @@ static int gf_statfs(const char *p, struct statvfs *sv)
     return 0;
 }
 
-/* Galley sets no times (a file's is its data's) and keeps no modes or
- * owners: accept and ignore, so tools that set them (touch, cp -p) work. */
+/* Galley sets no times (a file's is its data's) and keeps no owners or
+ * directory modes: accept and ignore, so tools that set them (touch,
+ * cp -p) work.  A file's permission bits are kept (gfs_chmod). */
 static int gf_utimens(const char *p, const struct timespec tv[2],
                       struct fuse_file_info *fi)
 {
@@ -395,7 +426,10 @@ static int gf_utimens(const char *p, const struct timespec tv[2],
 static int gf_chmod(const char *p, mode_t mode, struct fuse_file_info *fi)
 {
     what w;
-    return gf_classify(p, &w);
+    int rc = gf_classify(p, &w);
+    if (!rc && w.kind == K_FILE)
+        rc = gf_err(gfs_chmod(p, mode & 07777));
+    return rc;
 }
 
 static int gf_chown(const char *p, uid_t uid, gid_t gid,

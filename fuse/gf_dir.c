@@ -163,12 +163,13 @@ int gf_classify(const char *p, what *w)
         rc = classify_plain(p, w);
         return rc == -ENOENT ? -ENAMETOOLONG : rc;
     }
-    gfs_layout lay;
-    int64_t size;
-    int sid = gfs_striped_stat_mtime(p, &size, &lay, &w->mtime); /* unopened */
+    gfs_striped_info fs;
+    int sid = gfs_striped_stat_all(p, &fs); /* unopened */
     if (sid >= 0) {
-        w->size = size;
-        w->unit = lay.unit;
+        w->size = fs.size;
+        w->unit = fs.layout.unit;
+        w->mtime = fs.mtime_ns;
+        w->mode = fs.mode;
         w->kind = K_FILE;
         return 0;
     }

@@ -505,6 +505,29 @@ int gfs_striped_stat_mtime(const char *name, int64_t *size, gfs_layout *layout,
                            int64_t *mtime_ns);
 int gfs_striped_size_mtime(int sid, int64_t *size, int64_t *mtime_ns);
 
+/* Permission bits (07777).  A file's are kept in its record (attribute
+ * "galley.mode", octal); a file created without one has GFS_DEFAULT_MODE.
+ * Galley keeps no owners: a file is its reader's.  gfs_chmod sets them
+ * (other processes' cached records of the name are recalled first);
+ * gfs_create_striped_mode creates with them; gfs_striped_mode gives an
+ * open file's (its name's record now, else the one it was opened with). */
+#define GFS_DEFAULT_MODE 0644
+#define GFS_MODE_ATTR "galley.mode"
+int gfs_create_striped_mode(const char *name, int nsubfiles, const int *servers,
+                            int64_t unit, const char *fork, unsigned mode);
+int gfs_chmod(const char *name, unsigned mode);
+int gfs_striped_mode(int sid, unsigned *mode);
+
+/* All stat shows of a striped file, by name, in one call (the round trips
+ * of gfs_striped_stat). */
+typedef struct gfs_striped_info {
+    int64_t size;
+    int64_t mtime_ns; /* as gfs_striped_stat_mtime's */
+    unsigned mode;    /* permission bits */
+    gfs_layout layout;
+} gfs_striped_info;
+int gfs_striped_stat_all(const char *name, gfs_striped_info *st);
+
 /* Set the logical size: shrink or extend (with zeros) every subfile's fork. */
 int gfs_striped_truncate(int sid, int64_t size);
 

@@ -432,12 +432,12 @@ static int file_and_key(int fid, const char *key, gc_file *f)
     return rc ? rc : check_key(key);
 }
 
-static int gc_set_attr(int fid, const char *key, const char *value)
+/* Set key=value in name's record; fid >= 0: this process's open file of
+ * it, whose copy of the record follows. */
+static int set_attr(const char *name, int fid, const char *key,
+                    const char *value)
 {
-    gc_file f;
-    int rc = file_and_key(fid, key, &f);
-    if (rc)
-        return rc;
+    int rc;
     if (!value || strlen(value) > 1023 || strchr(value, '\n'))
         return -EINVAL;
     /* Fresh copy of the record so concurrent attribute changes by other
@@ -445,7 +445,7 @@ static int gc_set_attr(int fid, const char *key, const char *value)
     gp_record *rec = calloc(1, sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    rc = gc_lookup(gc_meta_server(f.name), f.name, rec);
+    rc = gc_lookup(gc_meta_server(name), name, rec);
     if (rc)
         goto out_free;
     char *text = malloc(GP_ATTR_MAX + 1);
@@ -473,11 +473,11 @@ static int gc_set_attr(int fid, const char *key, const char *value)
         goto out_text;
     }
     tl += (size_t)sprintf(text + tl, "%s=%s\n", key, value);
-    gc_striped_pin(f.name); /* its lease goes: lazily opened forks now */
+    gc_striped_pin(name); /* its lease goes: lazily opened forks now */
 
-    rc = gc_NS_SETATTR_call(srv(gc_meta_server(f.name)),
+    rc = gc_NS_SETATTR_call(srv(gc_meta_server(name)),
                             &(gp_NS_SETATTR_req){
-                                .name = f.name,
+                                .name = name,
                                 .attrs = (const uint8_t *)text,
                                 .attrs_len = (uint32_t)tl,
                             },
@@ -485,9 +485,9 @@ static int gc_set_attr(int fid, const char *key, const char *value)
     /* a replicated file: its record's other copies too (best effort: the
      * metadata server's copy decides while it is up, repl.c) */
     if (!rc && rec->repl.ncopy > 1)
-        gc_repl_setattr_others(f.name, text, tl);
-    gc_rcache_drop(f.name);
-    if (!rc) {
+        gc_repl_setattr_others(name, text, tl);
+    gc_rcache_drop(name);
+    if (!rc && fid >= 0) {
         pthread_mutex_lock(&gc_g.lock);
         gc_file *cached = gc_file_at(fid);
         if (cached) {
@@ -502,6 +502,37 @@ out_text:
 out_free:
     free(rec);
     return rc;
+}
+
+static int gc_set_attr(int fid, const char *key, const char *value)
+{
+    gc_file f;
+    int rc = file_and_key(fid, key, &f);
+    return rc ? rc : set_attr(f.name, fid, key, value);
+}
+
+unsigned gc_mode_of(const gp_record *rec)
+{
+    char v[16];
+    char *end;
+    if (!rec || gc_attr_lookup(rec->attrs, GFS_MODE_ATTR, v, sizeof(v)) <= 0)
+        return GFS_DEFAULT_MODE;
+    unsigned long m = strtoul(v, &end, 8);
+    return *end || m > 07777 ? GFS_DEFAULT_MODE : (unsigned)m;
+}
+
+int gfs_chmod(const char *name, unsigned mode)
+{
+    int rc = gc_check_init();
+    if (!rc)
+        rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    if (mode > 07777)
+        return -EINVAL;
+    char v[16];
+    snprintf(v, sizeof(v), "%o", mode);
+    return set_attr(name, -1, GFS_MODE_ATTR, v);
 }
 
 int gfs_get_attr(int fid, const char *key, char *value, size_t len)

@@ -335,7 +335,7 @@ int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
                   int64_t len, int64_t *got);
 /* striped.c */
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
-                      int64_t unit, const char *fork, int ncopy);
+                      int64_t unit, const char *fork, int ncopy, unsigned mode);
 int gc_striped_open(const char *name); /* a striped id */
 int gc_striped_close(int sid);
 int gc_striped_layout(int sid, gfs_layout *layout);
@@ -427,8 +427,9 @@ typedef struct gc_local gc_local;
 bool gc_conn_same_host(gc_conn *c);
 
 bool gc_is_local_layout(int fid);
-int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout,
-                    int64_t *mtime);
+int gc_striped_stat(const char *name, gfs_striped_info *st);
+/* A record's permission bits (its GFS_MODE_ATTR, else GFS_DEFAULT_MODE). */
+unsigned gc_mode_of(const gp_record *rec);
 /* *out = NULL for a file of another layout; else its maps, read now. */
 int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
 void gc_local_free(gc_local *l);

@@ -71,7 +71,8 @@ int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
                       int64_t unit, const char *fork, const char *layout)
 {
     if (!layout || !*layout || strcmp(layout, "striped") == 0)
-        return gc_create_striped(name, nsubfiles, servers, unit, fork, 1);
+        return gc_create_striped(name, nsubfiles, servers, unit, fork, 1,
+                                 GFS_DEFAULT_MODE);
     int tsid = -1, rc = 0;
     gc_local *t = NULL;
     if (strncmp(layout, "template:", 9) == 0) {

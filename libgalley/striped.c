@@ -150,7 +150,7 @@ void gc_striped_pin(const char *name)
 /* ------------------------------------------------------ create / open -- */
 
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
-                      int64_t unit, const char *fork, int ncopy)
+                      int64_t unit, const char *fork, int ncopy, unsigned mode)
 {
     if (!fork)
         fork = GFS_DEFAULT_STRIPE_FORK;
@@ -159,12 +159,15 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
     int rc = gc_check_name(fork, GFS_FORK_NAME_MAX);
     if (rc)
         return rc;
-    if (strchr(fork, '\n') || unit > (INT64_C(1) << 40))
+    if (strchr(fork, '\n') || unit > (INT64_C(1) << 40) || mode > 07777)
         return -EINVAL;
     char attrs[512];
-    snprintf(attrs, sizeof(attrs),
-             "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n", unit,
-             fork);
+    int n = snprintf(attrs, sizeof(attrs),
+                     "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n",
+                     unit, fork);
+    if (mode != GFS_DEFAULT_MODE) /* (the default: no line) */
+        snprintf(attrs + n, sizeof(attrs) - (size_t)n, GFS_MODE_ATTR "=%o\n",
+                 mode);
     /* the record, every subfile and its fork: two round trips */
     return gc_create_file_fork(name, nsubfiles, servers, attrs, fork, ncopy);
 }
@@ -469,14 +472,22 @@ int gfs_striped_checksum(int sid)
 int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
                        int64_t unit, const char *fork)
 {
-    return gc_create_striped(name, nsubfiles, servers, unit, fork, 1);
+    return gc_create_striped(name, nsubfiles, servers, unit, fork, 1,
+                             GFS_DEFAULT_MODE);
+}
+
+int gfs_create_striped_mode(const char *name, int nsubfiles, const int *servers,
+                            int64_t unit, const char *fork, unsigned mode)
+{
+    return gc_create_striped(name, nsubfiles, servers, unit, fork, 1, mode);
 }
 
 int gfs_create_striped_replicas(const char *name, int nsubfiles,
                                 const int *servers, int64_t unit,
                                 const char *fork, int replicas)
 {
-    return gc_create_striped(name, nsubfiles, servers, unit, fork, replicas);
+    return gc_create_striped(name, nsubfiles, servers, unit, fork, replicas,
+                             GFS_DEFAULT_MODE);
 }
 
 int gfs_striped_replicas(int sid)

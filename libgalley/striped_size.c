@@ -168,8 +168,7 @@ static int list_sizes(const char *name, const gp_record *r, const char *fork,
  * when the record is cached: the lookup goes with the lists, whose
  * answers count only if the record is still the cached one).  The
  * locality layout's size needs its block maps: opened as for I/O. */
-int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout,
-                    int64_t *mtime)
+int gc_striped_stat(const char *name, gfs_striped_info *st)
 {
     int rc = gc_check_init();
     if (!rc)
@@ -188,9 +187,11 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout,
     }
     int hit = gc_rcache_leased(name, cached, &total, &mt);
     if (hit == RC_LEASED && total >= 0 && gc_st_layout_of(cached, &lay) == 0 &&
-        !gc_st_is_local_layout(cached))
+        !gc_st_is_local_layout(cached)) {
+        from = cached;
         goto out_done; /* the record and its size under a lease: no
                         * request (rcache.c says what that guarantees) */
+    }
     rec = malloc(sizeof(*rec));
     sizes = calloc(GFS_MAX_SUBFILES, sizeof(*sizes));
     if (!rec || !sizes) {
@@ -213,8 +214,10 @@ int gc_striped_stat(const char *name, int64_t *size, gfs_layout *layout,
             rc = lookrc;
             goto out_free;
         }
-        if (!k && gc_record_same(rec, cached))
+        if (!k && gc_record_same(rec, cached)) {
+            from = cached;
             goto out_size;
+        }
         gc_rcache_put(name, rec); /* changed: from the fresh record */
         known = true;
     }
@@ -258,12 +261,11 @@ out_size:
     total = gc_st_logical_size(&lay, sizes);
     rc = total < 0 ? (int)total : 0;
 out_done:
-    if (!rc && size)
-        *size = total;
-    if (!rc && mtime)
-        *mtime = mt;
-    if (!rc && layout)
-        *layout = lay;
+    if (!rc)
+        *st = (gfs_striped_info){.size = total,
+                                 .mtime_ns = mt,
+                                 .mode = gc_mode_of(from),
+                                 .layout = lay};
 out_free:
     free(rec);
     free(cached);
@@ -271,15 +273,30 @@ out_free:
     return rc;
 }
 
-int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
-{
-    return gc_striped_stat(name, size, layout, NULL);
-}
-
 int gfs_striped_stat_mtime(const char *name, int64_t *size, gfs_layout *layout,
                            int64_t *mtime_ns)
 {
-    return gc_striped_stat(name, size, layout, mtime_ns);
+    gfs_striped_info st;
+    int rc = gc_striped_stat(name, &st);
+    if (rc)
+        return rc;
+    if (size)
+        *size = st.size;
+    if (layout)
+        *layout = st.layout;
+    if (mtime_ns)
+        *mtime_ns = st.mtime_ns;
+    return 0;
+}
+
+int gfs_striped_stat(const char *name, int64_t *size, gfs_layout *layout)
+{
+    return gfs_striped_stat_mtime(name, size, layout, NULL);
+}
+
+int gfs_striped_stat_all(const char *name, gfs_striped_info *st)
+{
+    return st ? gc_striped_stat(name, st) : -EINVAL;
 }
 
 int gc_striped_truncate(int sid, int64_t size)
@@ -318,5 +335,31 @@ int gfs_striped_sync(int sid)
     rc = gc_forks_sync(s.kids, s.lay.nsubfiles);
     if (s.loc && !rc)
         rc = gc_local_sync(s.loc);
+    return rc;
+}
+
+int gfs_striped_mode(int sid, unsigned *mode)
+{
+    gc_striped s;
+    int rc = gc_st_get(sid, &s);
+    gc_file *f = rc ? NULL : malloc(sizeof(*f));
+    gp_record *rec = rc ? NULL : malloc(sizeof(*rec));
+    if (!rc && (!f || !rec))
+        rc = -ENOMEM;
+    if (!rc)
+        rc = gc_file_get(s.fid, f);
+    if (!rc) {
+        /* its name's record (under a lease: no request), so another
+         * process's gfs_chmod shows; a removed name: the one opened */
+        int64_t size, mt;
+        const gp_record *from = rec;
+        if (gc_rcache_leased(f->name, rec, &size, &mt) != RC_LEASED &&
+            gc_lease_lookup(f->name, rec))
+            from = &f->rec;
+        if (mode)
+            *mode = gc_mode_of(from);
+    }
+    free(f);
+    free(rec);
     return rc;
 }

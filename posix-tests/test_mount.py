@@ -10,6 +10,8 @@ the machine has no /dev/fuse.
 import errno
 import os
 import signal
+import stat
+import subprocess
 import time
 
 import pytest
@@ -95,6 +97,35 @@ def test_file_times_through_the_mount(mnt, uniq):
         f.write(b"again")
     m2 = (d / "t").stat().st_mtime
     assert m2 - m1 >= 0.2, (m1, m2)
+
+
+def test_modes_through_the_mount(mnt, uniq, tmp_path):
+    """A file's permission bits on the mount: a new file's are its
+    create's, chmod sets them, a script made executable runs from the
+    mount, one that is not does not, and `galley exec` sees the same."""
+    d = mnt.dir / uniq
+    d.mkdir(parents=True)
+    s = d / "s"
+    s.write_text("#!/bin/sh\necho ran \"$0\"\n")
+    assert stat.S_IMODE(s.stat().st_mode) == 0o644 & ~_umask()
+    with pytest.raises(PermissionError):
+        subprocess.run([str(s)], timeout=30)
+    os.chmod(s, 0o750)
+    assert stat.S_IMODE(s.stat().st_mode) == 0o750
+    out = subprocess.run([str(s)], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0 and out.stdout == "ran %s\n" % s, out
+    fd = os.open(d / "p", os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    assert stat.S_IMODE((d / "p").stat().st_mode) == 0o600 & ~_umask()
+    cp = galley_exec(mnt.c, "stat", "-c", "%a", d / "s", d / "p")
+    assert cp.stdout.split() == ["750", "600"], describe(cp)
+
+
+def _umask():
+    m = os.umask(0)
+    os.umask(m)
+    return m
 
 
 def test_plain_file_as_directory(cluster, mnt, uniq, tmp_path):

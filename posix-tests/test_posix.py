@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import time
+import subprocess
 
 from conftest import galley_exec, gt, helper
 
@@ -283,6 +284,42 @@ def test_file_times_are_its_datas(cluster, uniq, tmp_path):
     assert t_old <= t_stamp <= t_new, describe(cp)
     assert abs(t_new - time.time()) < 60, describe(cp)
     assert lines[4:] == ["True True", ""], describe(cp)
+
+
+_MODES = r"""
+umask 022
+printf '#!/bin/sh\necho ran\n' > "$1/s"
+stat -c %a "$1/s"; test -x "$1/s"; echo "x $?"
+chmod 755 "$1/s"; stat -c %a "$1/s"
+sh -c 'stat -c %a "$1"; test -x "$1"; echo "x $?"' sh "$1/s"
+umask 077
+python3 -c "import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o666)
+print(oct(os.fstat(fd).st_mode & 0o7777))
+os.fchmod(fd, 0o640)
+print(oct(os.fstat(fd).st_mode & 0o7777), os.access(sys.argv[1], os.X_OK))
+os.close(fd)" "$1/p"
+chmod 444 "$1/p"; echo w >> "$1/p"; echo "w $?"; cat "$1/p"
+chmod u+s,g+w "$1/p"; stat -c %a "$1/p"; chmod 0 "$1/p"; ls -l "$1/p" | cut -c1-10
+mv "$1/s" "$1/s2"; stat -c %a "$1/s2"
+"""
+
+
+def test_modes_are_kept(cluster, uniq, tmp_path):
+    """A file's permission bits: a new file's are its open's mode less the
+    umask, chmod and fchmod set them, stat and fstat (in another process
+    too) show them and access() honours them, as on a local directory in
+    the same run (root writes a read-only file there too)."""
+    local = tmp_path / "local"
+    local.mkdir()
+    want = subprocess.run(["sh", "-c", _MODES, "sh", local], text=True,
+                          capture_output=True, timeout=60)
+    _, cp = _mapped(cluster, tmp_path, uniq, _MODES)
+    assert cp.returncode == 0 and cp.stdout == want.stdout, \
+        (describe(cp), want.stdout)
+    assert want.stdout.split("\n")[:6] == [
+        "644", "x 1", "755", "755", "x 0", "0o600"], want.stdout
+    assert cp.stderr == want.stderr == "", describe(cp)
 
 
 def test_shell_redirections_of_builtins(cluster, uniq, tmp_path):

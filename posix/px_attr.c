@@ -1,9 +1,12 @@
 /*
  * px_attr.c -- modes, owners, times and descriptor xattrs of Galley files
- * and directories in libgalley-posix.so (see galley_posix.c).  Galley
- * keeps none of them: on a name that exists (or a descriptor of ours) the
- * calls that set them succeed and change nothing, so tools that copy them
- * (cp -a, mv, tar -x) work; a missing name answers ENOENT as libc would.
+ * and directories in libgalley-posix.so (see galley_posix.c).  A file's
+ * permission bits are kept in its record (gfs_chmod): chmod sets them,
+ * open and access honour them, a new file gets its open's mode less the
+ * umask.  Galley keeps no owners, set times or xattrs, and no directory
+ * modes: on a name that exists (or a descriptor of ours) the calls that
+ * set those succeed and change nothing, so tools that copy them (cp -a,
+ * mv, tar -x) work; a missing name answers ENOENT as libc would.
  *
  * Threads: any.
  */
@@ -28,22 +31,87 @@ static int px_ours(int fd)
     return f ? 0 : 1;
 }
 
+/* ---------------------------------------------------------------- modes */
+
+int px_permitted(mode_t mode, int amode)
+{
+    if (geteuid() == 0) /* (CAP_DAC_OVERRIDE) */
+        return !(amode & X_OK) || S_ISDIR(mode) || (mode & 0111) ? 0 : -EACCES;
+    mode_t need = ((amode & R_OK) ? S_IRUSR : 0) |
+                  ((amode & W_OK) ? S_IWUSR : 0) |
+                  ((amode & X_OK) ? S_IXUSR : 0);
+    return (mode & need) == need ? 0 : -EACCES;
+}
+
+/* The umask, read from the kernel at the first need (there is no call
+ * that reads it without setting it), then kept by umask() below. */
+static int px_mask = -1;
+
+mode_t px_umask(void)
+{
+    int m = __atomic_load_n(&px_mask, __ATOMIC_ACQUIRE);
+    if (m >= 0)
+        return (mode_t)m;
+    m = 022;
+    FILE *f = REAL(fopen)("/proc/self/status", "r");
+    if (f) {
+        char line[128];
+        unsigned v;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "Umask: %o", &v) == 1) {
+                m = (int)(v & 0777);
+                break;
+            }
+        fclose(f);
+    }
+    int unset = -1; /* (a umask() meanwhile wins) */
+    __atomic_compare_exchange_n(&px_mask, &unset, m, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+    return (mode_t)__atomic_load_n(&px_mask, __ATOMIC_ACQUIRE);
+}
+
+PX_EXPORT mode_t umask(mode_t mask)
+{
+    mode_t old = REAL(umask)(mask);
+    __atomic_store_n(&px_mask, (int)(mask & 0777), __ATOMIC_RELEASE);
+    return old;
+}
+
+/* chmod of name (just mapped): a file's bits kept, a directory's
+ * accepted and ignored. */
+static int px_chmod_name(const char *name, mode_t mode)
+{
+    struct stat st;
+    if (px_stat_path(name, &st))
+        return -1;
+    int rc = S_ISDIR(st.st_mode) ? 0 : gfs_chmod(name, mode & 07777);
+    return rc ? px_fail(rc) : 0;
+}
+
 PX_EXPORT int chmod(const char *path, mode_t mode)
 {
     const char *name = px_name(path);
-    return name ? px_exists(name) : REAL(chmod)(path, mode);
+    return name ? px_chmod_name(name, mode) : REAL(chmod)(path, mode);
 }
 
 PX_EXPORT int fchmod(int fd, mode_t mode)
 {
-    return px_ours(fd) ? REAL(fchmod)(fd, mode) : 0;
+    px_file *f = px_get(fd);
+    if (!f)
+        return REAL(fchmod)(fd, mode);
+    int rc = f->dir ? 0 : gfs_chmod(f->name, mode & 07777);
+    px_put(f);
+    return rc ? px_fail(rc) : 0;
 }
 
 PX_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 {
     const char *name = px_name_at(dirfd, path);
-    return name ? px_exists(name) : REAL(fchmodat)(dirfd, path, mode, flags);
+    return name ? px_chmod_name(name, mode)
+                : REAL(fchmodat)(dirfd, path, mode, flags);
 }
+
+/* ------------------------------------------------- owners, times, xattrs */
 
 PX_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
 {

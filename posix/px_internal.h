@@ -14,7 +14,7 @@
  *   px_copy.c       copy_file_range, sendfile, splice, fallocate
  *   px_sys.c        syscall() and ioctl on Galley descriptors
  *   px_names.c      stat family, access, unlink, rename, xattr
- *   px_attr.c       chmod/chown/utime families: accepted, nothing kept
+ *   px_attr.c       modes (chmod family, umask); chown/utime: accepted
  *   px_dir.c        directories: opendir/readdir/fdopendir, mkdir, rmdir
  *   px_stdio.c      fopen/fdopen/fileno over fopencookie; stdin/stdout/
  *                   stderr over a Galley file at descriptor 0-2
@@ -143,6 +143,7 @@
     X(mkdir, int, (const char *, mode_t))                                      \
     X(mkdirat, int, (int, const char *, mode_t))                               \
     X(rmdir, int, (const char *))                                              \
+    X(umask, mode_t, (mode_t))                                                 \
     X(chmod, int, (const char *, mode_t))                                      \
     X(fchmod, int, (int, mode_t))                                              \
     X(fchmodat, int, (int, const char *, mode_t, int))                         \
@@ -283,8 +284,16 @@ int px_stat_path(const char *name, struct stat *st);
 /* Names and directories (px_names.c, px_dir.c; markers: px_dirmark.h):
  * px_stat_name answers 0 or a gfs error; px_rmdir -1 with errno or 0. */
 int px_stat_name(const char *name, struct stat *st);
+/* mode: S_IFREG with the file's permission bits, or PX_DIR_MODE. */
 void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
-                  int64_t mtime, bool dir);
+                  int64_t mtime, mode_t mode);
+#define PX_DIR_MODE (S_IFDIR | 0755)
+/* Modes (px_attr.c).  Galley files are their reader's: mode's owner bits
+ * decide, as for a local file of one's own (root: any, and executes what
+ * has any x bit).  px_permitted: 0 or -EACCES for access()'s amode. */
+int px_permitted(mode_t mode, int amode);
+/* The process's file-mode creation mask (umask() is ours too). */
+mode_t px_umask(void);
 int px_rmdir(const char *name);
 
 #pragma GCC visibility pop

@@ -50,13 +50,13 @@ static void px_set_t0(void)
 }
 
 void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
-                  int64_t mtime, bool dir)
+                  int64_t mtime, mode_t mode)
 {
     memset(st, 0, sizeof(*st));
     st->st_dev = PX_DEV;
     st->st_ino = px_hash(name);
-    st->st_mode = dir ? (S_IFDIR | 0755) : (S_IFREG | 0644);
-    st->st_nlink = dir ? 2 : 1;
+    st->st_mode = mode;
+    st->st_nlink = S_ISDIR(mode) ? 2 : 1;
     static pthread_once_t t0_once = PTHREAD_ONCE_INIT;
     pthread_once(&t0_once, px_set_t0);
     st->st_uid = px_uid; /* the process's at its first stat */
@@ -82,9 +82,13 @@ static int px_stat_sid(int sid, const char *name, struct stat *st)
     int rc = gfs_striped_size_mtime(sid, &size, &mtime);
     if (rc)
         return rc;
+    unsigned mode;
+    rc = gfs_striped_mode(sid, &mode);
+    if (rc)
+        return rc;
     gfs_layout lay;
     rc = gfs_striped_layout(sid, &lay);
-    px_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, mtime, false);
+    px_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, mtime, S_IFREG | mode);
     return 0;
 }
 
@@ -114,17 +118,16 @@ int px_stat_name(const char *name, struct stat *st)
     int rc = px_start();
     if (rc)
         return rc;
-    int64_t size, mtime;
-    gfs_layout lay;
-    int sid = *name && !px_mapped_root(name)
-                  ? gfs_striped_stat_mtime(name, &size, &lay, &mtime)
-                  : -ENOENT;
+    gfs_striped_info fs;
+    int sid = *name && !px_mapped_root(name) ? gfs_striped_stat_all(name, &fs)
+                                             : -ENOENT;
     if (sid >= 0) { /* without opening it: two round trips */
-        px_fill_stat(st, name, size, lay.unit, mtime, false);
+        px_fill_stat(st, name, fs.size, fs.layout.unit, fs.mtime_ns,
+                     S_IFREG | fs.mode);
         return 0;
     }
     if (sid == GFS_ELAYOUT) { /* a plain (non-striped) file */
-        px_fill_stat(st, name, 0, 0, 0, true);
+        px_fill_stat(st, name, 0, 0, 0, PX_DIR_MODE);
         return 0;
     }
     if (sid != -ENOENT)
@@ -134,7 +137,7 @@ int px_stat_name(const char *name, struct stat *st)
         return rc;
     if (!rc)
         return -ENOENT;
-    px_fill_stat(st, name, 0, 0, 0, true);
+    px_fill_stat(st, name, 0, 0, 0, PX_DIR_MODE);
     return 0;
 }
 
@@ -168,7 +171,7 @@ static int px_fstat(px_file *f, struct stat *st)
 {
     int rc = 0;
     if (f->dir)
-        px_fill_stat(st, f->name, 0, 0, 0, true);
+        px_fill_stat(st, f->name, 0, 0, 0, PX_DIR_MODE);
     else if (__atomic_load_n(&f->sid, __ATOMIC_ACQUIRE) < 0)
         rc = px_stat_name(f->name, st); /* its open was put off */
     else
@@ -374,11 +377,8 @@ static int px_access(const char *name, int amode)
     struct stat st;
     if (px_stat_path(name, &st))
         return -1;
-    if ((amode & X_OK) && !S_ISDIR(st.st_mode)) {
-        errno = EACCES;
-        return -1;
-    }
-    return 0;
+    int rc = px_permitted(st.st_mode, amode);
+    return rc ? px_fail(rc) : 0;
 }
 
 PX_EXPORT int access(const char *path, int amode)

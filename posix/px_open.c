@@ -67,9 +67,9 @@ static int px_open_dir(const char *name, int flags)
     return rc ? px_fail(rc) : px_dir_fd(name, flags);
 }
 
-/* Create name's striped file if flags say so (0, or a gfs error);
- * *exists: it was there already. */
-static int px_create(const char *name, int flags, bool *exists)
+/* Create name's striped file if flags say so, with mode less the umask
+ * (0, or a gfs error); *exists: it was there already. */
+static int px_create(const char *name, int flags, mode_t mode, bool *exists)
 {
     *exists = false;
     if (!(flags & O_CREAT))
@@ -79,7 +79,8 @@ static int px_create(const char *name, int flags, bool *exists)
     if (nsub <= 0 || nsub > nserv)
         nsub = nserv;
     int64_t unit = g_config_int(G_CFG_POSIX_UNIT); /* 0: the default */
-    int rc = gfs_create_striped(name, nsub, NULL, unit, NULL);
+    int rc = gfs_create_striped_mode(name, nsub, NULL, unit, NULL,
+                                     mode & 07777 & ~px_umask());
     *exists = rc == -EEXIST;
     if (*exists && !(flags & O_EXCL))
         rc = 0;
@@ -91,7 +92,6 @@ static int px_create(const char *name, int flags, bool *exists)
  * descriptor or -1. */
 int px_open(const char *name, int flags, mode_t mode)
 {
-    (void)mode;
     int rc = px_start();
     if (rc)
         return px_fail(rc);
@@ -108,7 +108,7 @@ int px_open(const char *name, int flags, mode_t mode)
      * for up to about two seconds, until its create is done or gone. */
     for (int tries = 0;; tries++) {
         bool exists;
-        rc = px_create(name, flags, &exists);
+        rc = px_create(name, flags, mode, &exists);
         if (rc)
             return px_fail(rc);
         if ((flags & O_CREAT) && !exists) {
@@ -133,6 +133,18 @@ int px_open(const char *name, int flags, mode_t mode)
     }
     if (sid < 0 && !deferred)
         return px_fail(sid);
+    if (!deferred) { /* (a file this open made may be opened any way) */
+        unsigned perm;
+        rc = gfs_striped_mode(sid, &perm);
+        if (!rc)
+            rc = px_permitted(S_IFREG | perm, acc == O_RDONLY   ? R_OK
+                                              : acc == O_WRONLY ? W_OK
+                                                                : R_OK | W_OK);
+        if (rc) {
+            gfs_striped_close(sid);
+            return px_fail(rc);
+        }
+    }
     if (!deferred && (flags & O_TRUNC) && acc != O_RDONLY) {
         rc = gfs_striped_truncate(sid, 0);
         if (rc) {

@@ -1,7 +1,7 @@
 /*
  * px_rename.c -- rename of a striped file for the preload library and the
  * mount daemon.  Galley has no rename: the bytes are copied to a new file
- * with the same servers, stripe unit and fork, then the old name is
+ * with the same servers, stripe unit, fork and mode, then the old name is
  * deleted.  Not atomic: a reader may see both names, or (after a failure
  * half way) the new one is removed again and the old one stays.
  *
@@ -26,8 +26,11 @@ int px_rename_file(const char *from, const char *to)
     }
     gfs_layout lay;
     gfs_file_stat fst;
+    unsigned mode;
     int64_t size = gfs_striped_size(src);
     rc = size < 0 ? (int)size : gfs_striped_layout(src, &lay);
+    if (!rc)
+        rc = gfs_striped_mode(src, &mode);
     if (!rc) {
         int fid = gfs_open_file(from);
         rc = fid < 0 ? fid : gfs_stat_file(fid, &fst);
@@ -39,7 +42,8 @@ int px_rename_file(const char *from, const char *to)
     rc = gfs_delete_file(to);
     if (rc && rc != -ENOENT)
         goto out_close_src;
-    rc = gfs_create_striped(to, fst.nsubfiles, fst.servers, lay.unit, lay.fork);
+    rc = gfs_create_striped_mode(to, fst.nsubfiles, fst.servers, lay.unit,
+                                 lay.fork, mode);
     if (rc)
         goto out_close_src;
     int dst = gfs_striped_open(to);

@@ -2,6 +2,8 @@
 
 import os
 import re
+import stat
+import subprocess
 
 import pytest
 
@@ -121,6 +123,27 @@ def test_put_get_round_trip(cluster, uniq, tmp_path, size, nsub, unit):
     forks = fork_sizes(st)
     assert forks == {(i, "data"): layout_fork_size(nsub, u, i, size)
                      for i in range(nsub)}, st
+
+
+def test_put_get_keep_modes(cluster, uniq, tmp_path):
+    """put keeps a local file's permission bits, stat shows them, get
+    gives them to the new local file (less the umask, as cp)."""
+    src = tmp_path / "script"
+    src.write_text("#!/bin/sh\necho ran\n")
+    src.chmod(0o750)
+    ok(cluster.galley("put", src, uniq + "/s"))
+    st = ok(cluster.galley("stat", uniq + "/s")).stdout
+    assert re.search(r"^mode:\s+0750$", st, re.M), st
+    ok(cluster.galley("put", "-", uniq + "/d", input=b"x", binary=True))
+    st = ok(cluster.galley("stat", uniq + "/d")).stdout
+    assert re.search(r"^mode:\s+0644$", st, re.M), st
+    out = tmp_path / "out"
+    ok(cluster.galley("get", uniq + "/s", out))
+    m = os.umask(0)
+    os.umask(m)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o750 & ~m
+    assert subprocess.run([str(out)], capture_output=True, text=True,
+                          timeout=30).stdout == "ran\n"
 
 
 def test_put_from_stdin_get_to_stdout(cluster, uniq):

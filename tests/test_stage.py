@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+import stat
 import time
 import uuid
 from pathlib import Path
@@ -91,6 +92,7 @@ def same_tree(a, b, files):
 def test_tree_in_and_out(cluster, uniq, tmp_path):
     src, back = tmp_path / "src", tmp_path / "back"
     files = make_tree(src)
+    (src / "a" / "odd.bin").chmod(0o751)  # permission bits go both ways
     cp = stage(cluster, "in", "-j", 3, "--chunk", "1M", src,
                "galley:/%s" % uniq, check=0)
     lines = ok_lines(cp)
@@ -111,6 +113,12 @@ def test_tree_in_and_out(cluster, uniq, tmp_path):
     for rel in files:  # the same file CRCs both ways, however chunked
         assert out[str(back / rel)] == lines["galley:/%s/%s" % (uniq, rel)]
     assert not Path(str(back) + ".galley-stage").exists()
+    st = cluster.galley("stat", "/%s/a/odd.bin" % uniq, check=True).stdout
+    assert re.search(r"^mode:\s+0751$", st, re.M), st
+    m = os.umask(0)
+    os.umask(m)
+    assert stat.S_IMODE((back / "a" / "odd.bin").stat().st_mode) == \
+        0o751 & ~m
     # staged in again over itself: replaced, as cp does (a shorter file)
     (src / "a" / "odd.bin").write_bytes(b"shorter now")
     stage(cluster, "in", src / "a" / "odd.bin",

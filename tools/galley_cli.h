@@ -83,7 +83,7 @@ typedef struct outfile {
     char *tmp; /* NULL when writing in place */
 } outfile;
 
-int out_open(outfile *o, const char *path);
+int out_open(outfile *o, const char *path, unsigned mode);
 int out_close(outfile *o, bool ok);
 int in_open(const char *path); /* "-" is stdin; fd or -errno */
 void in_close(int fd);

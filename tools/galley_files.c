@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "galley_cli.h"
 
@@ -88,6 +89,9 @@ int cmd_stat(opts *o)
                 human((uint64_t)sz, h, sizeof(h));
                 printf("size:      %" PRId64 " bytes (%s, logical)\n", sz, h);
             }
+            unsigned mode;
+            if (gfs_striped_mode(sid, &mode) == 0)
+                printf("mode:      %04o\n", mode);
             if (stat_local_blocks(sid) < 0)
                 ret = EXIT_FAIL;
             gfs_striped_close(sid);
@@ -306,6 +310,13 @@ int cmd_put(opts *o)
     }
     if (o->csum && (rc = set_checksum(name)) < 0) {
         ret = fail(rc, "cannot make checksummed", name);
+        goto out_delete;
+    }
+    struct stat lst; /* a local file's permission bits are kept */
+    if (fstat(fd, &lst) == 0 && S_ISREG(lst.st_mode) &&
+        (lst.st_mode & 07777) != GFS_DEFAULT_MODE &&
+        (rc = gfs_chmod(name, lst.st_mode & 07777)) < 0) {
+        ret = fail(rc, "cannot set the mode of", name);
         goto out_delete;
     }
     int sid = gfs_striped_open(name);

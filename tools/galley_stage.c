@@ -5,8 +5,9 @@
  *
  *   galley-stage-worker [-c CLUSTER] list PREFIX
  *       every Galley file whose name starts with PREFIX, one a line:
- *       "F size nsub unit kind csum fork servers name [hex]" (tab-
- *       separated; servers comma-separated; hex: the bytes of an array
+ *       "F size nsub unit kind csum fork servers mode name [hex]" (tab-
+ *       separated; servers comma-separated; mode: the permission bits in
+ *       octal; hex: the bytes of an array
  *       group's small record file) or "E error name" for one that is not
  *       a striped file.
  *   galley-stage-worker [-c CLUSTER] cat NAME

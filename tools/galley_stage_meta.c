@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "galley_stage.h"
 
@@ -152,10 +153,11 @@ static char *record_hex(const char *name, int64_t size)
 static int list_one(pool *pl, int i)
 {
     const char *name = ((names *)pl->arg)->v[i];
-    int64_t size;
-    gfs_layout lay;
+    gfs_striped_info st = {0};
     char srv[GFS_MAX_SUBFILES * 4 + 1];
-    int rc = gfs_striped_stat(name, &size, &lay);
+    int rc = gfs_striped_stat_all(name, &st);
+    int64_t size = st.size;
+    const gfs_layout lay = st.layout;
     if (!rc)
         rc = servers_of(name, srv, sizeof(srv));
     if (rc < 0) {
@@ -164,10 +166,11 @@ static int list_one(pool *pl, int i)
     }
     char *hex =
         is_record(name) && size <= RECORD_MAX ? record_hex(name, size) : NULL;
-    pool_put(pl, i, "F\t%" PRId64 "\t%d\t%" PRId64 "\t%s\t0\t%s\t%s\t%s%s\n",
-             size, lay.nsubfiles, lay.unit,
+    pool_put(pl, i,
+             "F\t%" PRId64 "\t%d\t%" PRId64 "\t%s\t0\t%s\t%s\t%o\t%s%s\n", size,
+             lay.nsubfiles, lay.unit,
              lay.kind == GFS_LAYOUT_LOCAL ? "local" : "striped", lay.fork, srv,
-             name, hex ? hex : "");
+             st.mode, name, hex ? hex : "");
     free(hex);
     return 0;
 }
@@ -241,6 +244,10 @@ static int prepare_one(const sfile *s)
             return rc;
         rc = gfs_create_layout(s->dst, nsub, NULL, s->unit, s->fork, s->kind);
     }
+    struct stat st; /* the source's permission bits, kept */
+    if (!rc && stat(s->src, &st) == 0 &&
+        (st.st_mode & 07777) != GFS_DEFAULT_MODE)
+        rc = gfs_chmod(s->dst, st.st_mode & 07777);
     if (rc < 0 || !s->csum)
         return rc;
     int fid = gfs_open_file(s->dst);

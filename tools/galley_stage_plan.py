@@ -394,7 +394,7 @@ def build(args, g, nservers):
     pairs = read_manifest(args.manifest) if args.manifest else \
         [(args.src, args.dst)]
     files, rewritten = [], []
-    keys = ("nsub", "unit", "kind", "csum", "fork", "servers", "data")
+    keys = ("nsub", "unit", "kind", "csum", "fork", "servers", "mode", "data")
     for s, d in pairs:
         if args.direction == "in":
             for p, n, size in plan_in_pair(s, d, args):

@@ -318,7 +318,7 @@ int write_all(int fd, const void *buf, size_t n)
 
 /* A local output: stdout, a device/FIFO/symlink written in place, or a
  * regular file written under a temporary name and renamed at commit. */
-int out_open(outfile *o, const char *path)
+int out_open(outfile *o, const char *path, unsigned mode)
 {
     o->path = path;
     o->tmp = NULL;
@@ -347,7 +347,7 @@ int out_open(outfile *o, const char *path)
     }
     mode_t mask = umask(0);
     umask(mask);
-    if (fchmod(o->fd, 0666 & ~mask) < 0) {
+    if (fchmod(o->fd, mode & 07777 & ~mask) < 0) {
         /* not fatal: the file stays private */
     }
     return 0;
@@ -529,8 +529,11 @@ int copy_out(const copy_obj *g, const char *local, char *buf)
     int64_t size = g->striped ? gfs_striped_size(g->id) : gfs_fork_size(g->id);
     if (size < 0)
         return copy_fail(g, (int)size, "cannot get size of");
+    unsigned mode = 0666; /* a fork's; a file's own (as cp, less the umask) */
+    if (g->striped && gfs_striped_mode(g->id, &mode) < 0)
+        mode = GFS_DEFAULT_MODE;
     outfile out;
-    int rc = out_open(&out, local);
+    int rc = out_open(&out, local, mode);
     if (rc < 0)
         return fail_errno(-rc, "cannot create", local);
     int ret = EXIT_OK;

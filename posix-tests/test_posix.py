@@ -9,8 +9,13 @@ Environment: GALLEY_BUILD (build tree, default <repo>/_build).
 import hashlib
 import os
 import re
-import time
+import shutil
 import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
 
 from conftest import galley_exec, gt, helper
 
@@ -320,6 +325,33 @@ def test_modes_are_kept(cluster, uniq, tmp_path):
     assert want.stdout.split("\n")[:6] == [
         "644", "x 1", "755", "755", "x 0", "0o600"], want.stdout
     assert cp.stderr == want.stderr == "", describe(cp)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root and setpriv to run as another user")
+def test_modes_are_honoured(cluster, uniq, tmp_path):
+    """For a user without root's override, the owner bits decide: writing
+    a read-only file, reading a mode-0 one and access() for them fail
+    with EACCES, and work again once chmod allows them."""
+    # the cluster file and key as that user's, where it can reach them
+    d = Path(tempfile.mkdtemp(prefix="galley-nobody-"))
+    for f in (cluster.cluster_file,
+              Path(str(cluster.cluster_file) + ".key")):
+        shutil.copy(f, d / f.name)
+    for p in (d, *d.iterdir()):
+        os.chown(p, 65534, 65534)
+    name = "galley:/%s/f" % uniq
+    cp = gt.run(["setpriv", "--reuid", "65534", "--regid", "65534",
+                 "--clear-groups", gt.galley_path(), "-c",
+                 d / cluster.cluster_file.name, "exec", "--", "sh", "-c",
+                 'cd /; echo a > "$1"; chmod 444 "$1"; echo b >> "$1"; '
+                 'echo "w $?"; test -w "$1"; echo "tw $?"; chmod 0 "$1"; '
+                 'cat "$1"; echo "r $?"; chmod 600 "$1"; echo c >> "$1"; '
+                 'cat "$1"', "sh", name], env=cluster.env)
+    assert cp.stdout.split("\n") == ["w 2", "tw 1", "r 1", "a", "c", ""], \
+        describe(cp)
+    assert cp.stderr.count("Permission denied") == 2, describe(cp)
+    shutil.rmtree(d)
 
 
 def test_shell_redirections_of_builtins(cluster, uniq, tmp_path):

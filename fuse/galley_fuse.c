@@ -135,7 +135,7 @@ static int gf_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
             st->st_atim = st->st_mtim = st->st_ctim =
                 (struct timespec){.tv_sec = w.mtime / 1000000000,
                                   .tv_nsec = w.mtime % 1000000000};
-        st->st_mode = S_IFREG | w.mode;
+        st->st_mode = w.mode; /* a regular file or a symbolic link */
         st->st_nlink = 1;
         st->st_size = w.size;
         st->st_blksize = w.unit > 0 ? w.unit : GFS_DEFAULT_STRIPE_UNIT;
@@ -432,6 +432,27 @@ static int gf_chmod(const char *p, mode_t mode, struct fuse_file_info *fi)
     return rc;
 }
 
+/* Symbolic links: kept by Galley (gfs_symlink), followed by the kernel. */
+static int gf_readlink(const char *p, char *buf, size_t size)
+{
+    if (size == 0)
+        return -EINVAL;
+    int n = gfs_readlink(p, buf, size - 1);
+    if (n < 0)
+        return gf_err(n);
+    buf[n] = '\0';
+    return 0;
+}
+
+static int gf_symlink(const char *target, const char *p)
+{
+    what w;
+    int rc = gf_classify(p, &w);
+    if (rc != -ENOENT)
+        return rc ? rc : -EEXIST;
+    return gf_err(gfs_symlink(target, p));
+}
+
 static int gf_chown(const char *p, uid_t uid, gid_t gid,
                     struct fuse_file_info *fi)
 {
@@ -459,6 +480,8 @@ static const struct fuse_operations gf_ops = {
     .utimens = gf_utimens,
     .chmod = gf_chmod,
     .chown = gf_chown,
+    .readlink = gf_readlink,
+    .symlink = gf_symlink,
     .lock = gf_lock,
     .flock = gf_flock,
 };

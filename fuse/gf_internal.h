@@ -25,7 +25,7 @@ typedef struct what {
     int64_t size;
     int64_t unit;
     int64_t mtime; /* K_FILE: its data's modification time (ns), or 0 */
-    unsigned mode; /* K_FILE: its permission bits */
+    unsigned mode; /* K_FILE: type (S_IFREG, S_IFLNK) and permission bits */
     char file[GFS_NAME_MAX + 1]; /* plain file of a subfile or fork */
     int subfile;
     char fork[GFS_FORK_NAME_MAX + 1];

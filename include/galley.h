@@ -518,12 +518,24 @@ int gfs_create_striped_mode(const char *name, int nsubfiles, const int *servers,
 int gfs_chmod(const char *name, unsigned mode);
 int gfs_striped_mode(int sid, unsigned *mode);
 
+/* Symbolic links: a name whose record holds a target (attribute
+ * "galley.symlink", 1-1023 bytes, no newline), made at once with the
+ * record (an empty striped file underneath).  Galley never follows one:
+ * the preload and the mount do.  gfs_readlink copies the target (not
+ * NUL-terminated, at most len bytes) and returns its length; -EINVAL for
+ * a name that is not a link.  gfs_symlink: -EEXIST, -ENAMETOOLONG, ... */
+#define GFS_LINK_ATTR "galley.symlink"
+#define GFS_LINK_MAX 1023
+int gfs_symlink(const char *target, const char *name);
+int gfs_readlink(const char *name, char *buf, size_t len);
+
 /* All stat shows of a striped file, by name, in one call (the round trips
- * of gfs_striped_stat). */
+ * of gfs_striped_stat).  mode: the type and permission bits as st_mode's,
+ * S_IFREG, or S_IFLNK for a symbolic link (size: its target's length). */
 typedef struct gfs_striped_info {
     int64_t size;
     int64_t mtime_ns; /* as gfs_striped_stat_mtime's */
-    unsigned mode;    /* permission bits */
+    unsigned mode;
     gfs_layout layout;
 } gfs_striped_info;
 int gfs_striped_stat_all(const char *name, gfs_striped_info *st);

@@ -521,6 +521,17 @@ unsigned gc_mode_of(const gp_record *rec)
     return *end || m > 07777 ? GFS_DEFAULT_MODE : (unsigned)m;
 }
 
+int gc_link_of(const gp_record *rec, char *buf, size_t len)
+{
+    char v[GFS_LINK_MAX + 1];
+    int n = gc_attr_lookup(rec->attrs, GFS_LINK_ATTR, v, sizeof(v));
+    if (n <= 0)
+        return n == -ERANGE ? GFS_EPROTO : -EINVAL;
+    size_t k = (size_t)n < len ? (size_t)n : len;
+    memcpy(buf, v, k);
+    return (int)k;
+}
+
 int gfs_chmod(const char *name, unsigned mode)
 {
     int rc = gc_check_init();

@@ -334,8 +334,10 @@ int64_t gc_fork_listio(int kid, int op, int64_t n,
 int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
                   int64_t len, int64_t *got);
 /* striped.c */
+/* (link: NULL, or a symbolic link's target) */
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
-                      int64_t unit, const char *fork, int ncopy, unsigned mode);
+                      int64_t unit, const char *fork, int ncopy, unsigned mode,
+                      const char *link);
 int gc_striped_open(const char *name); /* a striped id */
 int gc_striped_close(int sid);
 int gc_striped_layout(int sid, gfs_layout *layout);
@@ -430,6 +432,8 @@ bool gc_is_local_layout(int fid);
 int gc_striped_stat(const char *name, gfs_striped_info *st);
 /* A record's permission bits (its GFS_MODE_ATTR, else GFS_DEFAULT_MODE). */
 unsigned gc_mode_of(const gp_record *rec);
+/* A record's link target (gfs_readlink's answer) into buf. */
+int gc_link_of(const gp_record *rec, char *buf, size_t len);
 /* *out = NULL for a file of another layout; else its maps, read now. */
 int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
 void gc_local_free(gc_local *l);

@@ -72,7 +72,7 @@ int gfs_create_layout(const char *name, int nsubfiles, const int *servers,
 {
     if (!layout || !*layout || strcmp(layout, "striped") == 0)
         return gc_create_striped(name, nsubfiles, servers, unit, fork, 1,
-                                 GFS_DEFAULT_MODE);
+                                 GFS_DEFAULT_MODE, NULL);
     int tsid = -1, rc = 0;
     gc_local *t = NULL;
     if (strncmp(layout, "template:", 9) == 0) {

@@ -84,9 +84,9 @@ void merror(unsigned long *ioerr)
 int mcreate(const char *name)
 {
     int n = gc_num_servers();
-    int rc =
-        n < 0 ? n
-              : gc_create_striped(name, n, NULL, 0, NULL, 1, GFS_DEFAULT_MODE);
+    int rc = n < 0 ? n
+                   : gc_create_striped(name, n, NULL, 0, NULL, 1,
+                                       GFS_DEFAULT_MODE, NULL);
     if (rc)
         count_error(n > 0 ? gc_meta_server(name) : -1, MERR_CREAT, rc);
     return rc;
@@ -100,7 +100,7 @@ MFILE *mopen(const char *name, int stripe_unit)
     if (n < 0)
         goto out_err;
     rc = gc_create_striped(name, n, NULL, stripe_unit, NULL, 1,
-                           GFS_DEFAULT_MODE);
+                           GFS_DEFAULT_MODE, NULL);
     if (rc && rc != -EEXIST)
         goto out_err;
     f = calloc(1, sizeof(*f));

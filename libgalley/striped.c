@@ -150,7 +150,8 @@ void gc_striped_pin(const char *name)
 /* ------------------------------------------------------ create / open -- */
 
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
-                      int64_t unit, const char *fork, int ncopy, unsigned mode)
+                      int64_t unit, const char *fork, int ncopy, unsigned mode,
+                      const char *link)
 {
     if (!fork)
         fork = GFS_DEFAULT_STRIPE_FORK;
@@ -161,13 +162,16 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
         return rc;
     if (strchr(fork, '\n') || unit > (INT64_C(1) << 40) || mode > 07777)
         return -EINVAL;
-    char attrs[512];
+    char attrs[GP_ATTR_MAX + 1];
     int n = snprintf(attrs, sizeof(attrs),
                      "galley.stripe_unit=%" PRId64 "\ngalley.stripe_fork=%s\n",
                      unit, fork);
     if (mode != GFS_DEFAULT_MODE) /* (the default: no line) */
-        snprintf(attrs + n, sizeof(attrs) - (size_t)n, GFS_MODE_ATTR "=%o\n",
-                 mode);
+        n += snprintf(attrs + n, sizeof(attrs) - (size_t)n,
+                      GFS_MODE_ATTR "=%o\n", mode);
+    if (link) /* (checked by gfs_symlink) */
+        snprintf(attrs + n, sizeof(attrs) - (size_t)n, GFS_LINK_ATTR "=%s\n",
+                 link);
     /* the record, every subfile and its fork: two round trips */
     return gc_create_file_fork(name, nsubfiles, servers, attrs, fork, ncopy);
 }
@@ -473,13 +477,24 @@ int gfs_create_striped(const char *name, int nsubfiles, const int *servers,
                        int64_t unit, const char *fork)
 {
     return gc_create_striped(name, nsubfiles, servers, unit, fork, 1,
-                             GFS_DEFAULT_MODE);
+                             GFS_DEFAULT_MODE, NULL);
 }
 
 int gfs_create_striped_mode(const char *name, int nsubfiles, const int *servers,
                             int64_t unit, const char *fork, unsigned mode)
 {
-    return gc_create_striped(name, nsubfiles, servers, unit, fork, 1, mode);
+    return gc_create_striped(name, nsubfiles, servers, unit, fork, 1, mode,
+                             NULL);
+}
+
+int gfs_symlink(const char *target, const char *name)
+{
+    size_t n = target ? strlen(target) : 0;
+    if (n == 0 || strchr(target, '\n'))
+        return -EINVAL;
+    if (n > GFS_LINK_MAX)
+        return -ENAMETOOLONG;
+    return gc_create_striped(name, 1, NULL, 0, NULL, 1, 0777, target);
 }
 
 int gfs_create_striped_replicas(const char *name, int nsubfiles,
@@ -487,7 +502,7 @@ int gfs_create_striped_replicas(const char *name, int nsubfiles,
                                 const char *fork, int replicas)
 {
     return gc_create_striped(name, nsubfiles, servers, unit, fork, replicas,
-                             GFS_DEFAULT_MODE);
+                             GFS_DEFAULT_MODE, NULL);
 }
 
 int gfs_striped_replicas(int sid)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 /* --------------------------------------------------------- size -------- */
 
@@ -260,11 +261,18 @@ ask_sizes:;
 out_size:
     total = gc_st_logical_size(&lay, sizes);
     rc = total < 0 ? (int)total : 0;
-out_done:
-    if (!rc)
+out_done:;
+    char link[GFS_LINK_MAX];
+    int linklen = rc ? -1 : gc_link_of(from, link, sizeof(link));
+    if (!rc && linklen >= 0)
+        *st = (gfs_striped_info){.size = linklen,
+                                 .mtime_ns = mt,
+                                 .mode = S_IFLNK | 0777,
+                                 .layout = lay};
+    else if (!rc)
         *st = (gfs_striped_info){.size = total,
                                  .mtime_ns = mt,
-                                 .mode = gc_mode_of(from),
+                                 .mode = S_IFREG | gc_mode_of(from),
                                  .layout = lay};
 out_free:
     free(rec);
@@ -360,6 +368,25 @@ int gfs_striped_mode(int sid, unsigned *mode)
             *mode = gc_mode_of(from);
     }
     free(f);
+    free(rec);
+    return rc;
+}
+
+int gfs_readlink(const char *name, char *buf, size_t len)
+{
+    int rc = gc_check_init();
+    if (!rc)
+        rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    int64_t size, mt; /* (the record under a lease: no request) */
+    if (gc_rcache_leased(name, rec, &size, &mt) != RC_LEASED)
+        rc = gc_lease_lookup(name, rec);
+    if (!rc)
+        rc = gc_link_of(rec, buf, len);
     free(rec);
     return rc;
 }

@@ -122,6 +122,41 @@ def test_modes_through_the_mount(mnt, uniq, tmp_path):
     assert cp.stdout.split() == ["750", "600"], describe(cp)
 
 
+def test_symlinks_through_the_mount(mnt, uniq, tmp_path):
+    """Symbolic links on the mount: ln -s makes one (relative or absolute,
+    to a Galley file, a directory or a local file), readlink and lstat
+    show it, the kernel follows it for reads and writes, mv moves it, rm
+    removes the link and not its target, and a dangling one answers
+    ENOENT; as on a local directory."""
+    out = {}
+    for side, d in (("local", tmp_path / "local"), ("mount", mnt.dir / uniq)):
+        d.mkdir(parents=True)
+        (d / "sub").mkdir()
+        (d / "sub" / "f").write_bytes(b"target bytes\n")
+        local = tmp_path / ("outside-" + side)
+        local.write_text("outside\n")
+        os.symlink("sub/f", d / "rel")
+        os.symlink(str(d / "sub"), d / "dir")
+        os.symlink(str(local), d / "out")
+        os.symlink("nowhere", d / "dangling")
+        with open(d / "rel", "ab") as f:
+            f.write(b"more\n")
+        os.rename(d / "rel", d / "moved")
+        r = [os.readlink(d / "moved"), os.readlink(d / "dir") == str(d / "sub"),
+             stat.S_ISLNK(os.lstat(d / "moved").st_mode),
+             os.lstat(d / "moved").st_size, os.stat(d / "moved").st_size,
+             (d / "moved").read_bytes(), (d / "dir" / "f").read_bytes(),
+             (d / "out").read_text(), os.path.exists(d / "dangling"),
+             os.path.lexists(d / "dangling"), sorted(os.listdir(d))]
+        with pytest.raises(FileExistsError):
+            os.symlink("x", d / "moved")
+        os.unlink(d / "moved")
+        r += [os.path.exists(d / "sub" / "f"), os.path.lexists(d / "moved")]
+        out[side] = r
+    assert out["mount"] == out["local"], out
+    assert out["local"][5] == b"target bytes\nmore\n", out
+
+
 def _umask():
     m = os.umask(0)
     os.umask(m)

@@ -122,8 +122,7 @@ int px_stat_name(const char *name, struct stat *st)
     int sid = *name && !px_mapped_root(name) ? gfs_striped_stat_all(name, &fs)
                                              : -ENOENT;
     if (sid >= 0) { /* without opening it: two round trips */
-        px_fill_stat(st, name, fs.size, fs.layout.unit, fs.mtime_ns,
-                     S_IFREG | fs.mode);
+        px_fill_stat(st, name, fs.size, fs.layout.unit, fs.mtime_ns, fs.mode);
         return 0;
     }
     if (sid == GFS_ELAYOUT) { /* a plain (non-striped) file */

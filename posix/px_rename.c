@@ -14,9 +14,27 @@
 #include "galley.h"
 #include "px_rename.h"
 
+/* A symbolic link moves as its target. */
+static int px_rename_link(const char *from, const char *to, const char *target)
+{
+    if (strcmp(from, to) == 0)
+        return 0;
+    int rc = gfs_delete_file(to);
+    if (rc && rc != -ENOENT)
+        return rc;
+    rc = gfs_symlink(target, to);
+    return rc ? rc : gfs_delete_file(from);
+}
+
 int px_rename_file(const char *from, const char *to)
 {
     int rc;
+    char target[GFS_LINK_MAX + 1];
+    int n = gfs_readlink(from, target, GFS_LINK_MAX);
+    if (n >= 0) {
+        target[n] = '\0';
+        return px_rename_link(from, to, target);
+    }
     int src = gfs_striped_open(from);
     if (src < 0)
         return src;

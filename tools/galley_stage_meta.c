@@ -160,8 +160,9 @@ static int list_one(pool *pl, int i)
     const gfs_layout lay = st.layout;
     if (!rc)
         rc = servers_of(name, srv, sizeof(srv));
-    if (rc < 0) {
-        pool_put(pl, i, "E\t%s\t%s\n", gfs_strerror(rc), name);
+    if (rc < 0 || S_ISLNK(st.mode)) {
+        pool_put(pl, i, "E\t%s\t%s\n",
+                 rc < 0 ? gfs_strerror(rc) : "a symbolic link", name);
         return 0;
     }
     char *hex =
@@ -170,7 +171,7 @@ static int list_one(pool *pl, int i)
              "F\t%" PRId64 "\t%d\t%" PRId64 "\t%s\t0\t%s\t%s\t%o\t%s%s\n", size,
              lay.nsubfiles, lay.unit,
              lay.kind == GFS_LAYOUT_LOCAL ? "local" : "striped", lay.fork, srv,
-             st.mode, name, hex ? hex : "");
+             st.mode & 07777, name, hex ? hex : "");
     free(hex);
     return 0;
 }

@@ -510,7 +510,9 @@ int gfs_striped_size_mtime(int sid, int64_t *size, int64_t *mtime_ns);
  * Galley keeps no owners: a file is its reader's.  gfs_chmod sets them
  * (other processes' cached records of the name are recalled first);
  * gfs_create_striped_mode creates with them; gfs_striped_mode gives an
- * open file's (its name's record now, else the one it was opened with). */
+ * open file's with its type, as st_mode's (S_IFREG, or S_IFLNK for a
+ * symbolic link's own record: below), from its name's record now, else
+ * the one it was opened with. */
 #define GFS_DEFAULT_MODE 0644
 #define GFS_MODE_ATTR "galley.mode"
 int gfs_create_striped_mode(const char *name, int nsubfiles, const int *servers,

@@ -364,8 +364,10 @@ int gfs_striped_mode(int sid, unsigned *mode)
         if (gc_rcache_leased(f->name, rec, &size, &mt) != RC_LEASED &&
             gc_lease_lookup(f->name, rec))
             from = &f->rec;
+        char t[1];
         if (mode)
-            *mode = gc_mode_of(from);
+            *mode = (gc_link_of(from, t, 0) >= 0 ? S_IFLNK : S_IFREG) |
+                    gc_mode_of(from);
     }
     free(f);
     free(rec);

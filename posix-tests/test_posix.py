@@ -354,6 +354,41 @@ def test_modes_are_honoured(cluster, uniq, tmp_path):
     shutil.rmtree(d)
 
 
+_LINKS = r"""
+mkdir "$1/sub"; echo target > "$1/sub/f"
+ln -s sub/f "$1/rel"; ln -s "$1/sub" "$1/dir"; ln -s "$2" "$1/out"
+ln -s nowhere "$1/dangling"; ln -s loop "$1/loop"
+readlink "$1/rel"; cat "$1/rel"; echo more >> "$1/rel"; cat "$1/sub/f"
+stat -c "%F %s" "$1/rel"; stat -L -c "%F %s" "$1/rel"; ls "$1/dir/"
+cat "$1/out"; test -e "$1/dangling"; echo "e $?"; test -L "$1/dangling"
+echo "L $?"; cat "$1/loop" 2>/dev/null; echo "loop $?"
+ln -s x "$1/rel" 2>/dev/null; echo "ln $?"; chmod 600 "$1/rel"
+stat -L -c %a "$1/rel"; mv "$1/rel" "$1/moved"; readlink "$1/moved"
+cat "$1/moved"; rm "$1/moved" "$1/loop"; test -e "$1/sub/f"; echo "t $?"
+ls "$1"
+"""
+
+
+def test_symlinks(cluster, uniq, tmp_path):
+    """Symbolic links through `galley exec`: ln -s makes one (relative, to
+    a Galley directory, to a local file, dangling, to itself), readlink
+    and lstat show it, open, stat, chmod and opendir follow it (ELOOP for
+    a loop), mv moves it, rm removes the link, not its target; as on a
+    local directory in the same run."""
+    local, outside = tmp_path / "local", tmp_path / "outside"
+    local.mkdir()
+    outside.write_text("outside\n")
+    want = subprocess.run(["sh", "-c", _LINKS, "sh", local, outside],
+                          text=True, capture_output=True, timeout=60)
+    d, cp = _mapped(cluster, tmp_path, uniq, _LINKS, outside)
+    assert cp.stdout == want.stdout, (describe(cp), want.stdout)
+    assert want.stdout.split("\n")[:6] == [
+        "sub/f", "target", "target", "more", "symbolic link 5",
+        "regular file 12"], want.stdout
+    assert cp.returncode == 0 and cp.stderr == want.stderr == "", \
+        (describe(cp), want.stderr)
+
+
 def test_shell_redirections_of_builtins(cluster, uniq, tmp_path):
     """bash's builtins write through glibc's own stdout and stderr, which
     reach descriptors 1 and 2 by calls the preload cannot see: while a

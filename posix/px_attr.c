@@ -77,21 +77,33 @@ PX_EXPORT mode_t umask(mode_t mask)
     return old;
 }
 
-/* chmod of name (just mapped): a file's bits kept, a directory's
- * accepted and ignored. */
-static int px_chmod_name(const char *name, mode_t mode)
+/* chmod of name (just mapped) and of where a link leads (unless
+ * nofollow: a link's own mode cannot change): a file's bits kept, a
+ * directory's accepted and ignored. */
+static int px_chmod_name(const char *name, mode_t mode, bool nofollow)
 {
     struct stat st;
     if (px_stat_path(name, &st))
         return -1;
-    int rc = S_ISDIR(st.st_mode) ? 0 : gfs_chmod(name, mode & 07777);
+    char to[PATH_MAX + 1];
+    int rc = 0;
+    if (S_ISLNK(st.st_mode)) {
+        rc = nofollow ? -EOPNOTSUPP : px_follow(name, to, sizeof(to));
+        if (rc == 1)
+            return REAL(chmod)(to, mode);
+        if (!rc && px_stat_path(to, &st))
+            return -1;
+        name = to;
+    }
+    if (!rc && !S_ISDIR(st.st_mode))
+        rc = gfs_chmod(name, mode & 07777);
     return rc ? px_fail(rc) : 0;
 }
 
 PX_EXPORT int chmod(const char *path, mode_t mode)
 {
     const char *name = px_name(path);
-    return name ? px_chmod_name(name, mode) : REAL(chmod)(path, mode);
+    return name ? px_chmod_name(name, mode, false) : REAL(chmod)(path, mode);
 }
 
 PX_EXPORT int fchmod(int fd, mode_t mode)
@@ -107,7 +119,7 @@ PX_EXPORT int fchmod(int fd, mode_t mode)
 PX_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 {
     const char *name = px_name_at(dirfd, path);
-    return name ? px_chmod_name(name, mode)
+    return name ? px_chmod_name(name, mode, flags & AT_SYMLINK_NOFOLLOW)
                 : REAL(fchmodat)(dirfd, path, mode, flags);
 }
 

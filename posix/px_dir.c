@@ -86,8 +86,21 @@ static int px_list_cb(const char *name, void *arg)
 static DIR *px_dir_stream(const char *name, int fd)
 {
     struct stat st;
-    if (px_stat_path(name, &st))
+    char to[PATH_MAX + 1];
+    int rc = px_stat_name(name, &st);
+    if (!rc && S_ISLNK(st.st_mode)) { /* a link to a directory */
+        rc = px_follow(name, to, sizeof(to));
+        if (rc == 1 && fd < 0)
+            return REAL(opendir)(to);
+        if (!rc)
+            rc = px_stat_name(name = to, &st);
+        else if (rc == 1)
+            rc = -ENOTDIR;
+    }
+    if (rc) {
+        px_fail(rc);
         return NULL;
+    }
     if (!S_ISDIR(st.st_mode)) {
         errno = ENOTDIR;
         return NULL;
@@ -102,7 +115,7 @@ static DIR *px_dir_stream(const char *name, int fd)
     snprintf(prefix, sizeof(prefix), "%s%s", name,
              n && name[n - 1] == '/' ? "" : "/");
     px_lister l = {g, strlen(prefix)};
-    int rc = px_dir_add(g, ".", 1, DT_DIR);
+    rc = px_dir_add(g, ".", 1, DT_DIR);
     if (!rc)
         rc = px_dir_add(g, "..", 2, DT_DIR);
     if (!rc)

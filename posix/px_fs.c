@@ -3,16 +3,18 @@
  * for paths under a mapped directory and for Galley descriptors:
  *
  *   realpath, __realpath_chk, canonicalize_file_name
- *                        Galley has no symbolic links, so the real path of
- *                        a mapped path is the path itself read as the kernel
- *                        reads it ("//", "." and ".." resolved), once the
- *                        name exists (ENOENT, ENOTDIR as stat answers);
- *                        glibc's own realpath would walk the local disk,
- *                        where the mapped names are not
- *   readlink, readlinkat EINVAL (not a symbolic link) for a name that
- *                        exists, as stat answers otherwise: tools that
- *                        resolve a path themselves (coreutils' realpath,
- *                        readlink -f) ask each component
+ *                        the real path of a mapped path is the path itself
+ *                        read as the kernel reads it ("//", "." and ".."
+ *                        resolved), once the name exists (ENOENT, ENOTDIR
+ *                        as stat answers); Galley's symbolic links are not
+ *                        resolved there (px_link.c); glibc's own realpath
+ *                        would walk the local disk, where the mapped names
+ *                        are not
+ *   readlink, readlinkat a Galley link's target (px_link.c), EINVAL for
+ *                        another name that exists, as stat answers
+ *                        otherwise: tools that resolve a path themselves
+ *                        (coreutils' realpath, readlink -f) ask each
+ *                        component
  *   statvfs, statfs, fstatvfs, fstatfs (and the 64 forms)
  *                        the cluster's: bytes and free bytes summed over
  *                        the servers, the records as the file count, the
@@ -63,23 +65,12 @@ PX_EXPORT char *realpath(const char *path, char *resolved)
     return out;
 }
 
-/* readlink of Galley name `name`: ENOENT/ENOTDIR as stat answers, else
- * EINVAL (Galley has no symbolic links). */
-static ssize_t px_not_a_link(const char *name)
-{
-    struct stat st;
-    if (px_stat_path(name, &st))
-        return -1;
-    errno = EINVAL;
-    return -1;
-}
-
 PX_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
 {
     const char *name;
     if (!px_mapped(path, &name))
         return REAL(readlink)(path, buf, len);
-    return px_not_a_link(name);
+    return px_readlink(name, buf, len);
 }
 
 PX_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
@@ -87,7 +78,7 @@ PX_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
     const char *name = px_name_at(dirfd, path);
     if (!name || px_from_mount || strncmp(path, PX_PREFIX, PX_PREFIX_LEN) == 0)
         return REAL(readlinkat)(dirfd, path, buf, len);
-    return px_not_a_link(name);
+    return px_readlink(name, buf, len);
 }
 
 PX_EXPORT char *__realpath_chk(const char *path, char *resolved, size_t len)

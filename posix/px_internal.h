@@ -15,6 +15,7 @@
  *   px_sys.c        syscall() and ioctl on Galley descriptors
  *   px_names.c      stat family, access, unlink, rename, xattr
  *   px_attr.c       modes (chmod family, umask); chown/utime: accepted
+ *   px_link.c       symbolic links: symlink, readlink, following one
  *   px_dir.c        directories: opendir/readdir/fdopendir, mkdir, rmdir
  *   px_stdio.c      fopen/fdopen/fileno over fopencookie; stdin/stdout/
  *                   stderr over a Galley file at descriptor 0-2
@@ -144,6 +145,8 @@
     X(mkdirat, int, (int, const char *, mode_t))                               \
     X(rmdir, int, (const char *))                                              \
     X(umask, mode_t, (mode_t))                                                 \
+    X(symlink, int, (const char *, const char *))                              \
+    X(symlinkat, int, (const char *, int, const char *))                       \
     X(chmod, int, (const char *, mode_t))                                      \
     X(fchmod, int, (int, mode_t))                                              \
     X(fchmodat, int, (int, const char *, mode_t, int))                         \
@@ -294,6 +297,13 @@ void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
 int px_permitted(mode_t mode, int amode);
 /* The process's file-mode creation mask (umask() is ours too). */
 mode_t px_umask(void);
+/* Symbolic links (px_link.c).  px_follow: the name (just mapped) a link
+ * at name leads to (name itself when it is none): 0 with a Galley name in
+ * out, 1 with a local path, or a gfs error (-ELOOP).  px_stat_follow:
+ * px_stat_path of where name leads.  px_readlink: readlink's answer. */
+int px_follow(const char *name, char *out, size_t len);
+int px_stat_follow(const char *name, struct stat *st);
+ssize_t px_readlink(const char *name, char *buf, size_t len);
 int px_rmdir(const char *name);
 
 #pragma GCC visibility pop

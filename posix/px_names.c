@@ -88,7 +88,8 @@ static int px_stat_sid(int sid, const char *name, struct stat *st)
         return rc;
     gfs_layout lay;
     rc = gfs_striped_layout(sid, &lay);
-    px_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, mtime, S_IFREG | mode);
+    px_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, mtime,
+                 S_IFREG | (mode & 07777));
     return 0;
 }
 
@@ -197,8 +198,21 @@ PX_EXPORT int fstat64(int fd, struct stat64 *st)
  * directory). */
 int px_stat_path(const char *name, struct stat *st)
 {
+    bool dir_only = px_dir_only; /* (the client's start may map names) */
     int rc = px_stat_name(name, st);
-    if (!rc && px_dir_only && !S_ISDIR(st->st_mode))
+    char to[PATH_MAX + 1];
+    if (!rc && dir_only && S_ISLNK(st->st_mode)) {
+        /* "link/": where the link leads, which must be a directory */
+        rc = px_follow(name, to, sizeof(to));
+        if (rc == 1) {
+            if (REAL(stat)(to, st))
+                return -1;
+            return S_ISDIR(st->st_mode) ? 0 : px_fail(-ENOTDIR);
+        }
+        if (!rc)
+            rc = px_stat_name(to, st);
+    }
+    if (!rc && dir_only && !S_ISDIR(st->st_mode))
         rc = -ENOTDIR;
     return rc ? px_fail(rc) : 0;
 }
@@ -217,7 +231,7 @@ int px_stat_path(const char *name, struct stat *st)
 PX_EXPORT int stat(const char *path, struct stat *st)
 {
     const char *name = px_name(path);
-    return name ? PX_OR_MOUNT(px_stat_path(name, st), REAL(stat)(path, st))
+    return name ? PX_OR_MOUNT(px_stat_follow(name, st), REAL(stat)(path, st))
                 : REAL(stat)(path, st);
 }
 
@@ -242,7 +256,9 @@ PX_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
     const char *name = px_name_at(dirfd, path);
     if (name)
-        return PX_OR_MOUNT(px_stat_path(name, st),
+        return PX_OR_MOUNT((flags & AT_SYMLINK_NOFOLLOW)
+                               ? px_stat_path(name, st)
+                               : px_stat_follow(name, st),
                            REAL(fstatat)(dirfd, path, st, flags));
     if (*path == '\0' && (flags & AT_EMPTY_PATH)) {
         px_file *f = px_get(dirfd);
@@ -282,7 +298,7 @@ PX_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
     const char *name = px_name(path);
     if (name)
-        return px_stat_path(name, st);
+        return px_stat_follow(name, st);
     return HAVE_REAL(__xstat) ? real___xstat(ver, path, st)
                               : REAL(stat)(path, st);
 }
@@ -311,7 +327,8 @@ PX_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
 {
     const char *name = px_name_at(dirfd, path);
     if (name)
-        return px_stat_path(name, st);
+        return (flags & AT_SYMLINK_NOFOLLOW) ? px_stat_path(name, st)
+                                             : px_stat_follow(name, st);
     if (*path == '\0' && (flags & AT_EMPTY_PATH) && px_fds_has(dirfd))
         return __fxstat(ver, dirfd, st);
     return HAVE_REAL(__fxstatat) ? real___fxstatat(ver, dirfd, path, st, flags)
@@ -350,7 +367,8 @@ PX_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
     const char *name = px_name_at(dirfd, path);
     if (name) {
         bool via_mount = px_from_mount;
-        if (px_stat_path(name, &st) == 0) {
+        if (((flags & AT_SYMLINK_NOFOLLOW) ? px_stat_path(name, &st)
+                                           : px_stat_follow(name, &st)) == 0) {
             px_to_statx(&st, sx);
             return 0;
         }
@@ -374,7 +392,7 @@ PX_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
 static int px_access(const char *name, int amode)
 {
     struct stat st;
-    if (px_stat_path(name, &st))
+    if (px_stat_follow(name, &st))
         return -1;
     int rc = px_permitted(st.st_mode, amode);
     return rc ? px_fail(rc) : 0;

@@ -59,7 +59,15 @@ int px_dir_fd(const char *name, int flags)
 static int px_open_dir(const char *name, int flags)
 {
     struct stat st;
+    char to[PATH_MAX + 1];
     int rc = px_stat_name(name, &st);
+    if (!rc && S_ISLNK(st.st_mode)) { /* a link to a directory */
+        rc = (flags & O_NOFOLLOW) ? -ELOOP : px_follow(name, to, sizeof(to));
+        if (rc == 1)
+            return REAL(open)(to, flags);
+        if (!rc)
+            rc = px_stat_name(name = to, &st);
+    }
     if (!rc && !S_ISDIR(st.st_mode))
         rc = -ENOTDIR;
     if (!rc && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_CREAT)))
@@ -87,10 +95,32 @@ static int px_create(const char *name, int flags, mode_t mode, bool *exists)
     return rc;
 }
 
+static int px_open_depth(const char *name, int flags, mode_t mode, int depth);
+
+/* name's open sid is a symbolic link's: open where it leads instead. */
+static int px_open_link(const char *name, int sid, int flags, mode_t mode,
+                        int depth)
+{
+    gfs_striped_close(sid);
+    char to[PATH_MAX + 1];
+    int rc = (flags & O_NOFOLLOW) || depth > 0
+                 ? -ELOOP
+                 : px_follow(name, to, sizeof(to));
+    if (rc == 1)
+        return REAL(open)(to, flags, mode);
+    return rc ? px_fail(rc) : px_open_depth(to, flags, mode, depth + 1);
+}
+
 /* Open (and maybe create) a Galley file, or open a directory read-only
  * (a path px_name just mapped that ends in "/" must be one); returns a
  * descriptor or -1. */
 int px_open(const char *name, int flags, mode_t mode)
+{
+    return px_open_depth(name, flags, mode, 0);
+}
+
+/* (depth: links followed to here) */
+static int px_open_depth(const char *name, int flags, mode_t mode, int depth)
 {
     int rc = px_start();
     if (rc)
@@ -136,6 +166,8 @@ int px_open(const char *name, int flags, mode_t mode)
     if (!deferred) { /* (a file this open made may be opened any way) */
         unsigned perm;
         rc = gfs_striped_mode(sid, &perm);
+        if (!rc && S_ISLNK(perm))
+            return px_open_link(name, sid, flags, mode, depth);
         if (!rc)
             rc = px_permitted(S_IFREG | perm, acc == O_RDONLY   ? R_OK
                                               : acc == O_WRONLY ? W_OK

@@ -49,6 +49,7 @@ int px_rename_file(const char *from, const char *to)
     rc = size < 0 ? (int)size : gfs_striped_layout(src, &lay);
     if (!rc)
         rc = gfs_striped_mode(src, &mode);
+    mode &= 07777;
     if (!rc) {
         int fid = gfs_open_file(from);
         rc = fid < 0 ? fid : gfs_stat_file(fid, &fst);

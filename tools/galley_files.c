@@ -91,7 +91,7 @@ int cmd_stat(opts *o)
             }
             unsigned mode;
             if (gfs_striped_mode(sid, &mode) == 0)
-                printf("mode:      %04o\n", mode);
+                printf("mode:      %04o\n", mode & 07777);
             if (stat_local_blocks(sid) < 0)
                 ret = EXIT_FAIL;
             gfs_striped_close(sid);

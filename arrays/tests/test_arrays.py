@@ -720,13 +720,20 @@ def test_server_fails_under_checkpoints(built, cluster, name, tmp_path, kind, fa
     bound = 1.0 if fault == "kill" else STOP_TIMEOUT + 1.0
     assert late <= bound, "last error %.2f s after the fault: %s" % (late, what)
     if kind == "ckpt":
+        # The failed call's copy is not the newest complete one, unless the
+        # call that failed was the sync of its own record (rank 0's, after
+        # the record's write): as for a timestep's record below, a change
+        # that was not acknowledged may survive.  Either way the newest
+        # complete checkpoint reads back.
         (g,) = array_ls(cluster, path)
         newest = g["copies"][g["newest"]]
-        assert newest["state"] == "complete" and newest["step"] == 100 * ok, g
+        record = "write copynum record" in lines
+        steps = (100 * ok, 100 * (ok + 1)) if record else (100 * ok,)
+        assert newest["state"] == "complete" and newest["step"] in steps, (g, lines)
         other = g["copies"][1 - g["newest"]]
         assert other.get("step") != 100 * (ok + 1) or other["state"] != "complete", g
         t_arrays(built, 3, "restart", cluster, path=path, mem="BLOCK,BLOCK@3x1",
-                 dims="64x48", esize=8, expect=100 * ok)
+                 dims="64x48", esize=8, expect=newest["step"])
     else:
         # The failed call's step is not counted, unless the call that failed
         # was its record's own write (rank 0's, after every rank's data): a

@@ -30,11 +30,10 @@ VERBS = {
     "lio",
 }
 
-# What a Galley descriptor refuses, and with what: mmap (no page cache of
-# ours to map; the mount serves it), pipe-only and socket calls.  The
-# O_PATH placeholder underneath refuses whatever the kernel sees (EBADF).
+# What a Galley descriptor refuses, and with what: pipe-only and socket
+# calls.  The O_PATH placeholder underneath refuses whatever the kernel
+# sees (EBADF).  (mmap is served: posix/px_mmap.c.)
 REFUSED = {
-    "mmap": "EBADF", "mmap64": "EBADF",
     "tee": "EINVAL", "vmsplice": "EBADF",
     "eventfd_read": "EBADF", "eventfd_write": "EBADF",
     "recv": "EBADF", "__recv_chk": "EBADF", "recvfrom": "EBADF",

@@ -74,7 +74,8 @@
  * splice, fallocate); px_sys.c (syscall(), ioctl); px_names.c (stat, access,
  * unlink, rename, xattr); px_dir.c (opendir, fdopendir, readdir, mkdir,
  * rmdir); px_stdio.c (fopen,
- * fdopen, fileno). px_internal.h declares what they share.
+ * fdopen, fileno); px_mmap.c (mmap, munmap, msync, mremap).
+ * px_internal.h declares what they share.
  */
 #define _GNU_SOURCE
 #include "px_internal.h"
@@ -217,6 +218,13 @@ px_file *px_get(int fd)
         f->refs++;
     pthread_mutex_unlock(&px_lock);
     return f;
+}
+
+void px_hold(px_file *f)
+{
+    pthread_mutex_lock(&px_lock);
+    f->refs++;
+    pthread_mutex_unlock(&px_lock);
 }
 
 void px_put(px_file *f)

@@ -6,7 +6,7 @@ posix_libgalley_posix_la_SOURCES = posix/galley_posix.c posix/px_path.c \
 	posix/px_open.c posix/px_lock.c posix/px_data.c posix/px_copy.c \
 	posix/px_names.c posix/px_attr.c posix/px_dir.c posix/px_sys.c \
 	posix/px_stdio.c posix/px_fs.c posix/px_internal.h posix/px_rename.c \
-	posix/px_inherit.c posix/px_link.c \
+	posix/px_inherit.c posix/px_link.c posix/px_mmap.c \
 	posix/px_rename.h posix/px_dirmark.c posix/px_dirmark.h \
 	posix/px_fsinfo.c posix/px_fsinfo.h
 posix_libgalley_posix_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

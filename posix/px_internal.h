@@ -21,6 +21,8 @@
  *                   stderr over a Galley file at descriptor 0-2
  *   px_inherit.c    the placeholder descriptor; descriptors inherited
  *                   across exec; the offset of a write-only file
+ *   px_mmap.c       mmap of a Galley file: memory filled from it, a
+ *                   shared map's stores written back (msync, munmap)
  */
 #ifndef PX_INTERNAL_H
 #define PX_INTERNAL_H
@@ -169,7 +171,11 @@
     X(statvfs, int, (const char *, struct statvfs *))                          \
     X(statfs, int, (const char *, struct statfs *))                            \
     X(fstatvfs, int, (int, struct statvfs *))                                  \
-    X(fstatfs, int, (int, struct statfs *))
+    X(fstatfs, int, (int, struct statfs *))                                    \
+    X(mmap, void *, (void *, size_t, int, int, int, off_t))                    \
+    X(munmap, int, (void *, size_t))                                           \
+    X(msync, int, (void *, size_t, int))                                       \
+    X(mremap, void *, (void *, size_t, size_t, int, ...))
 
 #define PX_X_PTR(name, ret, args) extern ret(*real_##name) args;
 PX_REAL_TABLE(PX_X_PTR)
@@ -238,6 +244,8 @@ int px_start(void);
 px_file *px_get(int fd);
 int px_sid(px_file *f);
 void px_put(px_file *f);
+/* Another reference to f (a map's: px_mmap.c); px_put drops it. */
+void px_hold(px_file *f);
 void px_install(int fd, px_file *f);
 void px_forget(int fd);
 uint64_t px_hash(const char *s);

@@ -666,7 +666,7 @@ static const struct {
     {"ioctl_FIONREAD", P_SYS},
     /* not calls on a file descriptor */
     {"sync", P_OTHER},            /* every file system, no descriptor */
-    {"msync", P_OTHER},           /* a mapping (mmap is refused) */
+    {"msync", P_OTHER},           /* a mapping (test_mmap.py) */
     {"madvise", P_OTHER},         /* memory */
     {"__madvise", P_OTHER},       /* memory */
     {"posix_madvise", P_OTHER},   /* memory */

@@ -186,12 +186,12 @@ static int gf_permitted(int sid, int flags)
 {
     unsigned mode;
     int rc = gfs_striped_mode(sid, &mode);
-    if (rc || geteuid() == 0)
-        return rc;
     int acc = flags & O_ACCMODE;
-    unsigned need = (acc != O_WRONLY ? S_IRUSR : 0) |
-                    (acc != O_RDONLY || (flags & O_TRUNC) ? S_IWUSR : 0);
-    return (mode & need) == need ? 0 : -EACCES;
+    return rc ? rc
+              : px_mode_permits(
+                    mode,
+                    (acc != O_WRONLY ? R_OK : 0) |
+                        (acc != O_RDONLY || (flags & O_TRUNC) ? W_OK : 0));
 }
 
 /* Open p; `made`: this create made it (any access then). */

@@ -346,6 +346,15 @@ int gfs_striped_sync(int sid)
     return rc;
 }
 
+/* name's record into rec: the one leased here (no request), else looked
+ * up (and leased); 0 or a gfs error. */
+static int record_of(const char *name, gp_record *rec)
+{
+    if (gc_rcache_leased(name, rec, NULL, NULL) == RC_LEASED)
+        return 0;
+    return gc_lease_lookup(name, rec);
+}
+
 int gfs_striped_mode(int sid, unsigned *mode)
 {
     gc_striped s;
@@ -357,13 +366,9 @@ int gfs_striped_mode(int sid, unsigned *mode)
     if (!rc)
         rc = gc_file_get(s.fid, f);
     if (!rc) {
-        /* its name's record (under a lease: no request), so another
-         * process's gfs_chmod shows; a removed name: the one opened */
-        int64_t size, mt;
-        const gp_record *from = rec;
-        if (gc_rcache_leased(f->name, rec, &size, &mt) != RC_LEASED &&
-            gc_lease_lookup(f->name, rec))
-            from = &f->rec;
+        /* its name's record, so another process's gfs_chmod shows; a
+         * removed name: the one opened */
+        const gp_record *from = record_of(f->name, rec) ? &f->rec : rec;
         char t[1];
         if (mode)
             *mode = (gc_link_of(from, t, 0) >= 0 ? S_IFLNK : S_IFREG) |
@@ -384,9 +389,7 @@ int gfs_readlink(const char *name, char *buf, size_t len)
     gp_record *rec = malloc(sizeof(*rec));
     if (!rec)
         return -ENOMEM;
-    int64_t size, mt; /* (the record under a lease: no request) */
-    if (gc_rcache_leased(name, rec, &size, &mt) != RC_LEASED)
-        rc = gc_lease_lookup(name, rec);
+    rc = record_of(name, rec);
     if (!rc)
         rc = gc_link_of(rec, buf, len);
     free(rec);

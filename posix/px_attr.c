@@ -33,16 +33,6 @@ static int px_ours(int fd)
 
 /* ---------------------------------------------------------------- modes */
 
-int px_permitted(mode_t mode, int amode)
-{
-    if (geteuid() == 0) /* (CAP_DAC_OVERRIDE) */
-        return !(amode & X_OK) || S_ISDIR(mode) || (mode & 0111) ? 0 : -EACCES;
-    mode_t need = ((amode & R_OK) ? S_IRUSR : 0) |
-                  ((amode & W_OK) ? S_IWUSR : 0) |
-                  ((amode & X_OK) ? S_IXUSR : 0);
-    return (mode & need) == need ? 0 : -EACCES;
-}
-
 /* The umask, read from the kernel at the first need (there is no call
  * that reads it without setting it), then kept by umask() below. */
 static int px_mask = -1;

@@ -1,8 +1,11 @@
 /*
  * px_fsinfo.c -- see px_fsinfo.h.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "galley.h"
 #include "px_fsinfo.h"
@@ -42,4 +45,14 @@ int px_plock_getlk(int sid, gfs_plock *lk, struct flock *fl)
     fl->l_len = lk->len;
     fl->l_pid = lk->pid;
     return 0;
+}
+
+int px_mode_permits(unsigned mode, int amode)
+{
+    if (geteuid() == 0) /* (CAP_DAC_OVERRIDE) */
+        return !(amode & X_OK) || S_ISDIR(mode) || (mode & 0111) ? 0 : -EACCES;
+    unsigned need = ((amode & R_OK) ? S_IRUSR : 0) |
+                    ((amode & W_OK) ? S_IWUSR : 0) |
+                    ((amode & X_OK) ? S_IXUSR : 0);
+    return (mode & need) == need ? 0 : -EACCES;
 }

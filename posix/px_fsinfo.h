@@ -1,8 +1,8 @@
 /*
  * px_fsinfo.h -- what statvfs says of a cluster, shared by
  * libgalley-posix.so (statvfs of a mapped path) and galley-fuse (statfs of
- * a mount), so `df` shows the same figures both ways; and how both answer
- * F_GETLK.
+ * a mount), so `df` shows the same figures both ways; how both answer
+ * F_GETLK; and whom a file's permission bits let in.
  */
 #ifndef PX_FSINFO_H
 #define PX_FSINFO_H
@@ -24,5 +24,11 @@ void px_cluster_statvfs(struct statvfs *sv);
  * fl becomes the lock that conflicts (SEEK_SET, its range and pid), or
  * l_type F_UNLCK when none does.  0 or a gfs error. */
 int px_plock_getlk(int sid, gfs_plock *lk, struct flock *fl);
+
+/* 0 or -EACCES: may this process reach a file of this mode (permission
+ * bits, S_IFDIR for a directory) for access()'s amode (R_OK, W_OK, X_OK)?
+ * Galley keeps no owners, so a file is its reader's: the owner bits
+ * decide; root may do anything but execute a file with no x bit. */
+int px_mode_permits(unsigned mode, int amode);
 
 #endif

@@ -55,6 +55,7 @@
 #include "galley.h"
 #include "gconfig.h"
 #include "px_dirmark.h"
+#include "px_fsinfo.h"
 
 #define PX_PREFIX "galley:"
 #define PX_PREFIX_LEN 7
@@ -299,11 +300,8 @@ int px_stat_name(const char *name, struct stat *st);
 void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
                   int64_t mtime, mode_t mode);
 #define PX_DIR_MODE (S_IFDIR | 0755)
-/* Modes (px_attr.c).  Galley files are their reader's: mode's owner bits
- * decide, as for a local file of one's own (root: any, and executes what
- * has any x bit).  px_permitted: 0 or -EACCES for access()'s amode. */
-int px_permitted(mode_t mode, int amode);
-/* The process's file-mode creation mask (umask() is ours too). */
+/* Modes (px_attr.c; whom they let in: px_mode_permits, px_fsinfo.h): the
+ * process's file-mode creation mask (umask() is ours too). */
 mode_t px_umask(void);
 /* Symbolic links (px_link.c).  px_follow: the name (just mapped) a link
  * at name leads to (name itself when it is none): 0 with a Galley name in

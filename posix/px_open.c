@@ -169,9 +169,10 @@ static int px_open_depth(const char *name, int flags, mode_t mode, int depth)
         if (!rc && S_ISLNK(perm))
             return px_open_link(name, sid, flags, mode, depth);
         if (!rc)
-            rc = px_permitted(S_IFREG | perm, acc == O_RDONLY   ? R_OK
-                                              : acc == O_WRONLY ? W_OK
-                                                                : R_OK | W_OK);
+            rc = px_mode_permits(S_IFREG | perm, acc == O_RDONLY ? R_OK
+                                                 : acc == O_WRONLY
+                                                     ? W_OK
+                                                     : R_OK | W_OK);
         if (rc) {
             gfs_striped_close(sid);
             return px_fail(rc);

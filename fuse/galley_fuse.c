@@ -413,14 +413,26 @@ static int gf_statfs(const char *p, struct statvfs *sv)
     return 0;
 }
 
-/* Galley sets no times (a file's is its data's) and keeps no owners or
- * directory modes: accept and ignore, so tools that set them (touch,
+/* A file's modification time is kept (gfs_set_mtime: until its data next
+ * changes), its access time is not; Galley keeps no owners or directory
+ * modes or times: accept and ignore those, so tools that set them (touch,
  * cp -p) work.  A file's permission bits are kept (gfs_chmod). */
 static int gf_utimens(const char *p, const struct timespec tv[2],
                       struct fuse_file_info *fi)
 {
+    (void)fi;
     what w;
-    return gf_classify(p, &w);
+    int rc = gf_classify(p, &w);
+    if (rc || w.kind != K_FILE || (tv && tv[1].tv_nsec == UTIME_OMIT))
+        return rc;
+    struct timespec m;
+    if (!tv || tv[1].tv_nsec == UTIME_NOW)
+        clock_gettime(CLOCK_REALTIME, &m);
+    else
+        m = tv[1];
+    if (m.tv_sec < 0)
+        return -EINVAL;
+    return gf_err(gfs_set_mtime(p, (int64_t)m.tv_sec * 1000000000 + m.tv_nsec));
 }
 
 static int gf_chmod(const char *p, mode_t mode, struct fuse_file_info *fi)

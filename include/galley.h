@@ -505,6 +505,15 @@ int gfs_striped_stat_mtime(const char *name, int64_t *size, gfs_layout *layout,
                            int64_t *mtime_ns);
 int gfs_striped_size_mtime(int sid, int64_t *size, int64_t *mtime_ns);
 
+/* Set a striped file's modification time, as utimensat does (touch -d,
+ * cp -p, rsync -t, a stage-in): it is kept in the record (attribute
+ * "galley.mtime", "NS:DATA", with the data's time DATA when it was set)
+ * and shows while the data keeps that time; the next write to the file
+ * makes the data's time show again.  Other processes' cached records of
+ * the name are recalled first. */
+#define GFS_MTIME_ATTR "galley.mtime"
+int gfs_set_mtime(const char *name, int64_t mtime_ns);
+
 /* Permission bits (07777).  A file's are kept in its record (attribute
  * "galley.mode", octal); a file created without one has GFS_DEFAULT_MODE.
  * Galley keeps no owners: a file is its reader's.  gfs_chmod sets them

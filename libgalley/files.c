@@ -532,6 +532,22 @@ int gc_link_of(const gp_record *rec, char *buf, size_t len)
     return (int)k;
 }
 
+int64_t gc_mtime_of(const gp_record *rec, int64_t data)
+{
+    char v[48];
+    long long set, at;
+    char end;
+    if (!rec || gc_attr_lookup(rec->attrs, GFS_MTIME_ATTR, v, sizeof(v)) <= 0 ||
+        sscanf(v, "%lld:%lld%c", &set, &at, &end) != 2)
+        return data;
+    return at == data ? (int64_t)set : data;
+}
+
+int gc_set_attr_name(const char *name, const char *key, const char *value)
+{
+    return set_attr(name, -1, key, value);
+}
+
 int gfs_chmod(const char *name, unsigned mode)
 {
     int rc = gc_check_init();

@@ -434,6 +434,11 @@ int gc_striped_stat(const char *name, gfs_striped_info *st);
 unsigned gc_mode_of(const gp_record *rec);
 /* A record's link target (gfs_readlink's answer) into buf. */
 int gc_link_of(const gp_record *rec, char *buf, size_t len);
+/* A file's modification time: the one set in its record (GFS_MTIME_ATTR)
+ * while its data's is still `data`, the time it was set at; else data. */
+int64_t gc_mtime_of(const gp_record *rec, int64_t data);
+/* Set attribute key of name's record (NS_SETATTR; leases recalled). */
+int gc_set_attr_name(const char *name, const char *key, const char *value);
 /* *out = NULL for a file of another layout; else its maps, read now. */
 int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
 void gc_local_free(gc_local *l);

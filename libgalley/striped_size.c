@@ -69,6 +69,30 @@ int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes, int64_t *mtime)
     return rc;
 }
 
+/* name's record into rec: the one leased here (no request), else looked
+ * up (and leased); 0 or a gfs error. */
+static int record_of(const char *name, gp_record *rec)
+{
+    if (gc_rcache_leased(name, rec, NULL, NULL) == RC_LEASED)
+        return 0;
+    return gc_lease_lookup(name, rec);
+}
+
+/* *mtime (open file fid's data's) becomes the file's modification time,
+ * with the one set in its name's record now (else the one it was opened
+ * with), as gfs_striped_mode reads its mode.  0 or a gfs error. */
+static int set_mtime_of(int fid, int64_t *mtime)
+{
+    gc_file *f = malloc(sizeof(*f));
+    gp_record *rec = malloc(sizeof(*rec));
+    int rc = f && rec ? gc_file_get(fid, f) : -ENOMEM;
+    if (!rc)
+        *mtime = gc_mtime_of(record_of(f->name, rec) ? &f->rec : rec, *mtime);
+    free(f);
+    free(rec);
+    return rc;
+}
+
 /* An open file's size, and (when mtime) its modification time (0 for
  * the locality layout: not kept). */
 static int64_t size_mtime(int sid, int64_t *mtime)
@@ -83,6 +107,8 @@ static int64_t size_mtime(int sid, int64_t *mtime)
         return gc_local_size(s.loc);
     int64_t sizes[GFS_MAX_SUBFILES];
     rc = gc_st_fork_sizes(sid, &s, sizes, mtime);
+    if (!rc && mtime)
+        rc = set_mtime_of(s.fid, mtime);
     if (rc)
         return rc;
     return gc_st_logical_size(&s.lay, sizes);
@@ -169,7 +195,16 @@ static int list_sizes(const char *name, const gp_record *r, const char *fork,
  * when the record is cached: the lookup goes with the lists, whose
  * answers count only if the record is still the cached one).  The
  * locality layout's size needs its block maps: opened as for I/O. */
+static int striped_stat(const char *name, gfs_striped_info *st, bool data);
+
 int gc_striped_stat(const char *name, gfs_striped_info *st)
+{
+    return striped_stat(name, st, false);
+}
+
+/* gc_striped_stat; with data, the data's modification time (not the one
+ * set with gfs_set_mtime). */
+static int striped_stat(const char *name, gfs_striped_info *st, bool data)
 {
     int rc = gc_check_init();
     if (!rc)
@@ -262,6 +297,8 @@ out_size:
     total = gc_st_logical_size(&lay, sizes);
     rc = total < 0 ? (int)total : 0;
 out_done:;
+    if (!rc && !data)
+        mt = gc_mtime_of(from, mt);
     char link[GFS_LINK_MAX];
     int linklen = rc ? -1 : gc_link_of(from, link, sizeof(link));
     if (!rc && linklen >= 0)
@@ -346,15 +383,6 @@ int gfs_striped_sync(int sid)
     return rc;
 }
 
-/* name's record into rec: the one leased here (no request), else looked
- * up (and leased); 0 or a gfs error. */
-static int record_of(const char *name, gp_record *rec)
-{
-    if (gc_rcache_leased(name, rec, NULL, NULL) == RC_LEASED)
-        return 0;
-    return gc_lease_lookup(name, rec);
-}
-
 int gfs_striped_mode(int sid, unsigned *mode)
 {
     gc_striped s;
@@ -394,4 +422,17 @@ int gfs_readlink(const char *name, char *buf, size_t len)
         rc = gc_link_of(rec, buf, len);
     free(rec);
     return rc;
+}
+
+int gfs_set_mtime(const char *name, int64_t mtime_ns)
+{
+    gfs_striped_info st;
+    int rc = striped_stat(name, &st, true);
+    if (rc)
+        return rc;
+    if (mtime_ns < 0)
+        return -EINVAL;
+    char v[48];
+    snprintf(v, sizeof(v), "%" PRId64 ":%" PRId64, mtime_ns, st.mtime_ns);
+    return gc_set_attr_name(name, GFS_MTIME_ATTR, v);
 }

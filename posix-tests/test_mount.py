@@ -122,6 +122,31 @@ def test_modes_through_the_mount(mnt, uniq, tmp_path):
     assert cp.stdout.split() == ["750", "600"], describe(cp)
 
 
+def test_times_through_the_mount(mnt, uniq, tmp_path):
+    """A file's modification time on the mount: utime sets it (in ns),
+    `galley stat` and `galley exec` see it, a rename keeps it, and a
+    write afterwards makes the data's time show."""
+    d = mnt.dir / uniq
+    d.mkdir(parents=True)
+    f = d / "f"
+    f.write_bytes(b"x" * 100)
+    t = 1234567890123456789
+    os.utime(f, ns=(t, t))
+    assert f.stat().st_mtime_ns == t
+    st = mnt.c.galley("stat", "/%s/f" % uniq)
+    assert "modified:  2009-02-13 23:31:30.123456789 UTC" in st.stdout, \
+        describe(st)
+    os.rename(f, d / "g")
+    assert (d / "g").stat().st_mtime_ns == t
+    cp = galley_exec(mnt.c, "stat", "-c", "%Y", d / "g")
+    assert cp.stdout.split() == ["1234567890"], describe(cp)
+    with open(d / "g", "r+b") as h:
+        h.write(b"y")
+    assert (d / "g").stat().st_mtime_ns > t
+    os.utime(d / "g", ns=(5, 6))  # a directory's: accepted, not kept
+    os.utime(d, ns=(t, t))
+
+
 def test_symlinks_through_the_mount(mnt, uniq, tmp_path):
     """Symbolic links on the mount: ln -s makes one (relative or absolute,
     to a Galley file, a directory or a local file), readlink and lstat

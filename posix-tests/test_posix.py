@@ -327,6 +327,45 @@ def test_modes_are_kept(cluster, uniq, tmp_path):
     assert cp.stderr == want.stderr == "", describe(cp)
 
 
+_TIMES = r"""
+export TZ=UTC
+cd "$1"
+echo one > a
+touch -d "2020-01-02 03:04:05.123456789" a; stat -c "%y %s" a
+touch -m -d @1000000000 a; stat -c %Y a
+touch -a -d @5 a; stat -c %Y a
+cp -p a b; stat -c %Y b
+mv b c; stat -c %Y c
+python3 -c "import os
+os.utime('c', ns=(5, 7000000001)); print(os.stat('c').st_mtime_ns)
+fd = os.open('c', os.O_RDONLY); os.utime(fd, ns=(5, 8000000002))
+print(os.fstat(fd).st_mtime_ns); os.close(fd)"
+sh -c 'stat -c %Y "$1"' sh c
+echo two >> c; test "$(stat -c %Y c)" -gt 1000000000; echo "written $?"
+touch d; test "$(stat -c %Y d)" -gt 1000000000; echo "now $?"
+touch -d @42 missing-dir/x 2>/dev/null; echo "missing $?"
+"""
+
+
+def test_times_are_kept(cluster, uniq, tmp_path):
+    """A file's modification time: touch -d, touch -m, utimensat with ns
+    and futimens set it, touch -a leaves it, cp -p and mv keep it, another
+    process sees it, and a write afterwards makes the data's time show; as
+    on a local directory in the same run."""
+    local = tmp_path / "local"
+    local.mkdir()
+    want = subprocess.run(["sh", "-c", _TIMES, "sh", local], text=True,
+                          capture_output=True, timeout=60)
+    _, cp = _mapped(cluster, tmp_path, uniq, _TIMES)
+    assert cp.returncode == 0 and cp.stdout == want.stdout, \
+        (describe(cp), want.stdout)
+    assert want.stdout.split("\n")[:9] == [
+        "2020-01-02 03:04:05.123456789 +0000 4", "1000000000", "1000000000",
+        "1000000000", "1000000000", "7000000001", "8000000002", "8",
+        "written 0"], want.stdout
+    assert cp.stderr == want.stderr == "", describe(cp)
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                     reason="needs root and setpriv to run as another user")
 def test_modes_are_honoured(cluster, uniq, tmp_path):

@@ -3,8 +3,10 @@
  * and directories in libgalley-posix.so (see galley_posix.c).  A file's
  * permission bits are kept in its record (gfs_chmod): chmod sets them,
  * open and access honour them, a new file gets its open's mode less the
- * umask.  Galley keeps no owners, set times or xattrs, and no directory
- * modes: on a name that exists (or a descriptor of ours) the calls that
+ * umask.  A file's modification time is its data's, or the one set by
+ * utimensat and its kin (gfs_set_mtime) until the data next changes.
+ * Galley keeps no owners, access times or xattrs, and no directory modes
+ * or times: on a name that exists (or a descriptor of ours) the calls that
  * set those succeed and change nothing, so tools that copy them (cp -a,
  * mv, tar -x) work; a missing name answers ENOENT as libc would.
  *
@@ -140,28 +142,97 @@ PX_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
                 : REAL(fchownat)(dirfd, path, uid, gid, flags);
 }
 
+/* The modification time times[1] asks for (times NULL or UTIME_NOW: now):
+ * ns since the epoch, -1 for UTIME_OMIT, -2 for a bad one. */
+static int64_t px_mtime_wanted(const struct timespec times[2])
+{
+    struct timespec m;
+    if (times && times[1].tv_nsec == UTIME_OMIT)
+        return -1;
+    if (!times || times[1].tv_nsec == UTIME_NOW)
+        clock_gettime(CLOCK_REALTIME, &m);
+    else
+        m = times[1];
+    if (m.tv_nsec < 0 || m.tv_nsec >= 1000000000 || m.tv_sec < 0)
+        return -2;
+    return (int64_t)m.tv_sec * 1000000000 + m.tv_nsec;
+}
+
+/* utimensat on name (just mapped): a file's modification time is kept
+ * (gfs_set_mtime), its access time is not; a directory's are not. */
+static int px_utimens_name(const char *name, const struct timespec times[2],
+                           bool nofollow)
+{
+    struct stat st;
+    if (px_stat_path(name, &st))
+        return -1;
+    char to[PATH_MAX + 1];
+    int rc = 0;
+    if (S_ISLNK(st.st_mode) && !nofollow) {
+        rc = px_follow(name, to, sizeof(to));
+        if (rc == 1)
+            return REAL(utimensat)(AT_FDCWD, to, times, 0);
+        if (!rc && px_stat_path(to, &st))
+            return -1;
+        name = to;
+    }
+    int64_t mt = px_mtime_wanted(times);
+    if (!rc && mt == -2)
+        rc = -EINVAL;
+    if (!rc && mt >= 0 && !S_ISDIR(st.st_mode))
+        rc = gfs_set_mtime(name, mt);
+    return rc ? px_fail(rc) : 0;
+}
+
 PX_EXPORT int utimensat(int dirfd, const char *path,
                         const struct timespec times[2], int flags)
 {
     const char *name = px_name_at(dirfd, path);
-    return name ? px_exists(name) : REAL(utimensat)(dirfd, path, times, flags);
+    return name ? px_utimens_name(name, times, flags & AT_SYMLINK_NOFOLLOW)
+                : REAL(utimensat)(dirfd, path, times, flags);
 }
 
 PX_EXPORT int futimens(int fd, const struct timespec times[2])
 {
-    return px_ours(fd) ? REAL(futimens)(fd, times) : 0;
+    px_file *f = px_get(fd);
+    if (!f)
+        return REAL(futimens)(fd, times);
+    int64_t mt = px_mtime_wanted(times);
+    int rc = mt == -2             ? -EINVAL
+             : mt >= 0 && !f->dir ? gfs_set_mtime(f->name, mt)
+                                  : 0;
+    px_put(f);
+    return rc ? px_fail(rc) : 0;
+}
+
+/* utimes' and utime's times as utimensat's. */
+static const struct timespec *px_from_timeval(const struct timeval *tv,
+                                              struct timespec ts[2])
+{
+    if (!tv)
+        return NULL;
+    for (int i = 0; i < 2; i++)
+        ts[i] = (struct timespec){.tv_sec = tv[i].tv_sec,
+                                  .tv_nsec = tv[i].tv_usec * 1000};
+    return ts;
 }
 
 PX_EXPORT int utimes(const char *path, const struct timeval times[2])
 {
     const char *name = px_name(path);
-    return name ? px_exists(name) : REAL(utimes)(path, times);
+    struct timespec ts[2];
+    return name ? px_utimens_name(name, px_from_timeval(times, ts), false)
+                : REAL(utimes)(path, times);
 }
 
 PX_EXPORT int utime(const char *path, const struct utimbuf *times)
 {
     const char *name = px_name(path);
-    return name ? px_exists(name) : REAL(utime)(path, times);
+    if (!name)
+        return REAL(utime)(path, times);
+    struct timespec ts[2] = {{.tv_sec = times ? times->actime : 0},
+                             {.tv_sec = times ? times->modtime : 0}};
+    return px_utimens_name(name, times ? ts : NULL, false);
 }
 
 /* Galley keeps no extended attributes (getxattr, listxattr: px_names.c):

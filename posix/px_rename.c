@@ -1,9 +1,10 @@
 /*
  * px_rename.c -- rename of a striped file for the preload library and the
  * mount daemon.  Galley has no rename: the bytes are copied to a new file
- * with the same servers, stripe unit, fork and mode, then the old name is
- * deleted.  Not atomic: a reader may see both names, or (after a failure
- * half way) the new one is removed again and the old one stays.
+ * with the same servers, stripe unit, fork, mode and modification time,
+ * then the old name is deleted.  Not atomic: a reader may see both names, or
+ * (after a failure half way) the new one is removed again and the old one
+ * stays.
  *
  * Threads: any (uses only the thread-safe public client API).
  */
@@ -45,8 +46,10 @@ int px_rename_file(const char *from, const char *to)
     gfs_layout lay;
     gfs_file_stat fst;
     unsigned mode;
-    int64_t size = gfs_striped_size(src);
-    rc = size < 0 ? (int)size : gfs_striped_layout(src, &lay);
+    int64_t size, mtime;
+    rc = gfs_striped_size_mtime(src, &size, &mtime);
+    if (!rc)
+        rc = gfs_striped_layout(src, &lay);
     if (!rc)
         rc = gfs_striped_mode(src, &mode);
     mode &= 07777;
@@ -85,6 +88,8 @@ int px_rename_file(const char *from, const char *to)
     if (!rc)
         rc = gfs_striped_truncate(dst, size);
     gfs_striped_close(dst);
+    if (!rc && mtime > 0) /* a rename keeps the file's time */
+        rc = gfs_set_mtime(to, mtime);
     if (rc)
         goto out_delete_dst;
     gfs_striped_close(src);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "galley_cli.h"
@@ -92,6 +93,14 @@ int cmd_stat(opts *o)
             unsigned mode;
             if (gfs_striped_mode(sid, &mode) == 0)
                 printf("mode:      %04o\n", mode & 07777);
+            int64_t mt;
+            if (gfs_striped_size_mtime(sid, &sz, &mt) == 0 && mt > 0) {
+                time_t t = (time_t)(mt / 1000000000);
+                char when[64];
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", gmtime(&t));
+                printf("modified:  %s.%09d UTC\n", when,
+                       (int)(mt % 1000000000));
+            }
             if (stat_local_blocks(sid) < 0)
                 ret = EXIT_FAIL;
             gfs_striped_close(sid);

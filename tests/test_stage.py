@@ -93,6 +93,8 @@ def test_tree_in_and_out(cluster, uniq, tmp_path):
     src, back = tmp_path / "src", tmp_path / "back"
     files = make_tree(src)
     (src / "a" / "odd.bin").chmod(0o751)  # permission bits go both ways
+    t = 1234567890123456789  # and modification times
+    os.utime(src / "a" / "odd.bin", ns=(t, t))
     cp = stage(cluster, "in", "-j", 3, "--chunk", "1M", src,
                "galley:/%s" % uniq, check=0)
     lines = ok_lines(cp)
@@ -115,6 +117,12 @@ def test_tree_in_and_out(cluster, uniq, tmp_path):
     assert not Path(str(back) + ".galley-stage").exists()
     st = cluster.galley("stat", "/%s/a/odd.bin" % uniq, check=True).stdout
     assert re.search(r"^mode:\s+0751$", st, re.M), st
+    assert re.search(r"^modified:\s+2009-02-13 23:31:30.123456789 UTC$", st,
+                     re.M), st
+    assert (back / "a" / "odd.bin").stat().st_mtime_ns == t
+    for rel in files:
+        assert (back / rel).stat().st_mtime_ns == \
+            (src / rel).stat().st_mtime_ns, rel
     m = os.umask(0)
     os.umask(m)
     assert stat.S_IMODE((back / "a" / "odd.bin").stat().st_mode) == \

@@ -5,11 +5,11 @@
  *
  *   galley-stage-worker [-c CLUSTER] list PREFIX
  *       every Galley file whose name starts with PREFIX, one a line:
- *       "F size nsub unit kind csum fork servers mode name [hex]" (tab-
- *       separated; servers comma-separated; mode: the permission bits in
- *       octal; hex: the bytes of an array
- *       group's small record file) or "E error name" for one that is not
- *       a striped file.
+ *       "F size nsub unit kind csum fork servers mode mtime name [hex]"
+ *       (tab-separated; servers comma-separated; mode: the permission
+ *       bits in octal; mtime: the modification time in ns, 0 for none;
+ *       hex: the bytes of an array group's small record file) or "E error
+ *       name" for one that is not a striped file.
  *   galley-stage-worker [-c CLUSTER] cat NAME
  *       the whole file to stdout (the planner reads array records).
  *   galley-stage-worker [-c CLUSTER] prepare PLAN
@@ -18,6 +18,9 @@
  *       each (the planner places chunks by them).  A file gets its size
  *       from its chunks' writes (every byte is written); one whose copy
  *       fails is removed by the driver.
+ *   galley-stage-worker [-c CLUSTER] times FILE
+ *       stage-in's last step: set each file's modification time from
+ *       FILE's lines "NS<tab>NAME" (gfs_set_mtime).
  *   galley-stage-worker [-c CLUSTER] rm NAME...
  *       delete the files (a stage-in's partial copies); exit 1 if one
  *       could not be (a missing one is no error).
@@ -496,7 +499,7 @@ int main(int argc, char **argv)
     if (i >= argc) {
         fprintf(stderr,
                 "usage: %s [-c CLUSTER] list PREFIX | cat NAME | "
-                "prepare PLAN | rm NAME... | run PLAN OUT\n",
+                "prepare PLAN | times FILE | rm NAME... | run PLAN OUT\n",
                 prog);
         return EXIT_USAGE;
     }
@@ -519,6 +522,8 @@ int main(int argc, char **argv)
         ret = cmd_cat(argv[i]);
     else if (!strcmp(cmd, "prepare"))
         ret = cmd_prepare(argv[i]);
+    else if (!strcmp(cmd, "times"))
+        ret = cmd_times(argv[i]);
     else if (!strcmp(cmd, "run"))
         ret = cmd_run(argv[i], argv[i + 1]);
     else if (!strcmp(cmd, "rm"))

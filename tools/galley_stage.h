@@ -52,6 +52,7 @@ int plan_read(const char *path, plan *p);
 int cmd_list(const char *prefix);
 int cmd_cat(const char *name);
 int cmd_prepare(const char *path);
+int cmd_times(const char *path);
 int cmd_rm(int n, char **names);
 
 #endif

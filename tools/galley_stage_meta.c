@@ -168,10 +168,11 @@ static int list_one(pool *pl, int i)
     char *hex =
         is_record(name) && size <= RECORD_MAX ? record_hex(name, size) : NULL;
     pool_put(pl, i,
-             "F\t%" PRId64 "\t%d\t%" PRId64 "\t%s\t0\t%s\t%s\t%o\t%s%s\n", size,
-             lay.nsubfiles, lay.unit,
+             "F\t%" PRId64 "\t%d\t%" PRId64 "\t%s\t0\t%s\t%s\t%o\t%" PRId64
+             "\t%s%s\n",
+             size, lay.nsubfiles, lay.unit,
              lay.kind == GFS_LAYOUT_LOCAL ? "local" : "striped", lay.fork, srv,
-             st.mode & 07777, name, hex ? hex : "");
+             st.mode & 07777, st.mtime_ns, name, hex ? hex : "");
     free(hex);
     return 0;
 }
@@ -297,6 +298,36 @@ int cmd_prepare(const char *path)
         }
     int pr = pool_print(&pl);
     return ret ? ret : pr;
+}
+
+/* Set the modification time of each file named in path's lines
+ * ("NS\tNAME"), as a stage-in's last step.  EXIT_OK, or EXIT_FAIL after
+ * saying which failed. */
+int cmd_times(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "galley-stage-worker: cannot read %s: %s\n", path,
+                strerror(errno));
+        return EXIT_FAIL;
+    }
+    int ret = EXIT_OK;
+    char line[GFS_NAME_MAX + 64];
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *tab = strchr(line, '\t');
+        if (!tab)
+            continue;
+        *tab = '\0';
+        int rc = gfs_set_mtime(tab + 1, strtoll(line, NULL, 10));
+        if (rc < 0) {
+            fprintf(stderr, "cannot set the time of 'galley:%s': %s\n", tab + 1,
+                    gfs_strerror(rc));
+            ret = EXIT_FAIL;
+        }
+    }
+    fclose(f);
+    return ret;
 }
 
 int cmd_rm(int n, char **names)

@@ -89,7 +89,8 @@ def entry(src, dst, size, lay):
 
 
 def plan_in_pair(src, dst, args):
-    """[(local path, galley name, size)] for one stage-in pair."""
+    """[(local path, galley name, size, mtime in ns)] for one stage-in
+    pair."""
     name = galley_name(dst)
     if not os.path.lexists(src):
         raise Failure("source '%s' does not exist" % src)
@@ -118,7 +119,7 @@ def plan_in_pair(src, dst, args):
             os.close(os.open(p, os.O_RDONLY))
         except OSError as e:
             raise Failure("cannot read '%s': %s" % (p, e.strerror))
-        res.append((p, n, st.st_size))
+        res.append((p, n, st.st_size, st.st_mtime_ns))
     return res
 
 
@@ -394,11 +395,12 @@ def build(args, g, nservers):
     pairs = read_manifest(args.manifest) if args.manifest else \
         [(args.src, args.dst)]
     files, rewritten = [], []
-    keys = ("nsub", "unit", "kind", "csum", "fork", "servers", "mode", "data")
+    keys = ("nsub", "unit", "kind", "csum", "fork", "servers", "mode", "mtime",
+            "data")
     for s, d in pairs:
         if args.direction == "in":
-            for p, n, size in plan_in_pair(s, d, args):
-                files.append(entry(p, n, size, {}))
+            for p, n, size, mtime in plan_in_pair(s, d, args):
+                files.append(entry(p, n, size, {"mtime": mtime}))
         else:
             for n, p, info in plan_out_pair(g, s, d):
                 files.append(entry(n, p, info["size"],

@@ -291,6 +291,20 @@ def test_file_times_are_its_datas(cluster, uniq, tmp_path):
     assert lines[4:] == ["True True", ""], describe(cp)
 
 
+def _same_as_local(cluster, tmp_path, uniq, script, *args):
+    """sh -c script on a local directory and under `galley exec -m`: both
+    print the same and nothing on stderr; the output's lines."""
+    local = tmp_path / "local"
+    local.mkdir()
+    want = subprocess.run(["sh", "-c", script, "sh", local, *args],
+                          text=True, capture_output=True, timeout=60)
+    _, cp = _mapped(cluster, tmp_path, uniq, script, *args)
+    assert cp.returncode == 0 and cp.stdout == want.stdout, \
+        (describe(cp), want.stdout)
+    assert cp.stderr == want.stderr == "", (describe(cp), want.stderr)
+    return want.stdout.split("\n")
+
+
 _MODES = r"""
 umask 022
 printf '#!/bin/sh\necho ran\n' > "$1/s"
@@ -315,16 +329,8 @@ def test_modes_are_kept(cluster, uniq, tmp_path):
     umask, chmod and fchmod set them, stat and fstat (in another process
     too) show them and access() honours them, as on a local directory in
     the same run (root writes a read-only file there too)."""
-    local = tmp_path / "local"
-    local.mkdir()
-    want = subprocess.run(["sh", "-c", _MODES, "sh", local], text=True,
-                          capture_output=True, timeout=60)
-    _, cp = _mapped(cluster, tmp_path, uniq, _MODES)
-    assert cp.returncode == 0 and cp.stdout == want.stdout, \
-        (describe(cp), want.stdout)
-    assert want.stdout.split("\n")[:6] == [
-        "644", "x 1", "755", "755", "x 0", "0o600"], want.stdout
-    assert cp.stderr == want.stderr == "", describe(cp)
+    out = _same_as_local(cluster, tmp_path, uniq, _MODES)
+    assert out[:6] == ["644", "x 1", "755", "755", "x 0", "0o600"], out
 
 
 _TIMES = r"""
@@ -352,18 +358,11 @@ def test_times_are_kept(cluster, uniq, tmp_path):
     and futimens set it, touch -a leaves it, cp -p and mv keep it, another
     process sees it, and a write afterwards makes the data's time show; as
     on a local directory in the same run."""
-    local = tmp_path / "local"
-    local.mkdir()
-    want = subprocess.run(["sh", "-c", _TIMES, "sh", local], text=True,
-                          capture_output=True, timeout=60)
-    _, cp = _mapped(cluster, tmp_path, uniq, _TIMES)
-    assert cp.returncode == 0 and cp.stdout == want.stdout, \
-        (describe(cp), want.stdout)
-    assert want.stdout.split("\n")[:9] == [
+    out = _same_as_local(cluster, tmp_path, uniq, _TIMES)
+    assert out[:9] == [
         "2020-01-02 03:04:05.123456789 +0000 4", "1000000000", "1000000000",
         "1000000000", "1000000000", "7000000001", "8000000002", "8",
-        "written 0"], want.stdout
-    assert cp.stderr == want.stderr == "", describe(cp)
+        "written 0"], out
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
@@ -414,18 +413,11 @@ def test_symlinks(cluster, uniq, tmp_path):
     and lstat show it, open, stat, chmod and opendir follow it (ELOOP for
     a loop), mv moves it, rm removes the link, not its target; as on a
     local directory in the same run."""
-    local, outside = tmp_path / "local", tmp_path / "outside"
-    local.mkdir()
+    outside = tmp_path / "outside"
     outside.write_text("outside\n")
-    want = subprocess.run(["sh", "-c", _LINKS, "sh", local, outside],
-                          text=True, capture_output=True, timeout=60)
-    d, cp = _mapped(cluster, tmp_path, uniq, _LINKS, outside)
-    assert cp.stdout == want.stdout, (describe(cp), want.stdout)
-    assert want.stdout.split("\n")[:6] == [
-        "sub/f", "target", "target", "more", "symbolic link 5",
-        "regular file 12"], want.stdout
-    assert cp.returncode == 0 and cp.stderr == want.stderr == "", \
-        (describe(cp), want.stderr)
+    out = _same_as_local(cluster, tmp_path, uniq, _LINKS, outside)
+    assert out[:6] == ["sub/f", "target", "target", "more",
+                       "symbolic link 5", "regular file 12"], out
 
 
 def test_shell_redirections_of_builtins(cluster, uniq, tmp_path):

@@ -220,16 +220,22 @@ static void px_map_exit(void)
     pthread_mutex_unlock(&px_map_lock);
 }
 
-/* A child forked while another thread held the lock gets a free one. */
-static void px_map_after_fork(void)
+/* fork(): the lock is taken around it, so no other thread is inside a
+ * write-back then and the child's copy of the table is whole. */
+static void px_map_fork_prepare(void)
 {
-    pthread_mutex_init(&px_map_lock, NULL);
+    pthread_mutex_lock(&px_map_lock);
+}
+
+static void px_map_fork_done(void)
+{
+    pthread_mutex_unlock(&px_map_lock);
 }
 
 static void px_map_setup(void)
 {
     atexit(px_map_exit);
-    pthread_atfork(NULL, NULL, px_map_after_fork);
+    pthread_atfork(px_map_fork_prepare, px_map_fork_done, px_map_fork_done);
 }
 
 /* Fill p (len bytes) from f at off; 0 or a gfs error. */

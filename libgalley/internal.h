@@ -69,6 +69,10 @@ typedef struct gc_req {
 
 /* Connection to server i (created at init, connected lazily). */
 gc_conn *gc_conn_new(int server, const char *host, const char *port);
+/* A control connection to like's server: requests only, on a stream
+ * transport (no probe, no forks registered on it), so a request may wait
+ * there without holding up like's (rcache.c's lease renewals). */
+gc_conn *gc_conn_new_control(const gc_conn *like);
 void gc_conn_free(gc_conn *c);
 /* In a child after fork(): forget the parent's stream, reply engine and
  * waiting requests without a word on the stream (the parent still uses

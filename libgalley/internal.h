@@ -389,6 +389,9 @@ bool gc_rcache_get(const char *name, gp_record *rec);
 void gc_rcache_drop(const char *name);
 /* Stop the lease renewals, forget everything (gfs_finalize). */
 void gc_rcache_clear(void);
+/* Register rc_lock's fork handlers (once, from gfs_init): a child after
+ * fork() finds it free and the table whole. */
+void gc_rcache_atfork(void);
 /* Record leases (rcache.c, servers/nameserver.c).  This process's client
  * id for NS_LEASE / NS_COMMIT_LEASE (`sent` below is g_now_ms, gclock.h). */
 uint64_t gc_rcache_client(void);

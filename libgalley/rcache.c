@@ -60,7 +60,8 @@
  * attribute cache, with close-to-open.
  *
  * Threads: any; rc_lock, a leaf lock, around every access; the renewal
- * threads take it between their requests, never across one.
+ * threads take it between their requests, never across one.  A fork()
+ * takes it too (gc_rcache_atfork).
  */
 #include "internal.h"
 #include "fnv.h"
@@ -172,6 +173,31 @@ static void check_fork(void)
         id = g_now_ns() ^ ((uint64_t)pid << 32);
     rl.client = id ? id : 1;
     rl.pid = pid;
+}
+
+/* fork(): rc_lock is taken around it, so no other thread is inside it
+ * then (a renewal thread of the parent holding it at the fork left the
+ * child's copy locked for good: the child's first stat waited forever)
+ * and the child's copy of the table is whole; check_fork does the rest. */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&rc_lock);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&rc_lock);
+}
+
+static void atfork_child(void)
+{
+    pthread_mutex_unlock(&rc_lock);  /* taken by this thread in prepare */
+    pthread_cond_init(&rc_cv, NULL); /* (the parent's waiters are not here) */
+}
+
+void gc_rcache_atfork(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 /* Is e's lease live now (rc_lock)? */

@@ -197,5 +197,11 @@ int gc_cn_ensure_connected(gc_conn *c)
     if (up)
         return 0;
     gc_cn_shutdown(c);
+    /* A control connection is connected once, on the program's thread
+     * (rcache.c): its renewal thread must not make a socket (a shell may
+     * have just closed a descriptor to dup2 onto it).  It fails instead,
+     * and is dropped. */
+    if (c->control && c->epoch)
+        return GFS_ESERVERDOWN;
     return connect_locked(c);
 }

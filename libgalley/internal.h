@@ -71,7 +71,9 @@ typedef struct gc_req {
 gc_conn *gc_conn_new(int server, const char *host, const char *port);
 /* A control connection to like's server: requests only, on a stream
  * transport (no probe, no forks registered on it), so a request may wait
- * there without holding up like's (rcache.c's lease renewals). */
+ * there without holding up like's (rcache.c's lease renewals).  It is
+ * connected once, by its first request: after a break its requests fail
+ * instead of connecting again. */
 gc_conn *gc_conn_new_control(const gc_conn *like);
 void gc_conn_free(gc_conn *c);
 /* In a child after fork(): forget the parent's stream, reply engine and

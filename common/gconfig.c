@@ -83,7 +83,9 @@ static const g_cfg_var table[G_CFG_COUNT] = {
         "the record lease a create or lookup gives, 0..600000, 0: no "
         "leases (read at start)"),
     INT(G_CFG_MD_RENEW_MS, "GALLEY_MD_RENEW_MS", CL, 0, 200, 10, 60000, "ms",
-        NULL, "how often a process renews its record leases, 10..60000"),
+        NULL,
+        "how often a process renews its record leases (a recall "
+        "answers the renewal waiting at the server at once), 10..60000"),
     INT(G_CFG_MD_IDLE_MS, "GALLEY_MD_IDLE_MS", CL, G_CFG_EMPTY, 30000, 0,
         86400000, "ms", NULL,
         "leases unused this long, of files not open, are let go; 0: never"),

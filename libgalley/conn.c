@@ -42,6 +42,15 @@ gc_conn *gc_conn_new(int server, const char *host, const char *port)
     return c;
 }
 
+gc_conn *gc_conn_new_control(const gc_conn *like)
+{
+    gc_conn *c =
+        like ? gc_conn_new(like->server, like->host, like->port) : NULL;
+    if (c)
+        c->control = true;
+    return c;
+}
+
 void gc_cn_set_ready(gc_conn *c, int v)
 {
     __atomic_store_n(&c->ready, v, __ATOMIC_RELEASE);

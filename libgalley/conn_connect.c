@@ -84,6 +84,17 @@ static int handshake(gc_conn *c)
     return 0;
 }
 
+/* A control connection takes a plain stream (no probe): the one
+ * GALLEY_TRANSPORT allows, or under "direct" the same-host socket the
+ * direct transport itself talks over. */
+static bool control_allowed(const gc_transport_ops *t, int mode)
+{
+    if (t->probe)
+        return false;
+    return gc_transport_allowed(t, mode) ||
+           (mode == GFS_TRANSPORT_DIRECT && t->stream == GC_STREAM_UNIX);
+}
+
 /* Dial and handshake the transports GALLEY_TRANSPORT allows, best first,
  * until one takes the connection (transport.h): *ops and c->fd. */
 static int choose_transport(gc_conn *c, const gc_transport_ops **ops)
@@ -91,7 +102,8 @@ static int choose_transport(gc_conn *c, const gc_transport_ops **ops)
     int mode = gc_transport();
     int rc = GFS_ESERVERDOWN, stream = -1;
     for (const gc_transport_ops *const *t = gc_transports; *t; t++) {
-        if (!gc_transport_allowed(*t, mode))
+        if (c->control ? !control_allowed(*t, mode)
+                       : !gc_transport_allowed(*t, mode))
             continue;
         if ((*t)->stream != stream) {
             if (c->fd >= 0)
@@ -137,7 +149,8 @@ static int connect_locked(gc_conn *c)
     gp_wbuf_init(&w);
     uint64_t *fk = NULL;
     int nfk = 0;
-    rc = gc_open_handles(c->server, &fk, &nfk);
+    if (!c->control) /* (a control connection has no forks) */
+        rc = gc_open_handles(c->server, &fk, &nfk);
     if (rc)
         goto out_close;
     for (int i = 0; i < nfk; i++) {
@@ -184,5 +197,11 @@ int gc_cn_ensure_connected(gc_conn *c)
     if (up)
         return 0;
     gc_cn_shutdown(c);
+    /* A control connection is connected once, on the program's thread
+     * (rcache.c): its renewal thread must not make a socket (a shell may
+     * have just closed a descriptor to dup2 onto it).  It fails instead,
+     * and is dropped. */
+    if (c->control && c->epoch)
+        return GFS_ESERVERDOWN;
     return connect_locked(c);
 }

@@ -69,6 +69,12 @@ typedef struct gc_req {
 
 /* Connection to server i (created at init, connected lazily). */
 gc_conn *gc_conn_new(int server, const char *host, const char *port);
+/* A control connection to like's server: requests only, on a stream
+ * transport (no probe, no forks registered on it), so a request may wait
+ * there without holding up like's (rcache.c's lease renewals).  It is
+ * connected once, by its first request: after a break its requests fail
+ * instead of connecting again. */
+gc_conn *gc_conn_new_control(const gc_conn *like);
 void gc_conn_free(gc_conn *c);
 /* In a child after fork(): forget the parent's stream, reply engine and
  * waiting requests without a word on the stream (the parent still uses
@@ -385,6 +391,9 @@ bool gc_rcache_get(const char *name, gp_record *rec);
 void gc_rcache_drop(const char *name);
 /* Stop the lease renewals, forget everything (gfs_finalize). */
 void gc_rcache_clear(void);
+/* Register rc_lock's fork handlers (once, from gfs_init): a child after
+ * fork() finds it free and the table whole. */
+void gc_rcache_atfork(void);
 /* Record leases (rcache.c, servers/nameserver.c).  This process's client
  * id for NS_LEASE / NS_COMMIT_LEASE (`sent` below is g_now_ms, gclock.h). */
 uint64_t gc_rcache_client(void);

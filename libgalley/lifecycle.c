@@ -41,6 +41,7 @@ static void after_fork_child(void)
 static void after_fork_register(void)
 {
     pthread_atfork(NULL, NULL, after_fork_child);
+    gc_rcache_atfork();
 }
 
 int gfs_init(const char *cluster_file)

@@ -20,10 +20,12 @@
  * use it without asking.  The server recalls the lease before anyone
  * else removes the name or changes its attributes, and waits until this
  * process has dropped it or until the lease ran out.  A renewal thread
- * per server where this process holds leases sends NS_RENEW there every
- * GALLEY_MD_RENEW_MS (default 200) on the server's own connection: each
- * answer renews the leases there and brings the names recalled, and the
- * next renewal, sent at once, acknowledges them.  A lease counts from
+ * per server where this process holds leases keeps one NS_RENEW waiting
+ * there, on a control connection of its own (conn.c): the server answers
+ * it at once when it recalls a name, else after GALLEY_MD_RENEW_MS
+ * (default 200); each answer renews the leases there and brings the
+ * names recalled, and the next renewal, sent at once, acknowledges them.
+ * So a recall costs a change about a round trip.  A lease counts from
  * before its request was sent, less a tenth, so it ends here before it
  * ends at the server.  A remove by this process drops its own lease
  * first.  This process's id for the servers is random, and new in a
@@ -58,12 +60,14 @@
  * attribute cache, with close-to-open.
  *
  * Threads: any; rc_lock, a leaf lock, around every access; the renewal
- * threads take it between their requests, never across one.
+ * threads take it between their requests, never across one.  A fork()
+ * takes it too (gc_rcache_atfork).
  */
 #include "internal.h"
 #include "fnv.h"
 #include "gclock.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -119,6 +123,9 @@ static struct {
         int64_t gone;   /* its leases let go (NS_LET_GO) up to then: a
                          * lease asked for no later is only a hint */
         bool running;   /* its renewal thread runs */
+        gc_conn *conn;  /* that thread's control connection, connected by
+                         * the program's thread that got the first lease
+                         * there (control_conn), or NULL */
     } * srv;
     int nrunning;    /* renewal threads running */
     bool stop;       /* no renewal thread starts; those running end */
@@ -153,6 +160,11 @@ static void check_fork(void)
     for (int i = 0; i < rl.nserv; i++) {
         rl.srv[i].nheld = 0;
         rl.srv[i].running = false; /* the parent's threads are not here */
+        if (rl.srv[i].conn) {      /* the parent's: its copy closed, quietly */
+            gc_conn_after_fork(rl.srv[i].conn);
+            gc_conn_free(rl.srv[i].conn);
+            rl.srv[i].conn = NULL;
+        }
     }
     rl.nrunning = 0;
     rl.stop = false;
@@ -161,6 +173,31 @@ static void check_fork(void)
         id = g_now_ns() ^ ((uint64_t)pid << 32);
     rl.client = id ? id : 1;
     rl.pid = pid;
+}
+
+/* fork(): rc_lock is taken around it, so no other thread is inside it
+ * then (a renewal thread of the parent holding it at the fork left the
+ * child's copy locked for good: the child's first stat waited forever)
+ * and the child's copy of the table is whole; check_fork does the rest. */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&rc_lock);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&rc_lock);
+}
+
+static void atfork_child(void)
+{
+    pthread_mutex_unlock(&rc_lock);  /* taken by this thread in prepare */
+    pthread_cond_init(&rc_cv, NULL); /* (the parent's waiters are not here) */
+}
+
+void gc_rcache_atfork(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 /* Is e's lease live now (rc_lock)? */
@@ -214,6 +251,36 @@ static void srv_table(void)
     rl.srv = calloc((size_t)rl.nserv, sizeof(*rl.srv));
     if (!rl.srv)
         rl.nserv = 0;
+}
+
+/* Server s's control connection for its renewal thread, made and
+ * connected here, on the program's thread that got a lease there: a
+ * socket a background thread made could take a descriptor number the
+ * program has just closed to dup2 another onto it (a shell's `echo >
+ * F`).  Without it (no memory, a failed connect) the thread renews on
+ * the server's own connection, without waiting there. */
+static void control_conn(int s)
+{
+    pthread_mutex_lock(&rc_lock);
+    check_fork();
+    srv_table();
+    bool need = s >= 0 && s < rl.nserv && !rl.srv[s].conn;
+    pthread_mutex_unlock(&rc_lock);
+    if (!need)
+        return;
+    gc_conn *c = gc_conn_new_control(gc_server_conn(s));
+    gp_PING_rep ping;
+    if (c && gc_PING_call(c, &(gp_PING_req){}, &ping, NULL)) {
+        gc_conn_free(c);
+        return;
+    }
+    pthread_mutex_lock(&rc_lock);
+    if (c && rl.pid == getpid() && s < rl.nserv && !rl.srv[s].conn) {
+        rl.srv[s].conn = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&rc_lock);
+    gc_conn_free(c);
 }
 
 /* Keep rec for name; with a lease from `server` (asked for at `sent`,
@@ -280,6 +347,7 @@ void gc_rcache_lease(const char *name, const gp_record *rec, int server,
         put(name, rec, -1, 0, 0, 0, -1);
         return;
     }
+    control_conn(server);
     put(name, rec, server, sent, sent + (int64_t)lease_ms * 9 / 10, epoch,
         size);
 }
@@ -445,19 +513,23 @@ static void pins_of_server(rc_pins *p, int s)
         }
 }
 
-/* One renewal at server s: 0, or an error (the leases there then run
- * out by themselves).  The names recalled are dropped (the files of
- * theirs open here get their forks first: pins_run) and acknowledged by
- * the next one (*owe: names were recalled). */
-static int renew(int s, uint64_t client, uint64_t *acked, bool *owe)
+/* One renewal at server s on conn, held there up to wait_ms while
+ * nothing is recalled: 0, or an error (the leases there then run out by
+ * themselves).  The names recalled are dropped (the files of theirs open
+ * here get their forks first: pins_run) and acknowledged by the next one
+ * (*owe: names were recalled). */
+static int renew(int s, gc_conn *conn, uint64_t client, uint64_t *acked,
+                 uint32_t wait_ms, bool *owe)
 {
     rc_pins pins = {0};
     int64_t sent = g_now_ms();
     gc_tail t;
     gp_NS_RENEW_rep m;
-    int rc = gc_NS_RENEW_call(
-        gc_server_conn(s),
-        &(gp_NS_RENEW_req){.client = client, .acked = *acked}, &m, &t);
+    int rc = gc_NS_RENEW_call(conn,
+                              &(gp_NS_RENEW_req){.client = client,
+                                                 .acked = *acked,
+                                                 .wait_ms = wait_ms},
+                              &m, &t);
     if (rc)
         return rc;
     pthread_mutex_lock(&rc_lock);
@@ -537,15 +609,16 @@ static void let_go(int s, uint64_t client)
     pthread_mutex_lock(&rc_lock);
 }
 
-/* The renewal thread of server s: a renewal every GALLEY_MD_RENEW_MS
- * while leases are held there, and one at once after names were recalled
- * (their acknowledgement, also when they were the last leases there; an
- * error loses it: those leases then run out). */
+/* The renewal thread of server s: renewals held at the server (renew)
+ * one after the other while leases are held there, on a control
+ * connection of its own. */
 static void *renewer(void *arg)
 {
     int s = (int)(intptr_t)arg;
     long ms = (long)g_config_int(G_CFG_MD_RENEW_MS);
     long idle = (long)g_config_int(G_CFG_MD_IDLE_MS);
+    long cap = gc_timeout_ms() / 2; /* a held renewal never times out */
+    uint32_t wait = (uint32_t)(ms < cap ? ms : cap);
     uint64_t acked = 0;
     bool owe = false; /* recalls to acknowledge, even with no lease left */
     pthread_mutex_lock(&rc_lock);
@@ -555,11 +628,26 @@ static void *renewer(void *arg)
             let_go(s, client);
             break;
         }
+        /* (the last leases recalled: acknowledged without waiting; an
+         * error loses the acknowledgement: the leases then run out) */
+        gc_conn *conn = rl.srv[s].conn;
+        uint32_t w = rl.srv[s].nheld && conn ? wait : 0;
         owe = false;
         pthread_mutex_unlock(&rc_lock);
-        renew(s, client, &acked, &owe); /* (an error: a period on) */
+        int rc =
+            renew(s, conn ? conn : gc_server_conn(s), client, &acked, w, &owe);
         pthread_mutex_lock(&rc_lock);
-        if (!rl.stop && !owe) {
+        if (rc && conn && rl.srv[s].conn == conn) {
+            /* (reconnecting here would make a socket in the background:
+             * the server's own connection until the next lease there) */
+            rl.srv[s].conn = NULL;
+            pthread_mutex_unlock(&rc_lock);
+            gc_conn_free(conn);
+            pthread_mutex_lock(&rc_lock);
+        }
+        if (!rl.stop && (rc || (!conn && !owe))) {
+            /* the server down, a time-out, or no control connection: a
+             * period on */
             struct timespec ts = g_deadline_ms(ms);
             pthread_cond_timedwait(&rc_cv, &rc_lock, &ts);
         }
@@ -572,8 +660,8 @@ static void *renewer(void *arg)
 }
 
 /* Let every lease of this process go (gfs_finalize, exit): the servers
- * are told, so nobody waits for them, and the renewal threads end
- * (rc_lock held; released meanwhile). */
+ * are told, so nobody waits for them, and answer the renewals held there
+ * at once, so the renewal threads end (rc_lock held; released meanwhile). */
 static void let_go_all(void)
 {
     rl.stop = true;
@@ -623,6 +711,8 @@ void gc_rcache_clear(void)
     }
     rl.stop = false;
     rl.nrunning = 0;
+    for (int s = 0; s < rl.nserv && rl.pid == getpid(); s++)
+        gc_conn_free(rl.srv[s].conn); /* (their threads have ended) */
     for (size_t i = 0; i < RC_SLOTS; i++)
         ent_clear(&rc_tab[i]);
     for (size_t i = 0; i < RC_OPEN_SLOTS; i++)

@@ -150,13 +150,16 @@
  * `seq` in its next NS_RENEW; known 0: the server has no leases of this
  * client (restarted): the client drops every lease it had there.  epoch:
  * the server's start (random); a renewal extends only the leases granted
- * in its epoch. */
+ * in its epoch.  wait_ms: while nothing is recalled, the server holds the
+ * reply up to that long (at most half a lease) and answers as soon as a
+ * name is recalled, so a holder hears of a recall at once (the client
+ * sends it on a connection of its own: ns_lease.c). */
 #define GP_NS_LEASE_REQ(F) F(u64, client) F(name, name, GFS_NAME_MAX)
 #define GP_NS_LEASE_REP(F) F(u32, lease_ms) F(u64, epoch) F(rec, rec)
 #define GP_NS_COMMIT_LEASE_REQ(F)                                              \
     F(u64, client) F(name, name, GFS_NAME_MAX) F(rec, rec)
 #define GP_NS_COMMIT_LEASE_REP(F) F(u32, lease_ms) F(u64, epoch)
-#define GP_NS_RENEW_REQ(F) F(u64, client) F(u64, acked)
+#define GP_NS_RENEW_REQ(F) F(u64, client) F(u64, acked) F(u32, wait_ms)
 #define GP_NS_RENEW_REP(F)                                                     \
     F(u32, lease_ms)                                                           \
     F(u64, epoch) F(u8, known) F(u64, seq) F(list, n, NAME, GP_MAX_NAMES)

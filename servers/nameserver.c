@@ -122,7 +122,8 @@ static void ns_repl_to(const ns_repl *p, gp_record *rec)
 }
 
 ns_table ns = {.lock = PTHREAD_MUTEX_INITIALIZER,
-               .cv = PTHREAD_COND_INITIALIZER};
+               .cv = PTHREAD_COND_INITIALIZER,
+               .recall = PTHREAD_COND_INITIALIZER};
 
 /* ----------------------------------------------------------- helpers ---- */
 

@@ -60,10 +60,11 @@ typedef struct ns_client {
 
 typedef struct ns_table {
     pthread_mutex_t lock;
-    pthread_cond_t cv; /* a lease acknowledged (NS_RENEW) */
-    int64_t lease_ms;  /* granted lease; 0: no leases */
-    int64_t grace;     /* until then, changes wait as if leases were live */
-    uint64_t epoch;    /* this start's (random): leases of others are gone */
+    pthread_cond_t cv;     /* a lease acknowledged (NS_RENEW) */
+    pthread_cond_t recall; /* a name recalled, or a client let go */
+    int64_t lease_ms;      /* granted lease; 0: no leases */
+    int64_t grace;         /* until then, changes wait as if leases were live */
+    uint64_t epoch; /* this start's (random): leases of others are gone */
     ns_client *client;
     size_t nclient, capclient;
     gsrv_htable tab;  /* ns_ent by name */

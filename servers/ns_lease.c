@@ -6,11 +6,13 @@
  * the name from its cache, without asking (libgalley/rcache.c).  So a
  * change of the record by anyone else (NS_REMOVE, NS_SETATTR,
  * NS_REPL_SET) first recalls the leases of the other clients and waits
- * until each is acknowledged (the client's next NS_RENEW, at most
- * GALLEY_MD_RENEW_MS later) or has run out (a client that stopped
- * renewing: at most lease_ms).  The holder's own lease (the same client
- * id on this connection) goes at once: its library dropped it first.
- * While a recall is waiting, no new lease is granted on that name.  The
+ * until each is acknowledged or has run out (a client that stopped
+ * renewing: at most lease_ms).  A client keeps one NS_RENEW waiting here
+ * (wait_ms, on a connection of its own, so its handler thread may block
+ * in it): a recall answers it at once, and the client acknowledges in
+ * the next one, a round trip after the recall.  The holder's own lease (the
+ * same client id on this connection) goes at once: its library dropped it
+ * first. While a recall is waiting, no new lease is granted on that name.  The
  * leases live in memory only: for lease_ms after a start, a change of a
  * record that was there at the start waits as if a lease were live (a
  * restarted server does not know who held one; a record made since has
@@ -134,6 +136,7 @@ void ns_lease_break(gsrv_conn *c, const char *name, uint64_t h)
                     d->frozen = k->until;
                     k->recall[k->nrecall++] =
                         (struct ns_recall){.name = copy, .seq = d->rseq};
+                    pthread_cond_broadcast(&ns.recall); /* its NS_RENEW */
                 } else {
                     free(copy); /* no memory: it runs out instead */
                     d->rseq = ~0ull;
@@ -199,6 +202,30 @@ static int lock_client(uint64_t id, ns_client **k)
     return 0;
 }
 
+/* Hold an NS_RENEW of client id until a name of its is recalled, it let
+ * its leases go, the server stops, or wait_ms (at most half a lease) went
+ * by; its leases are renewed again then.  The client, found again (the
+ * table may have moved), or NULL (ns.lock held). */
+static ns_client *renew_wait(uint64_t id, uint32_t wait_ms)
+{
+    int64_t ms = wait_ms < ns.lease_ms / 2 ? wait_ms : ns.lease_ms / 2;
+    int64_t end = g_now_ms() + ms;
+    ns_client *k = client_find(id);
+    uint32_t gen = k ? k->gen : 0;
+    while (k && !k->nrecall && k->gen == gen && !gsrv_g.stopping) {
+        int64_t left = end - g_now_ms();
+        if (left <= 0)
+            break;
+        /* (a stop is seen within 100 ms: it signals nothing here) */
+        struct timespec ts = g_deadline_ms(left < 100 ? left : 100);
+        pthread_cond_timedwait(&ns.recall, &ns.lock, &ts);
+        k = client_find(id);
+    }
+    if (k)
+        k->until = g_now_ms() + ns.lease_ms;
+    return k;
+}
+
 int gsrv_do_NS_RENEW(gsrv_conn *c, const gp_NS_RENEW_req *m, gp_NS_RENEW_rep *r,
                      gsrv_call *call)
 {
@@ -214,6 +241,8 @@ int gsrv_do_NS_RENEW(gsrv_conn *c, const gp_NS_RENEW_req *m, gp_NS_RENEW_rep *r,
     if (k)
         k->until = g_now_ms() + ns.lease_ms;
     c->md_client = m->client;
+    if (known && m->wait_ms && !k->nrecall)
+        k = renew_wait(m->client, m->wait_ms);
     uint32_t n = k ? (uint32_t)k->nrecall : 0;
     *r = (gp_NS_RENEW_rep){.lease_ms = (uint32_t)ns.lease_ms,
                            .epoch = ns.epoch,
@@ -240,8 +269,9 @@ int gsrv_do_NS_LET_GO(gsrv_conn *c, const gp_NS_LET_GO_req *m,
     if (rc)
         return rc;
     if (k) {
-        lease_acked(k, k->seq); /* (wakes the changes waiting) */
-        k->gen++;               /* and the others are gone */
+        lease_acked(k, k->seq);             /* (wakes the changes waiting) */
+        k->gen++;                           /* and the others are gone */
+        pthread_cond_broadcast(&ns.recall); /* its NS_RENEW answers */
     }
     pthread_mutex_unlock(&ns.lock);
     return 0;

@@ -43,7 +43,12 @@ def u8(v):
     return struct.pack("<B", v)
 
 # A small driver of libgalley: one command per stdin line, one answer line
-# each (so a test can interleave several processes step by step).
+# each (so a test can interleave several processes step by step).  Its
+# file is written once per test, under another name and renamed: written
+# again in place for each Worker, a worker started just before could read
+# it cut where the rewrite's truncation found it (at 0, 4096 or 8192
+# bytes here): exit 0 at once, or, cut at 8192, keep running without the
+# later commands ("close", "quit") and never answer them.
 WORKER = r"""
 import ctypes, hashlib, os, subprocess, sys
 g = ctypes.CDLL(sys.argv[1])
@@ -297,7 +302,9 @@ def libgalley_so():
 class Worker:
     def __init__(self, cluster_file, transport, tmp_path, env=None):
         script = tmp_path / "worker.py"
-        script.write_text(WORKER)
+        if not script.exists():  # once, and whole: see WORKER
+            (tmp_path / "worker.part").write_text(WORKER)
+            os.replace(tmp_path / "worker.part", script)
         e = base_env({"GALLEY_CLUSTER": str(cluster_file),
                       "GALLEY_TRANSPORT": transport})
         e.update(env or {})

@@ -248,6 +248,31 @@ def test_a_killed_holder_does_not_block_removes(fresh_cluster):
     fsck_repair_clean(c)
 
 
+def test_a_recall_reaches_a_live_holder_at_once(fresh_cluster):
+    """A holder keeps a renewal waiting at each server (libgalley/
+    rcache.c), which a recall answers at once: ten removes of files it
+    holds take about ten round trips, not a renewal period each (2.5 s
+    here, so about 25 s if the holder heard of them only then)."""
+    c = fresh_cluster
+    p = _holder(c, "/rc/x.0", renew_ms="2500")
+    try:
+        for i in range(1, 10):
+            p.stdin.write("touch /rc/x.%d\n" % i)
+            p.stdin.flush()
+            assert p.stdout.readline().strip() == "touched"
+        t0 = time.monotonic()
+        cp = c.helper("t_mdstorm", "remove", "/rc/x", "10")
+        took = time.monotonic() - t0
+        assert cp.returncode == 0 and cp.stdout.count("ok ") == 10, describe(cp)
+        assert took < 5.0, "10 removes of held files took %.1f s" % took
+        out, err = p.communicate("go\n", timeout=60)
+        assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def test_a_holder_that_exits_without_finalize_lets_its_leases_go(make_cluster):
     """A process that ends with exit() and no gfs_finalize (as every
     program under the preload does) lets its leases go on the way out: a

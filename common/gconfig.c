@@ -96,6 +96,10 @@ static const g_cfg_var table[G_CFG_COUNT] = {
     BOOL(G_CFG_MD_LAZY, "GALLEY_MD_LAZY", CL, G_CFG_ONCE, 1,
          "0: an open opens every fork at once instead of at first I/O (read "
          "once)"),
+    INT(G_CFG_MD_STATAHEAD, "GALLEY_MD_STATAHEAD", CL, G_CFG_ONCE | G_CFG_EMPTY,
+        4096, 0, 16384, "files", NULL,
+        "the most files of a directory one stat-ahead fetches, 0..16384; 0: "
+        "no stat-ahead (read once)"),
     ENUM(G_CFG_GROUP_POLICY, "GALLEY_GROUP_POLICY", CL, G_CFG_ONCE,
          GFS_GROUP_NOSEND, group_policies,
          "GFS-GROUP flushing: send (submit whenever the library is idle) or "

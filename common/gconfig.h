@@ -36,6 +36,7 @@ enum g_cfg_id {
     G_CFG_MD_IDLE_MS,
     G_CFG_MD_SIZE_MS,
     G_CFG_MD_LAZY,
+    G_CFG_MD_STATAHEAD,
     G_CFG_GROUP_POLICY,
     G_CFG_NB_THREADS,
     G_CFG_LOCAL_RANK,

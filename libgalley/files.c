@@ -362,17 +362,32 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
         return -ENAMETOOLONG;
     if (!fn)
         return -EINVAL;
+    return gc_list_names(prefix, fn, arg);
+}
+
+/* Every server's names with the prefix, asked of all at once, then merged
+ * in order, each name once. */
+int gc_list_names(const char *prefix, int (*fn)(const char *, void *),
+                  void *arg)
+{
+    int ns = gc_g.nservers, rc = 0;
+    gc_pending *p = calloc((size_t)ns, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    for (int s = 0; s < ns; s++)
+        gc_NS_LIST_send(srv(s), &(gp_NS_LIST_req){.prefix = prefix}, &p[s]);
     char **names = NULL;
     size_t n = 0, cap = 0;
-    for (int s = 0; s < gc_g.nservers && !rc; s++) {
+    for (int s = 0; s < ns; s++) {
         gc_tail t;
         gp_NS_LIST_rep m;
-        rc = gc_NS_LIST_call(srv(s), &(gp_NS_LIST_req){.prefix = prefix}, &m,
-                             &t);
-        if (rc)
-            break;
+        int k = gc_NS_LIST_recv(&p[s], &m, &t);
+        if (k) {
+            rc = rc ? rc : k; /* (every reply is still collected) */
+            continue;
+        }
         gp_rbuf *r = &t.r;
-        for (uint32_t i = 0; i < m.n && !r->err; i++) {
+        for (uint32_t i = 0; i < m.n && !r->err && !rc; i++) {
             gp_NAME_item it;
             if (gp_NAME_item_decode(r, &it))
                 break;
@@ -391,8 +406,10 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
             }
             n++;
         }
-        rc = gc_tail_end(&t);
+        k = gc_tail_end(&t);
+        rc = rc ? rc : k;
     }
+    free(p);
     if (!rc) {
         qsort(names, n, sizeof(*names), cmp_str);
         for (size_t i = 0; i < n; i++) {

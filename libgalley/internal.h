@@ -265,6 +265,10 @@ void gc_reclaim_wait(void);
 /* A name's record, as gc_repl_lookup, kept in the record cache with a
  * lease when the metadata server grants one (files.c). */
 int gc_lease_lookup(const char *name, gp_record *rec);
+/* fn for every name with the prefix, in order, each once: every server's
+ * NS_LIST, asked at once (files.c; gfs_list_files checks its arguments). */
+int gc_list_names(const char *prefix, int (*fn)(const char *, void *),
+                  void *arg);
 /* NS_LOOKUP of name at server into *rec (files.c). */
 int gc_lookup(int server, const char *name, gp_record *rec);
 

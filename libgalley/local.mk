@@ -28,6 +28,7 @@ libgalley_libgclient_la_SOURCES = \
 	libgalley/transport_direct.h \
 	libgalley/transport_direct_grants.c \
 	libgalley/files.c libgalley/files_delete.c \
+	libgalley/statahead.c \
 	libgalley/rcache.c \
 	libgalley/forks.c \
 	libgalley/group.c \

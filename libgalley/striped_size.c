@@ -129,10 +129,8 @@ int gfs_striped_size_mtime(int sid, int64_t *size, int64_t *mtime_ns)
     return 0;
 }
 
-/* Size and modification time of subfile i's fork `fork` from a
- * FORK_LIST reply. */
-static int size_in_list(gc_pending *p, const char *fork, int64_t *size,
-                        int64_t *mtime)
+int gc_st_size_in_list(gc_pending *p, const char *fork, int64_t *size,
+                       int64_t *mtime)
 {
     gc_tail t;
     gp_FORK_LIST_rep m;
@@ -180,7 +178,7 @@ static int list_sizes(const char *name, const gp_record *r, const char *fork,
         *mtime = 0;
     for (int i = 0; i < n; i++) {
         int64_t mt = 0;
-        int k = size_in_list(&p[i], fork, &sizes[i], &mt);
+        int k = gc_st_size_in_list(&p[i], fork, &sizes[i], &mt);
         if (k && !rc)
             rc = k;
         if (mtime && mt > *mtime)
@@ -221,10 +219,12 @@ static int striped_stat(const char *name, gfs_striped_info *st, bool data)
         rc = -ENOMEM;
         goto out_free;
     }
+    bool asked = true; /* (a request was made: stat-ahead may follow) */
     int hit = gc_rcache_leased(name, cached, &total, &mt);
     if (hit == RC_LEASED && total >= 0 && gc_st_layout_of(cached, &lay) == 0 &&
         !gc_st_is_local_layout(cached)) {
         from = cached;
+        asked = false;
         goto out_done; /* the record and its size under a lease: no
                         * request (rcache.c says what that guarantees) */
     }
@@ -311,6 +311,8 @@ out_done:;
                                  .mtime_ns = mt,
                                  .mode = S_IFREG | gc_mode_of(from),
                                  .layout = lay};
+    if (!rc && asked)
+        gc_statahead(name); /* (the next stats of its directory) */
 out_free:
     free(rec);
     free(cached);

@@ -103,6 +103,8 @@
     X(NS_RENEW, 83, "renew a client's leases; the names recalled since")       \
     X(SUB_DELETE_MANY, 84, "SUB_DELETE of many headers, one log commit")       \
     X(NS_LET_GO, 85, "a client lets all its leases here go (idle)")            \
+    X(NS_LEASE_MANY, 86, "NS_LEASE of many names: each one's record or error") \
+    X(FORK_SIZES, 87, "one fork's size and time in each of many subfiles")     \
     X(DIRECT_WOPEN, 90, "DIRECT_OPEN to write, maybe in locked mode")
 
 /* ------------------------------------------------------------ fields ---- */
@@ -164,6 +166,17 @@
     F(u32, lease_ms)                                                           \
     F(u64, epoch) F(u8, known) F(u64, seq) F(list, n, NAME, GP_MAX_NAMES)
 
+/* NS_LEASE_MANY: NS_LEASE of each name in `names` (n names, each
+ * NUL-terminated, at most GP_MAX_LEASES), all of them at this server;
+ * the list holds a LEASED item per name in that order, each followed,
+ * when its err is 0, by the name's record (gp_put_record), leased for
+ * its lease_ms as by NS_LEASE (0: no lease).  err: a positive errno
+ * (ENOENT: no such name here). */
+#define GP_MAX_LEASES 64
+#define GP_NS_LEASE_MANY_REQ(F)                                                \
+    F(u64, client) F(blob, names, GP_MAX_LEASES *(GFS_NAME_MAX + 1))
+#define GP_NS_LEASE_MANY_REP(F) F(u64, epoch) F(list, n, LEASED, GP_MAX_LEASES)
+
 #define GP_NS_LET_GO_REQ(F) F(u64, client)
 #define GP_NS_LET_GO_REP(F)
 
@@ -210,6 +223,14 @@
 
 #define GP_FORK_LIST_REQ(F) F(u64, hid)
 #define GP_FORK_LIST_REP(F) F(list, n, FORK, GP_MAX_NAMES)
+
+/* FORK_SIZES: fork `fork` of each subfile in hids (n little-endian u64
+ * header ids, at most GP_MAX_DELETES): a SIZE item per hid in that
+ * order, as FORK_LIST's FORK item of that fork, or err (a positive
+ * errno: ESTALE no such subfile, ENOENT no such fork). */
+#define GP_FORK_SIZES_REQ(F)                                                   \
+    F(name, fork, GFS_FORK_NAME_MAX) F(blob, hids, GP_MAX_DELETES * 8)
+#define GP_FORK_SIZES_REP(F) F(list, n, SIZE, GP_MAX_DELETES)
 
 #define GP_FORK_SIZE_REQ(F) F(u64, fkid)
 #define GP_FORK_SIZE_REP(F) F(u64, size) F(u64, mtime) /* as GP_ITEM_FORK */
@@ -354,7 +375,7 @@
 
 /* The elements of list fields: GP_ITEMS(Y) names them, GP_ITEM_name(F)
  * lists each one's fields (scalars and str only). */
-#define GP_ITEMS(Y) Y(NAME) Y(FORK) Y(SUB)
+#define GP_ITEMS(Y) Y(NAME) Y(FORK) Y(SUB) Y(LEASED) Y(SIZE)
 
 #define GP_ITEM_NAME(F) F(str, name, GFS_NAME_MAX)
 /* mtime: the fork's data file's modification time (ns since the epoch),
@@ -363,5 +384,11 @@
     F(str, fork, GFS_FORK_NAME_MAX) F(u64, size) F(u64, mtime)
 #define GP_ITEM_SUB(F)                                                         \
     F(u64, hid) F(str, file, GFS_NAME_MAX) F(u32, subfile) F(u8, deleted)
+/* NS_LEASE_MANY's: 0, the lease, and the record after it; or a
+ * positive errno */
+#define GP_ITEM_LEASED(F) F(u32, err) F(u32, lease_ms)
+/* FORK_SIZES's: 0 and the fork's size and mtime (as FORK's), or a
+ * positive errno */
+#define GP_ITEM_SIZE(F) F(u32, err) F(u64, size) F(u64, mtime)
 
 #endif /* GMSG_H */

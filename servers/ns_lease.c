@@ -191,6 +191,39 @@ int gsrv_do_NS_LEASE(gsrv_conn *c, const gp_NS_LEASE_req *m, gp_NS_LEASE_rep *r,
     return rc;
 }
 
+/* Each name's record and a lease on it, as NS_LEASE of each (stat-ahead:
+ * libgalley/statahead.c). */
+int gsrv_do_NS_LEASE_MANY(gsrv_conn *c, const gp_NS_LEASE_MANY_req *m,
+                          gp_NS_LEASE_MANY_rep *r, gsrv_call *k)
+{
+    if (!m->client)
+        return -EINVAL;
+    const char *names = (const char *)m->names, *end = names + m->names_len;
+    if (m->names_len && end[-1])
+        return -EINVAL; /* (the last name unterminated) */
+    uint32_t n = 0;
+    for (const char *p = names; p < end; p += strlen(p) + 1, n++)
+        if (strlen(p) > GFS_NAME_MAX || n == GP_MAX_LEASES)
+            return -EINVAL;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    r->n = n;
+    r->epoch = ns.epoch;
+    gp_wbuf *w = gsrv_reply_fields(k);
+    for (const char *p = names; p < end; p += strlen(p) + 1) {
+        ns_ent *e = ns_lock_record(p, NULL, rec);
+        uint32_t lease = e ? ns_lease_grant(c, e, m->client) : 0;
+        pthread_mutex_unlock(&ns.lock);
+        gp_LEASED_item_encode(
+            w, &(gp_LEASED_item){.err = e ? 0 : ENOENT, .lease_ms = lease});
+        if (e)
+            gp_put_record(w, rec);
+    }
+    free(rec);
+    return 0;
+}
+
 /* NS_RENEW and NS_LET_GO: ns.lock taken, and the known client of id (or
  * NULL); -EINVAL (nothing locked) for id 0, which names no client. */
 static int lock_client(uint64_t id, ns_client **k)

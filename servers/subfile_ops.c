@@ -409,6 +409,36 @@ out_unlock:
     return rc;
 }
 
+/* Fork m->fork's size and time in each subfile of m->hids (stat-ahead:
+ * libgalley/statahead.c). */
+int gsrv_do_FORK_SIZES(gsrv_conn *c, const gp_FORK_SIZES_req *m,
+                       gp_FORK_SIZES_rep *r, gsrv_call *k)
+{
+    if (m->hids_len % 8)
+        return -EINVAL;
+    gp_rbuf hids;
+    gp_rbuf_init(&hids, m->hids, m->hids_len);
+    r->n = m->hids_len / 8;
+    gp_wbuf *w = gsrv_reply_fields(k);
+    for (uint32_t i = 0; i < r->n; i++) {
+        gsrv_sub *s;
+        gsrv_fork *f;
+        gp_SIZE_item it = {.err = 0};
+        int rc = lock_sub(gp_get_u64(&hids), false, m->fork, &s, &f);
+        if (!rc && f->deleted)
+            rc = -ENOENT;
+        if (rc) {
+            it.err = rc == GFS_ESTALE ? ESTALE : ENOENT;
+        } else {
+            it.size = gsrv_fork_size(f);
+            it.mtime = gsrv_fork_mtime(s->hid, f);
+        }
+        pthread_mutex_unlock(&subtab.lock);
+        gp_SIZE_item_encode(w, &it);
+    }
+    return 0;
+}
+
 int gsrv_do_FORK_SIZE(gsrv_conn *c, const gp_FORK_SIZE_req *m,
                       gp_FORK_SIZE_rep *r, gsrv_call *k)
 {

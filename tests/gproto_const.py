@@ -8,7 +8,7 @@ is out of date)."""
 
 # plain integer #defines of proto/gproto.h
 GP_MAGIC = 0x59414C47
-GP_VERSION = 5
+GP_VERSION = 6
 GP_HDR_SIZE = 24
 GP_MAX_PAYLOAD = 268435456
 GP_DEFAULT_DATA_LIMIT = 33554432
@@ -82,6 +82,8 @@ OP = {
     'NS_RENEW': 83,
     'SUB_DELETE_MANY': 84,
     'NS_LET_GO': 85,
+    'NS_LEASE_MANY': 86,
+    'FORK_SIZES': 87,
     'DIRECT_WOPEN': 90,
 }
 

@@ -365,12 +365,65 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
     return gc_list_names(prefix, fn, arg);
 }
 
+/* The last listing (stat-ahead may use it again: gc_list_names_recent),
+ * under its lock. */
+static struct {
+    pthread_mutex_t lock;
+    char *prefix;
+    char **names;
+    size_t n;
+    int64_t at; /* when it was asked for (ms) */
+} last = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* last.lock is a leaf lock, held only briefly; a fork() takes it, so
+ * that a child never finds it held. */
+static pthread_once_t last_once = PTHREAD_ONCE_INIT;
+
+static void last_lock(void)
+{
+    pthread_mutex_lock(&last.lock);
+}
+
+static void last_unlock(void)
+{
+    pthread_mutex_unlock(&last.lock);
+}
+
+static void last_init(void)
+{
+    pthread_atfork(last_lock, last_unlock, last_unlock);
+}
+
+/* names[0..n) as the last listing of prefix (taking them), or freed. */
+static void keep_listing(const char *prefix, char **names, size_t n, int64_t at)
+{
+    pthread_once(&last_once, last_init);
+    char *p = strdup(prefix);
+    pthread_mutex_lock(&last.lock);
+    if (p) {
+        char **old = last.names;
+        size_t oldn = last.n;
+        free(last.prefix);
+        last.prefix = p;
+        last.names = names;
+        last.n = n;
+        last.at = at;
+        names = old;
+        n = oldn;
+    }
+    pthread_mutex_unlock(&last.lock);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
 /* Every server's names with the prefix, asked of all at once, then merged
  * in order, each name once. */
 int gc_list_names(const char *prefix, int (*fn)(const char *, void *),
                   void *arg)
 {
     int ns = gc_g.nservers, rc = 0;
+    int64_t at = g_now_ms();
     gc_pending *p = calloc((size_t)ns, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -410,16 +463,61 @@ int gc_list_names(const char *prefix, int (*fn)(const char *, void *),
         rc = rc ? rc : k;
     }
     free(p);
+    size_t kept = 0;
     if (!rc) {
         qsort(names, n, sizeof(*names), cmp_str);
         for (size_t i = 0; i < n; i++) {
-            if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+            if (kept > 0 && strcmp(names[i], names[kept - 1]) == 0) {
+                free(names[i]);
                 continue;
-            rc = fn(names[i], arg);
-            if (rc)
-                break;
+            }
+            names[kept++] = names[i];
         }
+        for (size_t i = 0; i < kept && !rc; i++)
+            rc = fn(names[i], arg);
+        keep_listing(prefix, names, kept, at);
+        return rc;
     }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+int gc_list_names_recent(const char *prefix, int64_t age_ms,
+                         int (*fn)(const char *, void *), void *arg)
+{
+    pthread_once(&last_once, last_init);
+    pthread_mutex_lock(&last.lock);
+    if (!last.prefix || strcmp(last.prefix, prefix) != 0 ||
+        g_now_ms() - last.at >= age_ms) {
+        pthread_mutex_unlock(&last.lock);
+        return gc_list_names(prefix, fn, arg);
+    }
+    /* taken out while fn runs (no lock held across it), then put back
+     * unless a newer listing took its place */
+    char *p = last.prefix, **names = last.names;
+    size_t n = last.n;
+    int64_t at = last.at;
+    last.prefix = NULL;
+    last.names = NULL;
+    last.n = 0;
+    pthread_mutex_unlock(&last.lock);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = fn(names[i], arg);
+    pthread_mutex_lock(&last.lock);
+    if (!last.prefix) {
+        last.prefix = p;
+        last.names = names;
+        last.n = n;
+        last.at = at;
+        p = NULL;
+        names = NULL;
+        n = 0;
+    }
+    pthread_mutex_unlock(&last.lock);
+    free(p);
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);

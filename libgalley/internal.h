@@ -269,6 +269,12 @@ int gc_lease_lookup(const char *name, gp_record *rec);
  * NS_LIST, asked at once (files.c; gfs_list_files checks its arguments). */
 int gc_list_names(const char *prefix, int (*fn)(const char *, void *),
                   void *arg);
+/* gc_list_names, or the names of the last listing when it was of prefix
+ * and is less than age_ms old (stat-ahead: a directory read just before
+ * its stats is not read again; a name made or removed since may be
+ * missing or still there). */
+int gc_list_names_recent(const char *prefix, int64_t age_ms,
+                         int (*fn)(const char *, void *), void *arg);
 /* NS_LOOKUP of name at server into *rec (files.c). */
 int gc_lookup(int server, const char *name, gp_record *rec);
 
@@ -413,12 +419,16 @@ void gc_rcache_lease(const char *name, const gp_record *rec, int server,
 enum { RC_NONE, RC_HINT, RC_LEASED };
 int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size,
                      int64_t *mtime);
+/* Whether a stat of name would be answered from here (leased, a size). */
+bool gc_rcache_has_size(const char *name);
 /* The size (and modification time) of a leased entry, asked for at `at`
  * when gc_rcache_closes was `closes` (kept only if no file id was closed
- * since). */
+ * since); ahead: by stat-ahead, which gc_rcache_ahead_used counts the
+ * first stat answered from. */
 uint64_t gc_rcache_closes(void);
 void gc_rcache_size(const char *name, int64_t size, int64_t mtime, int64_t at,
-                    uint64_t closes);
+                    uint64_t closes, bool ahead);
+uint64_t gc_rcache_ahead_used(void);
 /* A file id of this process opened (+1) or closed (-1) name. */
 void gc_rcache_opened(const char *name, int delta);
 /* Same servers, header ids and attributes. */

@@ -92,6 +92,7 @@ typedef struct rc_ent {
     int64_t size;   /* its size, or -1 */
     int64_t mtime;  /* its modification time with that size (ns) */
     int64_t size_at;
+    bool ahead;   /* its size came by stat-ahead, no stat answered yet */
     uint64_t seq; /* when it was put (rl.seq): the oldest goes first */
 } rc_ent;
 
@@ -131,6 +132,7 @@ static struct {
     bool stop;       /* no renewal thread starts; those running end */
     bool atexit;     /* exit_let_go is registered */
     uint64_t closes; /* file ids closed so far */
+    uint64_t ahead;  /* stats answered from a stat-ahead's entry first */
     uint64_t seq;    /* entries put so far */
 } rl;
 
@@ -393,11 +395,28 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size,
                 *size = e->size;
                 if (mtime)
                     *mtime = e->mtime;
+                if (e->ahead) {
+                    e->ahead = false;
+                    rl.ahead++;
+                }
             }
         }
     }
     pthread_mutex_unlock(&rc_lock);
     return hit;
+}
+
+bool gc_rcache_has_size(const char *name)
+{
+    bool has = false;
+    pthread_mutex_lock(&rc_lock);
+    check_fork();
+    rc_ent *e = slot(name);
+    if (e->name && strcmp(e->name, name) == 0 && leased(e, g_now_ms()))
+        has = e->size >= 0 && !is_open(name) &&
+              g_now_ms() - e->size_at < (int64_t)g_config_int(G_CFG_MD_SIZE_MS);
+    pthread_mutex_unlock(&rc_lock);
+    return has;
 }
 
 uint64_t gc_rcache_closes(void)
@@ -408,8 +427,16 @@ uint64_t gc_rcache_closes(void)
     return n;
 }
 
+uint64_t gc_rcache_ahead_used(void)
+{
+    pthread_mutex_lock(&rc_lock);
+    uint64_t n = rl.ahead;
+    pthread_mutex_unlock(&rc_lock);
+    return n;
+}
+
 void gc_rcache_size(const char *name, int64_t size, int64_t mtime, int64_t at,
-                    uint64_t closes)
+                    uint64_t closes, bool ahead)
 {
     pthread_mutex_lock(&rc_lock);
     rc_ent *e = slot(name);
@@ -419,6 +446,7 @@ void gc_rcache_size(const char *name, int64_t size, int64_t mtime, int64_t at,
         e->size = size;
         e->mtime = mtime;
         e->size_at = at;
+        e->ahead = ahead;
     }
     pthread_mutex_unlock(&rc_lock);
 }

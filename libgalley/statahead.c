@@ -6,27 +6,46 @@
  * the stats after it are answered from the record cache (rcache.c) with
  * no request.
  *
- * When a stat finds neither a leased record nor a size in the cache
- * (striped_size.c) and the stat before it that missed was of a file in
- * the same directory, this fetches the directory: its names (every
- * server's NS_LIST at once), then, for up to GALLEY_MD_STATAHEAD
+ * After a stat that had to ask the servers (striped_size.c: no leased
+ * record and size in the cache), when the stat before it that asked was
+ * of a file in the same directory, this fetches the directory: its names
+ * (every server's NS_LIST at once), then, for up to GALLEY_MD_STATAHEAD
  * (default 4096; 0: off) of its files that the cache does not hold with
- * a size, their records under leases (NS_LEASE_MANY: up to GP_MAX_LEASES
+ * a size, the first after the stat's name in version order (file.9
+ * before file.10: the order numbered files are made and read in), their
+ * records under leases (NS_LEASE_MANY: up to GP_MAX_LEASES
  * names in one request to their metadata server) and their data forks'
  * sizes (FORK_SIZES: every subfile of a round's files at a server in one
  * request), each round's requests to every server sent before the first
- * answer is read.  What it fetches is exactly what
- * a stat of each would have put in the cache, under the same leases, so
- * a stat answered from it means what rcache.c says a cached stat means.
- * A directory is fetched again only after SA_AGAIN_MS, so that files
- * made after a fetch cost one fetch, not one per stat.  A replicated
- * file, the locality layout and links are left to their own stat.
+ * answer is read.  What it fetches is exactly what a stat of each would
+ * have put in the cache, under the same leases, so a stat answered from
+ * it means what rcache.c says a cached stat means.  A replicated file,
+ * the locality layout and links are left to their own stat.
+ *
+ * When it pays.  A fetched file costs about a seventh of a stat's own
+ * requests, so a fetch pays when at least that share of what it fetched
+ * is stat'ed afterwards: `ls -l` and mdtest stat every file, but `find
+ * -name X -newer F` stats only the files whose names match.  So, as
+ * Lustre's statahead stops at a low hit rate, a process fetches no more
+ * files than its credit: SA_CREDIT to start with, refilled up to
+ * SA_CREDIT at SA_CREDIT a second, plus SA_EARN for every fetched file a
+ * stat used (gc_rcache_ahead_used), at most SA_CREDIT_MAX.  So stats that use
+ * what is fetched double the next fetch again and again, and a process whose
+ * stats do not wastes at most SA_CREDIT files' fetch a second.  A fetch
+ * lists the whole directory (or uses the process's last listing, when it
+ * was of that directory and less than SA_AGAIN_MS old: the readdir
+ * before the stats), so none is made for fewer than SA_MIN files.  A directory
+ * is fetched again only after SA_AGAIN_MS (files made after a fetch cost one
+ * fetch, not one per stat), unless its last fetch stopped at its limit.
  *
  * Threads: any.  sa.lock, a leaf lock, guards the last miss and the last
  * fetch; a fetch runs without it (two threads may fetch two directories
  * at once; a directory being fetched is not fetched by another thread).
  * A fork() takes it (atfork handlers), so a child never finds it held.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strverscmp */
+#endif
 #include "striped_internal.h"
 
 #include <errno.h>
@@ -36,12 +55,21 @@
 #include <string.h>
 
 #define SA_AGAIN_MS 1000
+#define SA_CREDIT 256
+#define SA_CREDIT_MAX 65536
+#define SA_EARN 4
+#define SA_MIN 64
+#define SA_LIST_MAX 65536
 
 static struct {
     pthread_mutex_t lock;
     char last[GFS_NAME_MAX + 1];    /* the directory of the last miss */
     char fetched[GFS_NAME_MAX + 1]; /* the directory last fetched */
     int64_t fetched_at;             /* when (ms), 0: never */
+    bool cut;                       /* that fetch stopped at its limit */
+    int64_t credit;                 /* files it may fetch now */
+    uint64_t used;                  /* gc_rcache_ahead_used then */
+    int64_t credit_at;              /* then (ms), 0: never */
 } sa = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t sa_once = PTHREAD_ONCE_INIT;
@@ -63,10 +91,9 @@ static void sa_init(void)
 
 /* The names of a directory's files that a stat-ahead fetches. */
 typedef struct {
-    const char *prefix; /* "DIR/", or "" for the top */
-    size_t plen;
+    size_t plen; /* of "DIR/" ("" for the top) */
     char **names;
-    int n, max;
+    int n, cap;
 } sa_list;
 
 static int collect(const char *name, void *arg)
@@ -75,20 +102,27 @@ static int collect(const char *name, void *arg)
     const char *rest = name + l->plen;
     if (!*rest || strchr(rest, '/')) /* (deeper: not this directory's) */
         return 0;
-    int64_t size;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    int hit = gc_rcache_leased(name, rec, &size, NULL);
-    free(rec);
-    if (hit == RC_LEASED && size >= 0)
+    if (gc_rcache_has_size(name))
         return 0;
-    if (l->n == l->max)
-        return 1; /* enough: stop listing */
+    if (l->n == l->cap) {
+        if (l->cap == SA_LIST_MAX)
+            return 1; /* (a window of these is enough) */
+        int cap = l->cap ? 2 * l->cap : 256;
+        char **n = realloc(l->names, (size_t)cap * sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        l->names = n;
+        l->cap = cap;
+    }
     if (!(l->names[l->n] = strdup(name)))
         return -ENOMEM;
     l->n++;
     return 0;
+}
+
+static int cmp_version(const void *a, const void *b)
+{
+    return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* A file of a round: its record's subfiles, and where each one's size
@@ -205,7 +239,7 @@ static void size_of(sa_file *f, sa_server *sv, int64_t at, uint64_t closes)
     }
     int64_t total = gc_st_logical_size(&f->lay, sizes);
     if (total >= 0)
-        gc_rcache_size(f->name, total, mt, at, closes);
+        gc_rcache_size(f->name, total, mt, at, closes, true);
 }
 
 /* One round over the first names, up to GP_MAX_LEASES of them per
@@ -285,21 +319,41 @@ out:
     return ok ? n : 0;
 }
 
-/* The files of dir the cache lacks, a round at a time. */
-static void fetch(const char *dir, int max)
+/* Up to max files of name's directory that the cache lacks, the first
+ * after name in version order (file.9 before file.10), wrapping around;
+ * a round at a time.  How many it fetched, and *cut when there were
+ * more. */
+static int fetch(const char *name, size_t dlen, int max, bool *cut)
 {
     char prefix[GFS_NAME_MAX + 2];
-    snprintf(prefix, sizeof(prefix), "%s%s", dir, *dir ? "/" : "");
-    sa_list l = {.prefix = prefix, .plen = strlen(prefix), .max = max};
-    l.names = calloc((size_t)max, sizeof(*l.names));
+    memcpy(prefix, name, dlen);
+    memcpy(prefix + dlen, "/", 2);
+    if (!dlen)
+        prefix[0] = 0;
+    sa_list l = {.plen = strlen(prefix)};
     gp_record *rec = malloc(sizeof(*rec));
-    if (l.names && rec && gc_list_names(prefix, collect, &l) >= 0)
-        for (int i = 0, k = 1; i < l.n && k > 0; i += k)
-            k = fetch_round(l.names + i, l.n - i, rec);
+    int done = 0,
+        rc = rec ? gc_list_names_recent(prefix, SA_AGAIN_MS, collect, &l)
+                 : -ENOMEM;
+    int n = l.n < max ? l.n : max;
+    char **win = rc >= 0 && n ? malloc((size_t)n * sizeof(*win)) : NULL;
+    *cut = l.n > n || rc == 1;
+    if (win) {
+        qsort(l.names, (size_t)l.n, sizeof(*l.names), cmp_version);
+        int pos = 0;
+        while (pos < l.n && strverscmp(l.names[pos], name) <= 0)
+            pos++;
+        for (int i = 0; i < n; i++)
+            win[i] = l.names[(pos + i) % l.n];
+        for (int k = 1; done < n && k > 0; done += k)
+            k = fetch_round(win + done, n - done, rec);
+    }
     for (int i = 0; i < l.n; i++)
         free(l.names[i]);
     free(l.names);
+    free(win);
     free(rec);
+    return done;
 }
 
 bool gc_statahead(const char *name)
@@ -314,17 +368,42 @@ bool gc_statahead(const char *name)
     memcpy(dir, name, dlen);
     dir[dlen] = 0;
     int64_t now = g_now_ms();
+    uint64_t used = gc_rcache_ahead_used();
     pthread_mutex_lock(&sa.lock);
-    bool again =
-        strcmp(sa.last, dir) == 0 &&
-        !(strcmp(sa.fetched, dir) == 0 && now - sa.fetched_at < SA_AGAIN_MS);
+    bool again = strcmp(sa.last, dir) == 0 &&
+                 !(strcmp(sa.fetched, dir) == 0 && !sa.cut &&
+                   now - sa.fetched_at < SA_AGAIN_MS);
+    if (!sa.credit_at) {
+        sa.credit = SA_CREDIT;
+    } else { /* (time refills it up to SA_CREDIT, use beyond) */
+        int64_t refill = SA_CREDIT * (now - sa.credit_at) / 1000;
+        if (sa.credit < SA_CREDIT)
+            sa.credit =
+                sa.credit + refill < SA_CREDIT ? sa.credit + refill : SA_CREDIT;
+        sa.credit += SA_EARN * (int64_t)(used - sa.used);
+    }
+    if (sa.credit > SA_CREDIT_MAX)
+        sa.credit = SA_CREDIT_MAX;
+    sa.used = used;
+    sa.credit_at = now;
+    if (sa.credit < max)
+        max = (int)(sa.credit > 0 ? sa.credit : 0);
+    again = again && max >= SA_MIN;
     memcpy(sa.last, dir, dlen + 1);
     if (again) {
         memcpy(sa.fetched, dir, dlen + 1);
         sa.fetched_at = now;
+        sa.cut = false;
     }
     pthread_mutex_unlock(&sa.lock);
-    if (again)
-        fetch(dir, max);
-    return again;
+    if (!again)
+        return false;
+    bool cut;
+    int n = fetch(name, dlen, max, &cut);
+    pthread_mutex_lock(&sa.lock);
+    sa.credit -= n;
+    if (strcmp(sa.fetched, dir) == 0)
+        sa.cut = cut;
+    pthread_mutex_unlock(&sa.lock);
+    return true;
 }

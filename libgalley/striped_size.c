@@ -290,7 +290,7 @@ ask_sizes:;
         goto out_free;
     total = gc_st_logical_size(&lay, sizes);
     if (total >= 0) /* (kept only under a lease) */
-        gc_rcache_size(name, total, mt, t0, closes);
+        gc_rcache_size(name, total, mt, t0, closes, false);
     rc = total < 0 ? (int)total : 0;
     goto out_done;
 out_size:

@@ -55,15 +55,15 @@
 #include <string.h>
 
 #define SA_AGAIN_MS 1000
-#define SA_CREDIT 256
+#define SA_CREDIT 64
 #define SA_CREDIT_MAX 65536
 #define SA_EARN 4
-#define SA_MIN 64
+#define SA_MIN 32
 #define SA_LIST_MAX 65536
 
 static struct {
     pthread_mutex_t lock;
-    char last[GFS_NAME_MAX + 1];    /* the directory of the last miss */
+    char last[GFS_NAME_MAX + 1];    /* the last stat that asked */
     char fetched[GFS_NAME_MAX + 1]; /* the directory last fetched */
     int64_t fetched_at;             /* when (ms), 0: never */
     bool cut;                       /* that fetch stopped at its limit */
@@ -320,10 +320,10 @@ out:
 }
 
 /* Up to max files of name's directory that the cache lacks, the first
- * after name in version order (file.9 before file.10), wrapping around;
- * a round at a time.  How many it fetched, and *cut when there were
- * more. */
-static int fetch(const char *name, size_t dlen, int max, bool *cut)
+ * after name in version order (file.9 before file.10), or in byte order
+ * (lex: the order of readdir), wrapping around; a round at a time.  How
+ * many it fetched, and *cut when there were more. */
+static int fetch(const char *name, size_t dlen, int max, bool lex, bool *cut)
 {
     char prefix[GFS_NAME_MAX + 2];
     memcpy(prefix, name, dlen);
@@ -339,9 +339,11 @@ static int fetch(const char *name, size_t dlen, int max, bool *cut)
     char **win = rc >= 0 && n ? malloc((size_t)n * sizeof(*win)) : NULL;
     *cut = l.n > n || rc == 1;
     if (win) {
-        qsort(l.names, (size_t)l.n, sizeof(*l.names), cmp_version);
+        int (*cmp)(const char *, const char *) = lex ? strcmp : strverscmp;
+        if (!lex) /* (a listing is in byte order) */
+            qsort(l.names, (size_t)l.n, sizeof(*l.names), cmp_version);
         int pos = 0;
-        while (pos < l.n && strverscmp(l.names[pos], name) <= 0)
+        while (pos < l.n && cmp(l.names[pos], name) <= 0)
             pos++;
         for (int i = 0; i < n; i++)
             win[i] = l.names[(pos + i) % l.n];
@@ -370,7 +372,12 @@ bool gc_statahead(const char *name)
     int64_t now = g_now_ms();
     uint64_t used = gc_rcache_ahead_used();
     pthread_mutex_lock(&sa.lock);
-    bool again = strcmp(sa.last, dir) == 0 &&
+    /* (stats that go forward in byte order but back in version order,
+     * file.1099 then file.11, follow readdir: ls -l, find) */
+    bool lex = strcmp(sa.last, name) < 0 && strverscmp(sa.last, name) > 0;
+    bool again = strlen(sa.last) > dlen && sa.last[dlen] == '/' &&
+                 strncmp(sa.last, name, dlen) == 0 &&
+                 !strchr(sa.last + dlen + 1, '/') &&
                  !(strcmp(sa.fetched, dir) == 0 && !sa.cut &&
                    now - sa.fetched_at < SA_AGAIN_MS);
     if (!sa.credit_at) {
@@ -389,7 +396,7 @@ bool gc_statahead(const char *name)
     if (sa.credit < max)
         max = (int)(sa.credit > 0 ? sa.credit : 0);
     again = again && max >= SA_MIN;
-    memcpy(sa.last, dir, dlen + 1);
+    snprintf(sa.last, sizeof(sa.last), "%s", name);
     if (again) {
         memcpy(sa.fetched, dir, dlen + 1);
         sa.fetched_at = now;
@@ -399,7 +406,7 @@ bool gc_statahead(const char *name)
     if (!again)
         return false;
     bool cut;
-    int n = fetch(name, dlen, max, &cut);
+    int n = fetch(name, dlen, max, lex, &cut);
     pthread_mutex_lock(&sa.lock);
     sa.credit -= n;
     if (strcmp(sa.fetched, dir) == 0)

@@ -394,24 +394,31 @@ static void last_init(void)
     pthread_atfork(last_lock, last_unlock, last_unlock);
 }
 
-/* names[0..n) as the last listing of prefix (taking them), or freed. */
-static void keep_listing(const char *prefix, char **names, size_t n, int64_t at)
+/* (*p, *names, *n) as the last listing (asked for at `at`) when replace
+ * or when none is kept; what is not kept is left there for
+ * free_listing. */
+static void set_listing(char **p, char ***names, size_t *n, int64_t at,
+                        bool replace)
 {
     pthread_once(&last_once, last_init);
-    char *p = strdup(prefix);
     pthread_mutex_lock(&last.lock);
-    if (p) {
-        char **old = last.names;
-        size_t oldn = last.n;
-        free(last.prefix);
-        last.prefix = p;
-        last.names = names;
-        last.n = n;
+    if (*p && (replace || !last.prefix)) {
+        char *op = last.prefix, **on = last.names;
+        size_t oc = last.n;
+        last.prefix = *p;
+        last.names = *names;
+        last.n = *n;
         last.at = at;
-        names = old;
-        n = oldn;
+        *p = op;
+        *names = on;
+        *n = oc;
     }
     pthread_mutex_unlock(&last.lock);
+}
+
+static void free_listing(char *p, char **names, size_t n)
+{
+    free(p);
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
@@ -475,7 +482,9 @@ int gc_list_names(const char *prefix, int (*fn)(const char *, void *),
         }
         for (size_t i = 0; i < kept && !rc; i++)
             rc = fn(names[i], arg);
-        keep_listing(prefix, names, kept, at);
+        char *p = strdup(prefix);
+        set_listing(&p, &names, &kept, at, true);
+        free_listing(p, names, kept);
         return rc;
     }
     for (size_t i = 0; i < n; i++)
@@ -506,21 +515,8 @@ int gc_list_names_recent(const char *prefix, int64_t age_ms,
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++)
         rc = fn(names[i], arg);
-    pthread_mutex_lock(&last.lock);
-    if (!last.prefix) {
-        last.prefix = p;
-        last.names = names;
-        last.n = n;
-        last.at = at;
-        p = NULL;
-        names = NULL;
-        n = 0;
-    }
-    pthread_mutex_unlock(&last.lock);
-    free(p);
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    set_listing(&p, &names, &n, at, false);
+    free_listing(p, names, n);
     return rc;
 }
 

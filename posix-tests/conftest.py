@@ -47,6 +47,19 @@ def galley_exec(c, *cmd, timeout=gt.CALL_TIMEOUT, opts=(), mounts=(),
                   timeout=timeout, input=input)
 
 
+def local_and_mapped(cluster, uniq, tmp_path, run):
+    """run(directory, mounts) on a local directory (mounts None) and on one
+    mapped to /uniq under `galley exec -m`: (local's, mapped's) results.
+    The mapped directory must stay empty: the files were Galley's."""
+    local, mapped = tmp_path / "local", tmp_path / "mapped"
+    local.mkdir()
+    mapped.mkdir()
+    want = run(local, None)
+    got = run(mapped, ["%s=/%s" % (mapped, uniq)])
+    assert list(mapped.iterdir()) == []
+    return want, got
+
+
 # ------------------------------------------------------------- mounts
 def fuse_ok():
     try:

@@ -242,9 +242,10 @@ static void size_of(sa_file *f, sa_server *sv, int64_t at, uint64_t closes)
         gc_rcache_size(f->name, total, mt, at, closes, true);
 }
 
-/* One round over the first names, up to GP_MAX_LEASES of them per
- * metadata server: every server's NS_LEASE_MANY at once, then every
- * server's FORK_SIZES at once.  How many names it took. */
+/* One round over the first names, up to GP_MAX_LEASES of them (and
+ * GP_ATTR_MAX bytes) per metadata server: every server's NS_LEASE_MANY
+ * at once, then every server's FORK_SIZES at once.  How many names it
+ * took. */
 static int fetch_round(char **names, int n, gp_record *rec)
 {
     int ns = gc_g.nservers;
@@ -252,7 +253,7 @@ static int fetch_round(char **names, int n, gp_record *rec)
     sa_server *sv = calloc((size_t)ns, sizeof(*sv));
     bool ok = files && sv;
     for (int s = 0; ok && s < ns; s++) {
-        sv[s].names = malloc((size_t)GP_MAX_LEASES * (GFS_NAME_MAX + 1));
+        sv[s].names = malloc(GP_ATTR_MAX);
         sv[s].file = malloc(GP_MAX_LEASES * sizeof(int));
         sv[s].hids = malloc(GP_MAX_DELETES * 8);
         ok = sv[s].names && sv[s].file && sv[s].hids;
@@ -261,12 +262,12 @@ static int fetch_round(char **names, int n, gp_record *rec)
         goto out;
     for (int i = 0; i < n; i++) {
         sa_server *v = &sv[gc_meta_server(names[i])];
-        if (v->nnames == GP_MAX_LEASES) {
+        size_t len = strlen(names[i]) + 1;
+        if (v->nnames == GP_MAX_LEASES || v->nameslen + len > GP_ATTR_MAX) {
             n = i; /* (the next round's) */
             break;
         }
         files[i].name = names[i];
-        size_t len = strlen(names[i]) + 1;
         memcpy(v->names + v->nameslen, names[i], len);
         v->nameslen += len;
         v->file[v->nnames++] = i;

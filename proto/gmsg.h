@@ -167,14 +167,14 @@
     F(u64, epoch) F(u8, known) F(u64, seq) F(list, n, NAME, GP_MAX_NAMES)
 
 /* NS_LEASE_MANY: NS_LEASE of each name in `names` (n names, each
- * NUL-terminated, at most GP_MAX_LEASES), all of them at this server;
+ * NUL-terminated, at most GP_MAX_LEASES of them and GP_ATTR_MAX bytes in
+ * all: the largest blob), all of them at this server;
  * the list holds a LEASED item per name in that order, each followed,
  * when its err is 0, by the name's record (gp_put_record), leased for
  * its lease_ms as by NS_LEASE (0: no lease).  err: a positive errno
  * (ENOENT: no such name here). */
 #define GP_MAX_LEASES 64
-#define GP_NS_LEASE_MANY_REQ(F)                                                \
-    F(u64, client) F(blob, names, GP_MAX_LEASES *(GFS_NAME_MAX + 1))
+#define GP_NS_LEASE_MANY_REQ(F) F(u64, client) F(blob, names, GP_ATTR_MAX)
 #define GP_NS_LEASE_MANY_REP(F) F(u64, epoch) F(list, n, LEASED, GP_MAX_LEASES)
 
 #define GP_NS_LET_GO_REQ(F) F(u64, client)

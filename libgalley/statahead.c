@@ -12,13 +12,14 @@
  * (every server's NS_LIST at once), then, for up to GALLEY_MD_STATAHEAD
  * (default 4096; 0: off) of its files that the cache does not hold with
  * a size, the first after the stat's name in version order (file.9
- * before file.10: the order numbered files are made and read in), their
- * records under leases (NS_LEASE_MANY: up to GP_MAX_LEASES
- * names in one request to their metadata server) and their data forks'
- * sizes (FORK_SIZES: every subfile of a round's files at a server in one
- * request), each round's requests to every server sent before the first
- * answer is read.  What it fetches is exactly what a stat of each would
- * have put in the cache, under the same leases, so a stat answered from
+ * before file.10: the order numbered files are made and read in), or in
+ * byte order when the stats go that way (they follow readdir), their
+ * records under leases (NS_LEASE_MANY: up to GP_MAX_LEASES names, or
+ * GP_ATTR_MAX bytes of them, in one request to their metadata server)
+ * and their data forks' sizes (FORK_SIZES: every subfile of a round's files at
+ * a server in one request), each round's requests to every server sent before
+ * the first answer is read.  What it fetches is exactly what a stat of each
+ * would have put in the cache, under the same leases, so a stat answered from
  * it means what rcache.c says a cached stat means.  A replicated file,
  * the locality layout and links are left to their own stat.
  *

@@ -365,8 +365,9 @@ int gfs_list_files(const char *prefix, int (*fn)(const char *, void *),
     return gc_list_names(prefix, fn, arg);
 }
 
-/* The last listing (stat-ahead may use it again: gc_list_names_recent),
- * under its lock. */
+/* The last listing of at most GC_LIST_KEEP_MAX names (stat-ahead may use
+ * it again: gc_list_names_recent), under its lock. */
+#define GC_LIST_KEEP_MAX 65536
 static struct {
     pthread_mutex_t lock;
     char *prefix;
@@ -482,7 +483,9 @@ int gc_list_names(const char *prefix, int (*fn)(const char *, void *),
         }
         for (size_t i = 0; i < kept && !rc; i++)
             rc = fn(names[i], arg);
-        char *p = strdup(prefix);
+        /* (a listing too long to keep is not kept: its memory would
+         * stay until the next one) */
+        char *p = kept <= GC_LIST_KEEP_MAX ? strdup(prefix) : NULL;
         set_listing(&p, &names, &kept, at, true);
         free_listing(p, names, kept);
         return rc;

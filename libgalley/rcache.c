@@ -368,6 +368,14 @@ bool gc_rcache_get(const char *name, gp_record *rec)
     return gc_rcache_leased(name, rec, NULL, NULL) != RC_NONE;
 }
 
+/* A leased entry's size a stat may answer (rc_lock held): known, not
+ * open here, and less than GALLEY_MD_SIZE_MS old (rcache.c's header). */
+static bool size_servable(const rc_ent *e, int64_t now)
+{
+    long max = (long)g_config_int(G_CFG_MD_SIZE_MS); /* read once */
+    return e->size >= 0 && now - e->size_at < max && !is_open(e->name);
+}
+
 int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size,
                      int64_t *mtime)
 {
@@ -389,9 +397,7 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size,
         if (leased(e, now)) {
             hit = RC_LEASED;
             rl.srv[e->lserver].used = now;
-            long max = (long)g_config_int(G_CFG_MD_SIZE_MS); /* read once */
-            if (size && e->size >= 0 && now - e->size_at < max &&
-                !is_open(name)) {
+            if (size && size_servable(e, now)) {
                 *size = e->size;
                 if (mtime)
                     *mtime = e->mtime;
@@ -408,13 +414,12 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size,
 
 bool gc_rcache_has_size(const char *name)
 {
-    bool has = false;
     pthread_mutex_lock(&rc_lock);
     check_fork();
     rc_ent *e = slot(name);
-    if (e->name && strcmp(e->name, name) == 0 && leased(e, g_now_ms()))
-        has = e->size >= 0 && !is_open(name) &&
-              g_now_ms() - e->size_at < (int64_t)g_config_int(G_CFG_MD_SIZE_MS);
+    int64_t now = g_now_ms();
+    bool has = e->name && strcmp(e->name, name) == 0 && leased(e, now) &&
+               size_servable(e, now);
     pthread_mutex_unlock(&rc_lock);
     return has;
 }

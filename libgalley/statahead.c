@@ -144,7 +144,7 @@ typedef struct {
     int *file;       /* the round's file of each */
     gc_pending look; /* its NS_LEASE_MANY */
     uint32_t nhid;
-    uint8_t *hids;      /* FORK_SIZES's hids */
+    gp_wbuf hids;       /* FORK_SIZES's hids */
     gc_pending sizes;   /* its FORK_SIZES */
     gp_SIZE_item *item; /* the answers, by position */
 } sa_server;
@@ -174,11 +174,8 @@ static void take(sa_file *f, const gp_record *rec, const gp_LEASED_item *it,
     for (uint32_t j = 0; j < rec->nsub; j++) {
         sa_server *v = &sv[rec->server[j]];
         f->server[j] = rec->server[j];
-        f->pos[j] = v->nhid;
-        for (int b = 0; b < 8; b++)
-            v->hids[v->nhid * 8 + (uint32_t)b] =
-                (uint8_t)(rec->hid[j] >> (8 * b));
-        v->nhid++;
+        f->pos[j] = v->nhid++;
+        gp_put_u64(&v->hids, rec->hid[j]);
     }
     f->sized = true;
 }
@@ -256,8 +253,8 @@ static int fetch_round(char **names, int n, gp_record *rec)
     for (int s = 0; ok && s < ns; s++) {
         sv[s].names = malloc(GP_ATTR_MAX);
         sv[s].file = malloc(GP_MAX_LEASES * sizeof(int));
-        sv[s].hids = malloc(GP_MAX_DELETES * 8);
-        ok = sv[s].names && sv[s].file && sv[s].hids;
+        gp_wbuf_init(&sv[s].hids);
+        ok = sv[s].names && sv[s].file;
     }
     if (!ok)
         goto out;
@@ -290,11 +287,12 @@ static int fetch_round(char **names, int n, gp_record *rec)
             leased(&sv[s], s, files, sent, rec, sv, fork);
     for (int s = 0; s < ns; s++)
         if (sv[s].nhid)
-            gc_FORK_SIZES_send(gc_server_conn(s),
-                               &(gp_FORK_SIZES_req){.fork = fork,
-                                                    .hids = sv[s].hids,
-                                                    .hids_len = sv[s].nhid * 8},
-                               &sv[s].sizes);
+            gc_FORK_SIZES_send(
+                gc_server_conn(s),
+                &(gp_FORK_SIZES_req){.fork = fork,
+                                     .hids = sv[s].hids.data,
+                                     .hids_len = (uint32_t)sv[s].hids.len},
+                &sv[s].sizes);
     /* (a file id closed after this may have written: its size is then
      * not kept, as in a stat's own fan-out) */
     int64_t at = g_now_ms();
@@ -313,7 +311,7 @@ out:
     for (int s = 0; sv && s < ns; s++) {
         free(sv[s].names);
         free(sv[s].file);
-        free(sv[s].hids);
+        gp_wbuf_free(&sv[s].hids);
         free(sv[s].item);
     }
     free(files);

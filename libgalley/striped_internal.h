@@ -43,11 +43,6 @@ int gc_st_from_fid(int fid, const int *kids);
  * the sizes of open s's forks (striped_size.c). */
 int64_t gc_st_logical_size(const gfs_layout *lay, const int64_t *sizes);
 int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes, int64_t *mtimes);
-/* The size and modification time of fork `fork` from a FORK_LIST reply:
- * 0, -ENOENT when the subfile has no such fork, or the call's error
- * (striped_size.c). */
-int gc_st_size_in_list(gc_pending *p, const char *fork, int64_t *size,
-                       int64_t *mtime);
 /* Stat-ahead: called by a stat whose record or size is not cached; true
  * when it fetched name's directory, so that the cache may now hold it
  * (statahead.c). */

@@ -129,8 +129,10 @@ int gfs_striped_size_mtime(int sid, int64_t *size, int64_t *mtime_ns)
     return 0;
 }
 
-int gc_st_size_in_list(gc_pending *p, const char *fork, int64_t *size,
-                       int64_t *mtime)
+/* Size and modification time of subfile i's fork `fork` from a
+ * FORK_LIST reply. */
+static int size_in_list(gc_pending *p, const char *fork, int64_t *size,
+                        int64_t *mtime)
 {
     gc_tail t;
     gp_FORK_LIST_rep m;
@@ -178,7 +180,7 @@ static int list_sizes(const char *name, const gp_record *r, const char *fork,
         *mtime = 0;
     for (int i = 0; i < n; i++) {
         int64_t mt = 0;
-        int k = gc_st_size_in_list(&p[i], fork, &sizes[i], &mt);
+        int k = size_in_list(&p[i], fork, &sizes[i], &mt);
         if (k && !rc)
             rc = k;
         if (mtime && mt > *mtime)

@@ -175,18 +175,23 @@ static void lease_acked(ns_client *k, uint64_t acked)
     pthread_cond_broadcast(&ns.cv);
 }
 
+/* name's record into *rec and a lease on it for client (*lease_ms, 0:
+ * none), or -ENOENT. */
+static int lease_one(gsrv_conn *c, const char *name, uint64_t client,
+                     gp_record *rec, uint32_t *lease_ms)
+{
+    ns_ent *e = ns_lock_record(name, NULL, rec);
+    *lease_ms = e ? ns_lease_grant(c, e, client) : 0;
+    pthread_mutex_unlock(&ns.lock);
+    return e ? 0 : -ENOENT;
+}
+
 int gsrv_do_NS_LEASE(gsrv_conn *c, const gp_NS_LEASE_req *m, gp_NS_LEASE_rep *r,
                      gsrv_call *k)
 {
     if (!m->client)
         return -EINVAL;
-    int rc = 0;
-    ns_ent *e = ns_lock_record(m->name, NULL, r->rec);
-    if (e)
-        r->lease_ms = ns_lease_grant(c, e, m->client);
-    else
-        rc = -ENOENT;
-    pthread_mutex_unlock(&ns.lock);
+    int rc = lease_one(c, m->name, m->client, r->rec, &r->lease_ms);
     r->epoch = ns.epoch;
     return rc;
 }
@@ -212,12 +217,11 @@ int gsrv_do_NS_LEASE_MANY(gsrv_conn *c, const gp_NS_LEASE_MANY_req *m,
     r->epoch = ns.epoch;
     gp_wbuf *w = gsrv_reply_fields(k);
     for (const char *p = names; p < end; p += strlen(p) + 1) {
-        ns_ent *e = ns_lock_record(p, NULL, rec);
-        uint32_t lease = e ? ns_lease_grant(c, e, m->client) : 0;
-        pthread_mutex_unlock(&ns.lock);
-        gp_LEASED_item_encode(
-            w, &(gp_LEASED_item){.err = e ? 0 : ENOENT, .lease_ms = lease});
-        if (e)
+        gp_LEASED_item it;
+        int rc = lease_one(c, p, m->client, rec, &it.lease_ms);
+        it.err = (uint32_t)-rc;
+        gp_LEASED_item_encode(w, &it);
+        if (!rc)
             gp_put_record(w, rec);
     }
     free(rec);

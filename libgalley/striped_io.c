@@ -114,6 +114,18 @@ static void striped_ask_all(const gc_striped *s, int sid, int op,
     gc_conn_prepare(op, all, n);
 }
 
+/* A read within one stripe unit that touches one subfile (a small file's
+ * read, a record): its first op opens only that fork and readies no
+ * other, where a larger first op opens and readies them all; a later op
+ * that reaches another subfile opens its fork then. */
+static bool small_read(const size_t *cnt, unsigned ns)
+{
+    unsigned touched = 0;
+    for (unsigned i = 0; i < ns; i++)
+        touched += cnt[i] > 0;
+    return touched == 1;
+}
+
 /* The striped layout's op: each subfile's pieces, one transfer per
  * server.  Two passes over the pieces: count each subfile's fragments,
  * then place them straight where the op keeps them (one allocation for
@@ -135,12 +147,15 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         want[i] = cnt[i] > 0;
         failed[i] = false;
     }
-    /* the forks it touches, opened; the first call of an op tries to open
-     * every one at once (striped_ask_all then readies them all), but a
-     * subfile it does not touch (its server down) fails it no more than
-     * it would have failed a call that opened only what it touches */
+    /* the forks it touches, opened; the first call of an op but a small
+     * read tries to open every one at once (striped_ask_all then readies
+     * them all), but a subfile it does not touch (its server down) fails
+     * it no more than it would have failed a call that opened only what
+     * it touches */
     int rc = -1;
-    if (!(s->asked & (1u << op)))
+    bool small =
+        op == GFS_READ && total <= (int64_t)unit && small_read(cnt, ns);
+    if (!(s->asked & (1u << op)) && !small)
         rc = gc_st_forks(sid, s, NULL, failed);
     bool touched_failed = false; /* then that is the call's error: asking
                                   * again would wait out its server's
@@ -223,7 +238,8 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         gc_op_free(o);
         return rc;
     }
-    striped_ask_all(s, sid, op, o);
+    if (!small)
+        striped_ask_all(s, sid, op, o);
     o->op = op;
     o->total = total;
     o->sid = sid;

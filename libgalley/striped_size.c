@@ -32,23 +32,26 @@ static int list_sizes(const char *name, const gp_record *r, const char *fork,
                       gp_record *look, int *lookrc, int64_t *sizes,
                       int64_t *mtime);
 
-/* Every fork's size: asked of the open forks (FORK_SIZE), or, when this
- * id has opened none yet, listed by the record's header ids (FORK_LIST,
- * as a stat does: no fork opened for it).  *mtime (when mtime): the
+/* Every fork's size: asked of the open forks (FORK_SIZE) when this id
+ * has opened them all, else listed by the record's header ids (FORK_LIST,
+ * as a stat does: no fork opened for it; a subfile gone from its server
+ * while this id has its fork open -- removed by another process -- is
+ * then asked through the forks).  *mtime (when mtime): the
  * newest of their modification times (ns; 0: none written). */
 int gc_st_fork_sizes(int sid, gc_striped *s, int64_t *sizes, int64_t *mtime)
 {
-    bool none = true;
+    bool all = true;
     for (int i = 0; i < s->lay.nsubfiles; i++)
-        none = none && s->kids[i] < 0;
-    if (none) {
+        all = all && s->kids[i] >= 0;
+    if (!all) {
         gc_file *f = malloc(sizeof(*f));
         int rc = f ? gc_file_get(s->fid, f) : -ENOMEM;
         if (!rc)
             rc = list_sizes(f->name, &f->rec, s->lay.fork, NULL, NULL, sizes,
                             mtime);
         free(f);
-        return rc;
+        if (rc != GFS_ESTALE)
+            return rc;
     }
     int rc = gc_st_forks(sid, s, NULL, NULL);
     if (rc)

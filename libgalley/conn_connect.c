@@ -34,8 +34,14 @@ static int handshake_call(gc_conn *c, uint16_t op, const gp_wbuf *w,
                          (gc_timeout_ms() % 1000) * 1000};
     setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     rc = gc_cn_recv_all(c, hb, sizeof(hb));
+    if (rc && errno == EAGAIN) {
+        pthread_mutex_lock(&c->lock);
+        c->silent_ns = g_now_ns();
+        pthread_mutex_unlock(&c->lock);
+        return GFS_ETIMEDOUT;
+    }
     if (rc)
-        return errno == EAGAIN ? GFS_ETIMEDOUT : rc;
+        return rc;
     gp_hdr_decode(hb, &h);
     if (h.magic != GP_MAGIC)
         return GFS_EPROTO;
@@ -188,14 +194,29 @@ out_close:
     return rc;
 }
 
+/* How long a server that let a request time out is not asked again: one
+ * second, or the timeout when that is shorter.  A stopped server (or its
+ * host) still accepts a connection, so asking it again would wait out a
+ * whole timeout a second time within the same call; a request meanwhile
+ * fails at once, as the one before it did.  A restarted server is used
+ * again after it (the next request reconnects). */
+static uint64_t silent_hold_ns(void)
+{
+    uint64_t t = (uint64_t)gc_timeout_ms() * 1000000ull;
+    return t < 1000000000ull ? t : 1000000000ull;
+}
+
 /* Make sure the connection is up.  Called with send_lock held. */
 int gc_cn_ensure_connected(gc_conn *c)
 {
     pthread_mutex_lock(&c->lock);
     bool up = c->fd >= 0 && !c->broken;
+    uint64_t silent = c->silent_ns;
     pthread_mutex_unlock(&c->lock);
     if (up)
         return 0;
+    if (silent && g_now_ns() - silent < silent_hold_ns())
+        return GFS_ETIMEDOUT;
     gc_cn_shutdown(c);
     /* A control connection is connected once, on the program's thread
      * (rcache.c): its renewal thread must not make a socket (a shell may

@@ -31,8 +31,10 @@ struct gc_conn {
     uint64_t next_reqid;
     uint64_t data_limit;
     uint64_t last_rx_ns;
-    pid_t owner;  /* the process that connected */
-    bool control; /* gc_conn_new_control: requests only */
+    uint64_t silent_ns; /* when a request last timed out (0: never): see
+                         * gc_cn_ensure_connected */
+    pid_t owner;        /* the process that connected */
+    bool control;       /* gc_conn_new_control: requests only */
     /* the reply engines' state (see the top) */
     bool reader_live; /* reader engine: its thread runs */
     pthread_t reader;

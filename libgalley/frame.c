@@ -412,6 +412,7 @@ int gc_wait(gc_req *req)
              * reader fail every other pending request too; a request the
              * reader is filling is completed (with an error) by it. */
             gc_cn_mark_broken_locked(c);
+            c->silent_ns = now;
             if (c->fd >= 0)
                 shutdown(c->fd, SHUT_RDWR);
             if (req->state == GC_REQ_PENDING) {

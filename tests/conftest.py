@@ -81,6 +81,15 @@ def helper_path(name):
     return find_program("tests/helpers/" + name, name)
 
 
+def libgalley_so():
+    """The build tree's libgalley.so, for scripts that call it through
+    ctypes."""
+    p = BUILD / "libgalley" / ".libs" / "libgalley.so"
+    if not p.exists():
+        pytest.skip("no libgalley.so in the build tree")
+    return str(p)
+
+
 def free_port():
     """A loopback port with nothing listening on it (right now)."""
     with socket.socket() as s:

@@ -28,7 +28,7 @@ import time
 import pytest
 
 from conftest import (LineReader, assert_helper_ok, base_env, describe,
-                      galley_path, run)
+                      galley_path, libgalley_so, run)
 from gproto_const import OP
 import struct
 
@@ -289,14 +289,6 @@ for line in sys.stdin:
         say("ok %d" % g.gfs_finalize())
         break
 """
-
-
-def libgalley_so():
-    from conftest import BUILD
-    p = BUILD / "libgalley" / ".libs" / "libgalley.so"
-    if not p.exists():
-        pytest.skip("no libgalley.so in the build tree")
-    return str(p)
 
 
 class Worker:

@@ -4,11 +4,13 @@ timeout, and nothing acknowledged is lost."""
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import LineReader, assert_helper_ok, describe
+from conftest import LineReader, assert_helper_ok, describe, libgalley_so
 from gproto_const import GFS_ESERVERDOWN, GFS_ETIMEDOUT
 
 
@@ -185,3 +187,87 @@ def test_client_survives_a_server_restart(fresh_cluster, uniq):
             p.wait()
     assert p.returncode == 0 and "FAIL" not in out and "DONE" in out, \
         out + p.stderr.read()
+
+
+STOPPED_READER = r"""
+import ctypes, sys, time
+g = ctypes.CDLL(sys.argv[1])
+g.gfs_striped_read.restype = ctypes.c_int64
+g.gfs_striped_read.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_void_p,
+                               ctypes.c_int64]
+assert g.gfs_init(sys.argv[2].encode()) == 0
+sid = g.gfs_striped_open(sys.argv[3].encode())
+assert sid >= 0, sid
+n = int(sys.argv[4])
+buf = ctypes.create_string_buffer(n)
+
+
+def read(what):
+    t = time.monotonic()
+    rc = g.gfs_striped_read(sid, 0, buf, n)
+    print("%s %d %.3f" % (what, rc, time.monotonic() - t), flush=True)
+
+
+read("warm")
+sys.stdin.readline()  # a server is stopped now
+read("first")
+read("second")
+sys.stdin.readline()  # and continued
+time.sleep(1.5)
+read("again")
+sys.stdout.buffer.write(buf.raw)
+"""
+
+
+def test_a_stopped_server_is_waited_out_once(fresh_cluster, uniq, tmp_path):
+    """A server stopped (SIGSTOP) under a reader: the read that needs it
+    fails after GALLEY_TIMEOUT; the next one, at once, fails at once
+    (ETIMEDOUT) instead of waiting out the stopped server a second time
+    (it still accepts connections); once it is continued, the same
+    process reads the file again."""
+    c = fresh_cluster
+    data = os.urandom(1 << 20)
+    src = tmp_path / "data"
+    src.write_bytes(data)
+    name = uniq + "/s"
+    cp = c.galley("put", "-n", "4", "-u", "65536", src, name)
+    assert cp.returncode == 0, describe(cp)
+    script = tmp_path / "reader.py"
+    script.write_text(STOPPED_READER)
+    # the server path: same-host direct access reads without the server
+    env = dict(c.env, GALLEY_TIMEOUT="2", GALLEY_TRANSPORT="local")
+    p = subprocess.Popen([sys.executable, str(script), libgalley_so(),
+                          str(c.cluster_file), name, str(len(data))],
+                         env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pid = c.pid(2)
+    stopped = False
+    try:
+        warm = p.stdout.readline().split()
+        assert warm[:2] == [b"warm", str(len(data)).encode()], (
+            warm, p.stderr.read())
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
+        first = p.stdout.readline().split()
+        second = p.stdout.readline().split()
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if stopped:
+            os.kill(pid, signal.SIGCONT)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert first[:2] == [b"first", str(GFS_ETIMEDOUT).encode()], first
+    assert 1.5 < float(first[2]) < 10, first
+    assert second[:2] == [b"second", str(GFS_ETIMEDOUT).encode()], second
+    assert float(second[2]) < 0.5, second
+    again, rest = out.split(b"\n", 1)
+    assert again.split()[:2] == [b"again", str(len(data)).encode()], again
+    assert rest == data

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (CLUSTER_KEYS, base_env, describe, galley_path,
-                      galleyd_path, run)
+                      galleyd_path, libgalley_so, run)
 from gproto_const import GFS_EAUTH, GFS_ECONNLIMIT, GFS_ETOOBIG
 from gproto_const import OP as ALL_OPS
 from test_protocol import (OP, VERSION, Conn, extent, find_record, frame,
@@ -767,14 +767,6 @@ rc = g.gfs_striped_unlock(sid, ctypes.c_int64(0), ctypes.c_int64(100))
 print("unlocked %d" % rc, flush=True)
 g.gfs_finalize()
 """
-
-
-def libgalley_so():
-    from conftest import BUILD  # noqa: the build tree the suite uses
-    for p in (BUILD / "libgalley" / ".libs" / "libgalley.so",):
-        if p.exists():
-            return str(p)
-    pytest.skip("no libgalley.so in the build tree")
 
 
 def test_lock_leases(tmp_path):

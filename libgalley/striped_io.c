@@ -78,7 +78,8 @@ static void split_count(const gfs_layout *lay, const gc_pieces *pc, size_t *cnt,
 
 /*
  * The first read (or write) of a striped open that touches only some of
- * its subfiles (a 4 KiB call touches one): its transport gets ready for
+ * its subfiles (a 4 KiB call touches one; but an open's small first op,
+ * small_first, readies nothing else): its transport gets ready for
  * every subfile's fork at once (gc_conn_prepare; the direct transport asks
  * each server for the fork's descriptor in one round trip, where the
  * calls that reach the other subfiles later would each wait for one).
@@ -114,16 +115,21 @@ static void striped_ask_all(const gc_striped *s, int sid, int op,
     gc_conn_prepare(op, all, n);
 }
 
-/* A read within one stripe unit that touches one subfile (a small file's
- * read, a record): its first op opens only that fork and readies no
- * other, where a larger first op opens and readies them all; a later op
- * that reaches another subfile opens its fork then. */
-static bool small_read(const size_t *cnt, unsigned ns)
+/* The first op of an open that stays within one stripe unit of one
+ * subfile (a small file's read or write, a record): it opens only that
+ * fork and readies no other, so a small file's open, I/O and close ask
+ * one server.  Any later op opens and readies every fork at once, as a
+ * larger first op does. */
+static bool small_first(const gc_striped *s, const size_t *cnt, unsigned ns,
+                        int64_t total)
 {
     unsigned touched = 0;
-    for (unsigned i = 0; i < ns; i++)
+    for (unsigned i = 0; i < ns; i++) {
+        if (s->kids[i] >= 0)
+            return false; /* not the first */
         touched += cnt[i] > 0;
-    return touched == 1;
+    }
+    return touched == 1 && total <= s->lay.unit;
 }
 
 /* The striped layout's op: each subfile's pieces, one transfer per
@@ -147,14 +153,13 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         want[i] = cnt[i] > 0;
         failed[i] = false;
     }
-    /* the forks it touches, opened; the first call of an op but a small
-     * read tries to open every one at once (striped_ask_all then readies
-     * them all), but a subfile it does not touch (its server down) fails
-     * it no more than it would have failed a call that opened only what
-     * it touches */
+    /* the forks it touches, opened; the first call of an op (but a small
+     * first op) tries to open every one at once (striped_ask_all then
+     * readies them all), but a subfile it does not touch (its server
+     * down) fails it no more than it would have failed a call that opened
+     * only what it touches */
     int rc = -1;
-    bool small =
-        op == GFS_READ && total <= (int64_t)unit && small_read(cnt, ns);
+    bool small = small_first(s, cnt, ns, total);
     if (!(s->asked & (1u << op)) && !small)
         rc = gc_st_forks(sid, s, NULL, failed);
     bool touched_failed = false; /* then that is the call's error: asking

@@ -773,19 +773,23 @@ def test_descriptors_do_not_cross_exec(cluster, workers, uniq):
 
 # ------------------------------------------------------ striped files ----
 
-def test_first_small_striped_write_asks_every_subfile_at_once(
+def test_second_small_striped_write_asks_every_subfile_at_once(
         cluster, workers, uniq):
-    """A 4 KiB write that reaches one subfile of a striped file gets the
-    descriptors of all its subfiles in one round of requests (later calls
-    to the other subfiles find them); a process holding plain writable
-    descriptors of every subfile leaves another's 16-byte records to the
-    server path, and every byte of both lands as written."""
+    """An open's first 4 KiB write, within one subfile, gets that
+    subfile's descriptor only (a small file's create, write and close
+    ask one server); the next write, to another subfile, gets the
+    descriptors of all the others in one round of requests (later calls
+    to them find them); a process holding plain writable descriptors of
+    every subfile leaves another's 16-byte records to the server path,
+    and every byte of both lands as written."""
     name = "/%s" % uniq
     n = cluster.n
     d, s, t = workers("direct"), workers("direct"), workers("tcp")
     d("sopen", name, n)
     assert d.int("fds") == 0
     d("sw", 0, 4096, 7)  # subfile 0 only
+    assert d.int("fds") == 1
+    d("sw", 65536 + 8192, 4096, 8)  # subfile 1: and every other one
     assert d.int("fds") == n
     # 16-byte records over the whole stripe set, written by another direct
     # client while d holds writable descriptors that take no locks

@@ -35,12 +35,7 @@
  * GALLEY_MD_IDLE_MS (default 30000; 0: never) are let go, unless a file
  * of theirs is open here: their entries stay as hints, the renewals to
  * that server stop, and the next open or stat of such a name asks once
- * and is granted a lease again.  So an idle process sends nothing.  The
- * same happens sooner when a lease there is recalled and none was used
- * for RC_RECALL_IDLE_MS: a recall means another process is changing
- * names there (removing a directory's files, say), and each further
- * recall of a lease this process no longer uses would cost that process
- * a round trip through this one.  A
+ * and is granted a lease again.  So an idle process sends nothing.  A
  * process lets all its leases go at gfs_finalize, and at exit() when it
  * never called it (the preload does not), so that nobody waits for
  * leases of a process that has ended.
@@ -102,10 +97,6 @@ typedef struct rc_ent {
 } rc_ent;
 
 #define RC_OPEN_SLOTS 256
-
-/* Leases at a server unused this long (ms) go at its first recall (see
- * the top). */
-#define RC_RECALL_IDLE_MS 1000
 
 /* A name some file id of this process has open, and how many. */
 typedef struct rc_open {
@@ -679,11 +670,6 @@ static void *renewer(void *arg)
         int rc =
             renew(s, conn ? conn : gc_server_conn(s), client, &acked, w, &owe);
         pthread_mutex_lock(&rc_lock);
-        if (!rc && owe && !rl.stop &&
-            g_now_ms() - rl.srv[s].used >= RC_RECALL_IDLE_MS && !open_at(s)) {
-            let_go(s, client); /* (which acknowledges the recalls too) */
-            break;
-        }
         if (rc && conn && rl.srv[s].conn == conn) {
             /* (reconnecting here would make a socket in the background:
              * the server's own connection until the next lease there) */

@@ -273,41 +273,6 @@ def test_a_recall_reaches_a_live_holder_at_once(fresh_cluster):
             p.wait()
 
 
-def test_unused_leases_go_at_their_first_recall(make_cluster):
-    """A holder whose leases at a server no stat or open used for a
-    second lets them all go when one of them is recalled (libgalley/
-    rcache.c): stopped right after that first remove, it holds up none of
-    the nine removes after it, each of which would otherwise wait for
-    its 30 s leases to run out."""
-    c = make_cluster(n=1, env={"GALLEY_MD_LEASE_MS": "30000"})
-    p = _holder(c, "/li/x.0")
-    try:
-        for i in range(1, 10):
-            p.stdin.write("touch /li/x.%d\n" % i)
-            p.stdin.flush()
-            assert p.stdout.readline().strip() == "touched"
-        time.sleep(1.5)
-        cp = c.galley("rm", "/li/x.0")
-        assert cp.returncode == 0, describe(cp)
-        os.kill(p.pid, signal.SIGSTOP)
-        try:
-            t0 = time.monotonic()
-            for i in range(1, 10):
-                cp = c.galley("rm", "/li/x.%d" % i)
-                assert cp.returncode == 0, describe(cp)
-            took = time.monotonic() - t0
-        finally:
-            os.kill(p.pid, signal.SIGCONT)
-        assert took < 10.0, "9 removes waited %.1f s for a stopped holder" % took
-        assert listed(c, "/li/") == set()
-        out, err = p.communicate("go\n", timeout=60)
-        assert p.returncode == 0 and out.splitlines()[0] == "none", (out, err)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
 def test_a_holder_that_exits_without_finalize_lets_its_leases_go(make_cluster):
     """A process that ends with exit() and no gfs_finalize (as every
     program under the preload does) lets its leases go on the way out: a

@@ -255,10 +255,15 @@ out_close:
     return rc;
 }
 
-/* Open with a record from the cache (rcache.c): the lookup and every
- * subfile's FORK_OPEN go at once (one round trip), and the forks are
- * kept when the record that comes back is the cached one.  Otherwise
- * they are closed and the open goes on from the fresh record. */
+/* Open with a record from the cache (rcache.c), for a file whose forks
+ * are opened at open (GALLEY_MD_LAZY=0, a layout other than striped):
+ * the lookup and every subfile's FORK_OPEN go at once (one round trip),
+ * and the forks are kept when the record that comes back is the cached
+ * one.  Otherwise they are closed and the open goes on from the fresh
+ * record.  A striped file whose cached record is only a hint (its lease
+ * let go or run out) is opened as a name not cached is: one NS_LEASE
+ * brings the record under a lease again, and the forks open at their
+ * first use, where this path would open and ready every one. */
 static int open_cached(const char *name, const gp_record *cached, bool leased)
 {
     gfs_layout lay;
@@ -349,14 +354,15 @@ int gc_striped_open(const char *name)
     int hit = cached ? gc_rcache_leased(name, cached, NULL, NULL) : RC_NONE;
     if (hit != RC_NONE) {
         gfs_layout lay;
-        if (gc_st_layout_of(cached, &lay) == 0 && hit == RC_LEASED &&
-            lazy_on() && lay.kind == GFS_LAYOUT_STRIPED) {
+        bool lazy = gc_st_layout_of(cached, &lay) == 0 && lazy_on() &&
+                    lay.kind == GFS_LAYOUT_STRIPED;
+        if (lazy && hit == RC_LEASED) {
             /* the record under a lease, forks at first use: no request */
             int fid = gc_file_register(name, cached);
             free(cached);
             return fid < 0 ? fid : gc_st_from_fid(fid, NULL);
         }
-        if (gc_st_layout_of(cached, &lay) == 0) {
+        if (!lazy && gc_st_layout_of(cached, &lay) == 0) {
             rc = open_cached(name, cached, hit == RC_LEASED);
             free(cached);
             return rc;

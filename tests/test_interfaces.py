@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (LineReader, assert_helper_ok, base_env, describe,
-                      galleyd_path, helper_path, run)
+                      galleyd_path, helper_path, libgalley_so, run)
 
 
 # ------------------------------------------------------------ helpers ----
@@ -255,6 +255,66 @@ def test_group_count_limit_on_the_wire(verbose, uniq):
     assert_helper_ok(cp)
     n, lens = verbose.settle(since, "IO_WRITE", 23)
     assert n == 23, (n, lens)
+
+
+HINTED = r"""
+import ctypes, sys, time
+g = ctypes.CDLL(sys.argv[1])
+for f in (g.gfs_striped_read, g.gfs_striped_write):
+    f.restype = ctypes.c_int64
+    f.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_void_p,
+                  ctypes.c_int64]
+assert g.gfs_init(sys.argv[2].encode()) == 0
+n = g.gfs_num_servers()
+names = [("%s/f%d" % (sys.argv[3], i)).encode() for i in range(10)]
+data = b"h" * 3901
+for nm in names:
+    assert g.gfs_create_striped(nm, n, None, 65536, None) == 0
+    sid = g.gfs_striped_open(nm)
+    assert sid >= 0, sid
+    assert g.gfs_striped_write(sid, 0, data, len(data)) == len(data)
+    assert g.gfs_striped_close(sid) == 0
+time.sleep(1.5)  # idle: the leases go, the records stay cached as hints
+print("ready", flush=True)
+sys.stdin.readline()
+buf = ctypes.create_string_buffer(8192)
+for nm in names:
+    sid = g.gfs_striped_open(nm)
+    assert sid >= 0, sid
+    assert g.gfs_striped_read(sid, 0, buf, 8192) == len(data)
+    assert buf.raw[:len(data)] == data
+    assert g.gfs_striped_close(sid) == 0
+print("done", flush=True)
+g.gfs_finalize()
+"""
+
+
+def test_a_hinted_record_is_leased_again_not_opened_everywhere(
+        verbose, uniq, tmp_path):
+    """Records cached without their lease (let go after GALLEY_MD_IDLE_MS)
+    are opened as names not cached are: one NS_LEASE, and only the fork
+    a small read touches (10 FORK_OPEN for 10 files of 2 subfiles, no
+    NS_LOOKUP), where opening from the hint opened every fork."""
+    script = tmp_path / "hinted.py"
+    script.write_text(HINTED)
+    p = subprocess.Popen(
+        [os.sys.executable, str(script), libgalley_so(),
+         str(verbose.cluster_file), "/" + uniq],
+        env=dict(verbose.env, GALLEY_MD_IDLE_MS="200"), text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == "ready\n", p.stderr.read()
+        since = verbose.mark()
+        out, err = p.communicate("go\n", timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0 and out == "done\n", (out, err)
+    n, _ = verbose.settle(since, "NS_LEASE", 10)
+    assert n == 10, n
+    assert verbose.requests(since, "FORK_OPEN")[0] == 10
+    assert verbose.requests(since, "NS_LOOKUP")[0] == 0
 
 
 # ----------------------------------------------------------------- SFIO --

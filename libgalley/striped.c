@@ -354,15 +354,15 @@ int gc_striped_open(const char *name)
     int hit = cached ? gc_rcache_leased(name, cached, NULL, NULL) : RC_NONE;
     if (hit != RC_NONE) {
         gfs_layout lay;
-        bool lazy = gc_st_layout_of(cached, &lay) == 0 && lazy_on() &&
-                    lay.kind == GFS_LAYOUT_STRIPED;
+        bool known = gc_st_layout_of(cached, &lay) == 0;
+        bool lazy = known && lazy_on() && lay.kind == GFS_LAYOUT_STRIPED;
         if (lazy && hit == RC_LEASED) {
             /* the record under a lease, forks at first use: no request */
             int fid = gc_file_register(name, cached);
             free(cached);
             return fid < 0 ? fid : gc_st_from_fid(fid, NULL);
         }
-        if (!lazy && gc_st_layout_of(cached, &lay) == 0) {
+        if (known && !lazy) {
             rc = open_cached(name, cached, hit == RC_LEASED);
             free(cached);
             return rc;

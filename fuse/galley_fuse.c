@@ -11,9 +11,14 @@
  *     subfile<i>/<fork> for each of its subfiles and forks.
  *   - read/write/create (default layout: every server, 64 KiB unit;
  *     -n/-u choose another), truncate, unlink, rename (copy + delete: Galley
- *     has no rename), mkdir/rmdir, statfs (sum over the servers), fsync =
- *     gfs_striped_sync.  Times: Galley keeps none; every entry shows the
- *     mount's start time.
+ *     has no rename), mkdir/rmdir, mknod (FIFOs, sockets and device
+ *     nodes: kept in their records, served by the kernel), symlinks,
+ *     statfs (sum over the servers), fsync = gfs_striped_sync.
+ *   - Modes, owners and times as the records keep them (docs/posix.md
+ *     "Limits"): a new name is its caller's; the kernel checks who may do
+ *     what (default_permissions), and a mount by root serves every user
+ *     (allow_other).  Where nothing is kept: the mount's user and start
+ *     time.
  *   - Locks: fcntl (F_SETLK, F_SETLKW, F_GETLK, OFD) and flock through the
  *     mount are the servers' POSIX locks (gfs_striped_plock), held in the
  *     kernel's lock owner's name, so mounts on two hosts exclude each
@@ -57,6 +62,7 @@
 
 #include "cluster_file.h"
 #include "gf_internal.h"
+#include "px_dirmark.h"
 #include "px_fsinfo.h"
 
 static struct {
@@ -124,18 +130,23 @@ static int gf_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
     if (rc)
         return rc;
     memset(st, 0, sizeof(*st));
-    st->st_uid = getuid();
-    st->st_gid = getgid();
+    /* the owner kept, else the mount's user */
+    st->st_uid = w.uid >= 0 ? (uid_t)w.uid : getuid();
+    st->st_gid = w.gid >= 0 ? (gid_t)w.gid : getgid();
+    /* the times kept (access time: the modification time), else the
+     * mount's start */
     st->st_atim = st->st_mtim = st->st_ctim = gf.t0;
+    if (w.mtime > 0)
+        st->st_atim = st->st_mtim = st->st_ctim = (struct timespec){
+            .tv_sec = w.mtime / 1000000000, .tv_nsec = w.mtime % 1000000000};
+    if (w.ctime > 0)
+        st->st_ctim = (struct timespec){.tv_sec = w.ctime / 1000000000,
+                                        .tv_nsec = w.ctime % 1000000000};
     switch (w.kind) {
     case K_FILE:
-        /* its data's modification time (the only time kept), else the
-         * mount's start, as for directories */
-        if (w.mtime > 0)
-            st->st_atim = st->st_mtim = st->st_ctim =
-                (struct timespec){.tv_sec = w.mtime / 1000000000,
-                                  .tv_nsec = w.mtime % 1000000000};
-        st->st_mode = w.mode; /* a regular file or a symbolic link */
+        st->st_mode = w.mode; /* a file, a symbolic link or a special
+                               * file */
+        st->st_rdev = (dev_t)w.rdev;
         st->st_nlink = 1;
         st->st_size = w.size;
         st->st_blksize = w.unit > 0 ? w.unit : GFS_DEFAULT_STRIPE_UNIT;
@@ -152,8 +163,12 @@ static int gf_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
         st->st_mode = S_IFDIR | 0555;
         st->st_nlink = 2;
         break;
+    case K_DIR:
+        st->st_mode = w.mode;
+        st->st_nlink = 2;
+        break;
     default:
-        st->st_mode = S_IFDIR | 0755;
+        st->st_mode = S_IFDIR | PX_DIR_PERM;
         st->st_nlink = 2;
     }
     return 0;
@@ -179,23 +194,9 @@ static handle *H(struct fuse_file_info *fi)
     return (handle *)(uintptr_t)fi->fh;
 }
 
-/* May the mount's user open striped file sid as flags say?  Its owner
- * bits decide (the kernel checks x itself), as for a file of one's own;
- * 0 or -EACCES. */
-static int gf_permitted(int sid, int flags)
-{
-    unsigned mode;
-    int rc = gfs_striped_mode(sid, &mode);
-    int acc = flags & O_ACCMODE;
-    return rc ? rc
-              : px_mode_permits(
-                    mode,
-                    (acc != O_WRONLY ? R_OK : 0) |
-                        (acc != O_RDONLY || (flags & O_TRUNC) ? W_OK : 0));
-}
-
-/* Open p; `made`: this create made it (any access then). */
-static int gf_open_as(const char *p, struct fuse_file_info *fi, bool made)
+/* Open p.  Who may is the kernel's to check (default_permissions), from
+ * the modes and owners gf_getattr shows. */
+static int gf_open_as(const char *p, struct fuse_file_info *fi)
 {
     handle *h = calloc(1, sizeof(*h));
     if (!h)
@@ -204,14 +205,8 @@ static int gf_open_as(const char *p, struct fuse_file_info *fi, bool made)
     int sid = gfs_striped_open(p);
     if (sid >= 0) {
         h->sid = sid;
-        int rc = made ? 0 : gf_permitted(sid, fi->flags);
-        if (rc) {
-            gfs_striped_close(sid);
-            free(h);
-            return gf_err(rc);
-        }
         if (fi->flags & O_TRUNC) {
-            rc = gfs_striped_truncate(sid, 0);
+            int rc = gfs_striped_truncate(sid, 0);
             if (rc) {
                 gfs_striped_close(sid);
                 free(h);
@@ -248,22 +243,52 @@ static int gf_open_as(const char *p, struct fuse_file_info *fi, bool made)
 
 static int gf_open(const char *p, struct fuse_file_info *fi)
 {
-    return gf_open_as(p, fi, false);
+    return gf_open_as(p, fi);
+}
+
+/* A new name, owned by the calling process's user (mode: the kernel took
+ * the umask off; a type besides S_IFREG: a special file or a link). */
+static int gf_make(const char *p, mode_t mode, dev_t rdev, const char *link)
+{
+    int nserv = gfs_num_servers();
+    int nsub = gf.nsub > 0 && gf.nsub <= nserv ? gf.nsub : nserv;
+    const struct fuse_context *c = fuse_get_context();
+    return gfs_create_node(p, nsub, NULL, gf.unit, NULL,
+                           &(gfs_node){.mode = mode,
+                                       .uid = c->uid,
+                                       .gid = c->gid,
+                                       .rdev = rdev,
+                                       .link = link});
 }
 
 static int gf_create(const char *p, mode_t mode, struct fuse_file_info *fi)
 {
-    int nserv = gfs_num_servers();
-    int nsub = gf.nsub > 0 && gf.nsub <= nserv ? gf.nsub : nserv;
-    /* (mode: the kernel took the umask off) */
-    int rc =
-        gfs_create_striped_mode(p, nsub, NULL, gf.unit, NULL, mode & 07777);
-    bool made = rc == 0;
+    int rc = gf_make(p, S_IFREG | (mode & 07777), 0, NULL);
     if (rc == -EEXIST && !(fi->flags & O_EXCL))
         rc = 0;
     if (rc)
         return gf_err(rc);
-    return gf_open_as(p, fi, made);
+    return gf_open_as(p, fi);
+}
+
+/* mknod: a file (as create) or a special file, kept by Galley; the kernel
+ * serves a FIFO's or device's opens itself. */
+static int gf_mknod(const char *p, mode_t mode, dev_t rdev)
+{
+    what w;
+    int rc = gf_classify(p, &w);
+    if (rc != -ENOENT)
+        return rc ? rc : -EEXIST;
+    switch (mode & S_IFMT) {
+    case S_IFREG:
+    case S_IFIFO:
+    case S_IFSOCK:
+    case S_IFCHR:
+    case S_IFBLK:
+        return gf_err(gf_make(p, mode, rdev, NULL));
+    default:
+        return -EINVAL;
+    }
 }
 
 static int gf_release(const char *p, struct fuse_file_info *fi)
@@ -414,9 +439,10 @@ static int gf_statfs(const char *p, struct statvfs *sv)
 }
 
 /* A file's modification time is kept (gfs_set_mtime: until its data next
- * changes), its access time is not; Galley keeps no owners or directory
- * modes or times: accept and ignore those, so tools that set them (touch,
- * cp -p) work.  A file's permission bits are kept (gfs_chmod). */
+ * changes), its access time is not; Galley keeps no directory times:
+ * accept and ignore those, so tools that set them (touch, cp -p) work.
+ * Permission bits and owners are kept (gfs_chmod, gfs_chown; a
+ * directory's in its marker), and who may change them the kernel checks. */
 static int gf_utimens(const char *p, const struct timespec tv[2],
                       struct fuse_file_info *fi)
 {
@@ -441,6 +467,8 @@ static int gf_chmod(const char *p, mode_t mode, struct fuse_file_info *fi)
     int rc = gf_classify(p, &w);
     if (!rc && w.kind == K_FILE)
         rc = gf_err(gfs_chmod(p, mode & 07777));
+    else if (!rc && w.kind == K_DIR)
+        rc = gf_err(px_dir_setattr(p, (int)(mode & 07777), -1, -1));
     return rc;
 }
 
@@ -462,14 +490,31 @@ static int gf_symlink(const char *target, const char *p)
     int rc = gf_classify(p, &w);
     if (rc != -ENOENT)
         return rc ? rc : -EEXIST;
-    return gf_err(gfs_symlink(target, p));
+    return gf_err(gf_make(p, S_IFLNK | 0777, 0, target));
 }
 
 static int gf_chown(const char *p, uid_t uid, gid_t gid,
                     struct fuse_file_info *fi)
 {
     what w;
-    return gf_classify(p, &w);
+    int rc = gf_classify(p, &w);
+    int64_t u = uid == (uid_t)-1 ? -1 : (int64_t)uid;
+    int64_t g = gid == (gid_t)-1 ? -1 : (int64_t)gid;
+    if (rc || (u == -1 && g == -1))
+        return rc;
+    /* a part not changed stays what it showed (the mount's user's when
+     * none was kept) */
+    if (w.kind == K_FILE || w.kind == K_DIR) {
+        if (u == -1)
+            u = w.uid >= 0 ? w.uid : getuid();
+        if (g == -1)
+            g = w.gid >= 0 ? w.gid : getgid();
+    }
+    if (w.kind == K_FILE)
+        return gf_err(gfs_chown(p, u, g));
+    if (w.kind == K_DIR)
+        return gf_err(px_dir_setattr(p, -1, u, g));
+    return 0; /* (the root, a plain file's view: none kept) */
 }
 
 static const struct fuse_operations gf_ops = {
@@ -494,6 +539,7 @@ static const struct fuse_operations gf_ops = {
     .chown = gf_chown,
     .readlink = gf_readlink,
     .symlink = gf_symlink,
+    .mknod = gf_mknod,
     .lock = gf_lock,
     .flock = gf_flock,
 };
@@ -552,14 +598,20 @@ int main(int argc, char **argv)
         return 1;
     }
     gfs_finalize();
-    static char fsname[PATH_MAX + 32];
+    static char fsname[PATH_MAX + 96];
     /* The source names the cluster file, so that libgalley-posix.so can
      * tell which mounts show its own cluster (and go straight to Galley
      * for paths under them). */
     char buf[PATH_MAX], abs[PATH_MAX];
     const char *cl = gc_cluster_find(gf.cluster, buf, sizeof(buf));
-    snprintf(fsname, sizeof(fsname), "fsname=galley:%s,subtype=galley",
-             realpath(cl, abs) ? abs : cl);
+    /* The kernel checks who may do what, from the modes and owners the
+     * mount shows (default_permissions); a mount by root serves every
+     * user (allow_other), as a system's file systems do, one by another
+     * user only that user (FUSE's own rule). */
+    snprintf(fsname, sizeof(fsname),
+             "fsname=galley:%s,subtype=galley,default_permissions%s",
+             realpath(cl, abs) ? abs : cl,
+             geteuid() == 0 ? ",allow_other" : "");
     fargv[fargc++] = "-o";
     fargv[fargc++] = fsname;
     fargv[fargc++] = (char *)dir;

@@ -69,8 +69,8 @@ static void keep_parent(const char *p)
         return;
     memcpy(parent, p, n);
     parent[n] = '\0';
-    if (px_dir_holds(parent) == PX_DIR_NONE)
-        px_dir_make(parent);
+    if (px_dir_holds(parent) == PX_DIR_NONE) /* (as it showed: no owner) */
+        px_dir_make(parent, PX_DIR_PERM, -1, -1);
 }
 
 /* -ENAMETOOLONG if a component of p is over NAME_MAX bytes, else 0. */
@@ -169,7 +169,11 @@ int gf_classify(const char *p, what *w)
         w->size = fs.size;
         w->unit = fs.layout.unit;
         w->mtime = fs.mtime_ns;
+        w->ctime = fs.ctime_ns;
         w->mode = fs.mode;
+        w->uid = fs.uid;
+        w->gid = fs.gid;
+        w->rdev = fs.rdev;
         w->kind = K_FILE;
         return 0;
     }
@@ -179,7 +183,16 @@ int gf_classify(const char *p, what *w)
     }
     if (sid != -ENOENT && sid != -EINVAL)
         return gf_err(sid);
-    rc = px_dir_holds(p);
+    /* a directory: its marker keeps its mode and owner; without one, a
+     * name under it implies it */
+    rc = px_dir_attrs(p, &fs);
+    w->mode = fs.mode;
+    w->uid = fs.uid;
+    w->gid = fs.gid;
+    w->mtime = fs.mtime_ns;
+    w->ctime = fs.ctime_ns;
+    if (rc == 0)
+        rc = px_dir_holds(p);
     if (rc < 0)
         return gf_err(rc);
     if (rc != PX_DIR_NONE) {
@@ -312,7 +325,8 @@ int gf_mkdir(const char *p, mode_t mode)
         if (w.kind != K_DIR)
             return w.kind == K_FILE ? -ENOTDIR : -EACCES;
     }
-    return gf_err(px_dir_make(p));
+    const struct fuse_context *c = fuse_get_context();
+    return gf_err(px_dir_make(p, mode & 07777, c->uid, c->gid));
 }
 
 int gf_rmdir(const char *p)

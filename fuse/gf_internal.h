@@ -24,8 +24,12 @@ typedef struct what {
     enum kind kind;
     int64_t size;
     int64_t unit;
-    int64_t mtime; /* K_FILE: its data's modification time (ns), or 0 */
-    unsigned mode; /* K_FILE: type (S_IFREG, S_IFLNK) and permission bits */
+    int64_t mtime;    /* K_FILE, K_DIR: modification time (ns), or 0 */
+    int64_t ctime;    /* K_FILE, K_DIR: change time (ns), or 0 */
+    unsigned mode;    /* K_FILE, K_DIR: type (S_IFREG, S_IFLNK, a special
+                       * file's, S_IFDIR) and permission bits */
+    int64_t uid, gid; /* K_FILE, K_DIR: the owner kept, -1: none */
+    uint64_t rdev;    /* a device's number */
     char file[GFS_NAME_MAX + 1]; /* plain file of a subfile or fork */
     int subfile;
     char fork[GFS_FORK_NAME_MAX + 1];

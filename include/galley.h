@@ -516,12 +516,12 @@ int gfs_set_mtime(const char *name, int64_t mtime_ns);
 
 /* Permission bits (07777).  A file's are kept in its record (attribute
  * "galley.mode", octal); a file created without one has GFS_DEFAULT_MODE.
- * Galley keeps no owners: a file is its reader's.  gfs_chmod sets them
+ * Owners: gfs_create_node below.  gfs_chmod sets them
  * (other processes' cached records of the name are recalled first);
  * gfs_create_striped_mode creates with them; gfs_striped_mode gives an
- * open file's with its type, as st_mode's (S_IFREG, or S_IFLNK for a
- * symbolic link's own record: below), from its name's record now, else
- * the one it was opened with. */
+ * open file's with its type, as st_mode's (S_IFREG, S_IFLNK for a
+ * symbolic link's own record: below, or a special file's: gfs_node),
+ * from its name's record now, else the one it was opened with. */
 #define GFS_DEFAULT_MODE 0644
 #define GFS_MODE_ATTR "galley.mode"
 int gfs_create_striped_mode(const char *name, int nsubfiles, const int *servers,
@@ -540,16 +540,57 @@ int gfs_striped_mode(int sid, unsigned *mode);
 int gfs_symlink(const char *target, const char *name);
 int gfs_readlink(const char *name, char *buf, size_t len);
 
+/* Owners and special files, as a POSIX file system keeps them.  A name
+ * made with gfs_create_node keeps its owner (attribute "galley.owner",
+ * "UID:GID", either -1 when not known); one made without (the other
+ * create calls: the C API, MPI-IO) has none, and the preload and the mount
+ * show it as their caller's.  A special file (a FIFO, socket, character
+ * or block device: mknod) is a name whose record holds its type and
+ * device number (attribute "galley.node", "p", "s", "c:RDEV" or
+ * "b:RDEV"; "d" for the marker that keeps a directory's mode and owner,
+ * docs/posix.md), an empty striped file of one subfile underneath: Galley
+ * never opens one (on a mount the kernel does: a FIFO there is a pipe
+ * between the processes of one host).  gfs_chown sets the owner (-1
+ * keeps that part; other processes' cached records of the name are
+ * recalled first).  A name made with gfs_create_node also shows the time
+ * it was made as its modification time until its data is first written
+ * (GFS_MTIME_ATTR).  Change time: every record keeps the last time
+ * gfs_chmod, gfs_chown, gfs_set_mtime or gfs_create_node changed it
+ * (attribute "galley.ctime", ns), and a file's change time is the later
+ * of that and its modification time (gfs_striped_info.ctime_ns). */
+#define GFS_OWNER_ATTR "galley.owner"
+#define GFS_NODE_ATTR "galley.node"
+#define GFS_CTIME_ATTR "galley.ctime"
+typedef struct gfs_node {
+    unsigned mode;    /* type (0 or S_IFREG: a striped file; S_IFIFO,
+                       * S_IFSOCK, S_IFCHR, S_IFBLK, S_IFDIR, S_IFLNK) and
+                       * permission bits */
+    int64_t uid, gid; /* -1: none kept */
+    uint64_t rdev;    /* a device's number (S_IFCHR, S_IFBLK) */
+    const char *link; /* S_IFLNK: the target (as gfs_symlink's) */
+} gfs_node;
+int gfs_create_node(const char *name, int nsubfiles, const int *servers,
+                    int64_t unit, const char *fork, const gfs_node *node);
+int gfs_chown(const char *name, int64_t uid, int64_t gid);
+
 /* All stat shows of a striped file, by name, in one call (the round trips
  * of gfs_striped_stat).  mode: the type and permission bits as st_mode's,
- * S_IFREG, or S_IFLNK for a symbolic link (size: its target's length). */
+ * S_IFREG, S_IFLNK for a symbolic link (size: its target's length), or a
+ * special file's type (gfs_node). */
 typedef struct gfs_striped_info {
     int64_t size;
     int64_t mtime_ns; /* as gfs_striped_stat_mtime's */
     unsigned mode;
     gfs_layout layout;
+    int64_t uid, gid; /* the owner kept (gfs_node), -1: none */
+    uint64_t rdev;    /* a device's number */
+    int64_t ctime_ns; /* change time (gfs_node), 0: none kept, never
+                       * written */
 } gfs_striped_info;
 int gfs_striped_stat_all(const char *name, gfs_striped_info *st);
+/* The same of an open file (fstat): its forks' sizes, and its name's
+ * record now (else the one it was opened with). */
+int gfs_striped_stat_open(int sid, gfs_striped_info *st);
 
 /* Set the logical size: shrink or extend (with zeros) every subfile's fork. */
 int gfs_striped_truncate(int sid, int64_t size);

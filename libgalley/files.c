@@ -10,6 +10,7 @@
 #include "gclock.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -546,14 +547,15 @@ static int file_and_key(int fid, const char *key, gc_file *f)
     return rc ? rc : check_key(key);
 }
 
-/* Set key=value in name's record; fid >= 0: this process's open file of
- * it, whose copy of the record follows. */
-static int set_attr(const char *name, int fid, const char *key,
-                    const char *value)
+/* Set keys[i]=values[i] (i < n) in name's record in one change; fid >=
+ * 0: this process's open file of it, whose copy of the record follows. */
+static int set_attrs(const char *name, int fid, int n, const char *const *keys,
+                     const char *const *values)
 {
     int rc;
-    if (!value || strlen(value) > 1023 || strchr(value, '\n'))
-        return -EINVAL;
+    for (int i = 0; i < n; i++)
+        if (!values[i] || strlen(values[i]) > 1023 || strchr(values[i], '\n'))
+            return -EINVAL;
     /* Fresh copy of the record so concurrent attribute changes by other
      * clients are not lost (last writer wins per call). */
     gp_record *rec = calloc(1, sizeof(*rec));
@@ -567,13 +569,17 @@ static int set_attr(const char *name, int fid, const char *key,
         rc = -ENOMEM;
         goto out_free;
     }
-    size_t kn = strlen(key);
     /* copy every other line, then ours */
     size_t tl = 0;
     for (const char *p = rec->attrs; *p;) {
         const char *e = strchr(p, '\n');
         size_t ln = e ? (size_t)(e - p) + 1 : strlen(p);
-        if (!(strncmp(p, key, kn) == 0 && p[kn] == '=')) {
+        bool ours = false;
+        for (int i = 0; i < n && !ours; i++) {
+            size_t kn = strlen(keys[i]);
+            ours = strncmp(p, keys[i], kn) == 0 && p[kn] == '=';
+        }
+        if (!ours) {
             memcpy(text + tl, p, ln);
             tl += ln;
             if (!e)
@@ -581,12 +587,14 @@ static int set_attr(const char *name, int fid, const char *key,
         }
         p += ln;
     }
-    size_t add = kn + 1 + strlen(value) + 1;
-    if (tl + add > GP_ATTR_MAX) {
-        rc = -ENOSPC;
-        goto out_text;
+    for (int i = 0; i < n; i++) {
+        size_t add = strlen(keys[i]) + 1 + strlen(values[i]) + 1;
+        if (tl + add > GP_ATTR_MAX) {
+            rc = -ENOSPC;
+            goto out_text;
+        }
+        tl += (size_t)sprintf(text + tl, "%s=%s\n", keys[i], values[i]);
     }
-    tl += (size_t)sprintf(text + tl, "%s=%s\n", key, value);
     gc_striped_pin(name); /* its lease goes: lazily opened forks now */
 
     rc = gc_NS_SETATTR_call(srv(gc_meta_server(name)),
@@ -616,6 +624,12 @@ out_text:
 out_free:
     free(rec);
     return rc;
+}
+
+static int set_attr(const char *name, int fid, const char *key,
+                    const char *value)
+{
+    return set_attrs(name, fid, 1, &key, &value);
 }
 
 static int gc_set_attr(int fid, const char *key, const char *value)
@@ -657,9 +671,13 @@ int64_t gc_mtime_of(const gp_record *rec, int64_t data)
     return at == data ? (int64_t)set : data;
 }
 
-int gc_set_attr_name(const char *name, const char *key, const char *value)
+int gc_set_attr_changed(const char *name, const char *key, const char *value)
 {
-    return set_attr(name, -1, key, value);
+    char now[24];
+    snprintf(now, sizeof(now), "%" PRId64, gc_wall_ns());
+    const char *keys[2] = {key, GFS_CTIME_ATTR};
+    const char *values[2] = {value, now};
+    return set_attrs(name, -1, 2, keys, values);
 }
 
 int gfs_chmod(const char *name, unsigned mode)
@@ -673,7 +691,7 @@ int gfs_chmod(const char *name, unsigned mode)
         return -EINVAL;
     char v[16];
     snprintf(v, sizeof(v), "%o", mode);
-    return set_attr(name, -1, GFS_MODE_ATTR, v);
+    return gc_set_attr_changed(name, GFS_MODE_ATTR, v);
 }
 
 int gfs_get_attr(int fid, const char *key, char *value, size_t len)

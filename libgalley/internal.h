@@ -350,10 +350,11 @@ int64_t gc_fork_listio(int kid, int op, int64_t n,
 int gc_forks_read(int n, const int *kids, const int64_t *offs, char *buf,
                   int64_t len, int64_t *got);
 /* striped.c */
-/* (link: NULL, or a symbolic link's target) */
+/* (extra: NULL, or more attribute lines, "key=value\n" each: a symbolic
+ * link's target, an owner, a special file's type; nodes.c) */
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
                       int64_t unit, const char *fork, int ncopy, unsigned mode,
-                      const char *link);
+                      const char *extra);
 int gc_striped_open(const char *name); /* a striped id */
 int gc_striped_close(int sid);
 int gc_striped_layout(int sid, gfs_layout *layout);
@@ -455,13 +456,23 @@ bool gc_is_local_layout(int fid);
 int gc_striped_stat(const char *name, gfs_striped_info *st);
 /* A record's permission bits (its GFS_MODE_ATTR, else GFS_DEFAULT_MODE). */
 unsigned gc_mode_of(const gp_record *rec);
+/* A record's owner (GFS_OWNER_ATTR; -1: none kept) and type: S_IFREG,
+ * or a special file's (GFS_NODE_ATTR, with its device number; nodes.c). */
+void gc_owner_of(const gp_record *rec, int64_t *uid, int64_t *gid);
+/* A record's change time: the later of its GFS_CTIME_ATTR and the data's
+ * modification time `data` (nodes.c). */
+int64_t gc_ctime_of(const gp_record *rec, int64_t data);
+unsigned gc_node_of(const gp_record *rec, uint64_t *rdev);
 /* A record's link target (gfs_readlink's answer) into buf. */
 int gc_link_of(const gp_record *rec, char *buf, size_t len);
 /* A file's modification time: the one set in its record (GFS_MTIME_ATTR)
  * while its data's is still `data`, the time it was set at; else data. */
 int64_t gc_mtime_of(const gp_record *rec, int64_t data);
-/* Set attribute key of name's record (NS_SETATTR; leases recalled). */
-int gc_set_attr_name(const char *name, const char *key, const char *value);
+/* Set attribute key of name's record and its change time (GFS_CTIME_ATTR)
+ * in one NS_SETATTR (leases recalled; files.c). */
+int gc_set_attr_changed(const char *name, const char *key, const char *value);
+/* The wall clock, ns since the epoch (nodes.c). */
+int64_t gc_wall_ns(void);
 /* *out = NULL for a file of another layout; else its maps, read now. */
 int gc_local_open(int fid, const gfs_layout *lay, gc_local **out);
 void gc_local_free(gc_local *l);

@@ -40,7 +40,7 @@ libgalley_libgclient_la_SOURCES = \
 	libgalley/pieces.c \
 	libgalley/sfio.c \
 	libgalley/structured.c \
-	libgalley/striped.c libgalley/striped_internal.h \
+	libgalley/striped.c libgalley/striped_internal.h libgalley/nodes.c \
 	libgalley/striped_io.c libgalley/striped_lock.c libgalley/striped_size.c \
 	libgalley/repl.c libgalley/repl_internal.h \
 	libgalley/repl_io.c libgalley/repl_repair.c \

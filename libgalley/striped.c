@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 pthread_mutex_t gc_st_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -151,7 +152,7 @@ void gc_striped_pin(const char *name)
 
 int gc_create_striped(const char *name, int nsubfiles, const int *servers,
                       int64_t unit, const char *fork, int ncopy, unsigned mode,
-                      const char *link)
+                      const char *extra)
 {
     if (!fork)
         fork = GFS_DEFAULT_STRIPE_FORK;
@@ -169,9 +170,8 @@ int gc_create_striped(const char *name, int nsubfiles, const int *servers,
     if (mode != GFS_DEFAULT_MODE) /* (the default: no line) */
         n += snprintf(attrs + n, sizeof(attrs) - (size_t)n,
                       GFS_MODE_ATTR "=%o\n", mode);
-    if (link) /* (checked by gfs_symlink) */
-        snprintf(attrs + n, sizeof(attrs) - (size_t)n, GFS_LINK_ATTR "=%s\n",
-                 link);
+    if (extra) /* (checked by the caller; at most a few lines) */
+        snprintf(attrs + n, sizeof(attrs) - (size_t)n, "%s", extra);
     /* the record, every subfile and its fork: two round trips */
     return gc_create_file_fork(name, nsubfiles, servers, attrs, fork, ncopy);
 }
@@ -495,12 +495,10 @@ int gfs_create_striped_mode(const char *name, int nsubfiles, const int *servers,
 
 int gfs_symlink(const char *target, const char *name)
 {
-    size_t n = target ? strlen(target) : 0;
-    if (n == 0 || strchr(target, '\n'))
-        return -EINVAL;
-    if (n > GFS_LINK_MAX)
-        return -ENAMETOOLONG;
-    return gc_create_striped(name, 1, NULL, 0, NULL, 1, 0777, target);
+    return gfs_create_node(
+        name, 1, NULL, 0, NULL,
+        &(gfs_node){
+            .mode = S_IFLNK | 0777, .uid = -1, .gid = -1, .link = target});
 }
 
 int gfs_create_striped_replicas(const char *name, int nsubfiles,

@@ -302,20 +302,26 @@ out_size:
     total = gc_st_logical_size(&lay, sizes);
     rc = total < 0 ? (int)total : 0;
 out_done:;
+    int64_t ct = rc ? 0 : gc_ctime_of(from, mt); /* (of the data's time) */
     if (!rc && !data)
         mt = gc_mtime_of(from, mt);
     char link[GFS_LINK_MAX];
     int linklen = rc ? -1 : gc_link_of(from, link, sizeof(link));
-    if (!rc && linklen >= 0)
-        *st = (gfs_striped_info){.size = linklen,
-                                 .mtime_ns = mt,
-                                 .mode = S_IFLNK | 0777,
-                                 .layout = lay};
-    else if (!rc)
+    if (!rc) {
+        uint64_t rdev;
+        unsigned type = gc_node_of(from, &rdev);
         *st = (gfs_striped_info){.size = total,
                                  .mtime_ns = mt,
-                                 .mode = S_IFREG | gc_mode_of(from),
-                                 .layout = lay};
+                                 .mode = type | gc_mode_of(from),
+                                 .layout = lay,
+                                 .rdev = rdev,
+                                 .ctime_ns = ct};
+        gc_owner_of(from, &st->uid, &st->gid);
+        if (linklen >= 0) {
+            st->size = linklen;
+            st->mode = S_IFLNK | 0777;
+        }
+    }
     if (!rc && asked)
         gc_statahead(name); /* (the next stats of its directory) */
 out_free:
@@ -390,6 +396,46 @@ int gfs_striped_sync(int sid)
     return rc;
 }
 
+int gfs_striped_stat_open(int sid, gfs_striped_info *st)
+{
+    gc_striped s;
+    int rc = st ? gc_st_get(sid, &s) : -EINVAL;
+    if (rc)
+        return rc;
+    int64_t data = 0, size;
+    if (s.loc) {
+        size = gc_local_size(s.loc);
+    } else {
+        int64_t sizes[GFS_MAX_SUBFILES];
+        rc = gc_st_fork_sizes(sid, &s, sizes, &data);
+        size = rc ? rc : gc_st_logical_size(&s.lay, sizes);
+    }
+    if (size < 0)
+        return (int)size;
+    gc_file *f = malloc(sizeof(*f));
+    gp_record *rec = malloc(sizeof(*rec));
+    rc = f && rec ? gc_file_get(s.fid, f) : -ENOMEM;
+    if (!rc) {
+        /* as gfs_striped_mode: its name's record, else the one opened */
+        const gp_record *from = record_of(f->name, rec) ? &f->rec : rec;
+        uint64_t rdev;
+        unsigned type = gc_node_of(from, &rdev);
+        char t[1];
+        *st = (gfs_striped_info){
+            .size = size,
+            .mtime_ns = gc_mtime_of(from, data),
+            .mode = (gc_link_of(from, t, 0) >= 0 ? S_IFLNK : type) |
+                    gc_mode_of(from),
+            .layout = s.lay,
+            .rdev = rdev,
+            .ctime_ns = gc_ctime_of(from, data)};
+        gc_owner_of(from, &st->uid, &st->gid);
+    }
+    free(f);
+    free(rec);
+    return rc;
+}
+
 int gfs_striped_mode(int sid, unsigned *mode)
 {
     gc_striped s;
@@ -405,8 +451,10 @@ int gfs_striped_mode(int sid, unsigned *mode)
          * removed name: the one opened */
         const gp_record *from = record_of(f->name, rec) ? &f->rec : rec;
         char t[1];
+        uint64_t rdev;
+        unsigned type = gc_node_of(from, &rdev);
         if (mode)
-            *mode = (gc_link_of(from, t, 0) >= 0 ? S_IFLNK : S_IFREG) |
+            *mode = (gc_link_of(from, t, 0) >= 0 ? S_IFLNK : type) |
                     gc_mode_of(from);
     }
     free(f);
@@ -441,5 +489,5 @@ int gfs_set_mtime(const char *name, int64_t mtime_ns)
         return -EINVAL;
     char v[48];
     snprintf(v, sizeof(v), "%" PRId64 ":%" PRId64, mtime_ns, st.mtime_ns);
-    return gc_set_attr_name(name, GFS_MTIME_ATTR, v);
+    return gc_set_attr_changed(name, GFS_MTIME_ATTR, v);
 }

@@ -36,6 +36,15 @@ def helper(name):
     return gt.find_program("posix-tests/helpers/" + name, name)
 
 
+def oserr(fn, *args):
+    """The errno fn(*args) fails with (0 if it works)."""
+    try:
+        fn(*args)
+    except OSError as e:
+        return e.errno
+    return 0
+
+
 def galley_exec(c, *cmd, timeout=gt.CALL_TIMEOUT, opts=(), mounts=(),
                 input=None):
     """Run cmd under `galley exec` for cluster c; returns CompletedProcess."""

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import Mount, daemon_pid, fuse_ok, galley_exec, gt, mounted
+from conftest import Mount, daemon_pid, fuse_ok, galley_exec, gt, mounted, oserr
 
 describe = gt.describe
 
@@ -253,14 +253,6 @@ def test_bad_cluster_fails_mount(tmp_path):
     assert cp.returncode != 0 and "cluster" in cp.stderr and \
         not mounted(d), describe(cp)
 
-
-def oserr(fn, *args):
-    """The errno fn(*args) fails with (0 if it works)."""
-    try:
-        fn(*args)
-    except OSError as e:
-        return e.errno
-    return 0
 
 
 def test_rename_moves_empty_directories(cluster, mnt, uniq):

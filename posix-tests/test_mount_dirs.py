@@ -12,20 +12,12 @@ import os
 
 import pytest
 
-from conftest import Mount, fuse_ok, galley_exec, gt
+from conftest import Mount, fuse_ok, galley_exec, gt, oserr
 
 describe = gt.describe
 
 pytestmark = pytest.mark.skipif(not fuse_ok(), reason="no galley-fuse or /dev/fuse")
 
-
-def oserr(fn, *args):
-    """The errno fn(*args) fails with (0 if it works)."""
-    try:
-        fn(*args)
-    except OSError as e:
-        return e.errno
-    return 0
 
 
 def ls(cluster, uniq):

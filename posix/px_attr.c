@@ -5,10 +5,12 @@
  * open and access honour them, a new file gets its open's mode less the
  * umask.  A file's modification time is its data's, or the one set by
  * utimensat and its kin (gfs_set_mtime) until the data next changes.
- * Galley keeps no owners, access times or xattrs, and no directory modes
- * or times: on a name that exists (or a descriptor of ours) the calls that
- * set those succeed and change nothing, so tools that copy them (cp -a,
- * mv, tar -x) work; a missing name answers ENOENT as libc would.
+ * Owners are kept in records too (gfs_chown; a directory's mode and owner
+ * in its marker, px_dirmark.h).  Galley keeps no access times or xattrs,
+ * and no directory times: on a name that exists (or a descriptor of ours)
+ * the calls that set those succeed and change nothing, so tools that copy
+ * them (cp -a, mv, tar -x) work; a missing name answers ENOENT as libc
+ * would.
  *
  * Threads: any.
  */
@@ -31,6 +33,26 @@ static int px_ours(int fd)
     px_file *f = px_get(fd);
     px_put(f);
     return f ? 0 : 1;
+}
+
+/* Where a call on name (just mapped) lands: name, stat'ed into *st, or,
+ * when it is a symbolic link and follow, where the link leads (*name then
+ * points into to).  0: a Galley name; 1: a local path in to (libc's to
+ * serve); -1 (errno set) when a stat fails; or a negative gfs error. */
+static int px_target(const char **name, char *to, size_t len, struct stat *st,
+                     bool follow)
+{
+    if (px_stat_path(*name, st))
+        return -1;
+    if (!S_ISLNK(st->st_mode) || !follow)
+        return 0;
+    int rc = px_follow(*name, to, len);
+    if (rc == 0) {
+        if (px_stat_path(to, st))
+            return -1;
+        *name = to;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- modes */
@@ -75,20 +97,18 @@ PX_EXPORT mode_t umask(mode_t mask)
 static int px_chmod_name(const char *name, mode_t mode, bool nofollow)
 {
     struct stat st;
-    if (px_stat_path(name, &st))
-        return -1;
     char to[PATH_MAX + 1];
-    int rc = 0;
-    if (S_ISLNK(st.st_mode)) {
-        rc = nofollow ? -EOPNOTSUPP : px_follow(name, to, sizeof(to));
-        if (rc == 1)
-            return REAL(chmod)(to, mode);
-        if (!rc && px_stat_path(to, &st))
-            return -1;
-        name = to;
-    }
+    int rc = px_target(&name, to, sizeof(to), &st, !nofollow);
+    if (rc == -1)
+        return -1;
+    if (rc == 1)
+        return REAL(chmod)(to, mode);
+    if (!rc && S_ISLNK(st.st_mode)) /* (a link's own mode cannot change) */
+        rc = -EOPNOTSUPP;
     if (!rc && !S_ISDIR(st.st_mode))
         rc = gfs_chmod(name, mode & 07777);
+    else if (!rc && !px_mapped_root(name))
+        rc = px_dir_setattr(name, (int)(mode & 07777), -1, -1);
     return rc ? px_fail(rc) : 0;
 }
 
@@ -103,7 +123,10 @@ PX_EXPORT int fchmod(int fd, mode_t mode)
     px_file *f = px_get(fd);
     if (!f)
         return REAL(fchmod)(fd, mode);
-    int rc = f->dir ? 0 : gfs_chmod(f->name, mode & 07777);
+    int rc = !f->dir ? gfs_chmod(f->name, mode & 07777)
+             : px_mapped_root(f->name)
+                 ? 0
+                 : px_dir_setattr(f->name, (int)(mode & 07777), -1, -1);
     px_put(f);
     return rc ? px_fail(rc) : 0;
 }
@@ -117,28 +140,79 @@ PX_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 
 /* ------------------------------------------------- owners, times, xattrs */
 
+/* May this process give a file st describes owner uid and group gid (-1:
+ * keep), as chown(2) says: root any; its owner only a group it is in. */
+static int px_chown_permitted(const struct stat *st, uid_t uid, gid_t gid)
+{
+    if (geteuid() == 0)
+        return 0;
+    if (st->st_uid != geteuid() || (uid != (uid_t)-1 && uid != st->st_uid))
+        return -EPERM;
+    if (gid == (gid_t)-1 || gid == st->st_gid || gid == getegid())
+        return 0;
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return 0;
+    return -EPERM;
+}
+
+/* chown of name (just mapped) or, unless nofollow, of where a link leads:
+ * kept in its record (a directory's marker; not the mapped directory's). */
+static int px_chown_name(const char *name, uid_t uid, gid_t gid, bool nofollow)
+{
+    struct stat st;
+    char to[PATH_MAX + 1];
+    int rc = px_target(&name, to, sizeof(to), &st, !nofollow);
+    if (rc == -1)
+        return -1;
+    if (rc == 1)
+        return REAL(chown)(to, uid, gid);
+    if (!rc)
+        rc = px_chown_permitted(&st, uid, gid);
+    /* a part not changed stays what it showed */
+    int64_t u = uid == (uid_t)-1 ? (int64_t)st.st_uid : (int64_t)uid;
+    int64_t g = gid == (gid_t)-1 ? (int64_t)st.st_gid : (int64_t)gid;
+    if (rc || (uid == (uid_t)-1 && gid == (gid_t)-1))
+        ;
+    else if (!S_ISDIR(st.st_mode))
+        rc = gfs_chown(name, u, g);
+    else if (!px_mapped_root(name))
+        rc = px_dir_setattr(name, -1, u, g);
+    return rc ? px_fail(rc) : 0;
+}
+
 PX_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
 {
     const char *name = px_name(path);
-    return name ? px_exists(name) : REAL(chown)(path, uid, gid);
+    return name ? px_chown_name(name, uid, gid, false)
+                : REAL(chown)(path, uid, gid);
 }
 
 PX_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
 {
     const char *name = px_name(path);
-    return name ? px_exists(name) : REAL(lchown)(path, uid, gid);
+    return name ? px_chown_name(name, uid, gid, true)
+                : REAL(lchown)(path, uid, gid);
 }
 
 PX_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
 {
-    return px_ours(fd) ? REAL(fchown)(fd, uid, gid) : 0;
+    px_file *f = px_get(fd);
+    if (!f)
+        return REAL(fchown)(fd, uid, gid);
+    char name[GFS_NAME_MAX + 1];
+    snprintf(name, sizeof(name), "%s", f->name);
+    px_put(f);
+    return px_chown_name(name, uid, gid, true);
 }
 
 PX_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
                        int flags)
 {
     const char *name = px_name_at(dirfd, path);
-    return name ? px_exists(name)
+    return name ? px_chown_name(name, uid, gid, flags & AT_SYMLINK_NOFOLLOW)
                 : REAL(fchownat)(dirfd, path, uid, gid, flags);
 }
 
@@ -164,18 +238,12 @@ static int px_utimens_name(const char *name, const struct timespec times[2],
                            bool nofollow)
 {
     struct stat st;
-    if (px_stat_path(name, &st))
-        return -1;
     char to[PATH_MAX + 1];
-    int rc = 0;
-    if (S_ISLNK(st.st_mode) && !nofollow) {
-        rc = px_follow(name, to, sizeof(to));
-        if (rc == 1)
-            return REAL(utimensat)(AT_FDCWD, to, times, 0);
-        if (!rc && px_stat_path(to, &st))
-            return -1;
-        name = to;
-    }
+    int rc = px_target(&name, to, sizeof(to), &st, !nofollow);
+    if (rc == -1)
+        return -1;
+    if (rc == 1)
+        return REAL(utimensat)(AT_FDCWD, to, times, 0);
     int64_t mt = px_mtime_wanted(times);
     if (!rc && mt == -2)
         rc = -EINVAL;

@@ -227,7 +227,7 @@ PX_EXPORT int closedir(DIR *d)
  * sees it; one that some file's name implies needs none.
  * ------------------------------------------------------------------------ */
 
-static int px_mkdir(const char *name)
+static int px_mkdir(const char *name, mode_t mode)
 {
     struct stat st;
     int rc = px_stat_name(name, &st);
@@ -243,7 +243,7 @@ static int px_mkdir(const char *name)
         if (rc)
             return px_fail(rc);
     }
-    rc = px_dir_make(name);
+    rc = px_dir_make(name, mode & 07777 & ~px_umask(), geteuid(), getegid());
     return rc ? px_fail(rc) : 0;
 }
 
@@ -270,7 +270,7 @@ PX_EXPORT int mkdir(const char *path, mode_t mode)
     if (!name || px_from_mount)
         return REAL(mkdir)(path, mode);
     int rc = px_start();
-    return rc ? px_fail(rc) : px_mkdir(name);
+    return rc ? px_fail(rc) : px_mkdir(name, mode);
 }
 
 PX_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
@@ -279,7 +279,7 @@ PX_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
     if (!name || px_from_mount)
         return REAL(mkdirat)(dirfd, path, mode);
     int rc = px_start();
-    return rc ? px_fail(rc) : px_mkdir(name);
+    return rc ? px_fail(rc) : px_mkdir(name, mode);
 }
 
 PX_EXPORT int rmdir(const char *path)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "galley.h"
 #include "px_dirmark.h"
@@ -49,13 +50,59 @@ int px_dir_holds(const char *name)
     return rc < 0 ? rc : h.what;
 }
 
-int px_dir_make(const char *name)
+int px_dir_make(const char *name, unsigned mode, int64_t uid, int64_t gid)
 {
     char mbuf[PX_MARKER_BUF];
     const char *marker = px_dir_marker(name, mbuf);
     if (!marker)
         return -ENAMETOOLONG;
-    return gfs_create_striped(marker, 1, NULL, 0, NULL);
+    return gfs_create_node(
+        marker, 1, NULL, 0, NULL,
+        &(gfs_node){.mode = S_IFDIR | (mode & 07777), .uid = uid, .gid = gid});
+}
+
+/* px_dir_attrs; 2 for a marker that keeps them, 1 for one that does not
+ * (made before markers kept modes). */
+static int marker_attrs(const char *name, gfs_striped_info *st)
+{
+    char mbuf[PX_MARKER_BUF];
+    const char *marker = px_dir_marker(name, mbuf);
+    int rc = marker ? gfs_striped_stat_all(marker, st) : -ENOENT;
+    if (rc < 0 || !S_ISDIR(st->mode))
+        *st = (gfs_striped_info){
+            .mode = S_IFDIR | PX_DIR_PERM, .uid = -1, .gid = -1};
+    if (rc == -ENOENT)
+        return 0;
+    return rc < 0 ? rc : S_ISDIR(st->mode) ? 2 : 1;
+}
+
+int px_dir_attrs(const char *name, gfs_striped_info *st)
+{
+    int rc = marker_attrs(name, st);
+    return rc > 0 ? 1 : rc;
+}
+
+int px_dir_setattr(const char *name, int mode, int64_t uid, int64_t gid)
+{
+    char mbuf[PX_MARKER_BUF];
+    const char *marker = px_dir_marker(name, mbuf);
+    gfs_striped_info st;
+    int rc = marker ? marker_attrs(name, &st) : -ENAMETOOLONG;
+    if (rc < 0)
+        return rc;
+    if (rc == 2)
+        return mode >= 0 ? gfs_chmod(marker, (unsigned)mode & 07777)
+                         : gfs_chown(marker, uid, gid);
+    /* no marker, or one that keeps no mode: (re)made with them */
+    unsigned m = mode >= 0 ? (unsigned)mode & 07777 : st.mode & 07777;
+    int64_t u = uid != -1 ? uid : st.uid;
+    int64_t g = gid != -1 ? gid : st.gid;
+    if (rc == 1) {
+        rc = gfs_delete_file(marker);
+        if (rc && rc != -ENOENT)
+            return rc;
+    }
+    return px_dir_make(name, m, u, g);
 }
 
 int px_dir_remove(const char *name)

@@ -13,6 +13,10 @@
 #ifndef PX_DIRMARK_H
 #define PX_DIRMARK_H
 
+#include <stdint.h>
+
+#include "galley.h"
+
 /* The marker of directory `name` in buf (PX_MARKER_BUF bytes): "name/";
  * NULL if that is over GFS_NAME_MAX (a directory made with mkdir has at
  * most GFS_NAME_MAX - 1 bytes). */
@@ -28,10 +32,25 @@ enum {
 /* PX_DIR_* or a negative gfs error (one listing). */
 int px_dir_holds(const char *name);
 
-/* mkdir: create the marker of `name` (which the caller found absent);
- * 0, -ENAMETOOLONG, or a negative gfs error (-EEXIST if it was made
- * meanwhile).  The client must be started. */
-int px_dir_make(const char *name);
+/* mkdir: create the marker of `name` (which the caller found absent),
+ * keeping the directory's permission bits and owner (-1: none, shown as
+ * the caller's) in it (its GFS_NODE_ATTR says "d"); 0, -ENAMETOOLONG, or
+ * a negative gfs error (-EEXIST if it was made meanwhile).  The client
+ * must be started. */
+#define PX_DIR_PERM 0755 /* of a directory whose marker keeps none */
+int px_dir_make(const char *name, unsigned mode, int64_t uid, int64_t gid);
+
+/* A directory's mode (S_IFDIR and its bits), owner (-1: none kept) and
+ * times (0: none kept: the marker's modification time is when it was
+ * made, its change time the last chmod or chown), from its marker's
+ * record, in *st: 1, 0 when it has no marker (PX_DIR_PERM, no owner, no
+ * times), or a negative gfs error.  A marker made before markers kept
+ * modes (no GFS_NODE_ATTR) shows PX_DIR_PERM. */
+int px_dir_attrs(const char *name, gfs_striped_info *st);
+
+/* chmod / chown of directory `name` (mode: -1 keeps it; uid, gid: -1
+ * keep them): in its marker, made first when it has none. */
+int px_dir_setattr(const char *name, int mode, int64_t uid, int64_t gid);
 
 /* rmdir: delete the marker of `name` if nothing else lies under it; 0,
  * -ENOTEMPTY, -ENOENT (no marker and nothing under it), or a negative gfs

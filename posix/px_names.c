@@ -75,42 +75,60 @@ void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
             .tv_sec = mtime / 1000000000, .tv_nsec = mtime % 1000000000};
 }
 
+/* The change time a record keeps (0: none, the modification time's). */
+static void px_fill_ctime(struct stat *st, int64_t ctime)
+{
+    if (ctime > 0)
+        st->st_ctim = (struct timespec){.tv_sec = ctime / 1000000000,
+                                        .tv_nsec = ctime % 1000000000};
+}
+
+/* The owner a record keeps (-1: none, the caller's shows). */
+static void px_fill_owner(struct stat *st, int64_t uid, int64_t gid)
+{
+    if (uid >= 0)
+        st->st_uid = (uid_t)uid;
+    if (gid >= 0)
+        st->st_gid = (gid_t)gid;
+}
+
 /* stat of an open striped file. */
 static int px_stat_sid(int sid, const char *name, struct stat *st)
 {
-    int64_t size, mtime;
-    int rc = gfs_striped_size_mtime(sid, &size, &mtime);
+    gfs_striped_info fs;
+    int rc = gfs_striped_stat_open(sid, &fs);
     if (rc)
         return rc;
-    unsigned mode;
-    rc = gfs_striped_mode(sid, &mode);
-    if (rc)
-        return rc;
-    gfs_layout lay;
-    rc = gfs_striped_layout(sid, &lay);
-    px_fill_stat(st, name, size, rc == 0 ? lay.unit : 0, mtime,
-                 S_IFREG | (mode & 07777));
+    px_fill_stat(st, name, fs.size, fs.layout.unit, fs.mtime_ns,
+                 S_IFREG | (fs.mode & 07777));
+    px_fill_owner(st, fs.uid, fs.gid);
+    px_fill_ctime(st, fs.ctime_ns);
     return 0;
 }
 
 /* Is `name`, which names no file, a directory: a mapped directory, one
- * made with mkdir (its marker), or one some file's name implies?  1 yes,
- * 0 no, negative error. */
-static int px_dir_exists(const char *name)
+ * made with mkdir (its marker: into st, when not NULL, its mode and
+ * owner), or one some file's name implies?  1 yes, 0 no, negative
+ * error. */
+static int px_dir_exists_st(const char *name, struct stat *st)
 {
     if (px_mapped_root(name))
         return 1;
-    char mbuf[PX_MARKER_BUF];
-    const char *marker = px_dir_marker(name, mbuf);
-    if (marker) {
-        int64_t size;
-        int rc = gfs_striped_stat(marker, &size, NULL);
-        if (rc >= 0 || rc == GFS_ELAYOUT)
-            return 1;
-        if (rc != -ENOENT)
-            return rc;
+    gfs_striped_info ds;
+    int rc = px_dir_attrs(name, &ds);
+    if (rc == 1 && st) {
+        px_fill_stat(st, name, 0, 0, ds.mtime_ns, ds.mode);
+        px_fill_owner(st, ds.uid, ds.gid);
+        px_fill_ctime(st, ds.ctime_ns);
     }
-    return px_is_dir(name);
+    if (rc == GFS_ELAYOUT) /* (a marker that is a plain file) */
+        return 1;
+    return rc ? rc : px_is_dir(name);
+}
+
+static int px_dir_exists(const char *name)
+{
+    return px_dir_exists_st(name, NULL);
 }
 
 /* stat by Galley name: a striped file, a directory, or -ENOENT. */
@@ -124,6 +142,9 @@ int px_stat_name(const char *name, struct stat *st)
                                              : -ENOENT;
     if (sid >= 0) { /* without opening it: two round trips */
         px_fill_stat(st, name, fs.size, fs.layout.unit, fs.mtime_ns, fs.mode);
+        px_fill_owner(st, fs.uid, fs.gid);
+        px_fill_ctime(st, fs.ctime_ns);
+        st->st_rdev = (dev_t)fs.rdev;
         return 0;
     }
     if (sid == GFS_ELAYOUT) { /* a plain (non-striped) file */
@@ -132,13 +153,11 @@ int px_stat_name(const char *name, struct stat *st)
     }
     if (sid != -ENOENT)
         return sid;
-    rc = *name ? px_dir_exists(name) : 0;
+    px_fill_stat(st, name, 0, 0, 0, PX_DIR_MODE);
+    rc = *name ? px_dir_exists_st(name, st) : 0;
     if (rc < 0)
         return rc;
-    if (!rc)
-        return -ENOENT;
-    px_fill_stat(st, name, 0, 0, 0, PX_DIR_MODE);
-    return 0;
+    return rc ? 0 : -ENOENT;
 }
 
 static int px_unlink(const char *name)

@@ -87,8 +87,11 @@ static int px_create(const char *name, int flags, mode_t mode, bool *exists)
     if (nsub <= 0 || nsub > nserv)
         nsub = nserv;
     int64_t unit = g_config_int(G_CFG_POSIX_UNIT); /* 0: the default */
-    int rc = gfs_create_striped_mode(name, nsub, NULL, unit, NULL,
-                                     mode & 07777 & ~px_umask());
+    int rc = gfs_create_node(
+        name, nsub, NULL, unit, NULL,
+        &(gfs_node){.mode = S_IFREG | (mode & 07777 & ~px_umask()),
+                    .uid = geteuid(),
+                    .gid = getegid()});
     *exists = rc == -EEXIST;
     if (*exists && !(flags & O_EXCL))
         rc = 0;
@@ -168,11 +171,14 @@ static int px_open_depth(const char *name, int flags, mode_t mode, int depth)
         rc = gfs_striped_mode(sid, &perm);
         if (!rc && S_ISLNK(perm))
             return px_open_link(name, sid, flags, mode, depth);
+        if (!rc && !S_ISREG(perm)) /* a FIFO, socket or device: kept, not
+                                    * served (a mount's kernel serves it) */
+            rc = -ENXIO;
         if (!rc)
-            rc = px_mode_permits(S_IFREG | perm, acc == O_RDONLY ? R_OK
-                                                 : acc == O_WRONLY
-                                                     ? W_OK
-                                                     : R_OK | W_OK);
+            rc = px_mode_permits(S_IFREG | (perm & 07777),
+                                 acc == O_RDONLY   ? R_OK
+                                 : acc == O_WRONLY ? W_OK
+                                                   : R_OK | W_OK);
         if (rc) {
             gfs_striped_close(sid);
             return px_fail(rc);

@@ -1,41 +1,55 @@
 /*
  * px_rename.c -- rename of a striped file for the preload library and the
  * mount daemon.  Galley has no rename: the bytes are copied to a new file
- * with the same servers, stripe unit, fork, mode and modification time,
- * then the old name is deleted.  Not atomic: a reader may see both names, or
- * (after a failure half way) the new one is removed again and the old one
- * stays.
+ * with the same servers, stripe unit, fork, mode, owner and modification
+ * time, then the old name is deleted.  Not atomic: a reader may see both
+ * names, or (after a failure half way) the new one is removed again and
+ * the old one stays.
  *
  * Threads: any (uses only the thread-safe public client API).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "galley.h"
 #include "px_rename.h"
 
-/* A symbolic link moves as its target. */
-static int px_rename_link(const char *from, const char *to, const char *target)
+/* A name with no bytes of its own moves as what its record says: a
+ * symbolic link its target, a special file or a directory's marker its
+ * type, mode and owner. */
+static int px_rename_node(const char *from, const char *to,
+                          const gfs_node *node)
 {
     if (strcmp(from, to) == 0)
         return 0;
     int rc = gfs_delete_file(to);
     if (rc && rc != -ENOENT)
         return rc;
-    rc = gfs_symlink(target, to);
+    rc = gfs_create_node(to, 1, NULL, 0, NULL, node);
     return rc ? rc : gfs_delete_file(from);
 }
 
 int px_rename_file(const char *from, const char *to)
 {
     int rc;
+    gfs_striped_info info;
+    rc = gfs_striped_stat_all(from, &info);
+    if (rc)
+        return rc;
+    gfs_node node = {
+        .mode = info.mode, .uid = info.uid, .gid = info.gid, .rdev = info.rdev};
     char target[GFS_LINK_MAX + 1];
-    int n = gfs_readlink(from, target, GFS_LINK_MAX);
-    if (n >= 0) {
+    if (S_ISLNK(info.mode)) {
+        int n = gfs_readlink(from, target, GFS_LINK_MAX);
+        if (n < 0)
+            return n;
         target[n] = '\0';
-        return px_rename_link(from, to, target);
+        node.link = target;
     }
+    if (!S_ISREG(info.mode))
+        return px_rename_node(from, to, &node);
     int src = gfs_striped_open(from);
     if (src < 0)
         return src;
@@ -64,8 +78,9 @@ int px_rename_file(const char *from, const char *to)
     rc = gfs_delete_file(to);
     if (rc && rc != -ENOENT)
         goto out_close_src;
-    rc = gfs_create_striped_mode(to, fst.nsubfiles, fst.servers, lay.unit,
-                                 lay.fork, mode);
+    node.mode = S_IFREG | mode;
+    rc = gfs_create_node(to, fst.nsubfiles, fst.servers, lay.unit, lay.fork,
+                         &node);
     if (rc)
         goto out_close_src;
     int dst = gfs_striped_open(to);

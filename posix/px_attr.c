@@ -92,8 +92,8 @@ PX_EXPORT mode_t umask(mode_t mask)
 }
 
 /* chmod of name (just mapped) and of where a link leads (unless
- * nofollow: a link's own mode cannot change): a file's bits kept, a
- * directory's accepted and ignored. */
+ * nofollow: a link's own mode cannot change): kept in its record (a
+ * directory's marker; the mapped directory's: accepted and ignored). */
 static int px_chmod_name(const char *name, mode_t mode, bool nofollow)
 {
     struct stat st;

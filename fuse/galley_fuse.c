@@ -16,9 +16,9 @@
  *     statfs (sum over the servers), fsync = gfs_striped_sync.
  *   - Modes, owners and times as the records keep them (docs/posix.md
  *     "Limits"): a new name is its caller's; the kernel checks who may do
- *     what (default_permissions), and a mount by root serves every user
- *     (allow_other).  Where nothing is kept: the mount's user and start
- *     time.
+ *     what (default_permissions); with --all-users the mount serves every
+ *     user of the host (allow_other).  Where nothing is kept: the mount's
+ *     user and start time.
  *   - Locks: fcntl (F_SETLK, F_SETLKW, F_GETLK, OFD) and flock through the
  *     mount are the servers' POSIX locks (gfs_striped_plock), held in the
  *     kernel's lock owner's name, so mounts on two hosts exclude each
@@ -70,6 +70,7 @@ static struct {
     int nsub;            /* -n: subfiles of new files, 0 = every server */
     int64_t unit;        /* -u: stripe unit of new files, 0 = default */
     bool cache;          /* --cache: the kernel's page cache, mmap */
+    bool all_users;      /* --all-users: allow_other */
     struct timespec t0;  /* the time every entry shows */
 } gf;
 
@@ -472,7 +473,8 @@ static int gf_chmod(const char *p, mode_t mode, struct fuse_file_info *fi)
     return rc;
 }
 
-/* Symbolic links: kept by Galley (gfs_symlink), followed by the kernel. */
+/* Symbolic links: kept by Galley (gfs_create_node), followed by the
+ * kernel. */
 static int gf_readlink(const char *p, char *buf, size_t size)
 {
     if (size == 0)
@@ -552,9 +554,11 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: galley-fuse [-c CLUSTERFILE] [-n NSUB] [-u UNIT] "
-            "[--cache] [-f] [-d] [-o FUSEOPT] DIR\n"
+            "[--cache] [--all-users] [-f] [-d] [-o FUSEOPT] DIR\n"
             "  -n, -u  layout of files created through the mount\n"
             "  --cache the kernel's page cache (mmap; close-to-open)\n"
+            "  --all-users  every user of the host, checked by modes and "
+            "owners\n"
             "  -f      stay in the foreground; -d also print FUSE requests\n");
     return 2;
 }
@@ -576,6 +580,8 @@ int main(int argc, char **argv)
             gf.unit = strtoll(argv[++i], NULL, 0);
         else if (!strcmp(a, "--cache"))
             gf.cache = true;
+        else if (!strcmp(a, "--all-users"))
+            gf.all_users = true;
         else if ((!strcmp(a, "-f") || !strcmp(a, "-d")) && fargc < 28)
             fargv[fargc++] = argv[i];
         else if (!strcmp(a, "-o") && i + 1 < argc && fargc < 28) {
@@ -605,13 +611,12 @@ int main(int argc, char **argv)
     char buf[PATH_MAX], abs[PATH_MAX];
     const char *cl = gc_cluster_find(gf.cluster, buf, sizeof(buf));
     /* The kernel checks who may do what, from the modes and owners the
-     * mount shows (default_permissions); a mount by root serves every
-     * user (allow_other), as a system's file systems do, one by another
-     * user only that user (FUSE's own rule). */
+     * mount shows (default_permissions); only the user who mounted it
+     * reaches it unless --all-users (allow_other: root, or a user that
+     * /etc/fuse.conf's user_allow_other lets). */
     snprintf(fsname, sizeof(fsname),
              "fsname=galley:%s,subtype=galley,default_permissions%s",
-             realpath(cl, abs) ? abs : cl,
-             geteuid() == 0 ? ",allow_other" : "");
+             realpath(cl, abs) ? abs : cl, gf.all_users ? ",allow_other" : "");
     fargv[fargc++] = "-o";
     fargv[fargc++] = fsname;
     fargv[fargc++] = (char *)dir;

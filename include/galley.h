@@ -531,12 +531,14 @@ int gfs_striped_mode(int sid, unsigned *mode);
 
 /* Symbolic links: a name whose record holds a target (attribute
  * "galley.symlink", 1-1023 bytes, no newline), made at once with the
- * record (an empty striped file underneath).  Galley never follows one:
- * the preload and the mount do.  gfs_readlink copies the target (not
+ * record (an empty striped file underneath); a longer target (up to
+ * GFS_LINK_MAX, PATH_MAX less its NUL) is that file's bytes instead, the
+ * record holding its length ("galley.symlink_len").  Galley never follows
+ * one: the preload and the mount do.  gfs_readlink copies the target (not
  * NUL-terminated, at most len bytes) and returns its length; -EINVAL for
  * a name that is not a link.  gfs_symlink: -EEXIST, -ENAMETOOLONG, ... */
 #define GFS_LINK_ATTR "galley.symlink"
-#define GFS_LINK_MAX 1023
+#define GFS_LINK_MAX 4095
 int gfs_symlink(const char *target, const char *name);
 int gfs_readlink(const char *name, char *buf, size_t len);
 
@@ -572,6 +574,8 @@ typedef struct gfs_node {
 int gfs_create_node(const char *name, int nsubfiles, const int *servers,
                     int64_t unit, const char *fork, const gfs_node *node);
 int gfs_chown(const char *name, int64_t uid, int64_t gid);
+/* An open file's owner, as gfs_striped_mode reads its mode. */
+int gfs_striped_owner(int sid, int64_t *uid, int64_t *gid);
 
 /* All stat shows of a striped file, by name, in one call (the round trips
  * of gfs_striped_stat).  mode: the type and permission bits as st_mode's,

@@ -653,11 +653,24 @@ int gc_link_of(const gp_record *rec, char *buf, size_t len)
 {
     char v[GFS_LINK_MAX + 1];
     int n = gc_attr_lookup(rec->attrs, GFS_LINK_ATTR, v, sizeof(v));
-    if (n <= 0)
-        return n == -ERANGE ? GFS_EPROTO : -EINVAL;
+    if (n <= 0) {
+        int in_data = gc_link_data_len(rec);
+        return in_data > 0 ? in_data : n == -ERANGE ? GFS_EPROTO : -EINVAL;
+    }
     size_t k = (size_t)n < len ? (size_t)n : len;
     memcpy(buf, v, k);
     return (int)k;
+}
+
+int gc_link_data_len(const gp_record *rec)
+{
+    char v[16], end;
+    int n;
+    if (gc_attr_lookup(rec->attrs, GC_LINK_DATA_ATTR, v, sizeof(v)) <= 0 ||
+        sscanf(v, "%d%c", &n, &end) != 1 || n <= GC_LINK_INLINE ||
+        n > GFS_LINK_MAX)
+        return -EINVAL;
+    return n;
 }
 
 int64_t gc_mtime_of(const gp_record *rec, int64_t data)

@@ -463,8 +463,16 @@ void gc_owner_of(const gp_record *rec, int64_t *uid, int64_t *gid);
  * modification time `data` (nodes.c). */
 int64_t gc_ctime_of(const gp_record *rec, int64_t data);
 unsigned gc_node_of(const gp_record *rec, uint64_t *rdev);
-/* A record's link target (gfs_readlink's answer) into buf. */
+/* A record's link target (gfs_readlink's answer) into buf: its length,
+ * or -EINVAL for no link.  A target over GC_LINK_INLINE bytes is the
+ * link's data (its length in GC_LINK_DATA_ATTR; nodes.c): its length,
+ * nothing copied (gc_link_data_len says which). */
+#define GC_LINK_INLINE 1023
+#define GC_LINK_DATA_ATTR "galley.symlink_len"
 int gc_link_of(const gp_record *rec, char *buf, size_t len);
+int gc_link_data_len(const gp_record *rec);
+/* Read a link target kept as the data of name (gfs_readlink). */
+int gc_link_read_data(const char *name, int n, char *buf, size_t len);
 /* A file's modification time: the one set in its record (GFS_MTIME_ATTR)
  * while its data's is still `data`, the time it was set at; else data. */
 int64_t gc_mtime_of(const gp_record *rec, int64_t data);

@@ -396,6 +396,61 @@ int gfs_striped_sync(int sid)
     return rc;
 }
 
+/* An open file's record now: its name's, so another process's gfs_chmod
+ * or gfs_chown shows, else (a removed name) the one it was opened with;
+ * *out is malloc'ed (the caller frees it).  0 or a gfs error. */
+static int record_now(int sid, gp_record **out)
+{
+    gc_striped s;
+    int rc = gc_st_get(sid, &s);
+    gc_file *f = rc ? NULL : malloc(sizeof(*f));
+    gp_record *rec = rc ? NULL : malloc(sizeof(*rec));
+    if (!rc && (!f || !rec))
+        rc = -ENOMEM;
+    if (!rc)
+        rc = gc_file_get(s.fid, f);
+    if (!rc && record_of(f->name, rec))
+        memcpy(rec, &f->rec, sizeof(*rec));
+    free(f);
+    if (rc) {
+        free(rec);
+        rec = NULL;
+    }
+    *out = rec;
+    return rc;
+}
+
+int gfs_striped_owner(int sid, int64_t *uid, int64_t *gid)
+{
+    gp_record *rec;
+    int rc = uid && gid ? record_now(sid, &rec) : -EINVAL;
+    if (!rc)
+        gc_owner_of(rec, uid, gid);
+    if (!rc)
+        free(rec);
+    return rc;
+}
+
+/* A record's type, as st_mode's. */
+static unsigned type_of(const gp_record *rec, uint64_t *rdev)
+{
+    char t[1];
+    unsigned type = gc_node_of(rec, rdev);
+    return gc_link_of(rec, t, 0) >= 0 ? S_IFLNK : type;
+}
+
+int gfs_striped_mode(int sid, unsigned *mode)
+{
+    gp_record *rec;
+    int rc = record_now(sid, &rec);
+    uint64_t rdev;
+    if (!rc && mode)
+        *mode = type_of(rec, &rdev) | gc_mode_of(rec);
+    if (!rc)
+        free(rec);
+    return rc;
+}
+
 int gfs_striped_stat_open(int sid, gfs_striped_info *st)
 {
     gc_striped s;
@@ -412,54 +467,21 @@ int gfs_striped_stat_open(int sid, gfs_striped_info *st)
     }
     if (size < 0)
         return (int)size;
-    gc_file *f = malloc(sizeof(*f));
-    gp_record *rec = malloc(sizeof(*rec));
-    rc = f && rec ? gc_file_get(s.fid, f) : -ENOMEM;
-    if (!rc) {
-        /* as gfs_striped_mode: its name's record, else the one opened */
-        const gp_record *from = record_of(f->name, rec) ? &f->rec : rec;
-        uint64_t rdev;
-        unsigned type = gc_node_of(from, &rdev);
-        char t[1];
-        *st = (gfs_striped_info){
-            .size = size,
-            .mtime_ns = gc_mtime_of(from, data),
-            .mode = (gc_link_of(from, t, 0) >= 0 ? S_IFLNK : type) |
-                    gc_mode_of(from),
-            .layout = s.lay,
-            .rdev = rdev,
-            .ctime_ns = gc_ctime_of(from, data)};
-        gc_owner_of(from, &st->uid, &st->gid);
-    }
-    free(f);
+    gp_record *rec;
+    rc = record_now(sid, &rec);
+    if (rc)
+        return rc;
+    uint64_t rdev;
+    unsigned type = type_of(rec, &rdev);
+    *st = (gfs_striped_info){.size = size,
+                             .mtime_ns = gc_mtime_of(rec, data),
+                             .mode = type | gc_mode_of(rec),
+                             .layout = s.lay,
+                             .rdev = rdev,
+                             .ctime_ns = gc_ctime_of(rec, data)};
+    gc_owner_of(rec, &st->uid, &st->gid);
     free(rec);
-    return rc;
-}
-
-int gfs_striped_mode(int sid, unsigned *mode)
-{
-    gc_striped s;
-    int rc = gc_st_get(sid, &s);
-    gc_file *f = rc ? NULL : malloc(sizeof(*f));
-    gp_record *rec = rc ? NULL : malloc(sizeof(*rec));
-    if (!rc && (!f || !rec))
-        rc = -ENOMEM;
-    if (!rc)
-        rc = gc_file_get(s.fid, f);
-    if (!rc) {
-        /* its name's record, so another process's gfs_chmod shows; a
-         * removed name: the one opened */
-        const gp_record *from = record_of(f->name, rec) ? &f->rec : rec;
-        char t[1];
-        uint64_t rdev;
-        unsigned type = gc_node_of(from, &rdev);
-        if (mode)
-            *mode = (gc_link_of(from, t, 0) >= 0 ? S_IFLNK : type) |
-                    gc_mode_of(from);
-    }
-    free(f);
-    free(rec);
-    return rc;
+    return 0;
 }
 
 int gfs_readlink(const char *name, char *buf, size_t len)
@@ -473,7 +495,10 @@ int gfs_readlink(const char *name, char *buf, size_t len)
     if (!rec)
         return -ENOMEM;
     rc = record_of(name, rec);
-    if (!rc)
+    int in_data = rc ? -1 : gc_link_data_len(rec);
+    if (!rc && in_data > 0)
+        rc = gc_link_read_data(name, in_data, buf, len);
+    else if (!rc)
         rc = gc_link_of(rec, buf, len);
     free(rec);
     return rc;

@@ -1,5 +1,5 @@
 """Owners, directory modes and special files on `galley mount`, as a
-multi-user file system keeps them: a mount by root serves every user; a
+multi-user file system keeps them: `--all-users` serves every user; a
 new file, directory, FIFO, device node or symbolic link is its creator's;
 chown and a directory's chmod are kept on the servers (a remount and the
 preload see them); the kernel refuses what the modes and owners do not
@@ -18,7 +18,9 @@ import time
 
 import pytest
 
-from conftest import Mount, fuse_ok, galley_exec, gt, oserr
+from conftest import Mount, fuse_ok, galley_exec, gt, mounted, oserr
+
+ALL = ("--all-users",)
 
 describe = gt.describe
 
@@ -38,7 +40,7 @@ def as_user(uid, gid, fn, where):
     if pid == 0:
         try:
             os.close(r)
-            os.fchdir(fd)
+            os.fchdir(fd)  # (as root: a mount's own user may enter)
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)
@@ -63,6 +65,15 @@ def as_user(uid, gid, fn, where):
 
 
 
+@pytest.fixture
+def amnt(cluster, tmp_path):
+    """A mount that serves every user of the host."""
+    m = Mount(cluster, tmp_path / "mnt", ALL)
+    yield m
+    if mounted(m.dir):
+        m.umount()
+
+
 def owner(p):
     s = os.lstat(p)
     return s.st_uid, s.st_gid
@@ -77,7 +88,7 @@ def test_new_names_are_their_creators_and_chown_is_kept(cluster, tmp_path, uniq)
         os.symlink("f", "link")
         return [owner(n) for n in ("f", "sub", "fifo", "link")]
 
-    m = Mount(cluster, tmp_path / "m1")
+    m = Mount(cluster, tmp_path / "m1", ALL)
     try:
         d = m.dir / uniq
         d.mkdir(parents=True)
@@ -90,7 +101,7 @@ def test_new_names_are_their_creators_and_chown_is_kept(cluster, tmp_path, uniq)
     finally:
         m.umount()
     # on the servers: a new mount and the preload see the same
-    m = Mount(cluster, tmp_path / "m2")
+    m = Mount(cluster, tmp_path / "m2", ALL)
     try:
         d = m.dir / uniq
         assert owner(d / "f") == (123, 456)
@@ -110,8 +121,8 @@ def test_new_names_are_their_creators_and_chown_is_kept(cluster, tmp_path, uniq)
         m.umount()
 
 
-def test_the_kernel_enforces_modes_and_owners(cluster, mnt, uniq):
-    d = mnt.dir / uniq
+def test_the_kernel_enforces_modes_and_owners(cluster, amnt, uniq):
+    d = amnt.dir / uniq
     d.mkdir(parents=True)
     os.chmod(d, 0o755)  # root's: others may look, not write
     (d / "open").mkdir(mode=0o777)
@@ -150,6 +161,17 @@ def test_the_kernel_enforces_modes_and_owners(cluster, mnt, uniq):
     # the owner of a directory may chmod it; it is kept
     assert as_user(65534, 65534, lambda: os.chmod("open/mine", 0o700), d) is None
     assert stat.S_IMODE(os.stat(d / "open" / "mine").st_mode) == 0o700
+
+
+def test_a_mount_without_all_users_serves_only_its_user(cluster, mnt, uniq):
+    d = mnt.dir / uniq
+    d.mkdir(parents=True)
+    os.chmod(d, 0o777)
+    (d / "f").write_text("x")
+    os.chmod(d / "f", 0o666)
+    assert as_user(65534, 65534, lambda: [oserr(os.stat, "f"),
+                                          oserr(os.listdir, ".")], d) == \
+        [errno.EACCES, errno.EACCES]
 
 
 def test_fifo_and_device_nodes(cluster, mnt, uniq):
@@ -254,3 +276,23 @@ def test_times_of_new_names_and_of_changes(cluster, mnt, uniq):
                      "galley:/%s/f" % uniq)
     assert cp.stdout.split() == [str(v) for v in (5, 6, after.st_mtime_ns,
                                                   after.st_ctime_ns)], describe(cp)
+
+
+def test_link_targets_up_to_path_max(cluster, mnt, uniq):
+    """A symbolic link's target may have up to 4095 bytes, as on a local
+    file system (one over 1023 is kept as the link's bytes): the mount
+    and the preload read it back whole, a rename keeps it, and 4096 bytes
+    answer ENAMETOOLONG."""
+    d = mnt.dir / uniq
+    d.mkdir(parents=True)
+    for n in (1023, 1024, 3000, 4095):
+        target = ("xxxxxxxxx/" * 410)[:n - 1] + "z"
+        os.symlink(target, d / ("l%d" % n))
+        assert os.readlink(d / ("l%d" % n)) == target, n
+        assert os.lstat(d / ("l%d" % n)).st_size == n, n
+    assert oserr(os.symlink, "y" * 4096, d / "l4096") == errno.ENAMETOOLONG
+    os.rename(d / "l3000", d / "moved")
+    assert os.readlink(d / "moved") == ("xxxxxxxxx/" * 410)[:2999] + "z"
+    cp = galley_exec(cluster, "readlink", "galley:/%s/l4095" % uniq)
+    assert cp.stdout == ("xxxxxxxxx/" * 410)[:4094] + "z\n", describe(cp)
+    assert sorted(os.listdir(d)) == ["l1023", "l1024", "l4095", "moved"]

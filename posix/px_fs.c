@@ -10,11 +10,11 @@
  *                        resolved there (px_link.c); glibc's own realpath
  *                        would walk the local disk, where the mapped names
  *                        are not
- *   readlink, readlinkat a Galley link's target (px_link.c), EINVAL for
- *                        another name that exists, as stat answers
- *                        otherwise: tools that resolve a path themselves
- *                        (coreutils' realpath, readlink -f) ask each
- *                        component
+ *   readlink, readlinkat a Galley link's target (px_link.c), of a mapped
+ *                        path or a galley: name, EINVAL for another name
+ *                        that exists, as stat answers otherwise: tools that
+ *                        resolve a path themselves (coreutils' realpath,
+ *                        readlink -f) ask each component
  *   statvfs, statfs, fstatvfs, fstatfs (and the 64 forms)
  *                        the cluster's: bytes and free bytes summed over
  *                        the servers, the records as the file count, the
@@ -67,8 +67,8 @@ PX_EXPORT char *realpath(const char *path, char *resolved)
 
 PX_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
 {
-    const char *name;
-    if (!px_mapped(path, &name))
+    const char *name = px_name(path);
+    if (!name || px_from_mount)
         return REAL(readlink)(path, buf, len);
     return px_readlink(name, buf, len);
 }
@@ -76,7 +76,7 @@ PX_EXPORT ssize_t readlink(const char *path, char *buf, size_t len)
 PX_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
 {
     const char *name = px_name_at(dirfd, path);
-    if (!name || px_from_mount || strncmp(path, PX_PREFIX, PX_PREFIX_LEN) == 0)
+    if (!name || px_from_mount)
         return REAL(readlinkat)(dirfd, path, buf, len);
     return px_readlink(name, buf, len);
 }

@@ -2,6 +2,7 @@
  * px_fsinfo.c -- see px_fsinfo.h.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,12 +48,28 @@ int px_plock_getlk(int sid, gfs_plock *lk, struct flock *fl)
     return 0;
 }
 
-int px_mode_permits(unsigned mode, int amode)
+/* Is the process in group gid (its own or a supplementary one)? */
+static bool in_group(gid_t gid)
+{
+    if (gid == getegid())
+        return true;
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return true;
+    return false;
+}
+
+int px_mode_permits(unsigned mode, int64_t uid, int64_t gid, int amode)
 {
     if (geteuid() == 0) /* (CAP_DAC_OVERRIDE) */
         return !(amode & X_OK) || S_ISDIR(mode) || (mode & 0111) ? 0 : -EACCES;
-    unsigned need = ((amode & R_OK) ? S_IRUSR : 0) |
-                    ((amode & W_OK) ? S_IWUSR : 0) |
-                    ((amode & X_OK) ? S_IXUSR : 0);
-    return (mode & need) == need ? 0 : -EACCES;
+    unsigned need = ((amode & R_OK) ? S_IROTH : 0) |
+                    ((amode & W_OK) ? S_IWOTH : 0) |
+                    ((amode & X_OK) ? S_IXOTH : 0);
+    int shift = uid < 0 || (uid_t)uid == geteuid() ? 6
+                : gid >= 0 && in_group((gid_t)gid) ? 3
+                                                   : 0;
+    return ((mode >> shift) & need) == need ? 0 : -EACCES;
 }

@@ -26,9 +26,10 @@ void px_cluster_statvfs(struct statvfs *sv);
 int px_plock_getlk(int sid, gfs_plock *lk, struct flock *fl);
 
 /* 0 or -EACCES: may this process reach a file of this mode (permission
- * bits, S_IFDIR for a directory) for access()'s amode (R_OK, W_OK, X_OK)?
- * Galley keeps no owners, so a file is its reader's: the owner bits
- * decide; root may do anything but execute a file with no x bit. */
-int px_mode_permits(unsigned mode, int amode);
+ * bits, S_IFDIR for a directory) and owner (-1: none kept, the file is
+ * its reader's) for access()'s amode (R_OK, W_OK, X_OK)?  The bits of the
+ * class the process is in decide (owner, group, other); root may do
+ * anything but execute a file with no x bit. */
+int px_mode_permits(unsigned mode, int64_t uid, int64_t gid, int amode);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * px_link.c -- symbolic links among Galley names in libgalley-posix.so
- * (see galley_posix.c).  symlink and symlinkat make one (gfs_symlink: the
- * target kept in the name's record), readlink reads it, and the calls
+ * (see galley_posix.c).  symlink and symlinkat make one (gfs_create_node:
+ * the target kept in the name's record), readlink reads it, and the calls
  * that follow a link (open, stat, access, chmod, truncate, opendir)
  * follow it here, as the kernel does for a path's last component, at
  * most PX_MAX_LINKS times (then ELOOP): a relative target is read against
@@ -81,8 +81,12 @@ static int px_symlink(const char *target, const char *name)
     rc = *name ? px_stat_name(name, &st) : -EEXIST; /* (the root) */
     if (rc == 0)
         rc = -EEXIST;
-    else if (rc == -ENOENT)
-        rc = gfs_symlink(target, name);
+    else if (rc == -ENOENT) /* (the caller's, as a file it makes) */
+        rc = gfs_create_node(name, 1, NULL, 0, NULL,
+                             &(gfs_node){.mode = S_IFLNK | 0777,
+                                         .uid = geteuid(),
+                                         .gid = getegid(),
+                                         .link = target});
     return rc ? px_fail(rc) : 0;
 }
 

@@ -413,7 +413,7 @@ static int px_access(const char *name, int amode)
     struct stat st;
     if (px_stat_follow(name, &st))
         return -1;
-    int rc = px_mode_permits(st.st_mode, amode);
+    int rc = px_mode_permits(st.st_mode, st.st_uid, st.st_gid, amode);
     return rc ? px_fail(rc) : 0;
 }
 

@@ -168,14 +168,17 @@ static int px_open_depth(const char *name, int flags, mode_t mode, int depth)
         return px_fail(sid);
     if (!deferred) { /* (a file this open made may be opened any way) */
         unsigned perm;
+        int64_t uid, gid;
         rc = gfs_striped_mode(sid, &perm);
+        if (!rc)
+            rc = gfs_striped_owner(sid, &uid, &gid);
         if (!rc && S_ISLNK(perm))
             return px_open_link(name, sid, flags, mode, depth);
         if (!rc && !S_ISREG(perm)) /* a FIFO, socket or device: kept, not
                                     * served (a mount's kernel serves it) */
             rc = -ENXIO;
         if (!rc)
-            rc = px_mode_permits(S_IFREG | (perm & 07777),
+            rc = px_mode_permits(S_IFREG | (perm & 07777), uid, gid,
                                  acc == O_RDONLY   ? R_OK
                                  : acc == O_WRONLY ? W_OK
                                                    : R_OK | W_OK);

@@ -63,9 +63,8 @@ int galley_mount(const char *cluster, int timeout_s, int argc, char **argv)
         return 1;
     }
     if (argc < 1) {
-        fprintf(stderr,
-                "usage: galley mount [-n NSUB] [-u UNIT] [--cache] [-f] "
-                "DIR\n");
+        fprintf(stderr, "usage: galley mount [-n NSUB] [-u UNIT] [--cache] "
+                        "[--all-users] [-f] DIR\n");
         return 2;
     }
     char daemon[PATH_MAX];

@@ -595,6 +595,11 @@ int gfs_striped_stat_all(const char *name, gfs_striped_info *st);
 /* The same of an open file (fstat): its forks' sizes, and its name's
  * record now (else the one it was opened with). */
 int gfs_striped_stat_open(int sid, gfs_striped_info *st);
+/* What a name's record alone says, in one round trip (none while it is
+ * leased): type, mode, owner, layout, the times kept in it; size 0 and
+ * no data time asked (for names that hold no bytes: a directory's
+ * marker). */
+int gfs_stat_record(const char *name, gfs_striped_info *st);
 
 /* Set the logical size: shrink or extend (with zeros) every subfile's fork. */
 int gfs_striped_truncate(int sid, int64_t size);

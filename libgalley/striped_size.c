@@ -484,6 +484,34 @@ int gfs_striped_stat_open(int sid, gfs_striped_info *st)
     return 0;
 }
 
+int gfs_stat_record(const char *name, gfs_striped_info *st)
+{
+    int rc = st ? gc_check_init() : -EINVAL;
+    if (!rc)
+        rc = gc_check_name(name, GFS_NAME_MAX);
+    if (rc)
+        return rc;
+    gp_record *rec = malloc(sizeof(*rec));
+    if (!rec)
+        return -ENOMEM;
+    rc = record_of(name, rec);
+    gfs_layout lay;
+    if (!rc)
+        rc = gc_st_layout_of(rec, &lay);
+    if (!rc) {
+        uint64_t rdev;
+        unsigned type = type_of(rec, &rdev);
+        *st = (gfs_striped_info){.mtime_ns = gc_mtime_of(rec, 0),
+                                 .mode = type | gc_mode_of(rec),
+                                 .layout = lay,
+                                 .rdev = rdev,
+                                 .ctime_ns = gc_ctime_of(rec, 0)};
+        gc_owner_of(rec, &st->uid, &st->gid);
+    }
+    free(rec);
+    return rc;
+}
+
 int gfs_readlink(const char *name, char *buf, size_t len)
 {
     int rc = gc_check_init();

@@ -67,7 +67,7 @@ static int marker_attrs(const char *name, gfs_striped_info *st)
 {
     char mbuf[PX_MARKER_BUF];
     const char *marker = px_dir_marker(name, mbuf);
-    int rc = marker ? gfs_striped_stat_all(marker, st) : -ENOENT;
+    int rc = marker ? gfs_stat_record(marker, st) : -ENOENT;
     if (rc < 0 || !S_ISDIR(st->mode))
         *st = (gfs_striped_info){
             .mode = S_IFDIR | PX_DIR_PERM, .uid = -1, .gid = -1};

@@ -451,6 +451,22 @@ int gfs_striped_mode(int sid, unsigned *mode)
     return rc;
 }
 
+/* All stat shows of a record, with its data's size and time (data: 0 for
+ * none asked). */
+static void info_of(const gp_record *rec, const gfs_layout *lay, int64_t size,
+                    int64_t data, gfs_striped_info *st)
+{
+    uint64_t rdev;
+    unsigned type = type_of(rec, &rdev);
+    *st = (gfs_striped_info){.size = size,
+                             .mtime_ns = gc_mtime_of(rec, data),
+                             .mode = type | gc_mode_of(rec),
+                             .layout = *lay,
+                             .rdev = rdev,
+                             .ctime_ns = gc_ctime_of(rec, data)};
+    gc_owner_of(rec, &st->uid, &st->gid);
+}
+
 int gfs_striped_stat_open(int sid, gfs_striped_info *st)
 {
     gc_striped s;
@@ -471,63 +487,54 @@ int gfs_striped_stat_open(int sid, gfs_striped_info *st)
     rc = record_now(sid, &rec);
     if (rc)
         return rc;
-    uint64_t rdev;
-    unsigned type = type_of(rec, &rdev);
-    *st = (gfs_striped_info){.size = size,
-                             .mtime_ns = gc_mtime_of(rec, data),
-                             .mode = type | gc_mode_of(rec),
-                             .layout = s.lay,
-                             .rdev = rdev,
-                             .ctime_ns = gc_ctime_of(rec, data)};
-    gc_owner_of(rec, &st->uid, &st->gid);
+    info_of(rec, &s.lay, size, data, st);
     free(rec);
     return 0;
 }
 
-int gfs_stat_record(const char *name, gfs_striped_info *st)
+/* name's record (record_of) into *out, malloc'ed (the caller frees it);
+ * 0 or a gfs error. */
+static int record_by_name(const char *name, gp_record **out)
 {
-    int rc = st ? gc_check_init() : -EINVAL;
+    int rc = gc_check_init();
     if (!rc)
         rc = gc_check_name(name, GFS_NAME_MAX);
+    gp_record *rec = rc ? NULL : malloc(sizeof(*rec));
+    if (!rc && !rec)
+        rc = -ENOMEM;
+    if (!rc)
+        rc = record_of(name, rec);
+    if (rc) {
+        free(rec);
+        rec = NULL;
+    }
+    *out = rec;
+    return rc;
+}
+
+int gfs_stat_record(const char *name, gfs_striped_info *st)
+{
+    gp_record *rec;
+    int rc = st ? record_by_name(name, &rec) : -EINVAL;
     if (rc)
         return rc;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    rc = record_of(name, rec);
     gfs_layout lay;
+    rc = gc_st_layout_of(rec, &lay);
     if (!rc)
-        rc = gc_st_layout_of(rec, &lay);
-    if (!rc) {
-        uint64_t rdev;
-        unsigned type = type_of(rec, &rdev);
-        *st = (gfs_striped_info){.mtime_ns = gc_mtime_of(rec, 0),
-                                 .mode = type | gc_mode_of(rec),
-                                 .layout = lay,
-                                 .rdev = rdev,
-                                 .ctime_ns = gc_ctime_of(rec, 0)};
-        gc_owner_of(rec, &st->uid, &st->gid);
-    }
+        info_of(rec, &lay, 0, 0, st);
     free(rec);
     return rc;
 }
 
 int gfs_readlink(const char *name, char *buf, size_t len)
 {
-    int rc = gc_check_init();
-    if (!rc)
-        rc = gc_check_name(name, GFS_NAME_MAX);
+    gp_record *rec;
+    int rc = record_by_name(name, &rec);
     if (rc)
         return rc;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    rc = record_of(name, rec);
-    int in_data = rc ? -1 : gc_link_data_len(rec);
-    if (!rc && in_data > 0)
-        rc = gc_link_read_data(name, in_data, buf, len);
-    else if (!rc)
-        rc = gc_link_of(rec, buf, len);
+    int in_data = gc_link_data_len(rec);
+    rc = in_data > 0 ? gc_link_read_data(name, in_data, buf, len)
+                     : gc_link_of(rec, buf, len);
     free(rec);
     return rc;
 }

@@ -143,6 +143,9 @@ static int gf_getattr(const char *p, struct stat *st, struct fuse_file_info *fi)
     if (w.ctime > 0)
         st->st_ctim = (struct timespec){.tv_sec = w.ctime / 1000000000,
                                         .tv_nsec = w.ctime % 1000000000};
+    if (w.atime > 0)
+        st->st_atim = (struct timespec){.tv_sec = w.atime / 1000000000,
+                                        .tv_nsec = w.atime % 1000000000};
     switch (w.kind) {
     case K_FILE:
         st->st_mode = w.mode; /* a file, a symbolic link or a special
@@ -439,27 +442,25 @@ static int gf_statfs(const char *p, struct statvfs *sv)
     return 0;
 }
 
-/* A file's modification time is kept (gfs_set_mtime: until its data next
- * changes), its access time is not; Galley keeps no directory times:
- * accept and ignore those, so tools that set them (touch, cp -p) work.
- * Permission bits and owners are kept (gfs_chmod, gfs_chown; a
- * directory's in its marker), and who may change them the kernel checks. */
+/* Times set (touch, cp -p, rsync -t, tar -x): a file's and a directory's
+ * access and modification times are kept (gfs_set_times; a modification
+ * time until the data next changes; a directory's in its marker).
+ * Permission bits and owners are kept (gfs_chmod, gfs_chown), and who may
+ * change them the kernel checks. */
 static int gf_utimens(const char *p, const struct timespec tv[2],
                       struct fuse_file_info *fi)
 {
     (void)fi;
     what w;
+    int64_t t[2];
     int rc = gf_classify(p, &w);
-    if (rc || w.kind != K_FILE || (tv && tv[1].tv_nsec == UTIME_OMIT))
-        return rc;
-    struct timespec m;
-    if (!tv || tv[1].tv_nsec == UTIME_NOW)
-        clock_gettime(CLOCK_REALTIME, &m);
-    else
-        m = tv[1];
-    if (m.tv_sec < 0)
-        return -EINVAL;
-    return gf_err(gfs_set_mtime(p, (int64_t)m.tv_sec * 1000000000 + m.tv_nsec));
+    if (!rc)
+        rc = px_times_wanted(tv, t);
+    if (!rc && w.kind == K_FILE)
+        rc = gf_err(gfs_set_times(p, t[0], t[1]));
+    else if (!rc && w.kind == K_DIR)
+        rc = gf_err(px_dir_settimes(p, t[0], t[1]));
+    return rc; /* (the root, a plain file's view: none kept) */
 }
 
 static int gf_chmod(const char *p, mode_t mode, struct fuse_file_info *fi)

@@ -170,6 +170,7 @@ int gf_classify(const char *p, what *w)
         w->unit = fs.layout.unit;
         w->mtime = fs.mtime_ns;
         w->ctime = fs.ctime_ns;
+        w->atime = fs.atime_ns;
         w->mode = fs.mode;
         w->uid = fs.uid;
         w->gid = fs.gid;
@@ -191,6 +192,7 @@ int gf_classify(const char *p, what *w)
     w->gid = fs.gid;
     w->mtime = fs.mtime_ns;
     w->ctime = fs.ctime_ns;
+    w->atime = fs.atime_ns;
     if (rc == 0)
         rc = px_dir_holds(p);
     if (rc < 0)

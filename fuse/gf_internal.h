@@ -26,6 +26,7 @@ typedef struct what {
     int64_t unit;
     int64_t mtime;    /* K_FILE, K_DIR: modification time (ns), or 0 */
     int64_t ctime;    /* K_FILE, K_DIR: change time (ns), or 0 */
+    int64_t atime;    /* K_FILE, K_DIR: access time set (ns), or 0 */
     unsigned mode;    /* K_FILE, K_DIR: type (S_IFREG, S_IFLNK, a special
                        * file's, S_IFDIR) and permission bits */
     int64_t uid, gid; /* K_FILE, K_DIR: the owner kept, -1: none */

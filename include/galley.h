@@ -513,6 +513,11 @@ int gfs_striped_size_mtime(int sid, int64_t *size, int64_t *mtime_ns);
  * the name are recalled first. */
 #define GFS_MTIME_ATTR "galley.mtime"
 int gfs_set_mtime(const char *name, int64_t mtime_ns);
+/* Set the access time (attribute "galley.atime", ns; shown as set until
+ * set again: no read changes it) and the modification time (as
+ * gfs_set_mtime) at once; -1 leaves one as it is. */
+#define GFS_ATIME_ATTR "galley.atime"
+int gfs_set_times(const char *name, int64_t atime_ns, int64_t mtime_ns);
 
 /* Permission bits (07777).  A file's are kept in its record (attribute
  * "galley.mode", octal); a file created without one has GFS_DEFAULT_MODE.
@@ -590,6 +595,7 @@ typedef struct gfs_striped_info {
     uint64_t rdev;    /* a device's number */
     int64_t ctime_ns; /* change time (gfs_node), 0: none kept, never
                        * written */
+    int64_t atime_ns; /* access time set (gfs_set_times), 0: none */
 } gfs_striped_info;
 int gfs_striped_stat_all(const char *name, gfs_striped_info *st);
 /* The same of an open file (fstat): its forks' sizes, and its name's

@@ -686,11 +686,24 @@ int64_t gc_mtime_of(const gp_record *rec, int64_t data)
 
 int gc_set_attr_changed(const char *name, const char *key, const char *value)
 {
+    return gc_set_attrs_changed(name, 1, &key, &value);
+}
+
+int gc_set_attrs_changed(const char *name, int n, const char *const *key,
+                         const char *const *value)
+{
     char now[24];
     snprintf(now, sizeof(now), "%" PRId64, gc_wall_ns());
-    const char *keys[2] = {key, GFS_CTIME_ATTR};
-    const char *values[2] = {value, now};
-    return set_attrs(name, -1, 2, keys, values);
+    const char *keys[4], *values[4];
+    if (n < 0 || n > 3)
+        return -EINVAL;
+    for (int i = 0; i < n; i++) {
+        keys[i] = key[i];
+        values[i] = value[i];
+    }
+    keys[n] = GFS_CTIME_ATTR;
+    values[n] = now;
+    return set_attrs(name, -1, n + 1, keys, values);
 }
 
 int gfs_chmod(const char *name, unsigned mode)

@@ -462,6 +462,8 @@ void gc_owner_of(const gp_record *rec, int64_t *uid, int64_t *gid);
 /* A record's change time: the later of its GFS_CTIME_ATTR and the data's
  * modification time `data` (nodes.c). */
 int64_t gc_ctime_of(const gp_record *rec, int64_t data);
+/* A record's access time set (GFS_ATIME_ATTR), or 0 (nodes.c). */
+int64_t gc_atime_of(const gp_record *rec);
 unsigned gc_node_of(const gp_record *rec, uint64_t *rdev);
 /* A record's link target (gfs_readlink's answer) into buf: its length,
  * or -EINVAL for no link.  A target over GC_LINK_INLINE bytes is the
@@ -479,6 +481,9 @@ int64_t gc_mtime_of(const gp_record *rec, int64_t data);
 /* Set attribute key of name's record and its change time (GFS_CTIME_ATTR)
  * in one NS_SETATTR (leases recalled; files.c). */
 int gc_set_attr_changed(const char *name, const char *key, const char *value);
+/* The same for n (at most 3) keys at once. */
+int gc_set_attrs_changed(const char *name, int n, const char *const *key,
+                         const char *const *value);
 /* The wall clock, ns since the epoch (nodes.c). */
 int64_t gc_wall_ns(void);
 /* *out = NULL for a file of another layout; else its maps, read now. */

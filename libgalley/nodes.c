@@ -41,6 +41,17 @@ int64_t gc_ctime_of(const gp_record *rec, int64_t data)
     return (int64_t)t;
 }
 
+int64_t gc_atime_of(const gp_record *rec)
+{
+    char v[32];
+    long long t;
+    char end;
+    if (!rec || gc_attr_lookup(rec->attrs, GFS_ATIME_ATTR, v, sizeof(v)) <= 0 ||
+        sscanf(v, "%lld%c", &t, &end) != 1 || t < 0)
+        return 0;
+    return (int64_t)t;
+}
+
 void gc_owner_of(const gp_record *rec, int64_t *uid, int64_t *gid)
 {
     char v[48];

@@ -315,7 +315,8 @@ out_done:;
                                  .mode = type | gc_mode_of(from),
                                  .layout = lay,
                                  .rdev = rdev,
-                                 .ctime_ns = ct};
+                                 .ctime_ns = ct,
+                                 .atime_ns = gc_atime_of(from)};
         gc_owner_of(from, &st->uid, &st->gid);
         if (linklen >= 0) {
             st->size = linklen;
@@ -463,7 +464,8 @@ static void info_of(const gp_record *rec, const gfs_layout *lay, int64_t size,
                              .mode = type | gc_mode_of(rec),
                              .layout = *lay,
                              .rdev = rdev,
-                             .ctime_ns = gc_ctime_of(rec, data)};
+                             .ctime_ns = gc_ctime_of(rec, data),
+                             .atime_ns = gc_atime_of(rec)};
     gc_owner_of(rec, &st->uid, &st->gid);
 }
 
@@ -541,13 +543,28 @@ int gfs_readlink(const char *name, char *buf, size_t len)
 
 int gfs_set_mtime(const char *name, int64_t mtime_ns)
 {
+    return mtime_ns < 0 ? -EINVAL : gfs_set_times(name, -1, mtime_ns);
+}
+
+int gfs_set_times(const char *name, int64_t atime_ns, int64_t mtime_ns)
+{
     gfs_striped_info st;
-    int rc = striped_stat(name, &st, true);
+    int rc = atime_ns < -1 || mtime_ns < -1 ? -EINVAL
+                                            : striped_stat(name, &st, true);
     if (rc)
         return rc;
-    if (mtime_ns < 0)
-        return -EINVAL;
-    char v[48];
-    snprintf(v, sizeof(v), "%" PRId64 ":%" PRId64, mtime_ns, st.mtime_ns);
-    return gc_set_attr_changed(name, GFS_MTIME_ATTR, v);
+    char mv[48], av[24];
+    const char *keys[2], *values[2];
+    int n = 0;
+    if (mtime_ns >= 0) { /* (with the data's time now) */
+        snprintf(mv, sizeof(mv), "%" PRId64 ":%" PRId64, mtime_ns, st.mtime_ns);
+        keys[n] = GFS_MTIME_ATTR;
+        values[n++] = mv;
+    }
+    if (atime_ns >= 0) {
+        snprintf(av, sizeof(av), "%" PRId64, atime_ns);
+        keys[n] = GFS_ATIME_ATTR;
+        values[n++] = av;
+    }
+    return n ? gc_set_attrs_changed(name, n, keys, values) : 0;
 }

@@ -296,3 +296,31 @@ def test_link_targets_up_to_path_max(cluster, mnt, uniq):
     cp = galley_exec(cluster, "readlink", "galley:/%s/l4095" % uniq)
     assert cp.stdout == ("xxxxxxxxx/" * 410)[:4094] + "z\n", describe(cp)
     assert sorted(os.listdir(d)) == ["l1023", "l1024", "l4095", "moved"]
+
+
+def test_access_and_directory_times_set_are_kept(cluster, mnt, uniq):
+    """utime on a mount keeps a file's and a directory's access and
+    modification times (a later mount shows them); through the preload
+    too; a write moves the modification time again, not the access
+    time set."""
+    d = mnt.dir / uniq
+    (d / "sub").mkdir(parents=True)
+    (d / "f").write_text("x")
+    a, m = 1_600_000_000_123_456_789, 1_500_000_000_987_654_321
+    for n in ("f", "sub"):
+        os.utime(d / n, ns=(a, m))
+        s = os.stat(d / n)
+        assert (s.st_atime_ns, s.st_mtime_ns) == (a, m), n
+        assert s.st_ctime_ns > m, n
+    cp = galley_exec(cluster, "sh", "-c",
+                     'python3 -c "import os, sys; os.utime(sys.argv[1], '
+                     '(1700000000, os.stat(sys.argv[1]).st_mtime))" "$1/sub" && '
+                     'stat -c "%X %Y" "$1/sub" "$1/f"',
+                     "sh", "galley:/%s" % uniq)
+    assert cp.stdout.split("\n") == [
+        "1700000000 %d" % (m // 10**9), "%d %d" % (a // 10**9, m // 10**9), ""], \
+        describe(cp)
+    with open(d / "f", "a") as f:
+        f.write("y")
+    s = os.stat(d / "f")
+    assert s.st_atime_ns == a and s.st_mtime_ns > m

@@ -4,13 +4,13 @@
  * permission bits are kept in its record (gfs_chmod): chmod sets them,
  * open and access honour them, a new file gets its open's mode less the
  * umask.  A file's modification time is its data's, or the one set by
- * utimensat and its kin (gfs_set_mtime) until the data next changes.
- * Owners are kept in records too (gfs_chown; a directory's mode and owner
- * in its marker, px_dirmark.h).  Galley keeps no access times or xattrs,
- * and no directory times: on a name that exists (or a descriptor of ours)
- * the calls that set those succeed and change nothing, so tools that copy
- * them (cp -a, mv, tar -x) work; a missing name answers ENOENT as libc
- * would.
+ * utimensat and its kin (gfs_set_times) until the data next changes; an
+ * access time set is kept as set.  Owners are kept in records too
+ * (gfs_chown; a directory's mode, owner and times in its marker,
+ * px_dirmark.h).  Galley keeps no xattrs: on a name that exists (or a
+ * descriptor of ours) the calls that set them fail with ENOTSUP, so tools
+ * that copy them (cp -a, mv, tar -x) go on; a missing name answers ENOENT
+ * as libc would.
  *
  * Threads: any.
  */
@@ -216,24 +216,9 @@ PX_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
                 : REAL(fchownat)(dirfd, path, uid, gid, flags);
 }
 
-/* The modification time times[1] asks for (times NULL or UTIME_NOW: now):
- * ns since the epoch, -1 for UTIME_OMIT, -2 for a bad one. */
-static int64_t px_mtime_wanted(const struct timespec times[2])
-{
-    struct timespec m;
-    if (times && times[1].tv_nsec == UTIME_OMIT)
-        return -1;
-    if (!times || times[1].tv_nsec == UTIME_NOW)
-        clock_gettime(CLOCK_REALTIME, &m);
-    else
-        m = times[1];
-    if (m.tv_nsec < 0 || m.tv_nsec >= 1000000000 || m.tv_sec < 0)
-        return -2;
-    return (int64_t)m.tv_sec * 1000000000 + m.tv_nsec;
-}
-
-/* utimensat on name (just mapped): a file's modification time is kept
- * (gfs_set_mtime), its access time is not; a directory's are not. */
+/* utimensat on name (just mapped): access and modification times kept
+ * (gfs_set_times; a directory's in its marker, the mapped directory's
+ * accepted and ignored). */
 static int px_utimens_name(const char *name, const struct timespec times[2],
                            bool nofollow)
 {
@@ -244,11 +229,12 @@ static int px_utimens_name(const char *name, const struct timespec times[2],
         return -1;
     if (rc == 1)
         return REAL(utimensat)(AT_FDCWD, to, times, 0);
-    int64_t mt = px_mtime_wanted(times);
-    if (!rc && mt == -2)
-        rc = -EINVAL;
-    if (!rc && mt >= 0 && !S_ISDIR(st.st_mode))
-        rc = gfs_set_mtime(name, mt);
+    int64_t t[2];
+    rc = px_times_wanted(times, t);
+    if (!rc)
+        rc = !S_ISDIR(st.st_mode)   ? gfs_set_times(name, t[0], t[1])
+             : px_mapped_root(name) ? 0
+                                    : px_dir_settimes(name, t[0], t[1]);
     return rc ? px_fail(rc) : 0;
 }
 
@@ -265,12 +251,10 @@ PX_EXPORT int futimens(int fd, const struct timespec times[2])
     px_file *f = px_get(fd);
     if (!f)
         return REAL(futimens)(fd, times);
-    int64_t mt = px_mtime_wanted(times);
-    int rc = mt == -2             ? -EINVAL
-             : mt >= 0 && !f->dir ? gfs_set_mtime(f->name, mt)
-                                  : 0;
+    char name[GFS_NAME_MAX + 1];
+    snprintf(name, sizeof(name), "%s", f->name);
     px_put(f);
-    return rc ? px_fail(rc) : 0;
+    return px_utimens_name(name, times, true);
 }
 
 /* utimes' and utime's times as utimensat's. */

@@ -117,3 +117,33 @@ int px_dir_remove(const char *name)
         return -ENOENT;
     return gfs_delete_file(px_dir_marker(name, mbuf));
 }
+
+int px_dir_settimes(const char *name, int64_t atime_ns, int64_t mtime_ns)
+{
+    char mbuf[PX_MARKER_BUF];
+    const char *marker = px_dir_marker(name, mbuf);
+    gfs_striped_info st;
+    int rc = marker ? marker_attrs(name, &st) : -ENAMETOOLONG;
+    if (rc >= 0 && rc != 2) /* (made, or made again, with what it shows) */
+        rc = px_dir_setattr(name, -1, -1, -1);
+    return rc < 0 ? rc : gfs_set_times(marker, atime_ns, mtime_ns);
+}
+
+int px_times_wanted(const struct timespec *times, int64_t out[2])
+{
+    for (int i = 0; i < 2; i++) {
+        struct timespec t;
+        if (times && times[i].tv_nsec == UTIME_OMIT) {
+            out[i] = -1;
+            continue;
+        }
+        if (!times || times[i].tv_nsec == UTIME_NOW)
+            clock_gettime(CLOCK_REALTIME, &t);
+        else
+            t = times[i];
+        if (t.tv_nsec < 0 || t.tv_nsec >= 1000000000 || t.tv_sec < 0)
+            return -EINVAL;
+        out[i] = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    }
+    return 0;
+}

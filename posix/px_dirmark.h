@@ -14,6 +14,7 @@
 #define PX_DIRMARK_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "galley.h"
 
@@ -51,6 +52,15 @@ int px_dir_attrs(const char *name, gfs_striped_info *st);
 /* chmod / chown of directory `name` (mode: -1 keeps it; uid, gid: -1
  * keep them): in its marker, made first when it has none. */
 int px_dir_setattr(const char *name, int mode, int64_t uid, int64_t gid);
+
+/* utimensat of directory `name` (ns; -1 keeps one): in its marker, made
+ * first when it has none (gfs_set_times). */
+int px_dir_settimes(const char *name, int64_t atime_ns, int64_t mtime_ns);
+
+/* The access and modification times utimensat's times ask for (NULL or
+ * UTIME_NOW: now): ns since the epoch, -1 for UTIME_OMIT; -EINVAL for a
+ * bad one. */
+int px_times_wanted(const struct timespec *times, int64_t out[2]);
 
 /* rmdir: delete the marker of `name` if nothing else lies under it; 0,
  * -ENOTEMPTY, -ENOENT (no marker and nothing under it), or a negative gfs

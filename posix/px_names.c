@@ -75,12 +75,16 @@ void px_fill_stat(struct stat *st, const char *name, int64_t size, int64_t unit,
             .tv_sec = mtime / 1000000000, .tv_nsec = mtime % 1000000000};
 }
 
-/* The change time a record keeps (0: none, the modification time's). */
-static void px_fill_ctime(struct stat *st, int64_t ctime)
+/* The change and access times a record keeps (0: none, the modification
+ * time's). */
+static void px_fill_times(struct stat *st, const gfs_striped_info *fs)
 {
-    if (ctime > 0)
-        st->st_ctim = (struct timespec){.tv_sec = ctime / 1000000000,
-                                        .tv_nsec = ctime % 1000000000};
+    if (fs->ctime_ns > 0)
+        st->st_ctim = (struct timespec){.tv_sec = fs->ctime_ns / 1000000000,
+                                        .tv_nsec = fs->ctime_ns % 1000000000};
+    if (fs->atime_ns > 0)
+        st->st_atim = (struct timespec){.tv_sec = fs->atime_ns / 1000000000,
+                                        .tv_nsec = fs->atime_ns % 1000000000};
 }
 
 /* The owner a record keeps (-1: none, the caller's shows). */
@@ -102,7 +106,7 @@ static int px_stat_sid(int sid, const char *name, struct stat *st)
     px_fill_stat(st, name, fs.size, fs.layout.unit, fs.mtime_ns,
                  S_IFREG | (fs.mode & 07777));
     px_fill_owner(st, fs.uid, fs.gid);
-    px_fill_ctime(st, fs.ctime_ns);
+    px_fill_times(st, &fs);
     return 0;
 }
 
@@ -119,7 +123,7 @@ static int px_dir_exists_st(const char *name, struct stat *st)
     if (rc == 1 && st) {
         px_fill_stat(st, name, 0, 0, ds.mtime_ns, ds.mode);
         px_fill_owner(st, ds.uid, ds.gid);
-        px_fill_ctime(st, ds.ctime_ns);
+        px_fill_times(st, &ds);
     }
     if (rc == GFS_ELAYOUT) /* (a marker that is a plain file) */
         return 1;
@@ -143,7 +147,7 @@ int px_stat_name(const char *name, struct stat *st)
     if (sid >= 0) { /* without opening it: two round trips */
         px_fill_stat(st, name, fs.size, fs.layout.unit, fs.mtime_ns, fs.mode);
         px_fill_owner(st, fs.uid, fs.gid);
-        px_fill_ctime(st, fs.ctime_ns);
+        px_fill_times(st, &fs);
         st->st_rdev = (dev_t)fs.rdev;
         return 0;
     }
@@ -374,7 +378,10 @@ static void px_to_statx(const struct stat *st, struct statx *sx)
     sx->stx_blocks = st->st_blocks;
     sx->stx_atime.tv_sec = st->st_atim.tv_sec;
     sx->stx_atime.tv_nsec = st->st_atim.tv_nsec;
-    sx->stx_mtime = sx->stx_ctime = sx->stx_atime;
+    sx->stx_mtime.tv_sec = st->st_mtim.tv_sec;
+    sx->stx_mtime.tv_nsec = st->st_mtim.tv_nsec;
+    sx->stx_ctime.tv_sec = st->st_ctim.tv_sec;
+    sx->stx_ctime.tv_nsec = st->st_ctim.tv_nsec;
     sx->stx_dev_major = (uint32_t)(PX_DEV >> 8);
     sx->stx_dev_minor = (uint32_t)(PX_DEV & 0xff);
 }

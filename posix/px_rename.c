@@ -103,8 +103,9 @@ int px_rename_file(const char *from, const char *to)
     if (!rc)
         rc = gfs_striped_truncate(dst, size);
     gfs_striped_close(dst);
-    if (!rc && mtime > 0) /* a rename keeps the file's time */
-        rc = gfs_set_mtime(to, mtime);
+    if (!rc && (mtime > 0 || info.atime_ns > 0)) /* a rename keeps them */
+        rc = gfs_set_times(to, info.atime_ns > 0 ? info.atime_ns : -1,
+                           mtime > 0 ? mtime : -1);
     if (rc)
         goto out_delete_dst;
     gfs_striped_close(src);

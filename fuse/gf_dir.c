@@ -149,6 +149,20 @@ static int classify_plain(const char *p, what *w)
     return 0;
 }
 
+/* What stat shows of a striped file or a directory's marker, into w. */
+static void take_info(what *w, const gfs_striped_info *fs)
+{
+    w->size = fs->size;
+    w->unit = fs->layout.unit;
+    w->mtime = fs->mtime_ns;
+    w->ctime = fs->ctime_ns;
+    w->atime = fs->atime_ns;
+    w->mode = fs->mode;
+    w->uid = fs->uid;
+    w->gid = fs->gid;
+    w->rdev = fs->rdev;
+}
+
 int gf_classify(const char *p, what *w)
 {
     memset(w, 0, sizeof(*w));
@@ -166,15 +180,7 @@ int gf_classify(const char *p, what *w)
     gfs_striped_info fs;
     int sid = gfs_striped_stat_all(p, &fs); /* unopened */
     if (sid >= 0) {
-        w->size = fs.size;
-        w->unit = fs.layout.unit;
-        w->mtime = fs.mtime_ns;
-        w->ctime = fs.ctime_ns;
-        w->atime = fs.atime_ns;
-        w->mode = fs.mode;
-        w->uid = fs.uid;
-        w->gid = fs.gid;
-        w->rdev = fs.rdev;
+        take_info(w, &fs);
         w->kind = K_FILE;
         return 0;
     }
@@ -187,12 +193,7 @@ int gf_classify(const char *p, what *w)
     /* a directory: its marker keeps its mode and owner; without one, a
      * name under it implies it */
     rc = px_dir_attrs(p, &fs);
-    w->mode = fs.mode;
-    w->uid = fs.uid;
-    w->gid = fs.gid;
-    w->mtime = fs.mtime_ns;
-    w->ctime = fs.ctime_ns;
-    w->atime = fs.atime_ns;
+    take_info(w, &fs);
     if (rc == 0)
         rc = px_dir_holds(p);
     if (rc < 0)

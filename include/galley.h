@@ -579,8 +579,9 @@ typedef struct gfs_node {
 int gfs_create_node(const char *name, int nsubfiles, const int *servers,
                     int64_t unit, const char *fork, const gfs_node *node);
 int gfs_chown(const char *name, int64_t uid, int64_t gid);
-/* An open file's owner, as gfs_striped_mode reads its mode. */
-int gfs_striped_owner(int sid, int64_t *uid, int64_t *gid);
+/* An open file's mode (as gfs_striped_mode's) and owner (when uid and gid
+ * are not NULL) from one read of its record. */
+int gfs_striped_mode_owner(int sid, unsigned *mode, int64_t *uid, int64_t *gid);
 
 /* All stat shows of a striped file, by name, in one call (the round trips
  * of gfs_striped_stat).  mode: the type and permission bits as st_mode's,

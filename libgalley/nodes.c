@@ -216,18 +216,20 @@ int gfs_chown(const char *name, int64_t uid, int64_t gid)
         return rc;
     if (!id_ok(uid) || !id_ok(gid))
         return -EINVAL;
-    gp_record *rec = malloc(sizeof(*rec));
-    if (!rec)
-        return -ENOMEM;
-    rc = gc_lookup(gc_meta_server(name), name, rec);
-    if (!rc) {
-        int64_t u, g;
-        gc_owner_of(rec, &u, &g);
-        char v[48];
-        snprintf(v, sizeof(v), "%lld:%lld", (long long)(uid != -1 ? uid : u),
-                 (long long)(gid != -1 ? gid : g));
-        rc = gc_set_attr_changed(name, GFS_OWNER_ATTR, v);
+    int64_t u = uid, g = gid;
+    if (uid == -1 || gid == -1) { /* the part kept: the record's now */
+        gp_record *rec = malloc(sizeof(*rec));
+        rc = rec ? gc_lookup(gc_meta_server(name), name, rec) : -ENOMEM;
+        int64_t ku, kg;
+        if (!rc)
+            gc_owner_of(rec, &ku, &kg);
+        free(rec);
+        if (rc)
+            return rc;
+        u = uid == -1 ? ku : uid;
+        g = gid == -1 ? kg : gid;
     }
-    free(rec);
-    return rc;
+    char v[48];
+    snprintf(v, sizeof(v), "%lld:%lld", (long long)u, (long long)g);
+    return gc_set_attr_changed(name, GFS_OWNER_ATTR, v);
 }

@@ -193,6 +193,31 @@ static int list_sizes(const char *name, const gp_record *r, const char *fork,
     return rc;
 }
 
+/* A record's type, as st_mode's. */
+static unsigned type_of(const gp_record *rec, uint64_t *rdev)
+{
+    char t[1];
+    unsigned type = gc_node_of(rec, rdev);
+    return gc_link_of(rec, t, 0) >= 0 ? S_IFLNK : type;
+}
+
+/* All stat shows of a record, with its data's size and time (data: 0 for
+ * none asked). */
+static void info_of(const gp_record *rec, const gfs_layout *lay, int64_t size,
+                    int64_t data, gfs_striped_info *st)
+{
+    uint64_t rdev;
+    unsigned type = type_of(rec, &rdev);
+    *st = (gfs_striped_info){.size = size,
+                             .mtime_ns = gc_mtime_of(rec, data),
+                             .mode = type | gc_mode_of(rec),
+                             .layout = *lay,
+                             .rdev = rdev,
+                             .ctime_ns = gc_ctime_of(rec, data),
+                             .atime_ns = gc_atime_of(rec)};
+    gc_owner_of(rec, &st->uid, &st->gid);
+}
+
 /* A striped file's logical size by name, without opening its forks: the
  * record, then every subfile's fork list at once (two round trips; one
  * when the record is cached: the lookup goes with the lists, whose
@@ -302,22 +327,12 @@ out_size:
     total = gc_st_logical_size(&lay, sizes);
     rc = total < 0 ? (int)total : 0;
 out_done:;
-    int64_t ct = rc ? 0 : gc_ctime_of(from, mt); /* (of the data's time) */
-    if (!rc && !data)
-        mt = gc_mtime_of(from, mt);
     char link[GFS_LINK_MAX];
     int linklen = rc ? -1 : gc_link_of(from, link, sizeof(link));
     if (!rc) {
-        uint64_t rdev;
-        unsigned type = gc_node_of(from, &rdev);
-        *st = (gfs_striped_info){.size = total,
-                                 .mtime_ns = mt,
-                                 .mode = type | gc_mode_of(from),
-                                 .layout = lay,
-                                 .rdev = rdev,
-                                 .ctime_ns = ct,
-                                 .atime_ns = gc_atime_of(from)};
-        gc_owner_of(from, &st->uid, &st->gid);
+        info_of(from, &lay, total, mt, st);
+        if (data) /* (the data's own time, not one set) */
+            st->mtime_ns = mt;
         if (linklen >= 0) {
             st->size = linklen;
             st->mode = S_IFLNK | 0777;
@@ -421,52 +436,24 @@ static int record_now(int sid, gp_record **out)
     return rc;
 }
 
-int gfs_striped_owner(int sid, int64_t *uid, int64_t *gid)
+int gfs_striped_mode_owner(int sid, unsigned *mode, int64_t *uid, int64_t *gid)
 {
     gp_record *rec;
-    int rc = uid && gid ? record_now(sid, &rec) : -EINVAL;
-    if (!rc)
+    int rc = record_now(sid, &rec);
+    if (rc)
+        return rc;
+    uint64_t rdev;
+    if (mode)
+        *mode = type_of(rec, &rdev) | gc_mode_of(rec);
+    if (uid && gid)
         gc_owner_of(rec, uid, gid);
-    if (!rc)
-        free(rec);
-    return rc;
-}
-
-/* A record's type, as st_mode's. */
-static unsigned type_of(const gp_record *rec, uint64_t *rdev)
-{
-    char t[1];
-    unsigned type = gc_node_of(rec, rdev);
-    return gc_link_of(rec, t, 0) >= 0 ? S_IFLNK : type;
+    free(rec);
+    return 0;
 }
 
 int gfs_striped_mode(int sid, unsigned *mode)
 {
-    gp_record *rec;
-    int rc = record_now(sid, &rec);
-    uint64_t rdev;
-    if (!rc && mode)
-        *mode = type_of(rec, &rdev) | gc_mode_of(rec);
-    if (!rc)
-        free(rec);
-    return rc;
-}
-
-/* All stat shows of a record, with its data's size and time (data: 0 for
- * none asked). */
-static void info_of(const gp_record *rec, const gfs_layout *lay, int64_t size,
-                    int64_t data, gfs_striped_info *st)
-{
-    uint64_t rdev;
-    unsigned type = type_of(rec, &rdev);
-    *st = (gfs_striped_info){.size = size,
-                             .mtime_ns = gc_mtime_of(rec, data),
-                             .mode = type | gc_mode_of(rec),
-                             .layout = *lay,
-                             .rdev = rdev,
-                             .ctime_ns = gc_ctime_of(rec, data),
-                             .atime_ns = gc_atime_of(rec)};
-    gc_owner_of(rec, &st->uid, &st->gid);
+    return gfs_striped_mode_owner(sid, mode, NULL, NULL);
 }
 
 int gfs_striped_stat_open(int sid, gfs_striped_info *st)

@@ -169,9 +169,7 @@ static int px_open_depth(const char *name, int flags, mode_t mode, int depth)
     if (!deferred) { /* (a file this open made may be opened any way) */
         unsigned perm;
         int64_t uid, gid;
-        rc = gfs_striped_mode(sid, &perm);
-        if (!rc)
-            rc = gfs_striped_owner(sid, &uid, &gid);
+        rc = gfs_striped_mode_owner(sid, &perm, &uid, &gid);
         if (!rc && S_ISLNK(perm))
             return px_open_link(name, sid, flags, mode, depth);
         if (!rc && !S_ISREG(perm)) /* a FIFO, socket or device: kept, not

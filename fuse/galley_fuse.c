@@ -435,6 +435,15 @@ static int gf_fsync(const char *p, int datasync, struct fuse_file_info *fi)
     return rc;
 }
 
+/* A directory's entries are records on every server: their logs. */
+static int gf_fsyncdir(const char *p, int datasync, struct fuse_file_info *fi)
+{
+    (void)p;
+    (void)datasync;
+    (void)fi;
+    return gf_err(gfs_sync_metadata(-1, NULL, NULL));
+}
+
 static int gf_statfs(const char *p, struct statvfs *sv)
 {
     (void)p;
@@ -532,6 +541,7 @@ static const struct fuse_operations gf_ops = {
     .write = gf_write,
     .truncate = gf_truncate,
     .fsync = gf_fsync,
+    .fsyncdir = gf_fsyncdir,
     .unlink = gf_unlink,
     .mkdir = gf_mkdir,
     .rmdir = gf_rmdir,

@@ -451,6 +451,14 @@ typedef struct gfs_server_stat {
 
 int gfs_stat_server(int server, gfs_server_stat *st);
 
+/* Make every metadata change a server has answered so far durable against
+ * a machine crash: its log's fdatasync, which galleyd --commit written
+ * (the default) runs right behind its answers (docs/durability.md).
+ * server -1: every server, at once.  records and commits (may be NULL;
+ * one server only): the server's log counts after it, the changes
+ * logged and the fdatasyncs that made them durable.  0 or a gfs error. */
+int gfs_sync_metadata(int server, uint64_t *records, uint64_t *commits);
+
 /* ------------------------------------------------------------------------
  * Striped linear files (SFIO-style; the MPI-IO layout)
  *

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GC_X_CALL(name, code, note)                                            \
@@ -137,6 +138,52 @@ int gfs_stat_server(int server, gfs_server_stat *st)
         st->cache_hits = m.cache_hits;
         st->cache_misses = m.cache_misses;
     }
+    return rc;
+}
+
+int gc_log_sync(const bool *which)
+{
+    int ns = gc_g.nservers, rc = 0;
+    gc_pending *p = calloc((size_t)ns, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    for (int s = 0; s < ns; s++)
+        if (which[s])
+            gc_LOG_SYNC_send(gc_server_conn(s), &(gp_LOG_SYNC_req){}, &p[s]);
+    for (int s = 0; s < ns; s++) {
+        int k = which[s] ? gc_LOG_SYNC_recv(&p[s], NULL, NULL) : 0;
+        if (k && !rc)
+            rc = k;
+    }
+    free(p);
+    return rc;
+}
+
+int gfs_sync_metadata(int server, uint64_t *records, uint64_t *commits)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    if (server < 0) {
+        if (server != -1 || records || commits)
+            return -EINVAL;
+        bool *all = malloc((size_t)gc_g.nservers);
+        if (!all)
+            return -ENOMEM;
+        memset(all, 1, (size_t)gc_g.nservers);
+        rc = gc_log_sync(all);
+        free(all);
+        return rc;
+    }
+    gc_conn *c = gc_server_conn(server);
+    if (!c)
+        return -EINVAL;
+    gp_LOG_SYNC_rep m;
+    rc = gc_LOG_SYNC_call(c, &(gp_LOG_SYNC_req){}, &m, NULL);
+    if (!rc && records)
+        *records = m.records;
+    if (!rc && commits)
+        *commits = m.commits;
     return rc;
 }
 

@@ -22,11 +22,11 @@
  * its record only: its subfiles' header ids are queued here, and a
  * thread sends the queue, at most every GC_RECLAIM_MS (or at once when
  * GP_MAX_DELETES wait), as one SUB_DELETE_MANY per server, whose deletes
- * share one log commit there; gfs_finalize sends what is left and waits
- * (gc_reclaim_wait).  The record goes first: a process that dies before
- * its subfiles are gone leaves orphans, which `galley fsck --repair`
- * removes, never a file half there.  A server without SUB_DELETE_MANY
- * gets one SUB_DELETE per header. */
+ * share one log commit there, after a LOG_SYNC of every server; gfs_finalize
+ * sends what is left and waits (gc_reclaim_wait).  The record goes first: a
+ * process that dies before its subfiles are gone leaves orphans, which `galley
+ * fsck --repair` removes, never a file half there.  A server without
+ * SUB_DELETE_MANY gets one SUB_DELETE per header. */
 #define GC_RECLAIM_MS 100
 
 typedef struct rq_item {
@@ -44,11 +44,28 @@ static struct {
     pthread_t thread;
 } rq = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
+/* Every server's log durable (LOG_SYNC), before subfiles go: a removal
+ * answered before its log's fdatasync (galleyd --commit written) is on
+ * disk before its subfiles are deleted, so a machine crash can never
+ * bring back a record whose subfiles are gone.  A server that fails to
+ * answer is not waited for again: its deletes go anyway. */
+static void records_durable(void)
+{
+    bool *all = malloc((size_t)gc_g.nservers);
+    if (all) {
+        memset(all, 1, (size_t)gc_g.nservers);
+        gc_log_sync(all);
+        free(all);
+    }
+}
+
 /* Delete the n headers of q (one server each), a batch per server at once
  * (no lock held). */
 static void reclaim_send(const rq_item *q, size_t n)
 {
     int ns = gc_g.nservers;
+    if (n)
+        records_durable();
     size_t *cnt = calloc((size_t)ns, sizeof(*cnt));
     gc_pending *p = calloc((size_t)ns, sizeof(*p));
     gp_wbuf *b = calloc((size_t)ns, sizeof(*b));
@@ -229,6 +246,7 @@ int gc_file_delete(const char *name)
     else if (reclaim_queue(rec) == 0)
         goto out_free; /* one copy: its subfiles go in the background */
     /* every subfile (and copy) at once: one round trip */
+    records_durable();
     uint32_t n = rec->nsub * (uint32_t)ncopy;
     gc_pending *p = calloc(n ? n : 1, sizeof(*p));
     bool *sent = calloc(n ? n : 1, sizeof(*sent));

@@ -397,6 +397,25 @@ int gc_striped_truncate(int sid, int64_t size)
     return rc;
 }
 
+/* The logs of the servers holding file fid's record: its creation and
+ * attributes durable (LOG_SYNC).  0 or a gfs error. */
+static int sync_record(int fid)
+{
+    gc_file *f = malloc(sizeof(*f));
+    bool *which = calloc((size_t)gc_g.nservers, 1);
+    int rc = !f || !which ? -ENOMEM : gc_file_get(fid, f);
+    if (!rc) {
+        int home = gc_meta_server(f->name);
+        int n = f->rec.repl.ncopy > 1 ? GP_MAX_COPIES : 1; /* repl.c's copies */
+        for (int j = 0; j < n && j < gc_g.nservers; j++)
+            which[(home + j) % gc_g.nservers] = true;
+        rc = gc_log_sync(which);
+    }
+    free(f);
+    free(which);
+    return rc;
+}
+
 int gfs_striped_sync(int sid)
 {
     gc_striped s;
@@ -409,6 +428,8 @@ int gfs_striped_sync(int sid)
     rc = gc_forks_sync(s.kids, s.lay.nsubfiles);
     if (s.loc && !rc)
         rc = gc_local_sync(s.loc);
+    if (!rc) /* the record's servers' logs (the forks' made theirs) */
+        rc = sync_record(s.fid);
     return rc;
 }
 

@@ -450,7 +450,9 @@ static int px_sync(int fd, bool data)
     px_file *f = px_get(fd);
     if (!f)
         return data ? REAL(fdatasync)(fd) : REAL(fsync)(fd);
-    int rc = gfs_striped_sync(px_sid(f));
+    /* a directory's entries are records on every server: their logs */
+    int rc = f->dir ? gfs_sync_metadata(-1, NULL, NULL)
+                    : gfs_striped_sync(px_sid(f));
     px_put(f);
     return rc ? px_fail(rc) : 0;
 }
@@ -483,14 +485,15 @@ PX_EXPORT int sync_file_range(int fd, off64_t off, off64_t n, unsigned flags)
 }
 
 /* syncfs of a Galley descriptor syncs its file (all a client can ask of
- * the servers for its own writes). */
+ * the servers for its own writes) and every server's metadata. */
 PX_EXPORT int syncfs(int fd)
 {
     px_file *f = px_get(fd);
     if (!f)
         return REAL(syncfs)(fd);
     px_put(f);
-    return px_sync(fd, false);
+    int rc = gfs_sync_metadata(-1, NULL, NULL);
+    return rc ? px_fail(rc) : px_sync(fd, false);
 }
 
 /* Advice: no client cache to fill or drop, so valid advice is taken and

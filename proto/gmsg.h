@@ -105,6 +105,7 @@
     X(NS_LET_GO, 85, "a client lets all its leases here go (idle)")            \
     X(NS_LEASE_MANY, 86, "NS_LEASE of many names: each one's record or error") \
     X(FORK_SIZES, 87, "one fork's size and time in each of many subfiles")     \
+    X(LOG_SYNC, 88, "make every metadata change answered so far durable")      \
     X(DIRECT_WOPEN, 90, "DIRECT_OPEN to write, maybe in locked mode")
 
 /* ------------------------------------------------------------ fields ---- */
@@ -240,6 +241,11 @@
 
 #define GP_FORK_SYNC_REQ(F) F(u64, fkid)
 #define GP_FORK_SYNC_REP(F)
+
+/* LOG_SYNC: the server's metadata log durable up to now (galleyd's
+ * --commit written answers before its fdatasync); the log's counts */
+#define GP_LOG_SYNC_REQ(F)
+#define GP_LOG_SYNC_REP(F) F(u64, records) F(u64, commits)
 
 #define GP_FORK_REOPEN_REQ(F) F(u64, fkid)
 #define GP_FORK_REOPEN_REP(F) F(u64, size)

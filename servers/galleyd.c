@@ -100,6 +100,13 @@ static void usage(FILE *f)
             "                     seconds may be taken over (default %d; "
             "libgalley\n"
             "                     renews its locks every second)\n"
+            "  --commit written|synced  when a metadata change is "
+            "answered: once\n"
+            "                     in the log (kill -9 safe; the log is "
+            "fdatasync'd\n"
+            "                     right behind, and at every fsync; "
+            "default), or once\n"
+            "                     the log's fdatasync made it durable\n"
             "  -v, --verbose      log connections (-vv: also failed "
             "requests,\n"
             "                     -vvv: every request)\n"
@@ -479,6 +486,7 @@ static const struct option opts[] = {
     {"max-conns", required_argument, NULL, 'M'},
     {"frame-timeout", required_argument, NULL, 'T'},
     {"lock-lease", required_argument, NULL, 'E'},
+    {"commit", required_argument, NULL, 'C'},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -554,6 +562,14 @@ static int parse_args(int argc, char **argv, gsrv_args *a)
             gsrv_g.frame_timeout_ms = (int)v * 1000;
             break;
         }
+        case 'C':
+            if (!strcmp(optarg, "written") || !strcmp(optarg, "synced"))
+                gsrv_g.commit_sync = optarg[0] == 's';
+            else {
+                fprintf(stderr, "galleyd: --commit: written or synced\n");
+                return 2;
+            }
+            break;
         case 'E': {
             uint64_t v;
             if (!parse_size(optarg, &v) || v < 3 || v > 86400) {

@@ -162,6 +162,7 @@ typedef struct gsrv_globals {
     int frame_timeout_ms;  /* a begun frame or an unauthenticated
                             * connection may stall this long (--frame-timeout) */
     int lock_lease_ms;     /* a lock's holder must show life this often */
+    bool commit_sync;      /* --commit synced: replies wait for fdatasync */
 } gsrv_globals;
 
 #define GSRV_DEFAULT_MAX_CONNS 1024

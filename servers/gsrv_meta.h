@@ -107,8 +107,12 @@ void gsrv_wal_close(void);
 bool gsrv_wal_on(void);
 /* Append a change already made in the file system (owner's lock held). */
 void gsrv_wal_log(int op, const char *path, const void *data, size_t len);
-/* Wait until every change this thread logged is durable: 0 or an error. */
+/* Wait until every change this thread logged may be answered: written to
+ * the log (kill -9 safe), or with --commit synced durable: 0 or an error. */
 int gsrv_wal_wait(void);
+/* Make every change logged so far durable (LOG_SYNC, FORK_SYNC): 0 or an
+ * error; *records and *commits (may be NULL): the log's counts after it. */
+int gsrv_wal_sync(uint64_t *records, uint64_t *commits);
 
 /* ------------------------------------------------------------------------
  * NameServer (nameserver.c)

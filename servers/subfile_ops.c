@@ -503,6 +503,8 @@ int gsrv_do_FORK_SYNC(gsrv_conn *c, const gp_FORK_SYNC_req *m,
     if (!rc)
         rc = gsrv_dir_fsync("sub"); /* the subfile's directory (made with
                                      * its first file: sub_openat) */
+    if (!rc) /* its header, and what else the log holds (--commit written) */
+        rc = gsrv_wal_sync(NULL, NULL);
     return rc;
 }
 

@@ -17,11 +17,23 @@
  *   holds its owner's lock, so the log has the changes of each file and
  *   value in the order they were made.  The thread remembers the record's
  *   number; the handler calls gsrv_wal_wait before it sends the reply.
- *   The first waiter whose record is not yet durable becomes the leader:
+ *   The first waiter whose record is not yet written becomes the leader:
  *   it takes the whole batch (its own records and those of every thread
- *   that appended meanwhile), writes it to DIR/wal with one write and one
- *   fdatasync, and wakes the others, whose records were in it.  Many
- *   clients changing metadata at once cost one fsync per batch.
+ *   that appended meanwhile), writes it to DIR/wal with one write, and
+ *   wakes the others, whose records were in it.  What the reply then
+ *   waits for is the commit policy (galleyd --commit):
+ *
+ *   - written (the default): the reply follows the log's write, which a
+ *     kill -9 of galleyd cannot undo.  The committer thread makes the log
+ *     durable with one fdatasync after another while anything written is
+ *     not yet durable, so a machine crash loses at most the changes of
+ *     the last fdatasync or two (a few hundred microseconds of them), as
+ *     ext4 or XFS lose the metadata changes of their last journal commit;
+ *     gsrv_wal_sync (LOG_SYNC, FORK_SYNC: fsync, MPI_File_sync) waits
+ *     for it.
+ *   - synced: the leader also runs the fdatasync before it wakes anyone,
+ *     so every acknowledged change survives a machine crash.  Many
+ *     clients changing metadata at once cost one fsync per batch.
  *
  *   A record is: u32 body length, u64 FNV-1a of the body, and the body:
  *   u8 op (PUT: a file's whole new contents; DEL: unlink; MKDIR; RMDIR;
@@ -49,9 +61,8 @@
  * What a crash can lose (docs/durability.md): a kill -9 of
  * galleyd loses no change that was acknowledged (the reply follows the
  * log's write; a table value not yet written is lost with its request,
- * never answered); a machine crash loses no change that was acknowledged
- * either, and at most the batch being written, none of whose requests
- * had been answered.
+ * never answered); a machine crash loses what the committer had not yet
+ * made durable (written), or no acknowledged change (synced).
  */
 #include "gsrv_internal.h"
 #include "fnv.h"
@@ -73,16 +84,24 @@
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int fd;          /* DIR/wal (O_APPEND); -1: not logging (start-up) */
-    int replayed_fd; /* DIR/wal between replay and start */
-    gp_wbuf batch;   /* records appended, not yet written */
-    uint64_t last;   /* number of the last record appended */
-    uint64_t synced; /* every record up to this one is durable */
-    bool flushing;   /* a leader is writing a batch */
-    uint64_t size;   /* bytes in DIR/wal */
-    uint64_t nrecords, nbatches, ncheckpoints;
+    int fd;              /* DIR/wal (O_APPEND); -1: not logging (start-up) */
+    int replayed_fd;     /* DIR/wal between replay and start */
+    gp_wbuf batch;       /* records appended, not yet written */
+    uint64_t last;       /* number of the last record appended */
+    uint64_t written;    /* every record up to this one is in DIR/wal */
+    uint64_t synced;     /* every record up to this one is durable */
+    bool flushing;       /* a leader is writing a batch, or a checkpoint runs */
+    bool committing;     /* the committer is in its fdatasync */
+    bool stop;           /* the committer's end (gsrv_wal_close) */
+    int commit_err;      /* the committer's last failure, 0 once it succeeds */
+    pthread_cond_t work; /* the committer waits here for written > synced */
+    pthread_t committer;
+    bool has_committer;
+    uint64_t size; /* bytes in DIR/wal */
+    uint64_t nrecords, nbatches, ncommits, ncheckpoints;
 } wal = {.lock = PTHREAD_MUTEX_INITIALIZER,
          .cond = PTHREAD_COND_INITIALIZER,
+         .work = PTHREAD_COND_INITIALIZER,
          .fd = -1,
          .replayed_fd = -1};
 
@@ -149,7 +168,23 @@ static int checkpoint(void)
     return 0;
 }
 
-/* Write one batch (the leader; wal.lock held on entry and exit). */
+/* After a batch is in DIR/wal (flushing held, wal.lock not): a log
+ * past its checkpoint size is emptied.  Checkpoint failures are logged:
+ * the log keeps the records. */
+static void maybe_checkpoint(void)
+{
+    pthread_mutex_lock(&wal.lock);
+    bool big = wal.size > WAL_CHECKPOINT + gsrv_tab_bytes();
+    pthread_mutex_unlock(&wal.lock);
+    if (big) {
+        int k = checkpoint();
+        if (k)
+            gsrv_log(0, "wal: checkpoint: %s", gsrv_strerror(k));
+    }
+}
+
+/* Write one batch, and with --commit synced make it durable (the leader;
+ * wal.lock held on entry and exit). */
 static int flush_batch(void)
 {
     wal.flushing = true;
@@ -157,14 +192,16 @@ static int flush_batch(void)
     gp_wbuf_init(&wal.batch);
     uint64_t upto = wal.last;
     uint64_t before = wal.size, blen = b.len;
+    bool sync = gsrv_g.commit_sync;
     pthread_mutex_unlock(&wal.lock);
 
     int rc = b.err;
     if (!rc)
         rc = gp_write_all(wal.fd, b.data, b.len);
-    if (!rc && fdatasync(wal.fd) < 0)
+    if (!rc && sync && fdatasync(wal.fd) < 0)
         rc = -errno;
     gp_wbuf_free(&b);
+    bool durable = sync;
     if (rc) {
         /* No room for the log (or it failed): cut it back to its last
          * whole record and make the batch durable the slow way. */
@@ -173,23 +210,87 @@ static int flush_batch(void)
         if (ftruncate(wal.fd, (off_t)before) < 0)
             gsrv_log(0, "wal: cannot cut the log back: %s", strerror(errno));
         rc = checkpoint();
-    } else if (before + blen > WAL_CHECKPOINT + gsrv_tab_bytes()) {
-        int k = checkpoint();
-        if (k)
-            gsrv_log(0, "wal: checkpoint: %s", gsrv_strerror(k));
+        durable = true;
     } else {
         pthread_mutex_lock(&wal.lock);
         wal.size = before + blen;
         pthread_mutex_unlock(&wal.lock);
+        if (sync)
+            maybe_checkpoint(); /* (written: the committer's) */
     }
 
     pthread_mutex_lock(&wal.lock);
     if (!rc) {
-        wal.synced = upto;
+        wal.written = upto;
+        if (durable && wal.synced < upto)
+            wal.synced = upto;
         wal.nbatches++;
+        pthread_cond_signal(&wal.work);
     }
     wal.flushing = false;
     pthread_cond_broadcast(&wal.cond);
+    return rc;
+}
+
+/* The committer (--commit written): an fdatasync of the log whenever
+ * something written is not durable yet, then the checkpoint when the log
+ * has grown past its size. */
+static void *committer_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&wal.lock);
+    for (;;) {
+        while (!wal.stop && wal.synced >= wal.written)
+            pthread_cond_wait(&wal.work, &wal.lock);
+        if (wal.stop)
+            break;
+        uint64_t upto = wal.written; /* those bytes are in the file */
+        wal.committing = true;
+        pthread_mutex_unlock(&wal.lock);
+        int rc = fdatasync(wal.fd) < 0 ? -errno : 0;
+        pthread_mutex_lock(&wal.lock);
+        wal.committing = false;
+        if (rc) {
+            /* (EIO from the disk): the next round tries again; a waiter
+             * of gsrv_wal_sync gets the error */
+            if (rc != wal.commit_err)
+                gsrv_log(0, "wal: fdatasync: %s", gsrv_strerror(rc));
+            wal.commit_err = rc;
+            pthread_cond_broadcast(&wal.cond);
+            pthread_mutex_unlock(&wal.lock);
+            usleep(10000);
+            pthread_mutex_lock(&wal.lock);
+            continue;
+        }
+        wal.commit_err = 0;
+        if (wal.synced < upto)
+            wal.synced = upto;
+        wal.ncommits++;
+        pthread_cond_broadcast(&wal.cond);
+        if (!wal.flushing && wal.size > WAL_CHECKPOINT + gsrv_tab_bytes()) {
+            wal.flushing = true; /* no batch is written meanwhile */
+            pthread_mutex_unlock(&wal.lock);
+            maybe_checkpoint();
+            pthread_mutex_lock(&wal.lock);
+            wal.flushing = false;
+            pthread_cond_broadcast(&wal.cond);
+        }
+    }
+    pthread_mutex_unlock(&wal.lock);
+    return NULL;
+}
+
+/* Wait (wal.lock held) until every record up to want is written, leading
+ * a batch when nobody does. */
+static int wait_written(uint64_t want)
+{
+    int rc = 0;
+    while (wal.fd >= 0 && wal.written < want && !rc) {
+        if (wal.flushing)
+            pthread_cond_wait(&wal.cond, &wal.lock);
+        else
+            rc = flush_batch();
+    }
     return rc;
 }
 
@@ -199,9 +300,9 @@ int gsrv_wal_wait(void)
     if (!want)
         return 0;
     my_pending = 0;
-    int rc = 0;
     pthread_mutex_lock(&wal.lock);
-    while (wal.fd >= 0 && wal.synced < want && !rc) {
+    int rc = wait_written(want);
+    while (!rc && gsrv_g.commit_sync && wal.fd >= 0 && wal.synced < want) {
         if (wal.flushing)
             pthread_cond_wait(&wal.cond, &wal.lock);
         else
@@ -209,6 +310,44 @@ int gsrv_wal_wait(void)
     }
     pthread_mutex_unlock(&wal.lock);
     return rc;
+}
+
+int gsrv_wal_sync(uint64_t *records, uint64_t *commits)
+{
+    my_pending = 0; /* (this covers them) */
+    pthread_mutex_lock(&wal.lock);
+    uint64_t want = wal.last;
+    int rc = wait_written(want);
+    while (!rc && wal.fd >= 0 && wal.synced < want) {
+        if (!wal.has_committer) { /* synced: a leader syncs as it writes */
+            if (wal.flushing)
+                pthread_cond_wait(&wal.cond, &wal.lock);
+            else
+                rc = flush_batch();
+            continue;
+        }
+        pthread_cond_signal(&wal.work);
+        if (wal.commit_err && !wal.committing) {
+            rc = wal.commit_err; /* its last fdatasync failed */
+            break;
+        }
+        pthread_cond_wait(&wal.cond, &wal.lock);
+    }
+    if (records)
+        *records = wal.nrecords;
+    if (commits)
+        *commits = wal.ncommits + (gsrv_g.commit_sync ? wal.nbatches : 0);
+    pthread_mutex_unlock(&wal.lock);
+    return rc;
+}
+
+int gsrv_do_LOG_SYNC(gsrv_conn *c, const gp_LOG_SYNC_req *m, gp_LOG_SYNC_rep *r,
+                     gsrv_call *k)
+{
+    (void)c;
+    (void)m;
+    (void)k;
+    return gsrv_wal_sync(&r->records, &r->commits);
 }
 
 /* ------------------------------------------------------------ replay -- */
@@ -339,6 +478,17 @@ int gsrv_wal_start(void)
     reserve(wal.replayed_fd);
     wal.fd = wal.replayed_fd;
     wal.replayed_fd = -1;
+    if (!gsrv_g.commit_sync) {
+        rc = pthread_create(&wal.committer, NULL, committer_main, NULL);
+        if (rc) {
+            gsrv_log(0,
+                     "wal: no committer thread (%s): replies wait for "
+                     "the log's fdatasync",
+                     strerror(rc));
+            gsrv_g.commit_sync = true;
+        } else
+            wal.has_committer = true;
+    }
     return 0;
 }
 
@@ -351,18 +501,22 @@ void gsrv_wal_close(void)
     if (wal.fd < 0)
         return;
     pthread_mutex_lock(&wal.lock);
-    my_pending = wal.last;
+    wait_written(wal.last);
+    /* the committer's end; then a clean stop leaves an empty log */
+    wal.stop = true;
+    pthread_cond_signal(&wal.work);
     pthread_mutex_unlock(&wal.lock);
-    gsrv_wal_wait();
-    /* a clean stop leaves an empty log */
+    if (wal.has_committer)
+        pthread_join(wal.committer, NULL);
+    wal.has_committer = false;
     pthread_mutex_lock(&wal.lock);
     wal.flushing = true;
     pthread_mutex_unlock(&wal.lock);
     checkpoint();
     gsrv_log(0,
              "wal: %" PRIu64 " records in %" PRIu64 " group commits, %" PRIu64
-             " checkpoints",
-             wal.nrecords, wal.nbatches, wal.ncheckpoints);
+             " fdatasyncs by the committer, %" PRIu64 " checkpoints",
+             wal.nrecords, wal.nbatches, wal.ncommits, wal.ncheckpoints);
     close(wal.fd);
     wal.fd = -1;
     wal.flushing = false;

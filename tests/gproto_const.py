@@ -84,6 +84,7 @@ OP = {
     'NS_LET_GO': 85,
     'NS_LEASE_MANY': 86,
     'FORK_SIZES': 87,
+    'LOG_SYNC': 88,
     'DIRECT_WOPEN': 90,
 }
 

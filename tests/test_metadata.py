@@ -6,11 +6,14 @@ replays what a machine crash would have lost from the files; a clean stop
 leaves it empty.  (Speed is the benchmark's business: bench/mdbench.)"""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import threading
 import time
+
+import pytest
 
 from conftest import describe, galley_path, helper_path
 
@@ -183,6 +186,59 @@ def test_a_clean_stop_leaves_the_log_empty(make_cluster):
     c.start()
     cp = c.helper("t_mdstorm", "check", "/stop/a", 20)
     assert cp.returncode == 0 and cp.stdout.count("have") == 20, describe(cp)
+
+
+def log_counts(c):
+    """{server: (records, commits)} after gfs_sync_metadata of each."""
+    cp = c.helper("t_mdstorm", "logsync")
+    assert cp.returncode == 0, describe(cp)
+    out = {}
+    for line in cp.stdout.splitlines():
+        w = line.split()
+        if w[0] == "server":
+            out[int(w[1])] = (int(w[3]), int(w[5]))
+    assert sorted(out) == list(range(c.n)), cp.stdout
+    return out
+
+
+@pytest.mark.parametrize("commit", ["written", "synced"])
+def test_the_commit_policy(make_cluster, commit):
+    """--commit written (the default) answers a metadata change once it is
+    in the log, and the committer thread makes it durable right behind;
+    synced answers after the fdatasync.  Either way LOG_SYNC returns with
+    every change logged so far durable, and a kill -9 loses nothing
+    answered."""
+    args = () if commit == "written" else ("--commit", "synced")
+    c = make_cluster(n=2, start_args=args)
+    before = log_counts(c)
+    cp = c.helper("t_mdstorm", "create", "/commit/a", 40)
+    assert cp.returncode == 0, describe(cp)
+    after = log_counts(c)
+    for i in range(2):
+        records = after[i][0] - before[i][0]
+        commits = after[i][1] - before[i][1]
+        # each server holds about half the records and every header
+        assert records >= 40, (i, before, after)
+        assert 1 <= commits <= records, (i, before, after)
+    cp = c.helper("t_mdstorm", "create", "/commit/b", 40)
+    assert cp.returncode == 0, describe(cp)
+    for i in range(2):
+        c.kill(i)
+    for i in range(2):
+        c.restart(i)
+    for prefix in ("/commit/a", "/commit/b"):
+        cp = c.helper("t_mdstorm", "check", prefix, 40)
+        assert cp.returncode == 0 and cp.stdout.count("have") == 40, \
+            describe(cp)
+    cp = c.helper("t_mdstorm", "create", "/commit/c", 10)
+    assert cp.returncode == 0, describe(cp)
+    assert c.stop().returncode == 0
+    for i in range(2):
+        log = c.log(i)
+        m = re.findall(r"(\d+) fdatasyncs by the committer", log)
+        assert m, log
+        # the committer runs only when answers do not wait for it
+        assert (int(m[-1]) > 0) == (commit == "written"), log
 
 
 def test_cached_records_never_hide_another_process(fresh_cluster, tmp_path):

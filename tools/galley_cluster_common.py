@@ -370,4 +370,6 @@ def galleyd_args(meta, data, listen, port_file):
         args += ["--data-limit", str(meta["data_limit"])]
     if meta.get("no_local"):
         args += ["--no-local"]
+    if meta.get("commit"):
+        args += ["--commit", meta["commit"]]
     return args

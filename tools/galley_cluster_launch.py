@@ -182,6 +182,7 @@ def start(a, d, n, meta, status_lines):
         "cache_mb": a.cache_mb,
         "data_limit": a.data_limit,
         "no_local": a.no_local,
+        "commit": a.commit,
         "galleyd": pick_galleyd(a.galleyd, meta),
         # expanded by each rank on its host (%h, $TMPDIR)
         "data_root": root,

@@ -295,6 +295,30 @@ static int one_file(int argc, char **argv)
     return t_finish();
 }
 
+/* Every server's log made durable (gfs_sync_metadata): one line a
+ * server, "server S records R commits C". */
+static int log_sync(void)
+{
+    int rc = gfs_init(NULL);
+    if (rc) {
+        printf("FAIL gfs_init: %s\n", gfs_strerror(rc));
+        return 1;
+    }
+    int n = gfs_num_servers();
+    uint64_t r = 0, k = 0;
+    EXPECT_OK(gfs_sync_metadata(-1, NULL, NULL));
+    EXPECT_EQ(gfs_sync_metadata(-1, &r, NULL), -EINVAL);
+    EXPECT_EQ(gfs_sync_metadata(-2, NULL, NULL), -EINVAL);
+    EXPECT_EQ(gfs_sync_metadata(n, NULL, NULL), -EINVAL);
+    for (int s = 0; s < n; s++) {
+        if (EXPECT_OK(gfs_sync_metadata(s, &r, &k)) == 0)
+            printf("server %d records %" PRIu64 " commits %" PRIu64 "\n", s, r,
+                   k);
+    }
+    gfs_finalize();
+    return t_finish();
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 &&
@@ -312,8 +336,11 @@ int main(int argc, char **argv)
         gfs_finalize();
         return t_finish();
     }
+    if (argc == 2 && strcmp(argv[1], "logsync") == 0)
+        return log_sync();
     if (argc != 4) {
-        fprintf(stderr, "usage: t_mdstorm create|remove|check PREFIX COUNT\n");
+        fprintf(stderr, "usage: t_mdstorm create|remove|check PREFIX COUNT\n"
+                        "       t_mdstorm logsync\n");
         return 2;
     }
     const char *mode = argv[1], *prefix = argv[2];

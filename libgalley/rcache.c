@@ -228,16 +228,36 @@ static uint64_t age_key(const rc_ent *e)
     return e->seq + (e->lserver >= 0 && is_open(e->name) ? (1ull << 62) : 0);
 }
 
-/* name's entry, or (no entry has it) the one a new entry for it would
- * replace: an empty one of its set, else the oldest (rc_lock). */
-static rc_ent *slot(const char *name)
+/* name's entry, or NULL (rc_lock). */
+static rc_ent *find(const char *name)
 {
-    rc_ent *set = &rc_tab[(g_fnv1a(name) % RC_SETS) * RC_WAYS], *old = set;
-    for (int i = 0; i < RC_WAYS; i++) {
+    rc_ent *set = &rc_tab[(g_fnv1a(name) % RC_SETS) * RC_WAYS];
+    for (int i = 0; i < RC_WAYS; i++)
         if (set[i].name && strcmp(set[i].name, name) == 0)
             return &set[i];
-        if (old->name && (!set[i].name || age_key(&set[i]) < age_key(old)))
+    return NULL;
+}
+
+/* name's entry, or (no entry has it) the one a new entry for it would
+ * replace: an empty one of its set, else the oldest (rc_lock).  Ages are
+ * looked at only when the set is full: a look-up that misses (find) pays
+ * no is_open per way. */
+static rc_ent *slot(const char *name)
+{
+    rc_ent *e = find(name);
+    if (e)
+        return e;
+    rc_ent *set = &rc_tab[(g_fnv1a(name) % RC_SETS) * RC_WAYS], *old = set;
+    for (int i = 0; i < RC_WAYS; i++)
+        if (!set[i].name)
+            return &set[i];
+    uint64_t oldest = age_key(old);
+    for (int i = 1; i < RC_WAYS; i++) {
+        uint64_t a = age_key(&set[i]);
+        if (a < oldest) {
             old = &set[i];
+            oldest = a;
+        }
     }
     return old;
 }
@@ -384,8 +404,8 @@ int gc_rcache_leased(const char *name, gp_record *rec, int64_t *size,
         *size = -1;
     pthread_mutex_lock(&rc_lock);
     check_fork();
-    rc_ent *e = slot(name);
-    if (e->name && strcmp(e->name, name) == 0) {
+    rc_ent *e = find(name);
+    if (e) {
         rec->nsub = e->nsub;
         rec->attrlen = e->attrlen;
         memcpy(rec->server, e->server, e->nsub * sizeof(*e->server));
@@ -416,10 +436,9 @@ bool gc_rcache_has_size(const char *name)
 {
     pthread_mutex_lock(&rc_lock);
     check_fork();
-    rc_ent *e = slot(name);
+    rc_ent *e = find(name);
     int64_t now = g_now_ms();
-    bool has = e->name && strcmp(e->name, name) == 0 && leased(e, now) &&
-               size_servable(e, now);
+    bool has = e && leased(e, now) && size_servable(e, now);
     pthread_mutex_unlock(&rc_lock);
     return has;
 }
@@ -444,10 +463,9 @@ void gc_rcache_size(const char *name, int64_t size, int64_t mtime, int64_t at,
                     uint64_t closes, bool ahead)
 {
     pthread_mutex_lock(&rc_lock);
-    rc_ent *e = slot(name);
+    rc_ent *e = find(name);
     /* (a file id closed since the size was asked for may have written) */
-    if (e->name && strcmp(e->name, name) == 0 && e->lserver >= 0 &&
-        !is_open(name) && closes == rl.closes) {
+    if (e && e->lserver >= 0 && !is_open(name) && closes == rl.closes) {
         e->size = size;
         e->mtime = mtime;
         e->size_at = at;
@@ -459,8 +477,8 @@ void gc_rcache_size(const char *name, int64_t size, int64_t mtime, int64_t at,
 void gc_rcache_opened(const char *name, int delta)
 {
     pthread_mutex_lock(&rc_lock);
-    rc_ent *e = slot(name);
-    if (e->name && strcmp(e->name, name) == 0)
+    rc_ent *e = find(name);
+    if (e)
         e->size = -1; /* its writes go through the file id */
     if (delta < 0)
         rl.closes++;
@@ -490,8 +508,8 @@ void gc_rcache_opened(const char *name, int delta)
 void gc_rcache_drop(const char *name)
 {
     pthread_mutex_lock(&rc_lock);
-    rc_ent *e = slot(name);
-    if (e->name && strcmp(e->name, name) == 0)
+    rc_ent *e = find(name);
+    if (e)
         ent_clear(e);
     pthread_mutex_unlock(&rc_lock);
 }
@@ -540,8 +558,8 @@ static void pins_of_server(rc_pins *p, int s)
 {
     for (size_t b = 0; b < RC_OPEN_SLOTS; b++)
         for (rc_open *o = rc_opens[b]; o; o = o->next) {
-            rc_ent *e = slot(o->name);
-            if (e->name && strcmp(e->name, o->name) == 0 && e->lserver == s)
+            rc_ent *e = find(o->name);
+            if (e && e->lserver == s)
                 pins_add(p, o->name);
         }
 }
@@ -581,8 +599,8 @@ static int renew(int s, gc_conn *conn, uint64_t client, uint64_t *acked,
             break;
         if (is_open(it.name))
             pins_add(&pins, it.name);
-        rc_ent *e = slot(it.name);
-        if (e->name && strcmp(e->name, it.name) == 0 && e->lserver == s)
+        rc_ent *e = find(it.name);
+        if (e && e->lserver == s)
             ent_clear(e);
     }
     rc = gc_tail_end(&t);
@@ -607,8 +625,8 @@ static bool open_at(int s)
 {
     for (size_t b = 0; b < RC_OPEN_SLOTS; b++)
         for (rc_open *o = rc_opens[b]; o; o = o->next) {
-            rc_ent *e = slot(o->name);
-            if (e->name && strcmp(e->name, o->name) == 0 && e->lserver == s)
+            rc_ent *e = find(o->name);
+            if (e && e->lserver == s)
                 return true;
         }
     return false;

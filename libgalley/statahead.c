@@ -73,15 +73,37 @@ static struct {
     int64_t credit_at;              /* then (ms), 0: never */
 } sa = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* A directory's files, as a fetch lists them. */
+typedef struct {
+    size_t plen; /* of "DIR/" ("" for the top) */
+    char **names;
+    int n, cap;
+} sa_list;
+
+/* The directory the last fetch listed, kept for SA_AGAIN_MS: the fetches
+ * that follow in it (a window each) pick their names from it without
+ * listing or sorting it again.  Under kept_lock (a leaf lock but for
+ * rcache.c's, taken inside it; a fork() takes it). */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char prefix[GFS_NAME_MAX + 2];
+    int64_t at;  /* when it was listed (ms) */
+    bool more;   /* the listing stopped at SA_LIST_MAX */
+    sa_list l;   /* in byte order (a listing's) */
+    char **vers; /* the same names in version order, once asked for */
+} kept;
+
 static pthread_once_t sa_once = PTHREAD_ONCE_INIT;
 
 static void sa_prepare(void)
 {
     pthread_mutex_lock(&sa.lock);
+    pthread_mutex_lock(&kept_lock);
 }
 
 static void sa_after(void)
 {
+    pthread_mutex_unlock(&kept_lock);
     pthread_mutex_unlock(&sa.lock);
 }
 
@@ -90,20 +112,11 @@ static void sa_init(void)
     pthread_atfork(sa_prepare, sa_after, sa_after);
 }
 
-/* The names of a directory's files that a stat-ahead fetches. */
-typedef struct {
-    size_t plen; /* of "DIR/" ("" for the top) */
-    char **names;
-    int n, cap;
-} sa_list;
-
 static int collect(const char *name, void *arg)
 {
     sa_list *l = arg;
     const char *rest = name + l->plen;
     if (!*rest || strchr(rest, '/')) /* (deeper: not this directory's) */
-        return 0;
-    if (gc_rcache_has_size(name))
         return 0;
     if (l->n == l->cap) {
         if (l->cap == SA_LIST_MAX)
@@ -119,6 +132,14 @@ static int collect(const char *name, void *arg)
         return -ENOMEM;
     l->n++;
     return 0;
+}
+
+static void list_free(sa_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    *l = (sa_list){0};
 }
 
 static int cmp_version(const void *a, const void *b)
@@ -319,6 +340,36 @@ out:
     return ok ? n : 0;
 }
 
+/* Make kept the listing of prefix, unless it is already and younger than
+ * SA_AGAIN_MS (kept_lock not held; the listing asks with none held).  0
+ * or an error. */
+static int keep_listing(const char *prefix)
+{
+    pthread_mutex_lock(&kept_lock);
+    bool fresh = kept.l.names && strcmp(kept.prefix, prefix) == 0 &&
+                 g_now_ms() - kept.at < SA_AGAIN_MS;
+    pthread_mutex_unlock(&kept_lock);
+    if (fresh)
+        return 0;
+    sa_list l = {.plen = strlen(prefix)};
+    int64_t at = g_now_ms();
+    int rc = gc_list_names_recent(prefix, SA_AGAIN_MS, collect, &l);
+    if (rc < 0) {
+        list_free(&l);
+        return rc;
+    }
+    pthread_mutex_lock(&kept_lock);
+    list_free(&kept.l);
+    free(kept.vers);
+    kept.vers = NULL;
+    kept.l = l;
+    kept.at = at;
+    kept.more = rc == 1;
+    snprintf(kept.prefix, sizeof(kept.prefix), "%s", prefix);
+    pthread_mutex_unlock(&kept_lock);
+    return 0;
+}
+
 /* Up to max files of name's directory that the cache lacks, the first
  * after name in version order (file.9 before file.10), or in byte order
  * (lex: the order of readdir), wrapping around; a round at a time.  How
@@ -330,29 +381,50 @@ static int fetch(const char *name, size_t dlen, int max, bool lex, bool *cut)
     memcpy(prefix + dlen, "/", 2);
     if (!dlen)
         prefix[0] = 0;
-    sa_list l = {.plen = strlen(prefix)};
-    gp_record *rec = malloc(sizeof(*rec));
-    int done = 0,
-        rc = rec ? gc_list_names_recent(prefix, SA_AGAIN_MS, collect, &l)
-                 : -ENOMEM;
-    int n = l.n < max ? l.n : max;
-    char **win = rc >= 0 && n ? malloc((size_t)n * sizeof(*win)) : NULL;
-    *cut = l.n > n || rc == 1;
-    if (win) {
-        int (*cmp)(const char *, const char *) = lex ? strcmp : strverscmp;
-        if (!lex) /* (a listing is in byte order) */
-            qsort(l.names, (size_t)l.n, sizeof(*l.names), cmp_version);
-        int pos = 0;
-        while (pos < l.n && cmp(l.names[pos], name) <= 0)
-            pos++;
-        for (int i = 0; i < n; i++)
-            win[i] = l.names[(pos + i) % l.n];
-        for (int k = 1; done < n && k > 0; done += k)
-            k = fetch_round(win + done, n - done, rec);
+    *cut = false;
+    if (max <= 0 || keep_listing(prefix))
+        return 0;
+    char **win = malloc((size_t)max * sizeof(*win));
+    int n = 0;
+    pthread_mutex_lock(&kept_lock);
+    int total = kept.l.n;
+    char **order = kept.l.names;
+    if (win && !lex && total && strcmp(kept.prefix, prefix) == 0) {
+        if (!kept.vers &&
+            (kept.vers = malloc((size_t)total * sizeof(char *)))) {
+            memcpy(kept.vers, order, (size_t)total * sizeof(char *));
+            qsort(kept.vers, (size_t)total, sizeof(char *), cmp_version);
+        }
+        order = kept.vers;
     }
-    for (int i = 0; i < l.n; i++)
-        free(l.names[i]);
-    free(l.names);
+    if (win && order && strcmp(kept.prefix, prefix) == 0) {
+        int (*cmp)(const char *, const char *) = lex ? strcmp : strverscmp;
+        int lo = 0, hi = total; /* the first after name */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (cmp(order[mid], name) <= 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int i = 0;
+        for (; i < total && n < max; i++) {
+            const char *x = order[(lo + i) % total];
+            if (gc_rcache_has_size(x))
+                continue;
+            if (!(win[n] = strdup(x)))
+                break;
+            n++;
+        }
+        *cut = i < total || kept.more;
+    }
+    pthread_mutex_unlock(&kept_lock);
+    gp_record *rec = n ? malloc(sizeof(*rec)) : NULL;
+    int done = 0;
+    for (int k = 1; rec && done < n && k > 0; done += k)
+        k = fetch_round(win + done, n - done, rec);
+    for (int i = 0; i < n; i++)
+        free(win[i]);
     free(win);
     free(rec);
     return done;

@@ -128,10 +128,11 @@ static void *reclaimer(void *arg)
             pthread_cond_wait(&rq.cv, &rq.lock);
             continue;
         }
-        if (rq.n < GP_MAX_DELETES) { /* let a batch gather */
-            struct timespec ts = g_deadline_ms(GC_RECLAIM_MS);
-            pthread_cond_timedwait(&rq.cv, &rq.lock, &ts);
-        }
+        /* let a batch gather (every remove's queueing wakes this) */
+        struct timespec ts = g_deadline_ms(GC_RECLAIM_MS);
+        while (!rq.stop && rq.n < GP_MAX_DELETES &&
+               pthread_cond_timedwait(&rq.cv, &rq.lock, &ts) != ETIMEDOUT)
+            ;
         rq_item *q = rq.q;
         size_t n = rq.n;
         rq.q = NULL;

@@ -56,6 +56,7 @@ typedef struct ns_client {
         uint64_t seq;
     } * recall; /* names recalled, not yet acknowledged */
     size_t nrecall, caprecall;
+    int64_t dir_recall_at; /* its last recall of a directory (ns_lease.c) */
 } ns_client;
 
 typedef struct ns_table {

@@ -104,6 +104,64 @@ static void hold_del(ns_ent *e, uint32_t i)
     e->hold[i] = e->hold[--e->nhold];
 }
 
+/* Recall hold d of client k on name: its NS_RENEW answers with it.  No
+ * memory: the lease runs out instead (ns.lock). */
+static void recall_one(ns_client *k, ns_hold *d, const char *name)
+{
+    if (k->nrecall == k->caprecall) {
+        size_t cap = k->caprecall ? k->caprecall * 2 : 8;
+        struct ns_recall *n = realloc(k->recall, cap * sizeof(*n));
+        if (n) {
+            k->recall = n;
+            k->caprecall = cap;
+        }
+    }
+    char *copy = strdup(name);
+    if (k->nrecall < k->caprecall && copy) {
+        d->rseq = ++k->seq;
+        d->frozen = k->until;
+        k->recall[k->nrecall++] =
+            (struct ns_recall){.name = copy, .seq = d->rseq};
+        pthread_cond_broadcast(&ns.recall); /* its NS_RENEW */
+    } else {
+        free(copy);
+        d->rseq = ~0ull;
+        d->frozen = k->until;
+    }
+}
+
+/* Client k's other leases on files of name's directory, recalled with
+ * the one on name (at most every NS_DIR_RECALL_MS for a client; ns.lock):
+ * a process removing or changing a directory's files one after another
+ * (rm -r, mdtest's remove phase) then waits for one acknowledgement of
+ * another process's leases there, not one per file, as a change in a
+ * directory revokes what other Lustre clients hold on it.  The holder
+ * asks again for what it uses afterwards (one NS_LEASE, or a stat-ahead
+ * fetch).  The scan goes over the whole table, hence the limit. */
+#define NS_DIR_RECALL_MS 100
+static void recall_dir(ns_client *k, const char *name)
+{
+    int64_t now = g_now_ms();
+    if (now - k->dir_recall_at < NS_DIR_RECALL_MS)
+        return;
+    k->dir_recall_at = now;
+    const char *slash = strrchr(name, '/');
+    size_t dlen = slash ? (size_t)(slash - name) + 1 : 0;
+    gsrv_ht_iter it = {0};
+    for (gsrv_hlink *l; (l = gsrv_ht_next(&ns.tab, &it));) {
+        ns_ent *e = GSRV_HT_ENTRY(l, ns_ent, hlink);
+        if (!e->nhold || strncmp(e->name, name, dlen) != 0 ||
+            strchr(e->name + dlen, '/'))
+            continue;
+        for (uint32_t i = 0; i < e->nhold; i++) {
+            ns_hold *d = &e->hold[i];
+            if (d->client == k->id && !d->rseq && d->gen == k->gen &&
+                now < k->until)
+                recall_one(k, d, e->name);
+        }
+    }
+}
+
 /* Recall the leases of other clients on `name` and wait until none is
  * live; the connection's own goes at once.  Called and returns with
  * ns.lock held; the entry may be gone or another after: find it again. */
@@ -121,28 +179,10 @@ void ns_lease_break(gsrv_conn *c, const char *name, uint64_t h)
                 hold_del(e, i); /* its own, let go, or run out */
                 continue;
             }
-            if (!d->rseq) {
-                if (k->nrecall == k->caprecall) {
-                    size_t cap = k->caprecall ? k->caprecall * 2 : 8;
-                    struct ns_recall *n = realloc(k->recall, cap * sizeof(*n));
-                    if (n) {
-                        k->recall = n;
-                        k->caprecall = cap;
-                    }
-                }
-                char *copy = strdup(name);
-                if (k->nrecall < k->caprecall && copy) {
-                    d->rseq = ++k->seq;
-                    d->frozen = k->until;
-                    k->recall[k->nrecall++] =
-                        (struct ns_recall){.name = copy, .seq = d->rseq};
-                    pthread_cond_broadcast(&ns.recall); /* its NS_RENEW */
-                } else {
-                    free(copy); /* no memory: it runs out instead */
-                    d->rseq = ~0ull;
-                    d->frozen = k->until;
-                }
-            }
+            if (!d->rseq)
+                recall_dir(k, name);
+            if (!d->rseq)
+                recall_one(k, d, name);
             wait = true;
             i++;
         }

@@ -274,6 +274,27 @@ def _holder(c, name, renew_ms="200"):
     return p
 
 
+def test_a_recall_of_a_directory_keeps_the_holders_view(fresh_cluster):
+    """A remove recalls the holder's other leases in the same directory
+    with the one removed (servers/ns_lease.c: recall_dir), so a process
+    removing a directory's files waits for one acknowledgement, not one
+    per file.  The holder asks again for what it uses after: it still
+    finds the files that stay, and not the ones removed."""
+    c = fresh_cluster
+    p = _holder(c, "/rd/a")
+    for i in range(20):
+        p.stdin.write("touch /rd/b.%d\n" % i)
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "touched"
+    for i in range(5):
+        cp = c.galley("rm", "/rd/b.%d" % i)
+        assert cp.returncode == 0, describe(cp)
+    out, err = p.communicate("go\n", timeout=60)
+    assert p.returncode == 0 and out.splitlines()[0] == "have 0", (out, err)
+    names = listed(c, "/rd/")
+    assert "/rd/a" in names and len([n for n in names if "/rd/b." in n]) == 15
+
+
 def test_a_stopped_holder_is_waited_out_and_then_sees_the_remove(
         fresh_cluster):
     """A holder that renews nothing (stopped) keeps its lease only until

@@ -77,7 +77,9 @@
 #include <unistd.h>
 
 #define WAL_FILE "wal"
-#define WAL_CHECKPOINT (8u << 20)     /* empty the log past this size */
+#ifndef WAL_CHECKPOINT
+#define WAL_CHECKPOINT (8u << 20) /* empty the log past this size */
+#endif
 #define WAL_RESERVE (8u << 20)        /* disk space the log keeps ahead */
 #define WAL_MAX_REPLAY (256ull << 20) /* a log larger than this is refused */
 
@@ -168,15 +170,27 @@ static int checkpoint(void)
     return 0;
 }
 
+/* Is the log past its checkpoint size?  (wal.lock not held: wal.lock is
+ * a leaf lock, and the table's size is under the table's own.) */
+static bool log_big(void)
+{
+    /* (the table's size, so a checkpoint costs about what was logged,
+     * but never so much that the log outgrows what a start replays) */
+    uint64_t tab = gsrv_tab_bytes();
+    uint64_t limit =
+        WAL_CHECKPOINT + (tab < WAL_MAX_REPLAY / 2 ? tab : WAL_MAX_REPLAY / 2);
+    pthread_mutex_lock(&wal.lock);
+    bool big = wal.size > limit;
+    pthread_mutex_unlock(&wal.lock);
+    return big;
+}
+
 /* After a batch is in DIR/wal (flushing held, wal.lock not): a log
  * past its checkpoint size is emptied.  Checkpoint failures are logged:
  * the log keeps the records. */
 static void maybe_checkpoint(void)
 {
-    pthread_mutex_lock(&wal.lock);
-    bool big = wal.size > WAL_CHECKPOINT + gsrv_tab_bytes();
-    pthread_mutex_unlock(&wal.lock);
-    if (big) {
+    if (log_big()) {
         int k = checkpoint();
         if (k)
             gsrv_log(0, "wal: checkpoint: %s", gsrv_strerror(k));
@@ -267,8 +281,16 @@ static void *committer_main(void *arg)
             wal.synced = upto;
         wal.ncommits++;
         pthread_cond_broadcast(&wal.cond);
-        if (!wal.flushing && wal.size > WAL_CHECKPOINT + gsrv_tab_bytes()) {
-            wal.flushing = true; /* no batch is written meanwhile */
+        pthread_mutex_unlock(&wal.lock);
+        bool big = log_big();
+        pthread_mutex_lock(&wal.lock);
+        if (big) {
+            /* after the batch being written, none meanwhile */
+            while (wal.flushing && !wal.stop)
+                pthread_cond_wait(&wal.cond, &wal.lock);
+            if (wal.stop)
+                break;
+            wal.flushing = true;
             pthread_mutex_unlock(&wal.lock);
             maybe_checkpoint();
             pthread_mutex_lock(&wal.lock);
@@ -505,6 +527,7 @@ void gsrv_wal_close(void)
     /* the committer's end; then a clean stop leaves an empty log */
     wal.stop = true;
     pthread_cond_signal(&wal.work);
+    pthread_cond_broadcast(&wal.cond);
     pthread_mutex_unlock(&wal.lock);
     if (wal.has_committer)
         pthread_join(wal.committer, NULL);

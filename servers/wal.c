@@ -50,13 +50,14 @@
  *   records follow.
  *
  *   When the log passes WAL_CHECKPOINT bytes (plus the table's size, so a
- *   checkpoint costs at most about what was logged) the leader saves the
- *   table, makes the data directory durable (syncfs: every other change
- *   the log holds is already in the file system) and empties the log.
- *   The log keeps WAL_RESERVE bytes of disk allocated ahead of its end, so
- *   on a full disk its records still go in (a remove is logged, and then
- *   frees space); when the log cannot be written at all the leader cuts it
- *   back to where it was and makes the batch durable by a checkpoint.
+ *   checkpoint costs at most about what was logged, up to half of
+ *   WAL_MAX_REPLAY) the committer (with --commit synced, the leader)
+ *   saves the table, makes the data directory durable (syncfs: every other
+ * change the log holds is already in the file system) and empties the log. The
+ * log keeps WAL_RESERVE bytes of disk allocated ahead of its end, so on a full
+ * disk its records still go in (a remove is logged, and then frees space); when
+ * the log cannot be written at all the leader cuts it back to where it was and
+ * makes the batch durable by a checkpoint.
  *
  * What a crash can lose (docs/durability.md): a kill -9 of
  * galleyd loses no change that was acknowledged (the reply follows the

@@ -141,9 +141,9 @@ int gfs_stat_server(int server, gfs_server_stat *st)
     return rc;
 }
 
-int gc_log_sync(const bool *which)
+int gc_log_sync(const bool *which, int *nok)
 {
-    int ns = gc_g.nservers, rc = 0;
+    int ns = gc_g.nservers, rc = 0, ok = 0;
     gc_pending *p = calloc((size_t)ns, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -151,11 +151,16 @@ int gc_log_sync(const bool *which)
         if (which[s])
             gc_LOG_SYNC_send(gc_server_conn(s), &(gp_LOG_SYNC_req){}, &p[s]);
     for (int s = 0; s < ns; s++) {
-        int k = which[s] ? gc_LOG_SYNC_recv(&p[s], NULL, NULL) : 0;
+        if (!which[s])
+            continue;
+        int k = gc_LOG_SYNC_recv(&p[s], NULL, NULL);
         if (k && !rc)
             rc = k;
+        ok += !k;
     }
     free(p);
+    if (nok)
+        *nok = ok;
     return rc;
 }
 
@@ -171,7 +176,7 @@ int gfs_sync_metadata(int server, uint64_t *records, uint64_t *commits)
         if (!all)
             return -ENOMEM;
         memset(all, 1, (size_t)gc_g.nservers);
-        rc = gc_log_sync(all);
+        rc = gc_log_sync(all, NULL);
         free(all);
         return rc;
     }

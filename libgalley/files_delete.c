@@ -54,7 +54,7 @@ static void records_durable(void)
     bool *all = malloc((size_t)gc_g.nservers);
     if (all) {
         memset(all, 1, (size_t)gc_g.nservers);
-        gc_log_sync(all);
+        gc_log_sync(all, NULL);
         free(all);
     }
 }

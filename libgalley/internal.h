@@ -259,8 +259,9 @@ int gc_transport(void);
 /* Metadata server of a name (hash of the name). */
 int gc_meta_server(const char *name);
 /* LOG_SYNC to every server s with which[s], at once (calls.c): the
- * metadata they answered durable.  0 or the first error. */
-int gc_log_sync(const bool *which);
+ * metadata they answered durable.  0 or the first error; *nok (may be
+ * NULL): how many answered 0. */
+int gc_log_sync(const bool *which, int *nok);
 
 /* Collect the answers of the subfile deletes the last remove left
  * running (files.c; gfs_finalize, before the connections go). */

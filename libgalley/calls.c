@@ -148,10 +148,10 @@ int gc_log_sync(const bool *which, int *nok)
     if (!p)
         return -ENOMEM;
     for (int s = 0; s < ns; s++)
-        if (which[s])
+        if (!which || which[s])
             gc_LOG_SYNC_send(gc_server_conn(s), &(gp_LOG_SYNC_req){}, &p[s]);
     for (int s = 0; s < ns; s++) {
-        if (!which[s])
+        if (which && !which[s])
             continue;
         int k = gc_LOG_SYNC_recv(&p[s], NULL, NULL);
         if (k && !rc)
@@ -164,32 +164,30 @@ int gc_log_sync(const bool *which, int *nok)
     return rc;
 }
 
-int gfs_sync_metadata(int server, uint64_t *records, uint64_t *commits)
+int gc_log_sync_one(int server, uint64_t *records, uint64_t *commits)
 {
-    int rc = gc_check_init();
-    if (rc)
-        return rc;
-    if (server < 0) {
-        if (server != -1 || records || commits)
-            return -EINVAL;
-        bool *all = malloc((size_t)gc_g.nservers);
-        if (!all)
-            return -ENOMEM;
-        memset(all, 1, (size_t)gc_g.nservers);
-        rc = gc_log_sync(all, NULL);
-        free(all);
-        return rc;
-    }
     gc_conn *c = gc_server_conn(server);
     if (!c)
         return -EINVAL;
     gp_LOG_SYNC_rep m;
-    rc = gc_LOG_SYNC_call(c, &(gp_LOG_SYNC_req){}, &m, NULL);
+    int rc = gc_LOG_SYNC_call(c, &(gp_LOG_SYNC_req){}, &m, NULL);
     if (!rc && records)
         *records = m.records;
     if (!rc && commits)
         *commits = m.commits;
     return rc;
+}
+
+int gfs_sync_metadata(int server, uint64_t *records, uint64_t *commits)
+{
+    int rc = gc_check_init();
+    if (rc)
+        return rc;
+    if (server >= 0)
+        return gc_log_sync_one(server, records, commits);
+    if (server != -1 || records || commits)
+        return -EINVAL;
+    return gc_log_sync(NULL, NULL);
 }
 
 int gfs_server_transport(int server)

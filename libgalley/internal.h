@@ -258,10 +258,12 @@ int gc_transport(void);
 
 /* Metadata server of a name (hash of the name). */
 int gc_meta_server(const char *name);
-/* LOG_SYNC to every server s with which[s], at once (calls.c): the
- * metadata they answered durable.  0 or the first error; *nok (may be
- * NULL): how many answered 0. */
+/* LOG_SYNC to every server s with which[s] (which NULL: every server),
+ * at once (calls.c): the metadata they answered durable.  0 or the first
+ * error; *nok (may be NULL): how many answered 0. */
 int gc_log_sync(const bool *which, int *nok);
+/* LOG_SYNC to one server; its log's counts (may be NULL). */
+int gc_log_sync_one(int server, uint64_t *records, uint64_t *commits);
 
 /* Collect the answers of the subfile deletes the last remove left
  * running (files.c; gfs_finalize, before the connections go). */
@@ -512,6 +514,9 @@ int gc_striped_local(int sid, gc_local **out);
 int gc_repl_lookup(const char *name, gp_record *rec);
 /* Create: choose the copies' servers of rec (copy 0 = rec's servers) */
 int gc_repl_place(gp_record *rec, int ncopy);
+/* The logs of the servers holding name's record copies durable
+ * (LOG_SYNC): 0 once a majority of them answered, as its writes need. */
+int gc_repl_record_sync(const char *name);
 /* ... make copies 1.. of subfiles *made.. and note every copy's server id
  * (*made: subfiles done, for the undo) */
 int gc_repl_create_copies(const char *name, gp_record *rec, const char *fork,

@@ -139,6 +139,18 @@ static int quorum(void)
     return nrec() / 2 + 1;
 }
 
+int gc_repl_record_sync(const char *name)
+{
+    bool *which = calloc((size_t)gc_g.nservers, sizeof(*which));
+    if (!which)
+        return -ENOMEM;
+    for (int j = 0; j < nrec(); j++)
+        which[record_server(name, j)] = true;
+    int ok = 0, rc = gc_log_sync(which, &ok);
+    free(which);
+    return ok >= quorum() ? 0 : rc; /* (a lost copy's server fails nothing) */
+}
+
 int gc_repl_lookup(const char *name, gp_record *rec)
 {
     int rc = gc_lookup(record_server(name, 0), name, rec);

@@ -398,27 +398,17 @@ int gc_striped_truncate(int sid, int64_t size)
 }
 
 /* The logs of the servers holding file fid's record: its creation and
- * attributes durable (LOG_SYNC).  A replicated record's copies are
- * durable when a majority of them are, as its writes are (repl.c): a
- * lost server among them fails nothing.  0 or a gfs error. */
+ * attributes durable (LOG_SYNC; a replicated record's copies by a
+ * majority, repl.c).  0 or a gfs error. */
 static int sync_record(int fid)
 {
     gc_file *f = malloc(sizeof(*f));
-    bool *which = calloc((size_t)gc_g.nservers, 1);
-    int rc = !f || !which ? -ENOMEM : gc_file_get(fid, f);
-    if (!rc) {
-        int home = gc_meta_server(f->name), ok = 0;
-        int n = f->rec.repl.ncopy > 1 ? GP_MAX_COPIES : 1; /* repl.c's */
-        if (n > gc_g.nservers)
-            n = gc_g.nservers;
-        for (int j = 0; j < n; j++)
-            which[(home + j) % gc_g.nservers] = true;
-        rc = gc_log_sync(which, &ok);
-        if (rc && n > 1 && ok >= n / 2 + 1)
-            rc = 0;
-    }
+    int rc = f ? gc_file_get(fid, f) : -ENOMEM;
+    if (!rc)
+        rc = f->rec.repl.ncopy > 1
+                 ? gc_repl_record_sync(f->name)
+                 : gc_log_sync_one(gc_meta_server(f->name), NULL, NULL);
     free(f);
-    free(which);
     return rc;
 }
 

@@ -491,8 +491,9 @@ PX_EXPORT int syncfs(int fd)
     px_file *f = px_get(fd);
     if (!f)
         return REAL(syncfs)(fd);
+    bool dir = f->dir; /* (px_sync of a directory syncs every server's) */
     px_put(f);
-    int rc = gfs_sync_metadata(-1, NULL, NULL);
+    int rc = dir ? 0 : gfs_sync_metadata(-1, NULL, NULL);
     return rc ? px_fail(rc) : px_sync(fd, false);
 }
 

@@ -52,12 +52,13 @@
  *   When the log passes WAL_CHECKPOINT bytes (plus the table's size, so a
  *   checkpoint costs at most about what was logged, up to half of
  *   WAL_MAX_REPLAY) the committer (with --commit synced, the leader)
- *   saves the table, makes the data directory durable (syncfs: every other
- * change the log holds is already in the file system) and empties the log. The
- * log keeps WAL_RESERVE bytes of disk allocated ahead of its end, so on a full
- * disk its records still go in (a remove is logged, and then frees space); when
- * the log cannot be written at all the leader cuts it back to where it was and
- * makes the batch durable by a checkpoint.
+ *   saves the table, makes the data directory durable (syncfs: every
+ *   other change the log holds is already in the file system) and empties
+ *   the log.  The log keeps WAL_RESERVE bytes of disk allocated ahead of
+ *   its end, so on a full disk its records still go in (a remove is
+ *   logged, and then frees space); when the log cannot be written at all
+ *   the leader cuts it back to where it was and makes the batch durable
+ *   by a checkpoint.
  *
  * What a crash can lose (docs/durability.md): a kill -9 of
  * galleyd loses no change that was acknowledged (the reply follows the
@@ -98,9 +99,8 @@ static struct {
     bool stop;           /* the committer's end (gsrv_wal_close) */
     int commit_err;      /* the committer's last failure, 0 once it succeeds */
     pthread_cond_t work; /* the committer waits here for written > synced */
-    pthread_t committer;
-    bool has_committer;
-    uint64_t size; /* bytes in DIR/wal */
+    pthread_t committer; /* running while logging, unless commit_sync */
+    uint64_t size;       /* bytes in DIR/wal */
     uint64_t nrecords, nbatches, ncommits, ncheckpoints;
 } wal = {.lock = PTHREAD_MUTEX_INITIALIZER,
          .cond = PTHREAD_COND_INITIALIZER,
@@ -191,11 +191,9 @@ static bool log_big(void)
  * the log keeps the records. */
 static void maybe_checkpoint(void)
 {
-    if (log_big()) {
-        int k = checkpoint();
-        if (k)
-            gsrv_log(0, "wal: checkpoint: %s", gsrv_strerror(k));
-    }
+    int k = log_big() ? checkpoint() : 0;
+    if (k)
+        gsrv_log(0, "wal: checkpoint: %s", gsrv_strerror(k));
 }
 
 /* Write one batch, and with --commit synced make it durable (the leader;
@@ -317,32 +315,14 @@ static int wait_written(uint64_t want)
     return rc;
 }
 
-int gsrv_wal_wait(void)
+/* Wait (wal.lock held) until every record up to want is durable: with
+ * --commit synced leading batches (each written and synced), else for the
+ * committer. */
+static int wait_synced(uint64_t want)
 {
-    uint64_t want = my_pending;
-    if (!want)
-        return 0;
-    my_pending = 0;
-    pthread_mutex_lock(&wal.lock);
-    int rc = wait_written(want);
-    while (!rc && gsrv_g.commit_sync && wal.fd >= 0 && wal.synced < want) {
-        if (wal.flushing)
-            pthread_cond_wait(&wal.cond, &wal.lock);
-        else
-            rc = flush_batch();
-    }
-    pthread_mutex_unlock(&wal.lock);
-    return rc;
-}
-
-int gsrv_wal_sync(uint64_t *records, uint64_t *commits)
-{
-    my_pending = 0; /* (this covers them) */
-    pthread_mutex_lock(&wal.lock);
-    uint64_t want = wal.last;
     int rc = wait_written(want);
     while (!rc && wal.fd >= 0 && wal.synced < want) {
-        if (!wal.has_committer) { /* synced: a leader syncs as it writes */
+        if (gsrv_g.commit_sync) {
             if (wal.flushing)
                 pthread_cond_wait(&wal.cond, &wal.lock);
             else
@@ -356,6 +336,26 @@ int gsrv_wal_sync(uint64_t *records, uint64_t *commits)
         }
         pthread_cond_wait(&wal.cond, &wal.lock);
     }
+    return rc;
+}
+
+int gsrv_wal_wait(void)
+{
+    uint64_t want = my_pending;
+    if (!want)
+        return 0;
+    my_pending = 0;
+    pthread_mutex_lock(&wal.lock);
+    int rc = gsrv_g.commit_sync ? wait_synced(want) : wait_written(want);
+    pthread_mutex_unlock(&wal.lock);
+    return rc;
+}
+
+int gsrv_wal_sync(uint64_t *records, uint64_t *commits)
+{
+    my_pending = 0; /* (this covers them) */
+    pthread_mutex_lock(&wal.lock);
+    int rc = wait_synced(wal.last);
     if (records)
         *records = wal.nrecords;
     if (commits)
@@ -509,8 +509,7 @@ int gsrv_wal_start(void)
                      "the log's fdatasync",
                      strerror(rc));
             gsrv_g.commit_sync = true;
-        } else
-            wal.has_committer = true;
+        }
     }
     return 0;
 }
@@ -530,9 +529,8 @@ void gsrv_wal_close(void)
     pthread_cond_signal(&wal.work);
     pthread_cond_broadcast(&wal.cond);
     pthread_mutex_unlock(&wal.lock);
-    if (wal.has_committer)
+    if (!gsrv_g.commit_sync)
         pthread_join(wal.committer, NULL);
-    wal.has_committer = false;
     pthread_mutex_lock(&wal.lock);
     wal.flushing = true;
     pthread_mutex_unlock(&wal.lock);

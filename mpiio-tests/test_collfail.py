@@ -88,7 +88,7 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
                 cluster.expect_dead.add(victim)
                 os.kill(pid, signal.SIGKILL)
             else:
-                os.kill(pid, signal.SIGSTOP)
+                cluster.pause(victim)
             t_fault = time.time()
         out, err, hung = communicate_or_kill(p, HANG_BOUND)
     finally:

@@ -165,6 +165,28 @@ def authenticate(call, key):
                              hashlib.sha256).digest(), "server's proof"
 
 
+
+def stop_process(pid, timeout=10.0):
+    """SIGSTOP pid and return once every one of its threads is stopped.
+    A stop is not synchronous: the kernel hands it to one thread, which
+    stops the others, and until it has run another thread may still
+    answer a request that arrives (seen on a loaded machine)."""
+    os.kill(pid, signal.SIGSTOP)
+    tasks = Path("/proc/%d/task" % pid)
+    deadline = time.monotonic() + timeout
+    while True:
+        states = []
+        for t in tasks.iterdir():
+            try:
+                st = (t / "stat").read_text()
+            except OSError:
+                continue  # a thread that exited
+            states.append(st[st.rindex(")") + 2])
+        if all(s in "TtZX" for s in states):
+            return
+        assert time.monotonic() < deadline, (pid, states)
+        time.sleep(0.001)
+
 class Cluster:
     """A set of galleyd servers in `dir`, run through galley-cluster;
     test_hooks=True: galleyd-test servers (galleyd_path)."""
@@ -220,6 +242,13 @@ class Cluster:
             return int((self.dir / ("server%d" % i) / "pid").read_text())
         except (OSError, ValueError):
             return None
+
+    def pause(self, i):
+        """SIGSTOP server i and wait until every thread of it has stopped;
+        returns its pid (SIGCONT it to go on)."""
+        pid = self.pid(i)
+        stop_process(pid)
+        return pid
 
     def alive(self, i):
         pid = self.pid(i)

@@ -121,8 +121,7 @@ def test_restart_server_uses_the_same_address(fresh_cluster):
 def test_stop_escalates_to_sigkill(fresh_cluster):
     """A server that ignores SIGTERM (stopped with SIGSTOP) still goes."""
     c = fresh_cluster
-    pid = c.pid(1)
-    os.kill(pid, signal.SIGSTOP)
+    c.pause(1)
     cp = c.ctl("stop", "--timeout", "1", check=False)
     assert cp.returncode == 0, describe(cp)
     assert "SIGKILL" in cp.stderr

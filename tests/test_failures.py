@@ -246,7 +246,7 @@ def test_a_stopped_server_is_waited_out_once(fresh_cluster, uniq, tmp_path):
         warm = p.stdout.readline().split()
         assert warm[:2] == [b"warm", str(len(data)).encode()], (
             warm, p.stderr.read())
-        os.kill(pid, signal.SIGSTOP)
+        c.pause(2)
         stopped = True
         p.stdin.write(b"go\n")
         p.stdin.flush()

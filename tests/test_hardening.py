@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (CLUSTER_KEYS, base_env, describe, galley_path,
-                      galleyd_path, libgalley_so, run)
+                      galleyd_path, libgalley_so, run, stop_process)
 from gproto_const import GFS_EAUTH, GFS_ECONNLIMIT, GFS_ETOOBIG
 from gproto_const import OP as ALL_OPS
 from test_protocol import (OP, VERSION, Conn, extent, find_record, frame,
@@ -826,7 +826,7 @@ def test_lock_leases(tmp_path):
         # a stopped holder: its lock expires after the lease
         holder = locker(60)
         assert wait_locked(holder, 10) is not None
-        os.kill(holder.pid, 19)  # SIGSTOP
+        stop_process(holder.pid)
         try:
             waiter = locker(0)
             took = wait_locked(waiter, 20)
@@ -865,8 +865,7 @@ def test_fsck_finds_and_repairs_the_orphans_of_an_interrupted_rm(
 
     subs = find_record(c, "doomed/b")
     victim, hid = [(s, h) for s, h in subs if s != 0][-1]
-    pid = c.pid(victim)
-    os.kill(pid, 19)  # SIGSTOP: the rm will wait on it
+    pid = c.pause(victim)  # the rm will wait on it
     rm = subprocess.Popen([galley_path(), "-c", str(c.cluster_file), "rm",
                            "doomed/b"], env=dict(c.env, GALLEY_TIMEOUT="20"),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import describe, galley_path, helper_path
+from conftest import describe, galley_path, helper_path, stop_process
 
 PROCS = 4
 
@@ -302,7 +302,7 @@ def test_a_stopped_holder_is_waited_out_and_then_sees_the_remove(
     holder, continued, does not find the file."""
     c = fresh_cluster
     p = _holder(c, "/hold/s")
-    os.kill(p.pid, signal.SIGSTOP)
+    stop_process(p.pid)
     try:
         cp = c.galley("rm", "/hold/s")
         assert cp.returncode == 0, describe(cp)

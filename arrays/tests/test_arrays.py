@@ -688,7 +688,7 @@ def test_server_fails_under_checkpoints(built, cluster, name, tmp_path, kind, fa
                 cluster.expect_dead.add(victim)
                 os.kill(pid, signal.SIGKILL)
             else:
-                os.kill(pid, signal.SIGSTOP)
+                cluster.pause(victim)
             t_fault = time.time()
         try:
             out, err = proc.communicate(timeout=TIMEOUT)
@@ -778,8 +778,7 @@ def test_server_stopped_in_the_syncs_is_waited_for_once(built, cluster, name,
             # server of B's copy 0 holds subfiles of both arrays
             st = cluster.galley("stat", name + "/f.B.0", check=True).stdout
             victim = int(re.search(r"^subfile 0: server (\d+)", st, re.M).group(1))
-            pid = cluster.pid(victim)
-            os.kill(pid, signal.SIGSTOP)
+            pid = cluster.pause(victim)
             t_fault = time.time()
             pause.unlink()
         out, err = proc.communicate(timeout=TIMEOUT)

@@ -61,6 +61,17 @@ bool gc_conn_holds_opens(gc_conn *c)
     return __atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) != 0;
 }
 
+int gc_conn_fence(gc_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool posted = c->posted;
+    c->posted = false;
+    pthread_mutex_unlock(&c->lock);
+    if (!posted || !gc_conn_holds_opens(c))
+        return 0; /* nothing posted, or the server dropped it all */
+    return gc_PING_call(c, &(gp_PING_req){}, NULL, NULL);
+}
+
 /* Stop the reader and close the socket.  Called without c->lock. */
 void gc_cn_shutdown(gc_conn *c)
 {

@@ -29,6 +29,9 @@ typedef struct gc_xfer {
      * over [lo, hi); every piece non-empty. */
     bool shaped, ordered;
     uint64_t bytes, lo, hi;
+    /* the only transfer of a striped open's small first op (striped_io.c
+     * small_first): through its server (route.c) */
+    bool once;
     /* results */
     int status;
     uint64_t fork_size;

@@ -308,6 +308,10 @@ static void progress(gc_conn *c, uint64_t wait_ns)
 int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
               const struct iovec *data, int ndata, size_t datalen, gc_req *req)
 {
+    gc_req posted; /* req NULL: a request nobody waits for, never pending */
+    bool post = !req;
+    if (post)
+        req = &posted;
     req->conn = c;
     req->opcode = opcode;
     req->status = 0;
@@ -337,8 +341,12 @@ int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
     req->reqid = c->next_reqid++;
     req->state = GC_REQ_PENDING;
     req->submit_ns = g_now_ns();
-    req->next = c->pending;
-    c->pending = req;
+    if (!post) { /* a posted request's reply finds no request: discarded */
+        req->next = c->pending;
+        c->pending = req;
+    } else {
+        c->posted = true;
+    }
     int fd = c->fd;
     pthread_mutex_unlock(&c->lock);
 
@@ -364,7 +372,7 @@ out_unlock:
     pthread_mutex_unlock(&c->send_lock);
     if (v != stackv)
         free(v);
-    if (rc) {
+    if (rc && !post) {
         pthread_mutex_lock(&c->lock);
         if (req->state == GC_REQ_PENDING)
             take_pending(c, req->reqid);

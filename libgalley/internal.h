@@ -129,6 +129,8 @@ int gc_conn_transport(gc_conn *c);
  * Send a request: a frame whose payload is `desc` (encoded fields) followed
  * by the user's data iovecs (vectored send, no staging copy).  `req` must be
  * zeroed or prepared by the caller (riov / prefix_len for data replies).
+ * req NULL posts the request: nobody waits for its reply, which is
+ * discarded when it arrives (a fork's close, forks.c).
  */
 int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
               const struct iovec *data, int ndata, size_t datalen, gc_req *req);
@@ -249,6 +251,11 @@ gc_conn *gc_server_conn(int server);
  * the forks still open.  Closing a fork skips the server then, instead of
  * reconnecting to a server that just timed out only to close the fork. */
 bool gc_conn_holds_opens(gc_conn *c);
+/* Once the server has served every request posted on c (gc_submit with no
+ * request: a fork's close), one round trip, none when nothing was posted
+ * since the last fence; gfs_finalize fences every connection, so what a
+ * process closed is closed at the servers when it has finalized. */
+int gc_conn_fence(gc_conn *c);
 int gc_timeout_ms(void);
 /* GALLEY_SPIN_US: how long a waiter polls for its reply before sleeping
  * (same-host connections; default 50, 0 never spins). */

@@ -125,6 +125,8 @@ int gfs_finalize(void)
     gc_fork k;
     for (int kid = -1; (kid = gc_fork_next(kid, &k)) >= 0;)
         gc_fork_close(kid);
+    for (int i = 0; i < gc_g.nservers; i++)
+        gc_conn_fence(gc_g.conns[i]); /* the closes posted: served */
     gc_transports_shutdown();
 
     pthread_mutex_lock(&gc_g.lock);

@@ -29,6 +29,12 @@
  *   GALLEY_DIRECT_SIEVE=0.  The case covers the whole transfer, so the
  *   pieces of one write land in list order (a later one wins where they
  *   overlap).
+ * - A striped open's small first op (one transfer within one stripe
+ *   unit: a small file's read or write, striped_io.c small_first) goes
+ *   through the server even on the direct path: its fork has no
+ *   descriptor yet, and asking for one and giving it back at close are
+ *   two round trips where the server's copy (cross-memory attach) adds
+ *   none.  The open's next transfer to the fork asks for the descriptor.
  * - A single-range read of a striped file goes by its reader (a pread
  *   per stripe unit) when the file's forks are neither checksummed nor
  *   replicated (a copy's reads fail over, which the reader cannot) and
@@ -85,6 +91,8 @@ enum gc_whole gc_route_whole(int op, const gc_xfer *x, uint64_t *bytesp,
     *endp = end;
     if (!bytes)
         return GC_WHOLE_NOTHING;
+    if (x->once)
+        return GC_WHOLE_SERVER;
     if (!write)
         return GC_WHOLE_READ;
     uint64_t min = (uint64_t)g_config_int(G_CFG_DIRECT_WRITE_MIN);

@@ -15,7 +15,8 @@
  *   3. any other transfer: GC_WAY_ANY; its connection's transport may
  *      take it whole (gc_route_offered; the direct transport, which then
  *      asks gc_route_whole: preadv / pwritev, a sieve under locks, or back
- *      to chunks), else io.c cuts it into chunks;
+ *      to chunks, as a striped open's small first op always goes), else
+ *      io.c cuts it into chunks;
  *   4. a chunk: the transport's own form (cross-memory attach, or the
  *      stream) unless gc_route_stream says the stream: a checksummed
  *      fork's (its CRC travels with the data) or a connection inherited

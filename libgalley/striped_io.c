@@ -231,6 +231,7 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         gc_xfer *t = &o->x[o->nx++];
         *t = gc_xfer_of(&k, s->kids[i], p, cnt[i]);
         t->sub = (int)i;
+        t->once = small;
         t->shaped = true;
         t->ordered = ordered[i] || gp_disjoint(p, cnt[i]); /* as gp_order left
                                                             * them */

@@ -444,7 +444,7 @@ def test_direct_write_checked_and_flip_found(make_cluster, tmp_path):
         assert cp.returncode == 0 and out.read_bytes() == good, describe(cp)
     # a direct overwrite across chunks, partial at both ends
     cp = c.helper("t_checksum", "overwrite", "dd/f", CHUNK + 7, 2 * CHUNK,
-                  11, env=DIRECT)
+                  11, "second", env=DIRECT)
     assert cp.stdout.strip() == "ok", describe(cp)
     cp = c.galley("scrub", "dd/f")
     assert cp.returncode == 0, describe(cp)
@@ -459,10 +459,10 @@ def test_direct_write_checked_and_flip_found(make_cluster, tmp_path):
         assert not out.exists()
     assert "chunk 4 (bytes 131072..163839) failed its checksum" in c.log(0)
     cp = c.helper("t_checksum", "overwrite", "dd/f", 4 * CHUNK + 10, 100, 3,
-                  env=DIRECT)
+                  "second", env=DIRECT)
     assert cp.returncode == 1 and "-1040" in cp.stdout, describe(cp)
     cp = c.helper("t_checksum", "overwrite", "dd/f", 4 * CHUNK, CHUNK, 5,
-                  env=DIRECT)
+                  "second", env=DIRECT)
     assert cp.stdout.strip() == "ok", describe(cp)
     cp = c.galley("scrub", "dd/f")
     assert cp.returncode == 0, describe(cp)
@@ -483,7 +483,7 @@ def test_direct_crash_between_checksum_and_data(make_cluster, tmp_path):
     before = src.read_bytes()
     crash = {"GALLEY_TEST_CLIENT_CRASH_AFTER_CRC": "1", **DIRECT}
     cp = c.helper("t_checksum", "overwrite", "dk/f", CHUNK - 10, CHUNK + 20,
-                  9, env=crash)
+                  9, "second", env=crash)
     assert cp.returncode == 99, describe(cp)
     for env in (DIRECT, SERVER_PATH):
         cp, out = get(c, tmp_path, "dk/f", env=env)
@@ -493,7 +493,7 @@ def test_direct_crash_between_checksum_and_data(make_cluster, tmp_path):
     c.stop()
     c.start()
     cp = c.helper("t_checksum", "overwrite", "dk/f", CHUNK - 10, CHUNK + 20,
-                  9, env=DIRECT)
+                  9, "second", env=DIRECT)
     assert cp.stdout.strip() == "ok", describe(cp)
     cp, out = get(c, tmp_path, "dk/f", env=SERVER_PATH)
     assert cp.returncode == 0, describe(cp)
@@ -515,7 +515,7 @@ def test_direct_writer_dies_inside_a_chunk(make_cluster, tmp_path):
     before = src.read_bytes()
     crash = {"GALLEY_TEST_CLIENT_CRASH_AFTER_CRC": "2", **DIRECT}
     cp = c.helper("t_checksum", "overwrite", "dt/f", CHUNK - 10, CHUNK + 20,
-                  9, env=crash)
+                  9, "second", env=crash)
     assert cp.returncode == 99, describe(cp)
     mid = 3 * CHUNK // 2  # the write's run is chunks 0..2: half of it
     for env in (DIRECT, SERVER_PATH):

@@ -775,20 +775,21 @@ def test_descriptors_do_not_cross_exec(cluster, workers, uniq):
 
 def test_second_small_striped_write_asks_every_subfile_at_once(
         cluster, workers, uniq):
-    """An open's first 4 KiB write, within one subfile, gets that
-    subfile's descriptor only (a small file's create, write and close
-    ask one server); the next write, to another subfile, gets the
-    descriptors of all the others in one round of requests (later calls
-    to them find them); a process holding plain writable descriptors of
-    every subfile leaves another's 16-byte records to the server path,
-    and every byte of both lands as written."""
+    """An open's first 4 KiB write, within one subfile, goes through that
+    subfile's server and asks for no descriptor (a small file's create,
+    write and close ask one server, and no grant is asked for and given
+    back); the next write, to another subfile, gets the descriptors of
+    every subfile in one round of requests (later calls to them find
+    them); a process holding plain writable descriptors of every subfile
+    leaves another's 16-byte records to the server path, and every byte
+    of both lands as written."""
     name = "/%s" % uniq
     n = cluster.n
     d, s, t = workers("direct"), workers("direct"), workers("tcp")
     d("sopen", name, n)
     assert d.int("fds") == 0
-    d("sw", 0, 4096, 7)  # subfile 0 only
-    assert d.int("fds") == 1
+    d("sw", 0, 4096, 7)  # subfile 0 only, through its server
+    assert d.int("fds") == 0
     d("sw", 65536 + 8192, 4096, 8)  # subfile 1: and every other one
     assert d.int("fds") == n
     # 16-byte records over the whole stripe set, written by another direct

@@ -11,10 +11,13 @@
  *                    truncate that cuts a chunk and one that grows; each
  *                    step read back whole and compared; every fork then
  *                    scrubbed clean.  Bad algorithm names are refused.
- *   overwrite NAME OFF LEN SEED
+ *   overwrite NAME OFF LEN SEED [second]
  *                    write LEN bytes of t_fill(SEED) at OFF of striped
  *                    file NAME; prints "ok" or "error CODE MESSAGE" and
- *                    exits 0 / 1
+ *                    exits 0 / 1.  second: the write is the open's second
+ *                    op (a byte read at 0 first), which takes the path
+ *                    GALLEY_TRANSPORT gives; an open's small first op
+ *                    goes through the server (libgalley/route.c)
  *   scrub NAME       gfs_scrub_fork on every subfile's data fork: prints
  *                    "chunks C bad B first F" per fork (or "error ...")
  *   pieces NAME K N PIECE COUNT ROUNDS
@@ -116,16 +119,19 @@ static void model_run(const char *name)
     gfs_striped_close(sid);
 }
 
-static int overwrite(const char *name, int64_t off, int64_t len, uint64_t seed)
+static int overwrite(const char *name, int64_t off, int64_t len, uint64_t seed,
+                     bool second)
 {
     int sid = gfs_striped_open(name);
     if (sid < 0) {
         printf("error %d %s\n", sid, gfs_strerror(sid));
         return 1;
     }
-    unsigned char *b = malloc((size_t)len);
+    unsigned char *b = malloc((size_t)len + 1);
+    int64_t w = second ? gfs_striped_read(sid, 0, b, 1) : 0;
     t_fill(b, (size_t)len, seed);
-    int64_t w = gfs_striped_write(sid, off, b, len);
+    if (w >= 0)
+        w = gfs_striped_write(sid, off, b, len);
     free(b);
     gfs_striped_close(sid);
     if (w != len) {
@@ -289,9 +295,10 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "model")) {
         model_run(argv[2]);
         ret = t_finish();
-    } else if (!strcmp(argv[1], "overwrite") && argc == 6) {
+    } else if (!strcmp(argv[1], "overwrite") &&
+               (argc == 6 || (argc == 7 && !strcmp(argv[6], "second")))) {
         ret = overwrite(argv[2], atoll(argv[3]), atoll(argv[4]),
-                        (uint64_t)atoll(argv[5]));
+                        (uint64_t)atoll(argv[5]), argc == 7);
     } else if (!strcmp(argv[1], "scrub")) {
         ret = scrub(argv[2]);
     } else if (!strcmp(argv[1], "pieces") && argc == 8) {

@@ -64,12 +64,32 @@ bool gc_conn_holds_opens(gc_conn *c)
 int gc_conn_fence(gc_conn *c)
 {
     pthread_mutex_lock(&c->lock);
-    bool posted = c->posted;
-    c->posted = false;
+    uint32_t posted = c->posted;
     pthread_mutex_unlock(&c->lock);
     if (!posted || !gc_conn_holds_opens(c))
-        return 0; /* nothing posted, or the server dropped it all */
+        return 0; /* every reply read, or the server dropped it all */
     return gc_PING_call(c, &(gp_PING_req){}, NULL, NULL);
+}
+
+/* Posted requests whose replies are unread, at most: past it a post
+ * waits for them (gc_conn_fence).  Where only waiters read replies (the
+ * waiter engine), nobody reads while a process only posts -- closing
+ * thousands of files in a row -- and the unread replies would pile up in
+ * the socket's buffers without bound, until the server's handler could
+ * not send and stopped serving the connection.  (4000 closes in a row
+ * to 2 servers did not get there without the bound; it costs a round
+ * trip per 64 closes.) */
+#define GC_POST_MAX 64
+
+int gc_conn_post(gc_conn *c, uint16_t opcode, const gp_wbuf *w)
+{
+    int rc = w->err;
+    if (!rc)
+        rc = gc_submit(c, opcode, w->data, w->len, NULL, 0, 0, NULL);
+    pthread_mutex_lock(&c->lock);
+    bool full = c->posted >= GC_POST_MAX;
+    pthread_mutex_unlock(&c->lock);
+    return rc ? rc : full ? gc_conn_fence(c) : 0;
 }
 
 /* Stop the reader and close the socket.  Called without c->lock. */

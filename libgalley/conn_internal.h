@@ -28,8 +28,8 @@ struct gc_conn {
     const gc_transport_ops *ops; /* chosen at connect (c->lock); NULL
                                   * until the first connect succeeds */
     gc_req *pending;
-    bool posted; /* a request nobody waits for was sent (frame.c) since
-                  * the last gc_conn_fence */
+    uint32_t posted; /* requests sent that nobody waits for (frame.c)
+                      * whose replies have not been read yet */
     uint64_t next_reqid;
     uint64_t data_limit;
     uint64_t last_rx_ns;

@@ -103,8 +103,8 @@ int gc_fork_open(int fid, int subfile, const char *name)
  * were made, a stale fork counts as closed, and a server that cannot be
  * reached drops a lost connection's opens itself -- and a server serves
  * one connection's requests in order, so whatever this process asks it
- * next finds the fork closed.  Waiting was a round trip per file closed
- * (a small file's open, read and close: 3 round trips to 2). */
+ * next finds the fork closed (gfs_finalize fences every connection:
+ * gc_conn_fence).  Waiting was a round trip per file closed. */
 static void close_post(int kid, const gc_fork *k)
 {
     gc_transports_release(k->server, k->fkid);
@@ -113,8 +113,7 @@ static void close_post(int kid, const gc_fork *k)
         gp_wbuf w;
         gp_wbuf_init(&w);
         gp_FORK_CLOSE_req_encode(&w, &(gp_FORK_CLOSE_req){.fkid = k->fkid});
-        if (!w.err)
-            gc_submit(c, GP_OP_FORK_CLOSE, w.data, w.len, NULL, 0, 0, NULL);
+        gc_conn_post(c, GP_OP_FORK_CLOSE, &w);
         gp_wbuf_free(&w);
     }
     gc_fork_unregister(kid);

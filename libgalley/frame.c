@@ -178,6 +178,9 @@ static int read_frame(gc_conn *c)
     gc_req *r = take_pending(c, h.reqid);
     if (r)
         r->state = GC_REQ_RECEIVING;
+    else if (c->posted) /* a posted request's reply (replies come in
+                         * order; a stray one is discarded all the same) */
+        c->posted--;
     pthread_mutex_unlock(&c->lock);
 
     if (r && h.opcode != r->opcode) {
@@ -202,6 +205,7 @@ static int read_frame(gc_conn *c)
 void gc_cn_fail_pending_locked(gc_conn *c, int err)
 {
     gc_cn_mark_broken_locked(c);
+    c->posted = 0; /* the server drops what the connection held */
     for (gc_req *r = c->pending; r; r = r->next) {
         r->status = err == GFS_EPROTO ? GFS_EPROTO : GFS_ESERVERDOWN;
         r->state = GC_REQ_DONE;
@@ -345,7 +349,7 @@ int gc_submit(gc_conn *c, uint16_t opcode, const void *desc, size_t desclen,
         req->next = c->pending;
         c->pending = req;
     } else {
-        c->posted = true;
+        c->posted++;
     }
     int fd = c->fd;
     pthread_mutex_unlock(&c->lock);

@@ -251,10 +251,14 @@ gc_conn *gc_server_conn(int server);
  * the forks still open.  Closing a fork skips the server then, instead of
  * reconnecting to a server that just timed out only to close the fork. */
 bool gc_conn_holds_opens(gc_conn *c);
-/* Once the server has served every request posted on c (gc_submit with no
- * request: a fork's close), one round trip, none when nothing was posted
- * since the last fence; gfs_finalize fences every connection, so what a
- * process closed is closed at the servers when it has finalized. */
+/* Send encoded request w on c without waiting for its reply (gc_submit
+ * with no request; the reply is discarded when read): a fork's close.
+ * Past GC_POST_MAX unread replies it waits for them (conn.c). */
+int gc_conn_post(gc_conn *c, uint16_t opcode, const gp_wbuf *w);
+/* Once the server has served every request posted on c: one round trip,
+ * none when every posted request's reply has been read already;
+ * gfs_finalize fences every connection, so what a process closed is
+ * closed at the servers when it has finalized. */
 int gc_conn_fence(gc_conn *c);
 int gc_timeout_ms(void);
 /* GALLEY_SPIN_US: how long a waiter polls for its reply before sleeping

@@ -257,7 +257,32 @@ def test_group_count_limit_on_the_wire(verbose, uniq):
     assert n == 23, (n, lens)
 
 
-HINTED = r"""
+def run_marked(verbose, tmp_path, text, uniq, **env):
+    """Run script text (argv: libgalley, the cluster file, /uniq) on the
+    verbose cluster: it prints "ready", waits for a line, then does what
+    is measured and prints "done".  Returns the logs' mark taken between
+    the two, once the script has succeeded."""
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    p = subprocess.Popen(
+        [os.sys.executable, str(script), libgalley_so(),
+         str(verbose.cluster_file), "/" + uniq],
+        env=dict(verbose.env, **env), text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == "ready\n", p.stderr.read()
+        since = verbose.mark()
+        out, err = p.communicate("go\n", timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0 and out == "done\n", (out, err)
+    return since
+
+
+# what run_marked's scripts start with
+SCRIPT_HEAD = r"""
 import ctypes, sys, time
 g = ctypes.CDLL(sys.argv[1])
 for f in (g.gfs_striped_read, g.gfs_striped_write):
@@ -266,6 +291,9 @@ for f in (g.gfs_striped_read, g.gfs_striped_write):
                   ctypes.c_int64]
 assert g.gfs_init(sys.argv[2].encode()) == 0
 n = g.gfs_num_servers()
+"""
+
+HINTED = SCRIPT_HEAD + r"""
 names = [("%s/f%d" % (sys.argv[3], i)).encode() for i in range(10)]
 data = b"h" * 3901
 for nm in names:
@@ -295,26 +323,55 @@ def test_a_hinted_record_is_leased_again_not_opened_everywhere(
     are opened as names not cached are: one NS_LEASE, and only the fork
     a small read touches (10 FORK_OPEN for 10 files of 2 subfiles, no
     NS_LOOKUP), where opening from the hint opened every fork."""
-    script = tmp_path / "hinted.py"
-    script.write_text(HINTED)
-    p = subprocess.Popen(
-        [os.sys.executable, str(script), libgalley_so(),
-         str(verbose.cluster_file), "/" + uniq],
-        env=dict(verbose.env, GALLEY_MD_IDLE_MS="200"), text=True,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert p.stdout.readline() == "ready\n", p.stderr.read()
-        since = verbose.mark()
-        out, err = p.communicate("go\n", timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 0 and out == "done\n", (out, err)
+    since = run_marked(verbose, tmp_path, HINTED, uniq,
+                       GALLEY_MD_IDLE_MS="200")
     n, _ = verbose.settle(since, "NS_LEASE", 10)
     assert n == 10, n
     assert verbose.requests(since, "FORK_OPEN")[0] == 10
     assert verbose.requests(since, "NS_LOOKUP")[0] == 0
+
+
+CLOSES = SCRIPT_HEAD + r"""
+names = [("%s/f%d" % (sys.argv[3], i)).encode() for i in range(400)]
+data = [(b"%d." % i) * 1000 for i in range(len(names))]
+for nm, d in zip(names, data):
+    assert g.gfs_create_striped(nm, n, None, 65536, None) == 0
+    sid = g.gfs_striped_open(nm)
+    assert g.gfs_striped_write(sid, 0, d, len(d)) == len(d)
+    assert g.gfs_striped_close(sid) == 0
+print("ready", flush=True)
+sys.stdin.readline()
+buf = ctypes.create_string_buffer(8192)
+for rnd in range(2):
+    sids = []
+    for nm, d in zip(names, data):  # each open's one small read
+        sid = g.gfs_striped_open(nm)
+        assert sid >= 0, sid
+        assert g.gfs_striped_read(sid, 0, buf, 8192) == len(d)
+        assert buf.raw[:len(d)] == d
+        sids.append(sid)
+    for sid in sids:  # then every close in a row
+        assert g.gfs_striped_close(sid) == 0
+print("done", flush=True)
+assert g.gfs_finalize() == 0
+"""
+
+
+@pytest.mark.parametrize("transport", ["direct", "local"])
+def test_one_small_read_per_open_and_closes_in_a_row(verbose, uniq, tmp_path,
+                                                     transport):
+    """An open whose one op is a small read reads through the server and
+    asks for no descriptor (no DIRECT_OPEN), and closes are posted: 400
+    files held open and then closed in a row (200 per server, more than
+    the replies a process leaves unread before it waits for them) do
+    not stall either side, every close reaches its server (FORK_CLOSE
+    for every FORK_OPEN), and the files read back whole twice."""
+    since = run_marked(verbose, tmp_path, CLOSES, uniq,
+                       GALLEY_TRANSPORT=transport)
+    n, _ = verbose.settle(since, "FORK_CLOSE", 800)
+    assert n == 800, n
+    assert verbose.requests(since, "FORK_OPEN")[0] == 800
+    assert verbose.requests(since, "DIRECT_OPEN")[0] == 0
 
 
 # ----------------------------------------------------------------- SFIO --

@@ -35,8 +35,8 @@
  *   descriptor yet, and asking for one and giving it back at close are
  *   two round trips where the server's copy (cross-memory attach) adds
  *   none.  The open's next transfer to the fork asks for the descriptor.
- * - A single-range read of a striped file goes by its reader (a pread
- *   per stripe unit) when the file's forks are neither checksummed nor
+ * - A single-range read of a striped file goes by its reader (a preadv
+ *   per subfile it touches) when the file's forks are neither checksummed nor
  *   replicated (a copy's reads fail over, which the reader cannot) and
  *   the range is at most GC_FAST_UNITS pieces; GALLEY_FAST_READ=0 sends
  *   them all through an op (for measuring).

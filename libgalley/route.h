@@ -7,8 +7,8 @@
  * look at those states to choose again.  The cases, in the order a
  * request meets them:
  *
- *   1. a single-range read of a striped file: its reader (one pread per
- *      stripe unit, transport_direct.c) when gc_route_fast allows, else
+ *   1. a single-range read of a striped file: its reader (one preadv per
+ *      subfile, transport_direct.c) when gc_route_fast allows, else
  *      an op (striped_io.c);
  *   2. a transfer to a replicated fork: GC_WAY_COPIES, to every copy
  *      (repl_io.c), each copy's transfer GC_WAY_SERVER;

@@ -142,9 +142,10 @@ struct gc_transport_ops {
      * for single-range reads that skip the op machinery (striped.c:
      * fast_read).  reader_open builds one for forks (servers[i],
      * fkids[i]) [0, n) (server -1: none), NULL when the transport holds
-     * none of them.  reader_read: exactly len bytes of fork i at off into
-     * buf, 0, or GC_DECLINE (not held, too large, grants forgotten, or
-     * fewer bytes there: the op path reads it); only between reader_pin
+     * none of them.  reader_read: exactly the iovecs' bytes of fork i at
+     * off into them (n at most GC_FAST_UNITS), 0, or GC_DECLINE (not
+     * held, too large, grants forgotten, or fewer bytes there: the op
+     * path reads it); only between reader_pin
      * and reader_unpin, which the owner's table lock orders before
      * reader_free.  reader_count: bytes read through fork i, for the
      * server's IO_STATS.  reader_whole: every fork held and nothing
@@ -153,8 +154,8 @@ struct gc_transport_ops {
      * reports them). */
     gc_reader *(*reader_open)(const int *servers, const uint64_t *fkids,
                               size_t n);
-    int (*reader_read)(gc_reader *r, size_t i, uint64_t off, void *buf,
-                       uint64_t len);
+    int (*reader_read)(gc_reader *r, size_t i, uint64_t off,
+                       const struct iovec *iov, int n);
     void (*reader_count)(gc_reader *r, size_t i, uint64_t bytes);
     void (*reader_pin)(gc_reader *r);
     void (*reader_unpin)(gc_reader *r);

@@ -197,11 +197,14 @@ static bool reader_check(dreader *r, uint64_t now)
     return ok;
 }
 
-static int direct_reader_read(gc_reader *rh, size_t i, uint64_t off, void *buf,
-                              uint64_t len)
+static int direct_reader_read(gc_reader *rh, size_t i, uint64_t off,
+                              const struct iovec *iov, int n)
 {
     dreader *r = (dreader *)rh;
     const struct dread_fork *f = &r->f[i];
+    uint64_t len = 0;
+    for (int k = 0; k < n; k++)
+        len += iov[k].iov_len;
     if (f->fd < 0 || len > GC_DREAD_MAX || off > GP_MAX_OFFSET ||
         __atomic_load_n(&gc_dg.epoch, __ATOMIC_ACQUIRE) != r->epoch)
         return GC_DECLINE;
@@ -210,7 +213,7 @@ static int direct_reader_read(gc_reader *rh, size_t i, uint64_t off, void *buf,
             GC_DIRECT_CHECK_NS &&
         !reader_check(r, now))
         return GC_DECLINE;
-    ssize_t got = pread(f->fd, buf, (size_t)len, (off_t)(f->base + off));
+    ssize_t got = preadv(f->fd, iov, n, (off_t)(f->base + off));
     return got == (ssize_t)len ? 0 : GC_DECLINE;
 }
 

@@ -293,13 +293,13 @@ static int64_t local_read_result(gc_op *o)
  * calls, ROMIO's sieve windows, `galley exec`'s read() -- skips the op
  * when this process holds every fork it touches directly: the range is
  * cut at stripe units, and each subfile's pieces, end to end in its
- * fork, are one preadv on the fork's file (transport_direct.c: readers, which says why that is as correct as an
- * op's direct read).  Anything else -- a piece not held, a short read
- * (the end of a fork: the op path works out the file's end), a grant
- * forgotten -- declines, and the op path reads the whole range.  The op
- * around a small pread (pieces placed per subfile, a transfer, its grant
- * pinned and released under a lock, the result worked out from the fork
- * sizes) costs about as much as the pread itself; a fast read is the
+ * fork, are one preadv on the fork's file (transport_direct.c: readers, which
+ * says why that is as correct as an op's direct read).  Anything else -- a
+ * piece not held, a short read (the end of a fork: the op path works out the
+ * file's end), a grant forgotten -- declines, and the op path reads the whole
+ * range.  The op around a small pread (pieces placed per subfile, a transfer,
+ * its grant pinned and released under a lock, the result worked out from the
+ * fork sizes) costs about as much as the pread itself; a fast read is the
  * preads and nothing else that takes a lock.
  *
  * The reader is built after a single-range read took the op path (so its

@@ -95,27 +95,31 @@ int gc_fork_open(int fid, int subfile, const char *name)
     return kid;
 }
 
-/* Closing fork kid (k, of one copy): its descriptors released (the
- * direct transport), the server told unless the connection has failed
- * since (gc_conn_holds_opens: the server dropped the open itself), and
- * the id let go.  The close is posted, not waited for (frame.c): its
+/* A fork's close at its server is posted, not waited for (frame.c): its
  * answer says nothing a caller acts on -- writes were answered when they
  * were made, a stale fork counts as closed, and a server that cannot be
  * reached drops a lost connection's opens itself -- and a server serves
  * one connection's requests in order, so whatever this process asks it
  * next finds the fork closed (gfs_finalize fences every connection:
  * gc_conn_fence).  Waiting was a round trip per file closed. */
+void gc_fork_close_at(int server, uint64_t fkid)
+{
+    gc_conn *c = gc_server_conn(server);
+    if (!c || !gc_conn_holds_opens(c))
+        return; /* the server dropped the open itself */
+    gp_wbuf w;
+    gp_wbuf_init(&w);
+    gp_FORK_CLOSE_req_encode(&w, &(gp_FORK_CLOSE_req){.fkid = fkid});
+    gc_conn_post(c, GP_OP_FORK_CLOSE, &w);
+    gp_wbuf_free(&w);
+}
+
+/* Closing fork kid (k, of one copy): its descriptors released (the
+ * direct transport), the server told, and the id let go. */
 static void close_post(int kid, const gc_fork *k)
 {
     gc_transports_release(k->server, k->fkid);
-    gc_conn *c = gc_server_conn(k->server);
-    if (gc_conn_holds_opens(c)) {
-        gp_wbuf w;
-        gp_wbuf_init(&w);
-        gp_FORK_CLOSE_req_encode(&w, &(gp_FORK_CLOSE_req){.fkid = k->fkid});
-        gc_conn_post(c, GP_OP_FORK_CLOSE, &w);
-        gp_wbuf_free(&w);
-    }
+    gc_fork_close_at(k->server, k->fkid);
     gc_fork_unregister(kid);
 }
 

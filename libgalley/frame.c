@@ -45,10 +45,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The stream failed: reconnect at the next use (c->lock held). */
+/* The stream failed: reconnect at the next use (c->lock held).  What was
+ * posted on it is nobody's to wait for: the server drops what the
+ * connection held. */
 void gc_cn_mark_broken_locked(gc_conn *c)
 {
     c->broken = true;
+    c->posted = 0;
     gc_cn_set_ready(c, 0);
 }
 
@@ -205,7 +208,6 @@ static int read_frame(gc_conn *c)
 void gc_cn_fail_pending_locked(gc_conn *c, int err)
 {
     gc_cn_mark_broken_locked(c);
-    c->posted = 0; /* the server drops what the connection held */
     for (gc_req *r = c->pending; r; r = r->next) {
         r->status = err == GFS_EPROTO ? GFS_EPROTO : GFS_ESERVERDOWN;
         r->state = GC_REQ_DONE;

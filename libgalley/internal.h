@@ -344,6 +344,10 @@ int gc_file_delete(const char *name);
 int gc_fork_create(int fid, int subfile, const char *name);
 int gc_fork_open(int fid, int subfile, const char *name); /* a kid */
 int gc_fork_close(int kid);
+/* Tell server that this process closed its fork fkid, posted, not waited
+ * for (forks.c: why that is safe); nothing when the connection failed
+ * since, as the server dropped its opens then. */
+void gc_fork_close_at(int server, uint64_t fkid);
 int gc_fork_delete(int fid, int subfile, const char *name);
 int gc_fork_truncate(int kid, int64_t size);
 int gc_fork_sync(int kid);

@@ -312,14 +312,10 @@ static int open_cached(const char *name, const gp_record *cached, bool leased)
             ok[i] = 0; /* the fork id owns it now */
         }
     }
-    /* the forks nobody owns: closed on the server, all at once */
+    /* the forks nobody owns: closed on the server, as any fork is */
     for (int i = 0; i < n; i++)
         if (ok[i])
-            gc_FORK_CLOSE_send(gc_server_conn((int)cached->server[i]),
-                               &(gp_FORK_CLOSE_req){.fkid = fkid[i]}, &p[i]);
-    for (int i = 0; i < n; i++)
-        if (ok[i])
-            gc_FORK_CLOSE_recv(&p[i], NULL, NULL);
+            gc_fork_close_at((int)cached->server[i], fkid[i]);
     if (same) {
         rc = gc_st_from_fid(fid, kids);
     } else if (!rc && rec->repl.ncopy > 1) {

@@ -186,12 +186,11 @@ static bool log_big(void)
     return big;
 }
 
-/* After a batch is in DIR/wal (flushing held, wal.lock not): a log
- * past its checkpoint size is emptied.  Checkpoint failures are logged:
+/* A checkpoint (flushing held, wal.lock not) whose failure is logged:
  * the log keeps the records. */
-static void maybe_checkpoint(void)
+static void checkpoint_logged(void)
 {
-    int k = log_big() ? checkpoint() : 0;
+    int k = checkpoint();
     if (k)
         gsrv_log(0, "wal: checkpoint: %s", gsrv_strerror(k));
 }
@@ -228,8 +227,8 @@ static int flush_batch(void)
         pthread_mutex_lock(&wal.lock);
         wal.size = before + blen;
         pthread_mutex_unlock(&wal.lock);
-        if (sync)
-            maybe_checkpoint(); /* (written: the committer's) */
+        if (sync && log_big())
+            checkpoint_logged(); /* (written: the committer's) */
     }
 
     pthread_mutex_lock(&wal.lock);
@@ -289,9 +288,9 @@ static void *committer_main(void *arg)
                 pthread_cond_wait(&wal.cond, &wal.lock);
             if (wal.stop)
                 break;
-            wal.flushing = true;
+            wal.flushing = true; /* (only a checkpoint shrinks the log) */
             pthread_mutex_unlock(&wal.lock);
-            maybe_checkpoint();
+            checkpoint_logged();
             pthread_mutex_lock(&wal.lock);
             wal.flushing = false;
             pthread_cond_broadcast(&wal.cond);

@@ -42,6 +42,7 @@ _spec.loader.exec_module(gt)
 
 BUILD = gt.BUILD
 Cluster = gt.Cluster
+StallMeter = gt.StallMeter
 
 
 def require_or_skip(msg):

@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from mpiio_support import communicate_or_kill
+from mpiio_support import StallMeter, communicate_or_kill
 
 BLOCK = 65536
 NPROCS = 4
@@ -57,7 +57,8 @@ def expected_block(b):
 
 def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim):
     """Run collfail with a fault on server `victim` once the loop runs;
-    returns (results by rank, fault time, the run's CompletedProcess)."""
+    returns (results by rank, fault time, the StallMeter of the run, the
+    run's CompletedProcess, its description)."""
     ready = tmp_path / "ready"
     gt = STOP_TIMEOUT if fault == "stop" else 60
     extra = {"GALLEY_TIMEOUT": str(gt)}
@@ -79,6 +80,7 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
                          start_new_session=True)
     pid = cluster.pid(victim)
     t_fault = None
+    meter = StallMeter().__enter__()  # left in the finally clause
     try:
         deadline = time.monotonic() + 120
         while not ready.exists() and p.poll() is None and time.monotonic() < deadline:
@@ -92,6 +94,7 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
             t_fault = time.time()
         out, err, hung = communicate_or_kill(p, HANG_BOUND)
     finally:
+        meter.__exit__(None, None, None)
         if fault == "stop":
             os.kill(pid, signal.SIGCONT)
         else:
@@ -111,12 +114,14 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
     res = {int(m.group(1)): m for m in RESULT.finditer(lines)}
     assert sorted(res) == list(range(NPROCS)), \
         "not every rank finished (closed the file and reported): " + what
-    return res, t_fault, cp, what
+    return res, t_fault, meter, cp, what
 
 
-def check_agreement(res, t_fault, bound, what):
+def check_agreement(res, t_fault, bound, what, meter=None):
     """Every rank failed, soon enough, at the same call, and closed; the
-    ranks that only learned of the failure name a rank that met it."""
+    ranks that only learned of the failure name a rank that met it.
+    Soon enough: within `bound` of the fault, plus the time the machine
+    ran nothing at all meanwhile (meter, a gt.StallMeter)."""
     real = set()
     for r, m in res.items():
         assert m.group(3) != "none", "rank %d returned no error: %s" % (r, what)
@@ -130,9 +135,12 @@ def check_agreement(res, t_fault, bound, what):
             named = int(COLL_MSG.search(m.group(7)).group(1))
             assert named in real, "rank %d names rank %d, which did not fail: %s" \
                 % (r, named, what)
-    late = max(float(m.group(4)) for m in res.values()) - t_fault
-    assert late <= bound, "the last rank's error came %.2f s after the fault (bound %s s): %s" \
-        % (late, bound, what)
+    t_last = max(float(m.group(4)) for m in res.values())
+    late = t_last - t_fault
+    stalled = meter.stalled(t_fault, t_last) if meter else 0.0
+    assert late <= bound + stalled, \
+        "the last rank's error came %.2f s after the fault (bound %s s, plus %.2f s " \
+        "in which the machine ran nothing): %s" % (late, bound, stalled, what)
     acked = {int(m.group(2)) for m in res.values()}
     assert len(acked) == 1, "ranks disagree on the calls that succeeded %s: %s" \
         % (sorted(acked), what)
@@ -155,7 +163,7 @@ def check_acked(cluster, tmp_path, name, call, acked, what):
 
 def one(mpi, progs, cluster, uniq, tmp_path, call, cb, fault, victim=1):
     name = "%s/f" % uniq
-    res, t_fault, cp, what = run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb,
+    res, t_fault, meter, cp, what = run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb,
                                             fault, victim)
     bound = 1.0 if fault == "kill" else STOP_TIMEOUT + 1.0
     if fault == "stop" and call == "sync":
@@ -163,7 +171,7 @@ def one(mpi, progs, cluster, uniq, tmp_path, call, cb, fault, victim=1):
         # out the timeout in both: its write_at, then the sync it must
         # still enter (the others' syncs wait for it in the agreement)
         bound += STOP_TIMEOUT
-    acked, late = check_agreement(res, t_fault, bound, what)
+    acked, late = check_agreement(res, t_fault, bound, what, meter)
     assert "FAIL" not in cp.stdout, what
     if call in WRITES or call == "set_size":
         check_acked(cluster, tmp_path, name, call, acked, what)

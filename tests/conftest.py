@@ -166,6 +166,44 @@ def authenticate(call, key):
 
 
 
+class StallMeter:
+    """When this process could not run: a thread that sleeps TICK seconds
+    at a time and notes each wake-up more than SLACK late, with the wall
+    clock time it woke.  A bound on how soon the product reacts to a
+    fault bounds the product's time, not time in which a loaded or paused
+    machine ran nothing at all (a virtual machine's host can stop it for
+    seconds); a test adds the stalls within its interval to such a bound,
+    and says so when it fails."""
+
+    TICK = 0.01
+    SLACK = 0.05
+
+    def __enter__(self):
+        self.events = []  # (wall clock time woken, seconds late)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        last = time.monotonic()
+        while not self._stop.wait(self.TICK):
+            now = time.monotonic()
+            late = now - last - self.TICK
+            if late > self.SLACK:
+                self.events.append((time.time(), late))
+            last = now
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def stalled(self, t0, t1):
+        """Seconds of stalls that ended between wall clock times t0 and t1
+        (a stall ending after t0 counts only from t0)."""
+        return sum(min(late, t - t0) for t, late in self.events if t0 < t <= t1)
+
+
 def stop_process(pid, timeout=10.0):
     """SIGSTOP pid and return once every one of its threads is stopped.
     A stop is not synchronous: the kernel hands it to one thread, which

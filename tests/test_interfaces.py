@@ -339,6 +339,8 @@ for nm, d in zip(names, data):
     sid = g.gfs_striped_open(nm)
     assert g.gfs_striped_write(sid, 0, d, len(d)) == len(d)
     assert g.gfs_striped_close(sid) == 0
+for s in range(n):  # those closes were posted: served (and logged) before
+    assert g.gfs_ping(s) == 0  # the mark, where a ping's reply says so
 print("ready", flush=True)
 sys.stdin.readline()
 buf = ctypes.create_string_buffer(8192)

@@ -109,7 +109,7 @@ class VerboseCluster:
         return run([helper_path(prog)] + [str(a) for a in args], env=e,
                    timeout=timeout)
 
-    def settle(self, since, op, want, timeout=10):
+    def settle(self, since, op, want, timeout=30):
         """Requests are logged after the reply is sent: wait until `want`
         are there (or the timeout), then return what is there."""
         end = time.monotonic() + timeout

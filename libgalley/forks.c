@@ -90,8 +90,7 @@ int gc_fork_open(int fid, int subfile, const char *name)
         .fid = fid, .subfile = subfile, .server = server, .fkid = m.fkid};
     int kid = gc_fork_register(&k);
     if (kid < 0) /* undo the server-side open */
-        gc_FORK_CLOSE_call(gc_server_conn(server),
-                           &(gp_FORK_CLOSE_req){.fkid = k.fkid}, NULL, NULL);
+        gc_fork_close_at(server, k.fkid);
     return kid;
 }
 
@@ -239,9 +238,7 @@ int gc_forks_open(int fid, const char *name, int n, const int *subs, int *kids)
                       .fkid = m.fkid};
         kids[j] = gc_fork_register(&fk);
         if (kids[j] < 0) /* undo the server-side open */
-            gc_FORK_CLOSE_call(gc_server_conn(fk.server),
-                               &(gp_FORK_CLOSE_req){.fkid = fk.fkid}, NULL,
-                               NULL);
+            gc_fork_close_at(fk.server, fk.fkid);
     }
     free(p);
     for (int j = 0; j < n && !rc; j++)

@@ -80,29 +80,28 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
                          start_new_session=True)
     pid = cluster.pid(victim)
     t_fault = None
-    meter = StallMeter().__enter__()  # left in the finally clause
-    try:
-        deadline = time.monotonic() + 120
-        while not ready.exists() and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        if ready.exists() and p.poll() is None:
-            if fault == "kill":
-                cluster.expect_dead.add(victim)
-                os.kill(pid, signal.SIGKILL)
+    with StallMeter() as meter:  # the stalls after the fault: check_agreement
+        try:
+            deadline = time.monotonic() + 120
+            while not ready.exists() and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            if ready.exists() and p.poll() is None:
+                if fault == "kill":
+                    cluster.expect_dead.add(victim)
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    cluster.pause(victim)
+                t_fault = time.time()
+            out, err, hung = communicate_or_kill(p, HANG_BOUND)
+        finally:
+            if fault == "stop":
+                os.kill(pid, signal.SIGCONT)
             else:
-                cluster.pause(victim)
-            t_fault = time.time()
-        out, err, hung = communicate_or_kill(p, HANG_BOUND)
-    finally:
-        meter.__exit__(None, None, None)
-        if fault == "stop":
-            os.kill(pid, signal.SIGCONT)
-        else:
-            deadline = time.monotonic() + 30
-            while cluster.alive(victim) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if t_fault is not None:
-                cluster.restart(victim)
+                deadline = time.monotonic() + 30
+                while cluster.alive(victim) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if t_fault is not None:
+                    cluster.restart(victim)
     cp = subprocess.CompletedProcess(cmd, p.returncode, out, err)
     what = "%s\nexit %s\nstdout:\n%s\nstderr:\n%s" % (" ".join(cmd), p.returncode,
                                                      out[-6000:], err[-6000:])
@@ -121,7 +120,7 @@ def check_agreement(res, t_fault, bound, what, meter=None):
     """Every rank failed, soon enough, at the same call, and closed; the
     ranks that only learned of the failure name a rank that met it.
     Soon enough: within `bound` of the fault, plus the time the machine
-    ran nothing at all meanwhile (meter, a gt.StallMeter)."""
+    ran nothing at all meanwhile (meter: a StallMeter, tests/conftest.py)."""
     real = set()
     for r, m in res.items():
         assert m.group(3) != "none", "rank %d returned no error: %s" % (r, what)
@@ -163,8 +162,8 @@ def check_acked(cluster, tmp_path, name, call, acked, what):
 
 def one(mpi, progs, cluster, uniq, tmp_path, call, cb, fault, victim=1):
     name = "%s/f" % uniq
-    res, t_fault, meter, cp, what = run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb,
-                                            fault, victim)
+    res, t_fault, meter, cp, what = run_with_fault(mpi, progs, cluster, tmp_path, name,
+                                                   call, cb, fault, victim)
     bound = 1.0 if fault == "kill" else STOP_TIMEOUT + 1.0
     if fault == "stop" and call == "sync":
         # each iteration is write_at (independent) + sync, and rank 1 waits

@@ -164,6 +164,10 @@ static const g_cfg_var table[G_CFG_COUNT] = {
         "test build only: 1 (2: halfway through the data): a same-host "
         "direct client exits between a write's checksums and its data (read "
         "once)"),
+    INT(G_CFG_TEST_FORGET_OPENS, "GALLEY_TEST_FORGET_OPENS", SV,
+        G_CFG_TEST | G_CFG_ONCE, 0, LLONG_MIN, LLONG_MAX, "", NULL,
+        "test build only: 1: galleyd-test remembers no FORK_OPEN for the "
+        "IO requests that name one (gmsg.h GP_FKID_OPENED; read once)"),
 };
 
 const g_cfg_var *g_config_var(enum g_cfg_id id)

@@ -6,11 +6,13 @@
  * the data of the first N checksummed messages a process sends;
  * GALLEY_TEST_CRASH_AFTER_CRC and GALLEY_TEST_CLIENT_CRASH_AFTER_CRC stop
  * galleyd and a same-host client between a write's checksums and its
- * data.  The code that acts on them is compiled only with
- * -DGALLEY_TEST_HOOKS: into servers/galleyd-test and the test build of
- * libgalley that tests/helpers/t_checksum links (servers/local.mk,
- * libgalley/local.mk).  Without it, as in the installed galleyd and
- * libgalley, every call below is a constant (false, 0) and the code
+ * data; GALLEY_TEST_FORGET_OPENS makes galleyd remember no open for the
+ * IO requests that name one (gmsg.h GP_FKID_OPENED), as a server that
+ * has forgotten it, or predates it, answers.  The code that acts on them is
+ * compiled only with -DGALLEY_TEST_HOOKS: into servers/galleyd-test and the
+ * test build of libgalley that tests/helpers/t_checksum links
+ * (servers/local.mk, libgalley/local.mk).  Without it, as in the installed
+ * galleyd and libgalley, every call below is a constant (false, 0) and the code
  * behind it compiles to nothing: the variables do nothing there.
  *
  * Threads: any (a countdown is taken through atomics).

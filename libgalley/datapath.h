@@ -73,6 +73,12 @@ struct gc_op {
      * file: io.c, striped.c), so io.c never calls up into it; NULL: the
      * bytes asked for */
     int64_t (*finish)(gc_op *o);
+    /* What the layer that made the op started with it and finishes after
+     * its transfers (striped.c: a fork opened ahead), called with their
+     * result -- or by gc_op_free, with -ECANCELED, if the op never ran --
+     * and returning the op's; NULL: nothing. */
+    int (*after)(gc_op *o, int rc);
+    void *after_arg;
 };
 
 /* An op with room for nx transfers and nstore pieces, in one allocation

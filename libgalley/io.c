@@ -456,6 +456,8 @@ void gc_op_free(gc_op *o)
 {
     if (!o)
         return;
+    if (o->after)
+        o->after(o, -ECANCELED);
     if (!o->one) {
         free(o->x);
         free(o->store);
@@ -466,6 +468,8 @@ void gc_op_free(gc_op *o)
 int64_t gc_op_run(gc_op *o)
 {
     int rc = gc_transfer(o->op, o->x, o->nx);
+    if (o->after)
+        rc = o->after(o, rc);
     int64_t res = rc ? rc : o->finish ? o->finish(o) : o->total;
     gc_op_free(o);
     return res;

@@ -63,6 +63,29 @@ static bool lazy_on(void)
     return g_config_bool(G_CFG_MD_LAZY); /* (read once) */
 }
 
+/* Forks kids, opened for subfiles subs of open sid, in its table entry
+ * (and in s, a copy of it, unless NULL); a subfile another thread opened
+ * meanwhile keeps that one, and ours is closed. */
+static int publish(int sid, gc_striped *s, int nn, const int *subs,
+                   const int *kids)
+{
+    int extra[GFS_MAX_SUBFILES], nextra = 0;
+    pthread_mutex_lock(&gc_st_lock);
+    gc_striped *t = gc_idtab_at(&gc_st_tab, sid);
+    for (int j = 0; j < nn; j++) {
+        int i = subs[j];
+        if (t && t->kids[i] < 0)
+            t->kids[i] = kids[j];
+        else
+            extra[nextra++] = kids[j]; /* another thread's won, or closed */
+        if (s)
+            s->kids[i] = t ? t->kids[i] : -1;
+    }
+    pthread_mutex_unlock(&gc_st_lock);
+    gc_all_close(nextra, extra);
+    return t ? 0 : GFS_EBADID;
+}
+
 /* Make s->kids[i] an open fork for every subfile i with want[i] (want
  * NULL: every subfile).  The missing ones are opened at once (one round
  * trip) and published in sid's table entry; when two threads race, one
@@ -99,20 +122,110 @@ int gc_st_forks(int sid, gc_striped *s, const bool *want, bool *failed)
             failed[subs[j]] = kids[j] < 0; /* whose open failed */
         return rc;
     }
-    int extra[GFS_MAX_SUBFILES], nextra = 0;
-    pthread_mutex_lock(&gc_st_lock);
-    t = gc_idtab_at(&gc_st_tab, sid);
-    for (int j = 0; j < nn; j++) {
-        int i = subs[j];
-        if (t && t->kids[i] < 0)
-            t->kids[i] = kids[j];
-        else
-            extra[nextra++] = kids[j]; /* another thread's won, or closed */
-        s->kids[i] = t ? t->kids[i] : -1;
+    return publish(sid, s, nn, subs, kids);
+}
+
+/* ------------------------------------------------- a fork opened ahead -- */
+/*
+ * An open's small first op (striped_io.c small_first) touches one fork,
+ * which it would open first -- a FORK_OPEN waited for -- and then move
+ * its bytes: two round trips.  Instead the FORK_OPEN is sent and not
+ * waited for, and the op's transfer, sent after it on the same
+ * connection, names the fork by that request (gmsg.h GP_FKID_OPENED):
+ * one round trip for both.  The open's answer is read once the transfer
+ * is done (ahead_end, the op's `after`), and the fork published as
+ * gc_st_forks would.  A server that does not remember the open (GFS_ESTALE
+ * where the open succeeded) gets the transfer again under the fork's
+ * handle.
+ */
+struct gc_ahead {
+    gc_pending p;
+    int sid, sub;
+    gc_fork k; /* the fork; k.fkid the reference until answered */
+};
+
+int gc_st_ahead(int sid, const gc_striped *s, int sub, gc_fork *k,
+                gc_ahead **out)
+{
+    gc_file f;
+    int rc = gc_file_get(s->fid, &f);
+    if (rc)
+        return rc;
+    if (f.rec.repl.ncopy > 1 || sub >= (int)f.rec.nsub)
+        return GC_DECLINE; /* a copy's open is several: gc_st_forks */
+    gc_ahead *a = calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    int server = (int)f.rec.server[sub];
+    gc_FORK_OPEN_send(
+        gc_server_conn(server),
+        &(gp_FORK_OPEN_req){.hid = f.rec.hid[sub], .fork = s->lay.fork}, &a->p);
+    if (a->p.rc) {
+        gp_FORK_OPEN_rep m;
+        rc = gc_FORK_OPEN_recv(&a->p, &m, NULL);
+        free(a);
+        return rc ? rc : GFS_EPROTO;
     }
-    pthread_mutex_unlock(&gc_st_lock);
-    gc_all_close(nextra, extra);
-    return t ? 0 : GFS_EBADID;
+    a->sid = sid;
+    a->sub = sub;
+    a->k = (gc_fork){.fid = s->fid,
+                     .subfile = sub,
+                     .server = server,
+                     .fkid = GP_FKID_OPENED | a->p.q.reqid,
+                     .csum = gc_rec_checksummed(&f.rec)};
+    *k = a->k;
+    *out = a;
+    return 0;
+}
+
+/* The open's answer read (its result; *fkid the fork's handle), its fork
+ * published.  Frees a. */
+static int ahead_answer(gc_ahead *a, uint64_t *fkid)
+{
+    gp_FORK_OPEN_rep m = {0};
+    int rc = gc_FORK_OPEN_recv(&a->p, &m, NULL);
+    *fkid = m.fkid;
+    if (!rc) {
+        gc_fork k = a->k;
+        k.fkid = m.fkid;
+        int kid = gc_fork_register(&k);
+        if (kid >= 0)
+            publish(a->sid, NULL, 1, &a->sub, &kid);
+        else
+            gc_fork_close_at(k.server, m.fkid);
+    }
+    free(a);
+    return rc;
+}
+
+static int ahead_end(gc_op *o, int rc)
+{
+    gc_ahead *a = o->after_arg;
+    o->after = NULL;
+    o->after_arg = NULL;
+    uint64_t ref = a->k.fkid, fkid;
+    int opened = ahead_answer(a, &fkid);
+    if (rc && opened) /* the open's error is the transfer's cause (its
+                       * connection lost: the transfer went on a new one) */
+        return rc == -ECANCELED ? rc : opened;
+    if (rc == GFS_ESTALE) { /* the server did not remember the open */
+        for (size_t i = 0; i < o->nx; i++)
+            if (o->x[i].fkid == ref)
+                o->x[i].fkid = fkid;
+        rc = gc_transfer(o->op, o->x, o->nx);
+    }
+    return rc;
+}
+
+void gc_st_ahead_attach(gc_op *o, gc_ahead *a)
+{
+    uint64_t fkid;
+    if (!o) {
+        ahead_answer(a, &fkid);
+        return;
+    }
+    o->after = ahead_end;
+    o->after_arg = a;
 }
 
 void gc_striped_pin(const char *name)

@@ -32,6 +32,15 @@ int gc_st_get(int sid, gc_striped *out);
  * are not open yet; failed[i] set for those that could not be
  * (striped.c: lazy forks). */
 int gc_st_forks(int sid, gc_striped *s, const bool *want, bool *failed);
+/* Subfile sub's fork opened ahead of the op that moves its bytes
+ * (striped.c: a fork opened ahead): the FORK_OPEN sent, *k the fork with
+ * a handle naming that request, *a what attaching it to the op (or
+ * gc_st_ahead_attach(NULL, a), when there is no op) finishes.
+ * GC_DECLINE: open it with gc_st_forks. */
+typedef struct gc_ahead gc_ahead;
+int gc_st_ahead(int sid, const gc_striped *s, int sub, gc_fork *k,
+                gc_ahead **a);
+void gc_st_ahead_attach(gc_op *o, gc_ahead *a);
 /* The layout a record describes, and whether it is the locality layout
  * (striped.c). */
 int gc_st_layout_of(const gp_record *rec, gfs_layout *lay);

@@ -157,10 +157,20 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
      * first op) tries to open every one at once (striped_ask_all then
      * readies them all), but a subfile it does not touch (its server
      * down) fails it no more than it would have failed a call that opened
-     * only what it touches */
+     * only what it touches.  A small first op's one fork is opened ahead
+     * of its transfer (striped.c): one round trip for both. */
     int rc = -1;
     bool small = small_first(s, cnt, ns, total);
-    if (!(s->asked & (1u << op)) && !small)
+    gc_ahead *ahead = NULL;
+    gc_fork ak;
+    unsigned asub = 0;
+    if (small) {
+        while (cnt[asub] == 0)
+            asub++;
+        rc = gc_st_ahead(sid, s, (int)asub, &ak, &ahead);
+        if (rc && rc != GC_DECLINE)
+            return rc;
+    } else if (!(s->asked & (1u << op)))
         rc = gc_st_forks(sid, s, NULL, failed);
     bool touched_failed = false; /* then that is the call's error: asking
                                   * again would wait out its server's
@@ -180,6 +190,8 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
         nfrag += cnt[i];
     }
     gc_op *o = gc_op_alloc(ns, nfrag);
+    if (ahead) /* its answer is read after the transfer, or if none runs */
+        gc_st_ahead_attach(o, ahead);
     if (!o)
         return -ENOMEM;
     /* each subfile's bytes, range and order, learnt while placing its
@@ -225,7 +237,10 @@ static int striped_op(gc_striped *s, int sid, gc_op **out, int op,
                     hi[i] = gp_end(&p[k]);
         }
         gc_fork k;
-        rc = gc_fork_get(s->kids[i], &k);
+        if (ahead && i == asub)
+            k = ak;
+        else
+            rc = gc_fork_get(s->kids[i], &k);
         if (rc)
             break;
         gc_xfer *t = &o->x[o->nx++];

@@ -250,6 +250,18 @@
 #define GP_FORK_REOPEN_REQ(F) F(u64, fkid)
 #define GP_FORK_REOPEN_REP(F) F(u64, size)
 
+/* The IO requests' fkid (IO_READ/WRITE, their V and C forms): a fork's
+ * handle (FORK_OPEN's answer), or GP_FKID_OPENED | R: the fork that this
+ * connection's FORK_OPEN with request id R opened, so that an open and
+ * its first transfer go together, one round trip (a server serves one
+ * connection's requests in order).  The server remembers a connection's
+ * last GP_OPENED_KEPT opens; it answers the open's own error when that
+ * failed, and GFS_ESTALE when it does not remember R (more opens on the
+ * connection since: the client then sends the transfer again under the
+ * fork's handle). */
+#define GP_FKID_OPENED (1ull << 63)
+#define GP_OPENED_KEPT 16
+
 #define GP_IO_READ_REQ(F) F(u64, fkid) F(segs, segs)
 #define GP_IO_READ_REP(F) F(u64, size) F(data, data)
 

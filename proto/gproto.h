@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GP_MAGIC 0x59414c47u /* "GLAY" little-endian */
-#define GP_VERSION 6
+#define GP_VERSION 7
 #define GP_HDR_SIZE 24
 
 /* Hard ceiling on any payload; servers advertise a lower limit in PING. */

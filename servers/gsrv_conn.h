@@ -29,6 +29,14 @@ typedef struct gsrv_conn {
     /* forks opened by this connection, sorted by fkid (handler thread only) */
     gsrv_open *opens;
     size_t nopens, capopens;
+    /* the request being served, and its last FORK_OPENs by request id, a
+     * ring (gmsg.h GP_FKID_OPENED; handler thread only) */
+    uint64_t reqid;
+    struct gsrv_opened {
+        uint64_t reqid, fkid; /* fkid 0: the open failed with status */
+        int status;
+    } opened[GP_OPENED_KEPT];
+    unsigned nopened; /* opens noted in all: the next goes at % KEPT */
     /* receive buffer, and the frame being received (handler.c, gsrv_rx_*):
      * its payload length, the bytes read from the socket so far, and how
      * many of those are in buf (the rest went where the write path put
@@ -78,6 +86,12 @@ void *gsrv_handler_main(void *c);
 int gsrv_conn_add_open(gsrv_conn *c, uint64_t fkid);
 /* 0, or GFS_EBADID if the connection has no open of fkid. */
 int gsrv_conn_drop_open(gsrv_conn *c, uint64_t fkid);
+/* The FORK_OPEN being served ended with status (fkid: the fork's). */
+void gsrv_conn_note_open(gsrv_conn *c, uint64_t fkid, int status);
+/* An IO request's *fkid as the fork's handle (GP_FKID_OPENED: the one
+ * this connection's open opened): 0, the open's error, or GFS_ESTALE
+ * (io_read.c, where the test build's GALLEY_TEST_FORGET_OPENS is). */
+int gsrv_conn_opened(const gsrv_conn *c, uint64_t *fkid);
 
 /* True when the peer has closed or reset the connection (non-blocking). */
 bool gsrv_conn_hung_up(const gsrv_conn *c);

@@ -387,6 +387,12 @@ static size_t open_pos(const gsrv_conn *c, uint64_t fkid)
     return lo;
 }
 
+void gsrv_conn_note_open(gsrv_conn *c, uint64_t fkid, int status)
+{
+    c->opened[c->nopened++ % GP_OPENED_KEPT] = (struct gsrv_opened){
+        .reqid = c->reqid, .fkid = status ? 0 : fkid, .status = status};
+}
+
 int gsrv_conn_add_open(gsrv_conn *c, uint64_t fkid)
 {
     size_t i = open_pos(c, fkid);
@@ -498,6 +504,7 @@ static int handle(gsrv_conn *c, const gp_hdr *h)
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    c->reqid = h->reqid;
     int status;
     if (c->over_cap)
         status = GFS_ECONNLIMIT;

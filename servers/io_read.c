@@ -164,12 +164,30 @@ out_free:
     return rc;
 }
 
+int gsrv_conn_opened(const gsrv_conn *c, uint64_t *fkid)
+{
+    if (!(*fkid & GP_FKID_OPENED))
+        return 0;
+    if (g_fault_int(G_CFG_TEST_FORGET_OPENS) > 0)
+        return GFS_ESTALE; /* (test build: the client's second try) */
+    uint64_t r = *fkid & ~GP_FKID_OPENED;
+    unsigned n = c->nopened < GP_OPENED_KEPT ? c->nopened : GP_OPENED_KEPT;
+    for (unsigned i = 0; i < n; i++)
+        if (c->opened[i].reqid == r) {
+            *fkid = c->opened[i].fkid;
+            return c->opened[i].status;
+        }
+    return GFS_ESTALE;
+}
+
 /* A read of fork fkid (IO_READ; cma: IO_READV; crc: IO_CREAD, the data's
  * CRC in *crc): its reply's size in *size, its data set up in k->rep. */
 static int io_read(gsrv_conn *c, uint64_t fkid, gsrv_call *k, bool cma,
                    uint64_t *size, uint32_t *crc)
 {
-    int rc;
+    int rc = gsrv_conn_opened(c, &fkid);
+    if (rc)
+        return rc;
     gsrv_reply *rep = k->rep;
     io_req *q = gsrv_io_new(c, false, cma, crc, &rc);
     if (!q)

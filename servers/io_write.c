@@ -160,7 +160,9 @@ static int write_data(gsrv_conn *c, gp_rbuf *req, io_req *q,
 static int io_write(gsrv_conn *c, uint64_t fkid, gsrv_call *k, bool cma,
                     const uint32_t *crc, uint64_t *size)
 {
-    int rc;
+    int rc = gsrv_conn_opened(c, &fkid);
+    if (rc)
+        return rc;
     gp_rbuf *req = k->tail;
     io_req *q = gsrv_io_new(c, true, cma, crc, &rc);
     if (!q)

@@ -4,7 +4,8 @@
 # test-only fault points (csum.c, io_read.c: common/gfault.h) are
 # compiled into each program, without them for galleyd and with
 # -DGALLEY_TEST_HOOKS for galleyd-test, the server the tests that set
-# GALLEY_TEST_FLIP_WIRE or GALLEY_TEST_CRASH_AFTER_CRC start
+# GALLEY_TEST_FLIP_WIRE, GALLEY_TEST_CRASH_AFTER_CRC or
+# GALLEY_TEST_FORGET_OPENS start
 # (tests/conftest.py: Cluster's test_hooks).  galleyd-test is not
 # installed.
 noinst_LTLIBRARIES += servers/libgsrv.la

@@ -294,6 +294,7 @@ int gsrv_do_FORK_OPEN(gsrv_conn *c, const gp_FORK_OPEN_req *m,
         r->size = gsrv_fork_size(f);
     }
     pthread_mutex_unlock(&subtab.lock);
+    gsrv_conn_note_open(c, r->fkid, rc); /* for an IO naming it (gmsg.h) */
     return rc;
 }
 

@@ -8,7 +8,7 @@ is out of date)."""
 
 # plain integer #defines of proto/gproto.h
 GP_MAGIC = 0x59414C47
-GP_VERSION = 6
+GP_VERSION = 7
 GP_HDR_SIZE = 24
 GP_MAX_PAYLOAD = 268435456
 GP_DEFAULT_DATA_LIMIT = 33554432

@@ -23,6 +23,7 @@ import pytest
 
 from conftest import (LineReader, assert_helper_ok, base_env, describe,
                       galleyd_path, helper_path, libgalley_so, run)
+from gproto_const import GFS_ESTALE
 
 
 # ------------------------------------------------------------ helpers ----
@@ -36,13 +37,16 @@ def helper_ok(cluster, prog, scenario, name, env=None, timeout=300):
 class VerboseCluster:
     """galleyd servers started here with -vvv, so that each logs every
     request it serves ("<peer>: IO_WRITE reqid N len L -> ...").  Started
-    and stopped by pid; nobody else's servers are touched."""
+    and stopped by pid; nobody else's servers are touched.  test_hooks:
+    galleyd-test, with server_env added to its environment."""
 
     LINE = re.compile(r": (\w+) reqid \d+ len (\d+) -> (-?\d+)")
 
-    def __init__(self, dir, n):
+    def __init__(self, dir, n, test_hooks=False, server_env=None):
         self.dir = Path(dir)
         self.n = n
+        self.test_hooks = test_hooks
+        self.server_env = dict(os.environ, **server_env) if server_env else None
         self.procs = []
         self.logs = []
         self.cluster_file = self.dir / "cluster"
@@ -57,10 +61,11 @@ class VerboseCluster:
             port_file = d / "port"
             with open(log, "wb") as lf:
                 p = subprocess.Popen(
-                    [galleyd_path(), "--data", str(d), "--listen",
-                     "127.0.0.1:0", "--port-file", str(port_file), "-vvv"],
+                    [galleyd_path(self.test_hooks), "--data", str(d),
+                     "--listen", "127.0.0.1:0", "--port-file", str(port_file),
+                     "-vvv"],
                     stdin=subprocess.DEVNULL, stdout=lf, stderr=lf,
-                    start_new_session=True)
+                    env=self.server_env, start_new_session=True)
             self.procs.append(p)
             self.logs.append(log)
             end = time.monotonic() + 30
@@ -87,18 +92,20 @@ class VerboseCluster:
         """Positions in every log, for requests() after them."""
         return [l.stat().st_size for l in self.logs]
 
-    def requests(self, since, op):
-        """(count, [(name, len)...]) of `op` requests logged after `since`.
-        A data request counts whichever transport carried it: IO_WRITE
-        (data in the frame) or IO_WRITEV (same host: the frame names the
-        client's memory and the server copies the data from there)."""
+    def requests(self, since, op, status=None):
+        """(count, [(name, len)...]) of `op` requests logged after `since`
+        (status: only those answered with it).  A data request counts
+        whichever transport carried it: IO_WRITE (data in the frame) or
+        IO_WRITEV (same host: the frame names the client's memory and the
+        server copies the data from there)."""
         lens = []
         for log, pos in zip(self.logs, since):
             with open(log, "rb") as f:
                 f.seek(pos)
                 for line in f.read().decode(errors="replace").splitlines():
                     m = self.LINE.search(line)
-                    if m and m.group(1) in (op, op + "V"):
+                    if m and m.group(1) in (op, op + "V") and (
+                            status is None or int(m.group(3)) == status):
                         lens.append((m.group(1), int(m.group(2))))
         return len(lens), lens
 
@@ -374,6 +381,52 @@ def test_one_small_read_per_open_and_closes_in_a_row(verbose, uniq, tmp_path,
     assert n == 800, n
     assert verbose.requests(since, "FORK_OPEN")[0] == 800
     assert verbose.requests(since, "DIRECT_OPEN")[0] == 0
+
+
+FORGOTTEN = SCRIPT_HEAD + r"""
+names = [("%s/f%d" % (sys.argv[3], i)).encode() for i in range(20)]
+data = [(b"%d:" % i) * 700 for i in range(len(names))]
+print("ready", flush=True)
+sys.stdin.readline()
+for nm, d in zip(names, data):  # each open's one op: a small write
+    assert g.gfs_create_striped(nm, n, None, 65536, None) == 0
+    sid = g.gfs_striped_open(nm)
+    assert sid >= 0, sid
+    assert g.gfs_striped_write(sid, 0, d, len(d)) == len(d)
+    assert g.gfs_striped_close(sid) == 0
+buf = ctypes.create_string_buffer(8192)
+for nm, d in zip(names, data):  # then a small read
+    sid = g.gfs_striped_open(nm)
+    assert sid >= 0, sid
+    assert g.gfs_striped_read(sid, 0, buf, 8192) == len(d)
+    assert buf.raw[:len(d)] == d
+    assert g.gfs_striped_close(sid) == 0
+print("done", flush=True)
+assert g.gfs_finalize() == 0
+"""
+
+
+@pytest.mark.parametrize("transport", ["direct", "tcp"])
+def test_an_open_sent_ahead_and_forgotten(tmp_path, uniq, transport):
+    """A small first op sends its fork's FORK_OPEN and, without waiting,
+    the transfer that names that open (striped.c: a fork opened ahead; one
+    round trip for both).  Servers that remember no open (galleyd-test,
+    GALLEY_TEST_FORGET_OPENS=1: what a server that forgot it, or predates
+    it, answers) answer that transfer GFS_ESTALE, once per open's first
+    op; the client sends it again under the fork's handle, and every
+    small write and read lands and reads back."""
+    c = VerboseCluster(tmp_path / "forgetting", 2, test_hooks=True,
+                       server_env={"GALLEY_TEST_FORGET_OPENS": "1"}).start()
+    try:
+        since = run_marked(c, tmp_path, FORGOTTEN, uniq,
+                           GALLEY_TRANSPORT=transport)
+        c.settle(since, "IO_READ", 40)
+        assert c.requests(since, "IO_WRITE", GFS_ESTALE)[0] == 20
+        assert c.requests(since, "IO_READ", GFS_ESTALE)[0] == 20
+        assert c.requests(since, "IO_WRITE", 0)[0] == 20
+        assert c.requests(since, "IO_READ", 0)[0] == 20
+    finally:
+        c.stop()
 
 
 # ----------------------------------------------------------------- SFIO --

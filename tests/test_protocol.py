@@ -11,8 +11,8 @@ import time
 import pytest
 
 from conftest import authenticate, cluster_key, describe
-from gproto_const import (GFS_EAUTH, GFS_EBADID, GFS_EPROTO, GP_MAGIC,
-                          GP_VERSION)
+from gproto_const import (GFS_EAUTH, GFS_EBADID, GFS_EPROTO, GFS_ESTALE,
+                          GP_MAGIC, GP_VERSION)
 from gproto_const import OP as ALL_OPS
 
 MAGIC = GP_MAGIC
@@ -507,6 +507,69 @@ STREAMED = {
     "overlapping pieces, the later wins (whole frame first)": [
         (0, 200000), (100000, 200000), (50000, 10)],
 }
+
+
+OPENED = 1 << 63  # gmsg.h GP_FKID_OPENED
+OPENED_KEPT = 16  # gmsg.h GP_OPENED_KEPT
+
+
+def test_io_names_the_fork_its_connections_open_opened(cluster, open_fork):
+    """An IO request may name its fork by the FORK_OPEN before it on the
+    same connection (fkid GP_FKID_OPENED | that request's id), sent
+    without waiting: both are answered, in order, and the bytes land in
+    that fork.  The open's own error answers an IO naming a failed open;
+    an open the server no longer remembers (more than GP_OPENED_KEPT opens
+    later), or never saw, answers GFS_ESTALE and moves nothing."""
+    state, fkid, addr, reopen, server = open_fork
+    (_, hid), _ = find_record(cluster, state["name"])
+    c = Conn(addr)
+    try:
+        c.send(frame(OP["FORK_OPEN"], u64(hid) + s16("f"), reqid=41) +
+               frame(OP["IO_WRITE"], u64(OPENED | 41) + u32(1) +
+                     extent(0, 11) + b"opened+sent", reqid=42))
+        h, p = c.reply()
+        assert (h[3], h[4]) == (41, 0), h
+        assert struct.unpack("<QQ", p)[0] == fkid
+        h, p = c.reply()
+        assert (h[3], h[4]) == (42, 0), h
+        assert struct.unpack("<Q", p[:8])[0] == 11
+        # the fork's own handle reads what the reference wrote
+        status, p = c.call(OP["IO_READ"], u64(fkid) + u32(1) + extent(0, 11))
+        assert status == 0 and p[8:] == b"opened+sent", (status, p)
+        status, p = c.call(OP["IO_READ"], u64(OPENED | 41) + u32(1) +
+                           extent(0, 6))
+        assert status == 0 and p[8:] == b"opened", (status, p)
+        # a failed open: an IO naming it gets the open's error
+        c.send(frame(OP["FORK_OPEN"], u64(hid) + s16("nope"), reqid=43) +
+               frame(OP["IO_READ"], u64(OPENED | 43) + u32(1) + extent(0, 4),
+                     reqid=44))
+        h, _ = c.reply()
+        assert h[3] == 43 and h[4] < 0, h
+        open_err = h[4]
+        h, _ = c.reply()
+        assert (h[3], h[4]) == (44, open_err), h
+        # forgotten after GP_OPENED_KEPT more opens; never seen
+        for r in range(OPENED_KEPT):
+            status, _ = c.call(OP["FORK_OPEN"], u64(hid) + s16("f"),
+                               reqid=100 + r)
+            assert status == 0, status
+        for ref in (41, 99):
+            status, _ = c.call(OP["IO_WRITE"], u64(OPENED | ref) + u32(1) +
+                               extent(0, 3) + b"bad")
+            assert status == GFS_ESTALE, (ref, status)
+        status, p = c.call(OP["IO_READ"], u64(OPENED | (100 + OPENED_KEPT - 1))
+                           + u32(1) + extent(0, 11))
+        assert status == 0 and p[8:] == b"opened+sent", (status, p)
+    finally:
+        c.close()
+    # another connection's opens are not this one's
+    c = Conn(addr)
+    try:
+        status, _ = c.call(OP["IO_READ"], u64(OPENED | 41) + u32(1) +
+                           extent(0, 4))
+        assert status == GFS_ESTALE, status
+    finally:
+        c.close()
 
 
 def send_slowly(c, data, parts=8, pause=0.02):

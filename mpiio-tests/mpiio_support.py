@@ -43,6 +43,7 @@ _spec.loader.exec_module(gt)
 BUILD = gt.BUILD
 Cluster = gt.Cluster
 StallMeter = gt.StallMeter
+fault_when_ready = gt.fault_when_ready
 
 
 def require_or_skip(msg):

@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from mpiio_support import StallMeter, communicate_or_kill
+from mpiio_support import StallMeter, communicate_or_kill, fault_when_ready
 
 BLOCK = 65536
 NPROCS = 4
@@ -82,16 +82,7 @@ def run_with_fault(mpi, progs, cluster, tmp_path, name, call, cb, fault, victim)
     t_fault = None
     with StallMeter() as meter:  # the stalls after the fault: check_agreement
         try:
-            deadline = time.monotonic() + 120
-            while not ready.exists() and p.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.005)
-            if ready.exists() and p.poll() is None:
-                if fault == "kill":
-                    cluster.expect_dead.add(victim)
-                    os.kill(pid, signal.SIGKILL)
-                else:
-                    cluster.pause(victim)
-                t_fault = time.time()
+            t_fault = fault_when_ready(cluster, p, ready, fault, victim, 120)
             out, err, hung = communicate_or_kill(p, HANG_BOUND)
         finally:
             if fault == "stop":

@@ -204,6 +204,25 @@ class StallMeter:
         return sum(min(late, t - t0) for t, late in self.events if t0 < t <= t1)
 
 
+def fault_when_ready(cluster, proc, ready, fault, victim, timeout):
+    """The fault loops' fault (mpiio-tests/test_collfail.py, the arrays'
+    fault loop): once file `ready` exists while proc runs (waited for at
+    most timeout s), server victim is killed (fault "kill") or stopped
+    (any other: Cluster.pause).  Returns the wall clock time of the fault,
+    or None when proc ended or never got ready."""
+    end = time.monotonic() + timeout
+    while not ready.exists() and proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.005)
+    if not ready.exists() or proc.poll() is not None:
+        return None
+    if fault == "kill":
+        cluster.expect_dead.add(victim)
+        os.kill(cluster.pid(victim), signal.SIGKILL)
+    else:
+        cluster.pause(victim)
+    return time.time()
+
+
 def stop_process(pid, timeout=10.0):
     """SIGSTOP pid and return once every one of its threads is stopped.
     A stop is not synchronous: the kernel hands it to one thread, which

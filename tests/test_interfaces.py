@@ -298,6 +298,16 @@ for f in (g.gfs_striped_read, g.gfs_striped_write):
                   ctypes.c_int64]
 assert g.gfs_init(sys.argv[2].encode()) == 0
 n = g.gfs_num_servers()
+
+
+def read_back(names, datas):  # each opened, read once, checked, closed
+    buf = ctypes.create_string_buffer(8192)
+    for nm, d in zip(names, datas):
+        sid = g.gfs_striped_open(nm)
+        assert sid >= 0, sid
+        assert g.gfs_striped_read(sid, 0, buf, 8192) == len(d)
+        assert buf.raw[:len(d)] == d
+        assert g.gfs_striped_close(sid) == 0
 """
 
 HINTED = SCRIPT_HEAD + r"""
@@ -312,13 +322,7 @@ for nm in names:
 time.sleep(1.5)  # idle: the leases go, the records stay cached as hints
 print("ready", flush=True)
 sys.stdin.readline()
-buf = ctypes.create_string_buffer(8192)
-for nm in names:
-    sid = g.gfs_striped_open(nm)
-    assert sid >= 0, sid
-    assert g.gfs_striped_read(sid, 0, buf, 8192) == len(data)
-    assert buf.raw[:len(data)] == data
-    assert g.gfs_striped_close(sid) == 0
+read_back(names, [data] * len(names))
 print("done", flush=True)
 g.gfs_finalize()
 """
@@ -394,13 +398,7 @@ for nm, d in zip(names, data):  # each open's one op: a small write
     assert sid >= 0, sid
     assert g.gfs_striped_write(sid, 0, d, len(d)) == len(d)
     assert g.gfs_striped_close(sid) == 0
-buf = ctypes.create_string_buffer(8192)
-for nm, d in zip(names, data):  # then a small read
-    sid = g.gfs_striped_open(nm)
-    assert sid >= 0, sid
-    assert g.gfs_striped_read(sid, 0, buf, 8192) == len(d)
-    assert buf.raw[:len(d)] == d
-    assert g.gfs_striped_close(sid) == 0
+read_back(names, data)  # then a small read
 print("done", flush=True)
 assert g.gfs_finalize() == 0
 """

@@ -160,11 +160,11 @@ int gc_st_ahead(int sid, const gc_striped *s, int sub, gc_fork *k,
     gc_FORK_OPEN_send(
         gc_server_conn(server),
         &(gp_FORK_OPEN_req){.hid = f.rec.hid[sub], .fork = s->lay.fork}, &a->p);
-    if (a->p.rc) {
+    if (a->p.rc) { /* not sent: the receive answers that error */
         gp_FORK_OPEN_rep m;
         rc = gc_FORK_OPEN_recv(&a->p, &m, NULL);
         free(a);
-        return rc ? rc : GFS_EPROTO;
+        return rc;
     }
     a->sid = sid;
     a->sub = sub;
